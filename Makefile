@@ -1,0 +1,46 @@
+# minikubelet — run `make help` for the targets.
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+GO ?= go
+GOTEST ?= $(GO) test
+TESTFLAGS ?=
+E2E_FLAGS ?=
+BIN := bin/minikubelet
+REGISTRY ?= 127.0.0.1:5000
+
+.PHONY: help build test test-unit test-e2e test-privileged demo verify fmt vet tidy clean
+
+help: ## show this help
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
+
+build: ## build bin/minikubelet
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/minikubelet
+
+test: test-unit test-e2e ## everything CI runs: unit tests, then the end-to-end suite (needs root)
+
+test-unit: verify ## unit tests with -race; no root, no containerd
+	$(GOTEST) -race -count=1 $(TESTFLAGS) ./...
+
+test-e2e: ## end-to-end suite against a private containerd, real runc, CNI plugins and registry (root)
+	E2E_FLAGS="$(E2E_FLAGS)" REGISTRY=$(REGISTRY) hack/e2e.sh
+
+demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
+	hack/setup.sh
+	$(MAKE) build
+	hack/demo.sh
+
+verify: vet ## gofmt, go vet, import direction
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	hack/verify-imports.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt: ## gofmt the tree
+	gofmt -w $$(git ls-files '*.go')
+
+tidy:
+	$(GO) mod tidy
+
+clean:
+	rm -rf bin

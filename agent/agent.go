@@ -1,0 +1,272 @@
+// Package agent is minikubelet's node brain: it takes the desired set of
+// pods from its sources, observes the runtime through the CRI, and moves the
+// runtime toward the pods, one goroutine per pod (house style rules 2–5).
+//
+// Data path (STYLE.md): source.go decodes → defaults.go/validate.go check →
+// Agent.SetPods diffs the desired set against the pod workers →
+// pod_workers.go hands the pod to its goroutine → sync_pod.go observes,
+// plans (plan.go, pure) and executes (sandbox.go, container.go).
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/cni"
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+// Config holds the node settings the agent needs.
+type Config struct {
+	// NodeName is this node's name (spec.nodeName, fieldRef spec.nodeName).
+	NodeName string
+	// RootDir holds pod volumes (<RootDir>/pods/<uid>).
+	RootDir string
+	// PodLogDir holds the CRI container logs (<PodLogDir>/<ns>_<name>_<uid>).
+	PodLogDir string
+	// ResolvConf is the host resolver file pods inherit (no cluster DNS).
+	ResolvConf string
+	// RuntimeName prefixes container IDs in status (containerd://<id>).
+	RuntimeName string
+	// RuntimeTimeout is the slack added to calls that wait on purpose
+	// (StopContainer waits the grace period first).
+	RuntimeTimeout time.Duration
+	// RelistPeriod is how often the runtime is listed for changes (1 s, the
+	// kubelet's PLEG period).
+	RelistPeriod time.Duration
+	// ResyncPeriod is how often a pod is synced without any change.
+	ResyncPeriod time.Duration
+	// ErrorBackoff is how long a pod worker waits after a failed sync
+	// (the kubelet's backOffPeriod, 10 s).
+	ErrorBackoff time.Duration
+	// BackoffInitial and BackoffMax shape container restart and image pull
+	// back-off (the kubelet's 10 s and 300 s).
+	BackoffInitial, BackoffMax time.Duration
+	// Network is the node's pod network (conflist owned by package cni).
+	Network cni.Config
+}
+
+// withDefaults fills unset fields with the kubelet's defaults.
+func (c Config) withDefaults() Config {
+	if c.RootDir == "" {
+		c.RootDir = "/var/lib/minikubelet"
+	}
+	if c.PodLogDir == "" {
+		c.PodLogDir = "/var/log/pods"
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = "/etc/resolv.conf"
+	}
+	if c.RuntimeName == "" {
+		c.RuntimeName = "containerd"
+	}
+	if c.RuntimeTimeout == 0 {
+		c.RuntimeTimeout = 30 * time.Second
+	}
+	if c.RelistPeriod == 0 {
+		c.RelistPeriod = time.Second
+	}
+	if c.ResyncPeriod == 0 {
+		c.ResyncPeriod = time.Minute
+	}
+	if c.ErrorBackoff == 0 {
+		c.ErrorBackoff = 10 * time.Second
+	}
+	if c.BackoffInitial == 0 {
+		c.BackoffInitial = 10 * time.Second
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = 300 * time.Second
+	}
+	c.Network = c.Network.WithDefaults()
+	return c
+}
+
+// Deps are the agent's collaborators; cmd/minikubelet builds the real ones,
+// tests pass fakes.
+type Deps struct {
+	Runtime  cri.Runtime
+	Images   cri.Images
+	Clock    clock.WithTicker // nil = real clock
+	Logger   *slog.Logger
+	Observer Observer // nil = nobody watches
+}
+
+// Agent runs the node's pods.
+type Agent struct {
+	cfg      Config
+	runtime  cri.Runtime
+	images   cri.Images
+	clock    clock.WithTicker
+	logger   *slog.Logger
+	observer Observer
+
+	// mu guards workers.
+	mu sync.Mutex
+	// workers holds one worker per known pod UID, until its teardown ends.
+	workers map[types.UID]*podWorker
+	// wg counts running worker goroutines.
+	wg sync.WaitGroup
+
+	// crashBackoff delays container restarts (CrashLoopBackOff).
+	crashBackoff *backoff
+	// imageBackoff delays image pulls after failures (ImagePullBackOff).
+	imageBackoff *backoff
+}
+
+// New builds an agent. Nothing runs until Run.
+func New(cfg Config, deps Deps) *Agent {
+	a := &Agent{
+		cfg:      cfg.withDefaults(),
+		runtime:  deps.Runtime,
+		images:   deps.Images,
+		clock:    deps.Clock,
+		logger:   deps.Logger,
+		observer: deps.Observer,
+		workers:  make(map[types.UID]*podWorker),
+	}
+	a.crashBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
+	// The kubelet's override: a container that ran 10 minutes starts over.
+	a.crashBackoff.expireAfter = 10 * time.Minute
+	a.imageBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
+	if a.clock == nil {
+		a.clock = clock.RealClock{}
+	}
+	if a.logger == nil {
+		a.logger = slog.New(slog.DiscardHandler)
+	}
+	if a.observer == nil {
+		a.observer = nopObserver{}
+	}
+	return a
+}
+
+// EnsureNetwork installs the node's CNI conflist into the runtime's conf dir
+// and waits until the runtime reports NetworkReady. It returns notices worth
+// showing the user (e.g. another conflist shadowing ours).
+func (a *Agent) EnsureNetwork(ctx context.Context) (notices []string, err error) {
+	_, notices, err = cni.Install(ctx, a.cfg.Network)
+	if err != nil {
+		return notices, fmt.Errorf("install pod network config: %w", err)
+	}
+	err = cni.WaitReady(ctx, a.cfg.Network, a.networkReady)
+	return notices, err
+}
+
+// networkReady asks the runtime for its NetworkReady condition.
+func (a *Agent) networkReady(ctx context.Context) (bool, string, string, error) {
+	st, err := a.runtime.Status(ctx, false)
+	if err != nil {
+		return false, "", "", err
+	}
+	for _, c := range st.GetStatus().GetConditions() {
+		if c.Type == "NetworkReady" {
+			return c.Status, c.Reason, c.Message, nil
+		}
+	}
+	return false, "NoNetworkCondition", "runtime reports no NetworkReady condition", nil
+}
+
+// SetPods replaces the desired set of pods (the whole set from the source):
+// new pods get a worker, changed pods are handed to theirs, pods no longer
+// present are torn down.
+func (a *Agent) SetPods(pods []*v1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	want := make(map[types.UID]*v1.Pod, len(pods))
+	for _, p := range pods {
+		want[p.UID] = p
+	}
+	for uid, w := range a.workers {
+		if _, ok := want[uid]; !ok {
+			w.terminate()
+		}
+	}
+	for uid, p := range want {
+		if w, ok := a.workers[uid]; ok {
+			w.update(p)
+			continue
+		}
+		w := newPodWorker(a, p)
+		a.workers[uid] = w
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			w.run()
+			a.mu.Lock()
+			if a.workers[uid] == w {
+				delete(a.workers, uid)
+			}
+			a.mu.Unlock()
+		}()
+	}
+}
+
+// PodDone returns a channel closed when the pod's worker has finished its
+// teardown (or nil when the pod is unknown).
+func (a *Agent) PodDone(uid types.UID) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w, ok := a.workers[uid]; ok {
+		return w.done
+	}
+	return nil
+}
+
+// GetPod returns a copy of the pod with its current status.
+func (a *Agent) GetPod(uid types.UID) (*v1.Pod, bool) {
+	a.mu.Lock()
+	w, ok := a.workers[uid]
+	a.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return w.snapshot(), true
+}
+
+// Run is the sync loop (house style rule 4): it relists the runtime every
+// RelistPeriod and wakes the worker of every pod whose runtime objects
+// changed. It returns when ctx ends; workers are stopped without teardown
+// (the pods keep running, as when the kubelet stops).
+func (a *Agent) Run(ctx context.Context) error {
+	relist := newRelister(a)
+	ticker := a.clock.NewTicker(a.cfg.RelistPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.stopWorkers()
+			return nil
+		case <-ticker.C():
+			changed, err := relist.relist(ctx)
+			if err != nil {
+				a.logger.Warn("Relist failed", "err", err)
+				continue
+			}
+			a.mu.Lock()
+			for _, uid := range changed {
+				if w, ok := a.workers[uid]; ok {
+					w.trigger()
+				}
+			}
+			a.mu.Unlock()
+		}
+	}
+}
+
+// stopWorkers ends every worker goroutine without touching the runtime.
+func (a *Agent) stopWorkers() {
+	a.mu.Lock()
+	for _, w := range a.workers {
+		w.cancel()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+}

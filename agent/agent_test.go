@@ -1,0 +1,409 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/cri/critest"
+)
+
+// recorder is an Observer that keeps everything and signals each status.
+type recorder struct {
+	mu       sync.Mutex
+	events   []Event
+	steps    []Step
+	statuses []*v1.Pod
+	changed  chan struct{} // capacity 1, poked on every status
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{}, 1)} }
+
+func (r *recorder) PodEvent(_ *v1.Pod, ev Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+
+func (r *recorder) PodStep(_ *v1.Pod, s Step) {
+	r.mu.Lock()
+	r.steps = append(r.steps, s)
+	r.mu.Unlock()
+}
+
+func (r *recorder) PodStatus(p *v1.Pod) {
+	r.mu.Lock()
+	r.statuses = append(r.statuses, p)
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) reasons() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+// waitStatus waits until cond holds for the newest status.
+func (r *recorder) waitStatus(t *testing.T, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		var last *v1.Pod
+		if n := len(r.statuses); n > 0 {
+			last = r.statuses[n-1]
+		}
+		r.mu.Unlock()
+		if last != nil && cond(last) {
+			return last
+		}
+		select {
+		case <-r.changed:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; last status: %+v", what, last)
+		}
+	}
+}
+
+type harness struct {
+	fake  *critest.Fake
+	clock *testclock.FakeClock
+	rec   *recorder
+	agent *Agent
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{fake: critest.New(), clock: testclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), rec: newRecorder()}
+	h.fake.Now = h.clock.Now
+	h.agent = New(Config{
+		NodeName:   "node-1",
+		RootDir:    t.TempDir(),
+		PodLogDir:  t.TempDir(),
+		ResolvConf: "/nonexistent",
+	}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock, Observer: h.rec})
+	t.Cleanup(h.agent.stopWorkers)
+	return h
+}
+
+// pod decodes a manifest with the real loader, so fixtures carry the
+// API-server defaults.
+func testPod(t *testing.T, manifest string) *v1.Pod {
+	t.Helper()
+	pods, err := PrepareManifest([]byte(manifest), "test.yaml", "node-1")
+	require.NoError(t, err)
+	require.Len(t, pods, 1)
+	return pods[0]
+}
+
+func phaseIs(ph v1.PodPhase) func(*v1.Pod) bool {
+	return func(p *v1.Pod) bool { return p.Status.Phase == ph }
+}
+
+// without drops the observation calls from a call log.
+func without(calls []string, prefixes ...string) []string {
+	var out []string
+next:
+	for _, c := range calls {
+		for _, p := range prefixes {
+			if strings.HasPrefix(c, p) {
+				continue next
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+var observeCalls = []string{"ListPodSandbox", "ListContainers", "ContainerStatus", "PodSandboxStatus", "ImageStatus"}
+
+const twoContainers = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: demo, labels: {app: web}}
+spec:
+  containers:
+  - name: web
+    image: reg.local/web:1
+    ports: [{containerPort: 8080, hostPort: 18080}]
+    env: [{name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]
+  - name: side
+    image: reg.local/side:1
+`
+
+func TestAgent_RunsPodThroughCRI(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, twoContainers)
+	h.agent.SetPods([]*v1.Pod{pod})
+	got := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+
+	assert.Equal(t, critest.DefaultPodIP, got.Status.PodIP)
+	calls := without(h.fake.Calls(), observeCalls...)
+	// Both images are pulled while the sandbox is created; each container
+	// is created then started (the two concurrently, in any order).
+	assert.ElementsMatch(t, []string{
+		"RunPodSandbox web attempt=0",
+		"PullImage reg.local/web:1", "PullImage reg.local/side:1",
+		"CreateContainer web attempt=0", "StartContainer web",
+		"CreateContainer side attempt=0", "StartContainer side",
+	}, calls)
+	for _, c := range []string{"web", "side"} {
+		assert.Less(t, indexOf(calls, "RunPodSandbox web attempt=0"), indexOf(calls, "CreateContainer "+c+" attempt=0"))
+		assert.Less(t, indexOf(calls, "PullImage reg.local/"+c+":1"), indexOf(calls, "CreateContainer "+c+" attempt=0"))
+		assert.Less(t, indexOf(calls, "CreateContainer "+c+" attempt=0"), indexOf(calls, "StartContainer "+c))
+	}
+
+	// Sandbox labels: the pod's own plus identity and ownership.
+	sbs, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
+	require.NoError(t, err)
+	require.Len(t, sbs, 1)
+	assert.Equal(t, map[string]string{
+		"app":                         "web",
+		"io.kubernetes.pod.name":      "web",
+		"io.kubernetes.pod.namespace": "demo",
+		"io.kubernetes.pod.uid":       string(pod.UID),
+		"io.minikubelet.managed-by":   "minikubelet",
+	}, sbs[0].Labels)
+
+	// Containers: identity labels only, hash and restart count annotations,
+	// the kubelet's log path.
+	ctrs, err := h.fake.Runtime.ListContainers(context.Background(), nil)
+	require.NoError(t, err)
+	require.Len(t, ctrs, 2)
+	for _, c := range ctrs {
+		assert.Equal(t, "demo", c.Labels["io.kubernetes.pod.namespace"])
+		assert.Equal(t, "minikubelet", c.Labels["io.minikubelet.managed-by"])
+		assert.NotContains(t, c.Labels, "app", "pod labels are not copied onto containers")
+		assert.Equal(t, "0", c.Annotations["io.kubernetes.container.restartCount"])
+		assert.NotEmpty(t, c.Annotations["io.kubernetes.container.hash"])
+	}
+	for _, cs := range got.Status.ContainerStatuses {
+		assert.True(t, cs.Ready, cs.Name)
+		assert.NotNil(t, cs.State.Running, cs.Name)
+		assert.True(t, strings.HasPrefix(cs.ContainerID, "containerd://"), cs.ContainerID)
+	}
+	assert.Contains(t, h.rec.reasons(), "Pulling")
+	assert.Contains(t, h.rec.reasons(), "Started")
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestAgent_InitContainersRunInOrder(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetImages("reg.local/busybox:1")
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: init}
+spec:
+  initContainers:
+  - {name: first, image: reg.local/busybox:1}
+  - {name: second, image: reg.local/busybox:1}
+  containers:
+  - {name: app, image: reg.local/busybox:1}
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	w := h.agent.workers[pod.UID]
+
+	// Step through: each init container must exit 0 before the next one.
+	for _, name := range []string{"first", "second"} {
+		p := h.rec.waitStatus(t, name+" running", func(p *v1.Pod) bool {
+			for _, cs := range p.Status.InitContainerStatuses {
+				if cs.Name == name && cs.State.Running != nil {
+					return true
+				}
+			}
+			return false
+		})
+		assert.Equal(t, v1.PodPending, p.Status.Phase)
+		id := strings.TrimPrefix(initStatus(p, name).ContainerID, "containerd://")
+		require.NoError(t, h.fake.ExitContainer(id, 0))
+		w.trigger()
+	}
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	calls := without(h.fake.Calls(), observeCalls...)
+	assert.Equal(t, []string{
+		"RunPodSandbox init attempt=0",
+		"CreateContainer first attempt=0", "StartContainer first",
+		"CreateContainer second attempt=0", "StartContainer second",
+		"CreateContainer app attempt=0", "StartContainer app",
+	}, calls)
+	assert.NotContains(t, h.fake.Calls(), "PullImage reg.local/busybox:1", "present image with IfNotPresent is not pulled")
+}
+
+func initStatus(p *v1.Pod, name string) v1.ContainerStatus {
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Name == name {
+			return cs
+		}
+	}
+	return v1.ContainerStatus{}
+}
+
+func TestAgent_ImagePullFailureIsErrImagePull(t *testing.T) {
+	h := newHarness(t)
+	h.fake.FailPull("reg.local/missing:1", assert.AnError)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: noimg}
+spec:
+  containers: [{name: app, image: reg.local/missing:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	p := h.rec.waitStatus(t, "ErrImagePull", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ErrImagePull"
+	})
+	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, assert.AnError.Error())
+	assert.Equal(t, v1.PodPending, p.Status.Phase)
+	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer")
+
+	// The next sync inside the back-off window does not pull again.
+	h.fake.Reset()
+	h.agent.workers[pod.UID].trigger()
+	p = h.rec.waitStatus(t, "ImagePullBackOff", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ImagePullBackOff"
+	})
+	assert.Equal(t, `Back-off pulling image "reg.local/missing:1"`, p.Status.ContainerStatuses[0].State.Waiting.Message)
+	assert.NotContains(t, h.fake.Calls(), "PullImage reg.local/missing:1")
+}
+
+func TestAgent_PullPolicyNeverWithoutImage(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: never}
+spec:
+  containers: [{name: app, image: reg.local/x:1, imagePullPolicy: Never}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	p := h.rec.waitStatus(t, "ErrImageNeverPull", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ErrImageNeverPull"
+	})
+	assert.Equal(t, `Container image "reg.local/x:1" is not present with pull policy of Never`, p.Status.ContainerStatuses[0].State.Waiting.Message)
+	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "PullImage")
+}
+
+func TestAgent_TeardownRemovesEverything(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, twoContainers)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	done := h.agent.PodDone(pod.UID)
+	require.NotNil(t, done)
+	h.fake.Reset()
+	h.agent.SetPods(nil)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("teardown did not finish")
+	}
+	calls := without(h.fake.Calls(), observeCalls...)
+	// Containers stop (grace 30 s from the default) before the sandbox;
+	// removal follows.
+	assert.ElementsMatch(t, []string{
+		"StopContainer web timeout=30", "StopContainer side timeout=30",
+		"StopPodSandbox web",
+		"RemoveContainer web", "RemoveContainer side",
+		"RemovePodSandbox web",
+	}, calls)
+	assert.Less(t, indexOf(calls, "StopContainer web timeout=30"), indexOf(calls, "StopPodSandbox web"))
+	assert.Less(t, indexOf(calls, "StopPodSandbox web"), indexOf(calls, "RemovePodSandbox web"))
+	sbs, _ := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
+	assert.Empty(t, sbs)
+	ctrs, _ := h.fake.Runtime.ListContainers(context.Background(), nil)
+	assert.Empty(t, ctrs)
+	_, known := h.agent.GetPod(pod.UID)
+	assert.False(t, known)
+}
+
+func TestAgent_CrashedContainerRestartsThenBacksOff(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: crash}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	w := h.agent.workers[pod.UID]
+	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+
+	// First crash: restarted at once, attempt 1.
+	require.NoError(t, h.fake.ExitContainer(strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://"), 1))
+	w.trigger()
+	p = h.rec.waitStatus(t, "restart 1", func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount == 1 && cs.State.Running != nil
+	})
+	assert.Equal(t, int32(1), p.Status.ContainerStatuses[0].LastTerminationState.Terminated.ExitCode)
+	assert.Contains(t, h.fake.Calls(), "CreateContainer app attempt=1")
+
+	// Second crash inside the 10 s window: CrashLoopBackOff, no new start.
+	require.NoError(t, h.fake.ExitContainer(strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://"), 2))
+	w.trigger()
+	p = h.rec.waitStatus(t, "CrashLoopBackOff", func(p *v1.Pod) bool {
+		ws := p.Status.ContainerStatuses[0].State.Waiting
+		return ws != nil && ws.Reason == "CrashLoopBackOff"
+	})
+	assert.Equal(t, "back-off 10s restarting failed container=app pod=crash_default("+string(pod.UID)+")", p.Status.ContainerStatuses[0].State.Waiting.Message)
+	assert.Equal(t, int32(2), p.Status.ContainerStatuses[0].LastTerminationState.Terminated.ExitCode)
+	assert.NotContains(t, h.fake.Calls(), "CreateContainer app attempt=2")
+
+	// After 10 s the worker's requeue timer fires and restarts it.
+	h.clock.Step(10 * time.Second)
+	h.rec.waitStatus(t, "restart 2", func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount == 2 && cs.State.Running != nil
+	})
+}
+
+func TestAgent_RestartPolicyNeverFailsPod(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: never}
+spec:
+  restartPolicy: Never
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	require.NoError(t, h.fake.ExitContainer(strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://"), 3))
+	h.agent.workers[pod.UID].trigger()
+	p = h.rec.waitStatus(t, "Failed", phaseIs(v1.PodFailed))
+	assert.Equal(t, int32(3), p.Status.ContainerStatuses[0].State.Terminated.ExitCode)
+	assert.NotContains(t, h.fake.Calls(), "CreateContainer app attempt=1")
+	sbs, _ := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
+	require.Len(t, sbs, 1)
+	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, sbs[0].State, "a finished pod's sandbox is stopped")
+}

@@ -1,0 +1,273 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+// Container start failure reasons, the kubelet's texts: they become the
+// container's waiting reason (kubelet-facts §1.3, §2.3).
+var (
+	ErrImagePull               = errors.New("ErrImagePull")
+	ErrImageNeverPull          = errors.New("ErrImageNeverPull")
+	ErrCreateContainerConfig   = errors.New("CreateContainerConfigError")
+	ErrCreateContainer         = errors.New("CreateContainerError")
+	ErrRunContainer            = errors.New("RunContainerError")
+	ErrCreatePodSandbox        = errors.New("CreatePodSandboxError")
+	ErrKillContainer           = errors.New("KillContainerError")
+	ErrNetworkNotReadyForPod   = errors.New("NetworkNotReady")
+	minimumGracePeriodInSecond = int64(2)
+)
+
+// reasonError carries a kubelet reason (one of the sentinels above) and the
+// human message that goes with it into the container's waiting state.
+type reasonError struct {
+	reason  error
+	message string
+}
+
+func (e *reasonError) Error() string { return e.reason.Error() + ": " + e.message }
+func (e *reasonError) Unwrap() error { return e.reason }
+
+func newReasonError(reason error, format string, args ...any) error {
+	return &reasonError{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// reasonAndMessage splits an error into the kubelet-style reason and message.
+func reasonAndMessage(err error) (string, string) {
+	var re *reasonError
+	if errors.As(err, &re) {
+		return re.reason.Error(), re.message
+	}
+	return "", err.Error()
+}
+
+// ensureImage makes the container's image present according to its pull
+// policy and returns the image reference (digest) to create the container
+// from. Events follow the kubelet's image manager.
+func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	pod := pw.pod()
+	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
+	if c.ImagePullPolicy != v1.PullAlways {
+		st, err := a.images.ImageStatus(ctx, spec, false)
+		if err != nil {
+			return "", newReasonError(ErrImagePull, "inspect image %q: %s", c.Image, cri.Message(err))
+		}
+		if st.GetImage() != nil {
+			pw.event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+			pw.step(stepImage, 0, fmt.Sprintf("%s already present", c.Image))
+			return st.GetImage().GetId(), nil
+		}
+		if c.ImagePullPolicy == v1.PullNever {
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			pw.event(v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
+			return "", newReasonError(ErrImageNeverPull, "%s", msg)
+		}
+	}
+	pw.event(v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	start := a.clock.Now()
+	ref, err := a.images.PullImage(ctx, spec, nil, sandboxCfg)
+	if err != nil {
+		msg := cri.Message(err)
+		pw.event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
+		return "", newReasonError(ErrImagePull, "%s", msg)
+	}
+	d := a.clock.Since(start)
+	pw.event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, d.Round(time.Millisecond))
+	pw.step(stepImage, d, fmt.Sprintf("%s pulled", c.Image))
+	_ = pod
+	return ref, nil
+}
+
+// envFor builds the container's environment: plain values and the fieldRef
+// paths minikubelet supports (validation refuses the rest).
+func envFor(pod *v1.Pod, c *v1.Container, podIP, nodeName string) ([]*runtimeapi.KeyValue, error) {
+	var out []*runtimeapi.KeyValue
+	for i, e := range c.Env {
+		val := e.Value
+		if e.ValueFrom != nil {
+			if e.ValueFrom.FieldRef == nil {
+				return nil, fmt.Errorf("env[%d] %q: only fieldRef is supported", i, e.Name)
+			}
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.name":
+				val = pod.Name
+			case "metadata.namespace":
+				val = pod.Namespace
+			case "metadata.uid":
+				val = string(pod.UID)
+			case "status.podIP":
+				val = podIP
+			case "spec.nodeName":
+				val = nodeName
+			default:
+				return nil, fmt.Errorf("env[%d] %q: unsupported fieldRef %q", i, e.Name, e.ValueFrom.FieldRef.FieldPath)
+			}
+		}
+		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(val)})
+	}
+	return out, nil
+}
+
+// mountsFor maps the container's volumeMounts onto host paths.
+func mountsFor(c *v1.Container, volPaths map[string]string) ([]*runtimeapi.Mount, error) {
+	var out []*runtimeapi.Mount
+	for _, m := range c.VolumeMounts {
+		hp, ok := volPaths[m.Name]
+		if !ok {
+			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
+		}
+		out = append(out, &runtimeapi.Mount{
+			ContainerPath: m.MountPath,
+			HostPath:      hp,
+			Readonly:      m.ReadOnly,
+		})
+	}
+	return out, nil
+}
+
+// linuxResources converts CPU and memory requests and limits as the kubelet
+// does (kubelet-facts §5.3, §5.4). The oom_score_adj and the pod-level
+// cgroups are the QoS issue's (#4).
+func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{}
+	cpuReq, hasReq := c.Resources.Requests[v1.ResourceCPU]
+	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
+	switch {
+	case hasReq:
+		r.CpuShares = milliCPUToShares(cpuReq.MilliValue())
+	case hasLim:
+		r.CpuShares = milliCPUToShares(cpuLim.MilliValue())
+	default:
+		r.CpuShares = minShares
+	}
+	if hasLim {
+		r.CpuPeriod = quotaPeriod
+		r.CpuQuota = milliCPUToQuota(cpuLim.MilliValue(), quotaPeriod)
+	}
+	if mem, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = mem.Value()
+	}
+	return r
+}
+
+// Constants of pkg/kubelet/cm/helpers_linux.go (kubelet-facts §5.4).
+const (
+	minShares     = 2
+	maxShares     = 262144
+	sharesPerCPU  = 1024
+	milliPerCPU   = 1000
+	quotaPeriod   = 100000
+	minQuotaValue = 1000
+)
+
+func milliCPUToShares(m int64) int64 {
+	if m == 0 {
+		return minShares
+	}
+	s := m * sharesPerCPU / milliPerCPU
+	return min(max(s, minShares), maxShares)
+}
+
+func milliCPUToQuota(m, period int64) int64 {
+	if m == 0 {
+		return 0
+	}
+	return max(m*period/milliPerCPU, minQuotaValue)
+}
+
+// generateContainerConfig converts one container into its CRI config.
+func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, imageRef, podIP string, volPaths map[string]string) (*runtimeapi.ContainerConfig, error) {
+	env, err := envFor(pod, c, podIP, a.cfg.NodeName)
+	if err != nil {
+		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	mounts, err := mountsFor(c, volPaths)
+	if err != nil {
+		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     c.Command,
+		Args:        c.Args,
+		WorkingDir:  c.WorkingDir,
+		Envs:        env,
+		Mounts:      mounts,
+		Labels:      containerLabels(pod, c),
+		Annotations: containerAnnotations(pod, c, restartCount, ctype),
+		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources: linuxResources(c),
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				NamespaceOptions: namespaceOptions(pod),
+			},
+		},
+	}, nil
+}
+
+// startContainer runs one container of the pod: image, config, create,
+// start (kubelet's startContainer order). ensureImage may already have run
+// concurrently with sandbox creation; imageRef is then non-empty.
+func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxInfo, c *v1.Container, ctype string, restartCount int, imageRef string) (string, error) {
+	pod := pw.pod()
+	var err error
+	if imageRef == "" {
+		imageRef, err = a.ensureImage(ctx, pw, c, sb.config)
+		if err != nil {
+			return "", err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {
+		return "", newReasonError(ErrCreateContainerConfig, "create log directory: %v", err)
+	}
+	volPaths, err := a.setupVolumes(pod)
+	if err != nil {
+		return "", newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	cfg, err := a.generateContainerConfig(pod, c, ctype, restartCount, imageRef, sb.ip, volPaths)
+	if err != nil {
+		return "", err
+	}
+	t0 := a.clock.Now()
+	id, err := a.runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
+	if err != nil {
+		msg := cri.Message(err)
+		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)
+		return "", newReasonError(ErrCreateContainer, "%s", msg)
+	}
+	pw.event(v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	pw.step(stepCreated, a.clock.Since(t0), c.Name)
+	t1 := a.clock.Now()
+	if err := a.runtime.StartContainer(ctx, id); err != nil {
+		msg := cri.Message(err)
+		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)
+		return id, newReasonError(ErrRunContainer, "%s", msg)
+	}
+	pw.event(v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	pw.step(stepStarted, a.clock.Since(t1), c.Name)
+	return id, nil
+}
+
+// stopContainer stops one container with the given grace period, raised to
+// the kubelet's 2 s minimum. NotFound is success.
+func (a *Agent) stopContainer(ctx context.Context, pw *podWorker, id, name string, grace int64) error {
+	pw.event(v1.EventTypeNormal, "Killing", "Stopping container %s", name)
+	grace = max(grace, minimumGracePeriodInSecond)
+	// The CRI call itself must outlive the grace period.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(grace)*time.Second+a.cfg.RuntimeTimeout)
+	defer cancel()
+	if err := a.runtime.StopContainer(ctx, id, grace); err != nil && !cri.IsNotFound(err) {
+		return newReasonError(ErrKillContainer, "stop container %q: %s", name, cri.Message(err))
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func testAgent(t *testing.T, resolv string) *Agent {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "resolv.conf")
+	require.NoError(t, os.WriteFile(path, []byte(resolv), 0o644))
+	return New(Config{NodeName: "node-1", RootDir: "/var/lib/mkl", PodLogDir: "/var/log/pods", ResolvConf: path}, Deps{})
+}
+
+func TestGeneratePodSandboxConfig(t *testing.T) {
+	a := testAgent(t, "# comment\nnameserver 10.0.0.2\nnameserver 10.0.0.3 ; trailing\nsearch corp.example example\noptions ndots:2 edns0\n")
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, uid: 11111111-2222-3333-4444-555555555555, labels: {app: web}, annotations: {note: hi}}
+spec:
+  hostname: front
+  containers:
+  - name: web
+    image: reg/web:1
+    ports:
+    - {containerPort: 8080, hostPort: 18080}
+    - {containerPort: 53, hostPort: 5353, protocol: UDP, hostIP: 127.0.0.1}
+    - {containerPort: 9090}
+`)
+	cfg, err := a.generatePodSandboxConfig(pod, 3)
+	require.NoError(t, err)
+	assert.Equal(t, &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "shop", Uid: "11111111-2222-3333-4444-555555555555", Attempt: 3}, cfg.Metadata)
+	assert.Equal(t, "/var/log/pods/shop_web_11111111-2222-3333-4444-555555555555", cfg.LogDirectory)
+	assert.Equal(t, "front", cfg.Hostname)
+	assert.Equal(t, []string{"10.0.0.2", "10.0.0.3"}, cfg.DnsConfig.Servers)
+	assert.Equal(t, []string{"corp.example", "example"}, cfg.DnsConfig.Searches)
+	assert.Equal(t, []string{"ndots:2", "edns0"}, cfg.DnsConfig.Options)
+	require.Len(t, cfg.PortMappings, 2, "only ports with a hostPort are mapped")
+	assert.Equal(t, &runtimeapi.PortMapping{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 8080, HostPort: 18080}, cfg.PortMappings[0])
+	assert.Equal(t, &runtimeapi.PortMapping{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"}, cfg.PortMappings[1])
+	assert.Equal(t, "web", cfg.Labels["app"])
+	assert.Equal(t, "minikubelet", cfg.Labels[labelManagedBy])
+	assert.Equal(t, map[string]string{"note": "hi"}, cfg.Annotations)
+	ns := cfg.Linux.SecurityContext.NamespaceOptions
+	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Network)
+	assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, ns.Pid, "PID namespace per container unless asked")
+	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Ipc)
+}
+
+func TestGeneratePodSandboxConfig_HostNamespaces(t *testing.T) {
+	a := testAgent(t, "nameserver 1.1.1.1\n")
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: host}
+spec:
+  hostNetwork: true
+  hostPID: true
+  hostIPC: true
+  containers: [{name: c, image: reg/c:1}]
+`)
+	cfg, err := a.generatePodSandboxConfig(pod, 0)
+	require.NoError(t, err)
+	ns := cfg.Linux.SecurityContext.NamespaceOptions
+	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Network)
+	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Pid)
+	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Ipc)
+	assert.Empty(t, cfg.Hostname, "a host-network pod keeps the node's hostname")
+	assert.Nil(t, cfg.DnsConfig, "a host-network pod uses the node's resolv.conf")
+}
+
+func TestPodHostname_Truncated(t *testing.T) {
+	pod := &v1.Pod{}
+	pod.Name = "a123456789b123456789c123456789d123456789e123456789f123456789g12-x"
+	assert.Equal(t, "a123456789b123456789c123456789d123456789e123456789f123456789g12", podHostname(pod))
+}
+
+func TestGenerateContainerConfig(t *testing.T) {
+	a := testAgent(t, "")
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, uid: 11111111-2222-3333-4444-555555555555}
+spec:
+  terminationGracePeriodSeconds: 7
+  volumes:
+  - {name: scratch, emptyDir: {}}
+  - {name: host, hostPath: {path: /srv/data}}
+  containers:
+  - name: app
+    image: reg/app:1
+    command: [/app]
+    args: [--port, "8080"]
+    workingDir: /work
+    ports: [{containerPort: 8080, name: http}]
+    env:
+    - {name: A, value: "1"}
+    - {name: NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}
+    - {name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+    - {name: host, mountPath: /data, readOnly: true}
+    resources:
+      requests: {cpu: 250m, memory: 64Mi}
+      limits: {cpu: 500m, memory: 128Mi}
+`)
+	c := &pod.Spec.Containers[0]
+	vols := map[string]string{"scratch": "/var/lib/mkl/pods/u/volumes/kubernetes.io~empty-dir/scratch", "host": "/srv/data"}
+	cfg, err := a.generateContainerConfig(pod, c, containerTypeRegular, 2, "sha256:abc", "10.88.0.9", vols)
+	require.NoError(t, err)
+	assert.Equal(t, &runtimeapi.ContainerMetadata{Name: "app", Attempt: 2}, cfg.Metadata)
+	assert.Equal(t, "sha256:abc", cfg.Image.Image)
+	assert.Equal(t, "reg/app:1", cfg.Image.UserSpecifiedImage)
+	assert.Equal(t, []string{"/app"}, cfg.Command)
+	assert.Equal(t, []string{"--port", "8080"}, cfg.Args)
+	assert.Equal(t, "/work", cfg.WorkingDir)
+	assert.Equal(t, "app/2.log", cfg.LogPath)
+	env := map[string]string{}
+	for _, kv := range cfg.Envs {
+		env[kv.Key] = string(kv.Value)
+	}
+	assert.Equal(t, map[string]string{"A": "1", "NAME": "web", "NS": "shop", "UID": "11111111-2222-3333-4444-555555555555", "IP": "10.88.0.9", "NODE": "node-1"}, env)
+	assert.Equal(t, []*runtimeapi.Mount{
+		{ContainerPath: "/scratch", HostPath: vols["scratch"]},
+		{ContainerPath: "/data", HostPath: "/srv/data", Readonly: true},
+	}, cfg.Mounts)
+	r := cfg.Linux.Resources
+	assert.Equal(t, int64(256), r.CpuShares)
+	assert.Equal(t, int64(100000), r.CpuPeriod)
+	assert.Equal(t, int64(50000), r.CpuQuota)
+	assert.Equal(t, int64(128<<20), r.MemoryLimitInBytes)
+	assert.Equal(t, "2", cfg.Annotations[annotationRestartCount])
+	assert.Equal(t, "7", cfg.Annotations[annotationPodTerminationGrace])
+	assert.Equal(t, containerHashString(c), cfg.Annotations[annotationContainerHash])
+	assert.Equal(t, `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`, cfg.Annotations[annotationContainerPorts])
+	assert.Equal(t, map[string]string{
+		labelPodName: "web", labelPodNamespace: "shop", labelPodUID: "11111111-2222-3333-4444-555555555555",
+		labelContainerName: "app", labelManagedBy: "minikubelet",
+	}, cfg.Labels)
+}
+
+func TestLinuxResources(t *testing.T) {
+	cases := []struct {
+		name                    string
+		yaml                    string
+		shares, quota, memLimit int64
+	}{
+		{"best effort", `{}`, 2, 0, 0},
+		{"request only", `{requests: {cpu: 100m}}`, 102, 0, 0},
+		{"limit only sets shares from the limit", `{limits: {cpu: "1"}}`, 1024, 100000, 0},
+		{"tiny limit gets the minimum quota", `{limits: {cpu: 5m, memory: 1Gi}}`, 5, 1000, 1 << 30},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: r}\nspec:\n  containers: [{name: c, image: reg/c:1, resources: "+tc.yaml+"}]\n")
+			r := linuxResources(&pod.Spec.Containers[0])
+			assert.Equal(t, tc.shares, r.CpuShares, "shares")
+			assert.Equal(t, tc.quota, r.CpuQuota, "quota")
+			assert.Equal(t, tc.memLimit, r.MemoryLimitInBytes, "memory")
+		})
+	}
+}
+
+func TestMilliCPUConversions(t *testing.T) {
+	for m, want := range map[int64]int64{0: 2, 1: 2, 100: 102, 250: 256, 1000: 1024, 1000000: 262144} {
+		assert.Equal(t, want, milliCPUToShares(m), "shares(%dm)", m)
+	}
+	for m, want := range map[int64]int64{0: 0, 5: 1000, 10: 1000, 500: 50000, 2000: 200000} {
+		assert.Equal(t, want, milliCPUToQuota(m, 100000), "quota(%dm)", m)
+	}
+}
+
+func TestCheckHostPath(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	typ := func(t v1.HostPathType) *v1.HostPathType { return &t }
+	cases := []struct {
+		name    string
+		path    string
+		typ     *v1.HostPathType
+		wantErr string
+	}{
+		{"unset accepts anything", filepath.Join(dir, "missing"), nil, ""},
+		{"directory exists", dir, typ(v1.HostPathDirectory), ""},
+		{"directory missing", filepath.Join(dir, "nope"), typ(v1.HostPathDirectory), "does not exist"},
+		{"directory is a file", file, typ(v1.HostPathDirectory), "is not a directory"},
+		{"file is a directory", dir, typ(v1.HostPathFile), "is not a file"},
+		{"socket is a file", file, typ(v1.HostPathSocket), "is not a socket"},
+		{"DirectoryOrCreate creates", filepath.Join(dir, "new/dir"), typ(v1.HostPathDirectoryOrCreate), ""},
+		{"FileOrCreate creates", filepath.Join(dir, "new/file"), typ(v1.HostPathFileOrCreate), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkHostPath(&v1.HostPathVolumeSource{Path: tc.path, Type: tc.typ})
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+	fi, err := os.Stat(filepath.Join(dir, "new/dir"))
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+	fi, err = os.Stat(filepath.Join(dir, "new/file"))
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
+}

@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Event is a kubelet-style pod event (Pulling, Pulled, Created, Started,
+// Killing, Failed, …). Repeats of the same event are folded into Count.
+type Event struct {
+	Type           string // v1.EventTypeNormal or v1.EventTypeWarning
+	Reason         string
+	Message        string
+	Count          int
+	FirstTimestamp time.Time
+	LastTimestamp  time.Time
+}
+
+// Step is one completed link of the startup chain of a pod (sandbox and
+// network, image, create, start, running), with the time it took. The run
+// command prints them; describe (issue #6) shows them as the startup trace.
+type Step struct {
+	Name     string
+	Duration time.Duration
+	Detail   string
+	At       time.Time
+}
+
+// Startup chain step names.
+const (
+	stepSandbox = "sandbox"
+	stepImage   = "image"
+	stepCreated = "created"
+	stepStarted = "started"
+	stepRunning = "running"
+	stepKilled  = "stopped"
+	stepRemoved = "removed"
+)
+
+// Observer is told about every event, step and status change of every pod.
+// Calls come from pod worker goroutines and must not block for long.
+type Observer interface {
+	PodEvent(pod *v1.Pod, ev Event)
+	PodStep(pod *v1.Pod, s Step)
+	// PodStatus receives a copy of the pod carrying its new status.
+	PodStatus(pod *v1.Pod)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) PodEvent(*v1.Pod, Event) {}
+func (nopObserver) PodStep(*v1.Pod, Step)   {}
+func (nopObserver) PodStatus(*v1.Pod)       {}
+
+// maxEventsPerPod bounds a pod's event ring.
+const maxEventsPerPod = 64
+
+// eventRing keeps a pod's latest events, folding an event equal in type,
+// reason and message to the newest one into it.
+type eventRing struct {
+	events []Event
+}
+
+// add records an event at now and returns the stored (possibly folded) copy.
+func (r *eventRing) add(typ, reason, msg string, now time.Time) Event {
+	if n := len(r.events); n > 0 {
+		last := &r.events[n-1]
+		if last.Type == typ && last.Reason == reason && last.Message == msg {
+			last.Count++
+			last.LastTimestamp = now
+			return *last
+		}
+	}
+	ev := Event{Type: typ, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now}
+	if len(r.events) == maxEventsPerPod {
+		copy(r.events, r.events[1:])
+		r.events = r.events[:maxEventsPerPod-1]
+	}
+	r.events = append(r.events, ev)
+	return ev
+}
+
+// list returns a copy of the events, oldest first.
+func (r *eventRing) list() []Event {
+	return append([]Event(nil), r.events...)
+}
+
+// isWarning reports whether the event type is Warning.
+func isWarning(typ string) bool { return typ == v1.EventTypeWarning }

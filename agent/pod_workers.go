@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// podWorker is the one goroutine that owns every runtime mutation of one pod
+// (house style rule 3). Updates and triggers are coalesced: the worker
+// always syncs the newest spec, and a requested teardown is never lost.
+//
+//	            update/trigger/timer
+//	           ┌──────────────┐
+//	           ▼              │
+//	 new ──► syncing ─────────┘
+//	           │ terminate()
+//	           ▼
+//	      terminating ──► done (teardown finished, channel closed)
+type podWorker struct {
+	a      *Agent
+	logger *slog.Logger
+
+	// mu guards the fields below it.
+	mu sync.Mutex
+	// spec is the newest desired pod.
+	spec *v1.Pod
+	// terminating is set once the pod left the desired set; never unset.
+	terminating bool
+	// status is the last computed status.
+	status v1.PodStatus
+	// events is the pod's bounded event ring.
+	events eventRing
+	// steps is the startup trace, in order.
+	steps []Step
+	// reasons caches the last start failure per container name (the
+	// kubelet's reason cache): it becomes the waiting reason in status.
+	reasons map[string]error
+	// startTime is when the agent first accepted the pod.
+	startTime time.Time
+
+	// wake has capacity 1 so notifiers never block; a pending wake-up
+	// already covers any later one.
+	wake chan struct{}
+	// ctx is cancelled when the agent stops (no teardown then).
+	ctx    context.Context
+	cancel context.CancelFunc
+	// done is closed when run returns after a teardown.
+	done chan struct{}
+}
+
+func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &podWorker{
+		a:         a,
+		logger:    a.logger.With("pod", pod.Namespace+"/"+pod.Name, "podUID", string(pod.UID)),
+		spec:      pod,
+		reasons:   map[string]error{},
+		startTime: a.clock.Now(),
+		wake:      make(chan struct{}, 1),
+		ctx:       ctx,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+	}
+	w.status = w.initialStatus()
+	w.trigger()
+	return w
+}
+
+// pod returns the newest desired spec.
+func (w *podWorker) pod() *v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.spec
+}
+
+// update hands a new spec to the worker.
+func (w *podWorker) update(p *v1.Pod) {
+	w.mu.Lock()
+	w.spec = p
+	w.mu.Unlock()
+	w.trigger()
+}
+
+// terminate asks the worker to tear the pod down and exit.
+func (w *podWorker) terminate() {
+	w.mu.Lock()
+	w.terminating = true
+	w.mu.Unlock()
+	w.trigger()
+}
+
+// trigger wakes the worker for a sync without blocking.
+func (w *podWorker) trigger() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the worker's loop: sync, then wait for a wake-up or the requeue
+// timer; tear down when terminating.
+func (w *podWorker) run() {
+	defer w.cancel()
+	timer := w.a.clock.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.wake:
+		case <-timer.C():
+		}
+		w.mu.Lock()
+		terminating := w.terminating
+		w.mu.Unlock()
+		if terminating {
+			if err := w.a.terminatePod(w.ctx, w); err != nil {
+				w.logger.Error("Pod teardown incomplete", "err", err)
+			}
+			close(w.done)
+			return
+		}
+		requeue := w.a.syncPod(w.ctx, w)
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(requeue)
+	}
+}
+
+// event records a kubelet-style event and tells the observer.
+func (w *podWorker) event(typ, reason, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.mu.Lock()
+	ev := w.events.add(typ, reason, msg, w.a.clock.Now())
+	pod := w.spec
+	w.mu.Unlock()
+	if isWarning(typ) {
+		w.logger.Warn("Pod event", "reason", reason, "message", msg)
+	} else {
+		w.logger.Info("Pod event", "reason", reason, "message", msg)
+	}
+	w.a.observer.PodEvent(pod, ev)
+}
+
+// step records one link of the startup chain.
+func (w *podWorker) step(name string, d time.Duration, detail string) {
+	s := Step{Name: name, Duration: d, Detail: detail, At: w.a.clock.Now()}
+	w.mu.Lock()
+	w.steps = append(w.steps, s)
+	pod := w.spec
+	w.mu.Unlock()
+	w.a.observer.PodStep(pod, s)
+}
+
+// setReason caches (err != nil) or clears a container's start failure.
+func (w *podWorker) setReason(container string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		delete(w.reasons, container)
+	} else {
+		w.reasons[container] = err
+	}
+}
+
+// setStatus stores a new status and tells the observer when it changed.
+func (w *podWorker) setStatus(st v1.PodStatus) {
+	w.mu.Lock()
+	same := equality.Semantic.DeepEqual(w.status, st)
+	w.status = st
+	w.mu.Unlock()
+	if !same {
+		w.a.observer.PodStatus(w.snapshot())
+	}
+}
+
+// snapshot returns a copy of the pod carrying its current status.
+func (w *podWorker) snapshot() *v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.spec.DeepCopy()
+	p.Status = *w.status.DeepCopy()
+	return p
+}
+
+// Events returns a copy of the pod's events, oldest first.
+func (w *podWorker) eventList() []Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.events.list()
+}

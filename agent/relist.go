@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// relister is the PLEG: every period it lists all of minikubelet's sandboxes
+// and containers on the node (one ListPodSandbox and one ListContainers,
+// however many pods there are) and reports the pods whose runtime objects
+// changed since the last relist.
+type relister struct {
+	a *Agent
+	// last is the previous fingerprint per pod UID; owned by the sync loop.
+	last map[types.UID]string
+}
+
+func newRelister(a *Agent) *relister {
+	return &relister{a: a, last: map[types.UID]string{}}
+}
+
+// relist returns the UIDs of pods whose sandboxes or containers appeared,
+// disappeared or changed state.
+func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
+	sel := map[string]string{labelManagedBy: managedByValue}
+	sbs, err := r.a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	ctrs, err := r.a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	parts := map[types.UID][]string{}
+	for _, sb := range sbs {
+		uid := types.UID(sb.Labels[labelPodUID])
+		parts[uid] = append(parts[uid], "s/"+sb.Id+"/"+sb.State.String())
+	}
+	for _, c := range ctrs {
+		uid := types.UID(c.Labels[labelPodUID])
+		parts[uid] = append(parts[uid], "c/"+c.Id+"/"+c.State.String())
+	}
+	now := make(map[types.UID]string, len(parts))
+	for uid, p := range parts {
+		sort.Strings(p)
+		now[uid] = strings.Join(p, ",")
+	}
+	var changed []types.UID
+	for uid, fp := range now {
+		if r.last[uid] != fp {
+			changed = append(changed, uid)
+		}
+	}
+	for uid := range r.last {
+		if _, ok := now[uid]; !ok {
+			changed = append(changed, uid)
+		}
+	}
+	r.last = now
+	return changed, nil
+}

@@ -1,0 +1,272 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// initialStatus is the status of a pod no sync has observed yet.
+func (w *podWorker) initialStatus() v1.PodStatus {
+	pod := w.spec
+	now := metav1.NewTime(w.startTime)
+	st := v1.PodStatus{
+		Phase:     v1.PodPending,
+		QOSClass:  podQOSClass(pod),
+		StartTime: &now,
+	}
+	reason := "ContainerCreating"
+	if len(pod.Spec.InitContainers) > 0 {
+		reason = "PodInitializing"
+	}
+	for _, c := range pod.Spec.InitContainers {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, v1.ContainerStatus{
+			Name: c.Name, Image: c.Image,
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PodInitializing"}},
+		})
+	}
+	for _, c := range pod.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, v1.ContainerStatus{
+			Name: c.Name, Image: c.Image,
+			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason}},
+		})
+	}
+	return st
+}
+
+// computePodStatus turns the observed runtime state into a v1.PodStatus the
+// way the kubelet's generateAPIPodStatus does (kubelet-facts §3), without
+// the probe-driven parts (issue #5).
+func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.PodStatus {
+	w.mu.Lock()
+	prev := w.status
+	reasons := make(map[string]error, len(w.reasons))
+	for k, v := range w.reasons {
+		reasons[k] = v
+	}
+	startTime := w.startTime
+	w.mu.Unlock()
+
+	now := metav1.NewTime(a.clock.Now())
+	t := metav1.NewTime(startTime)
+	out := v1.PodStatus{
+		QOSClass:  podQOSClass(pod),
+		StartTime: &t,
+	}
+	if len(st.sandboxes) > 0 && st.sandboxes[0].ready {
+		if ip := st.sandboxes[0].ip; ip != "" {
+			out.PodIP = ip
+			out.PodIPs = []v1.PodIP{{IP: ip}}
+		}
+	}
+	defaultReason := "ContainerCreating"
+	if len(pod.Spec.InitContainers) > 0 {
+		defaultReason = "PodInitializing"
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := a.containerStatus(c, st, reasons[c.Name], "PodInitializing")
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		out.InitContainerStatuses = append(out.InitContainerStatuses, cs)
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cs := a.containerStatus(c, st, reasons[c.Name], defaultReason)
+		// No probes yet (issue #5): a running container is started and
+		// ready.
+		cs.Ready = cs.State.Running != nil
+		out.ContainerStatuses = append(out.ContainerStatuses, cs)
+	}
+	out.Phase = podPhase(pod, &out)
+	// Terminal phases are sticky (kubelet-facts §3.1).
+	if prev.Phase == v1.PodSucceeded || prev.Phase == v1.PodFailed {
+		out.Phase = prev.Phase
+	}
+	out.Conditions = podConditions(pod, &out, st, prev.Conditions, now)
+	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
+		w.step(stepRunning, a.clock.Since(startTime), "total since accepted")
+	}
+	return out
+}
+
+// containerStatus maps the newest two runtime instances of a container to
+// state and lastState; a cached start failure becomes the waiting reason.
+func (a *Agent) containerStatus(c *v1.Container, st *podState, reason error, defaultReason string) v1.ContainerStatus {
+	cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+	cur := st.latest(c.Name)
+	if cur == nil {
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: defaultReason}
+		if reason != nil {
+			r, m := reasonAndMessage(reason)
+			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: r, Message: m}
+		}
+		return cs
+	}
+	cs.ContainerID = a.cfg.RuntimeName + "://" + cur.id
+	cs.ImageID = cur.imageRef
+	cs.RestartCount = int32(cur.restartCount)
+	cs.State = a.runtimeState(cur)
+	if prev := st.previous(c.Name); prev != nil {
+		cs.LastTerminationState = a.runtimeState(prev)
+	}
+	// A container that will be started again and has a cached failure
+	// shows that failure as waiting; its last run moves to lastState.
+	if reason != nil && cur.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r, m := reasonAndMessage(reason)
+		if cs.State.Terminated != nil {
+			cs.LastTerminationState = cs.State
+		}
+		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: r, Message: m}}
+	}
+	started := cur.state == runtimeapi.ContainerState_CONTAINER_RUNNING
+	cs.Started = &started
+	return cs
+}
+
+// runtimeState converts one runtime instance's state.
+func (a *Agent) runtimeState(c *containerInfo) v1.ContainerState {
+	switch c.state {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Unix(0, c.startedAt))}}
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode:    c.exitCode,
+			Reason:      c.reason,
+			Message:     c.message,
+			StartedAt:   metav1.NewTime(time.Unix(0, c.startedAt)),
+			FinishedAt:  metav1.NewTime(time.Unix(0, c.finishedAt)),
+			ContainerID: a.cfg.RuntimeName + "://" + c.id,
+		}}
+	default:
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}}
+	}
+}
+
+// podPhase is the kubelet's getPhase without sidecars (kubelet-facts §3.1).
+func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
+	pendingInit, failedInit := 0, 0
+	for _, cs := range st.InitContainerStatuses {
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+			failedInit++
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0:
+			failedInit++
+		case cs.State.Terminated == nil:
+			pendingInit++
+		}
+	}
+	// Once app containers exist, init containers are done.
+	appStarted := false
+	for _, cs := range st.ContainerStatuses {
+		if cs.ContainerID != "" {
+			appStarted = true
+		}
+	}
+	if appStarted {
+		pendingInit, failedInit = 0, 0
+	}
+	running, waiting, stopped, succeeded := 0, 0, 0, 0
+	for _, cs := range st.ContainerStatuses {
+		switch {
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	switch {
+	case failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+		return v1.PodFailed
+	case pendingInit > 0 || failedInit > 0 || waiting > 0:
+		return v1.PodPending
+	case running > 0:
+		return v1.PodRunning
+	case stopped > 0:
+		switch {
+		case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
+			return v1.PodRunning
+		case stopped == succeeded:
+			return v1.PodSucceeded
+		case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
+			return v1.PodFailed
+		default:
+			return v1.PodRunning
+		}
+	}
+	return v1.PodPending
+}
+
+// podConditions computes the kubelet-owned conditions, keeping each
+// condition's lastTransitionTime while its status does not change.
+func podConditions(pod *v1.Pod, st *v1.PodStatus, rt *podState, prev []v1.PodCondition, now metav1.Time) []v1.PodCondition {
+	cond := func(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
+		s := v1.ConditionFalse
+		if ok {
+			s = v1.ConditionTrue
+			reason, msg = "", ""
+		}
+		c := v1.PodCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now}
+		for _, p := range prev {
+			if p.Type == t && p.Status == s {
+				c.LastTransitionTime = p.LastTransitionTime
+			}
+		}
+		return c
+	}
+	sandboxOK := false
+	if changed, _ := podSandboxChanged(pod, rt); !changed {
+		sandboxOK = true
+	}
+	// Initialized.
+	var incomplete []string
+	appStarted := false
+	for _, cs := range st.ContainerStatuses {
+		if cs.ContainerID != "" {
+			appStarted = true
+		}
+	}
+	for _, cs := range st.InitContainerStatuses {
+		if !cs.Ready {
+			incomplete = append(incomplete, cs.Name)
+		}
+	}
+	initOK := len(incomplete) == 0 || appStarted || st.Phase == v1.PodSucceeded
+	initMsg := ""
+	if !initOK {
+		initMsg = fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " "))
+	}
+	// ContainersReady.
+	var unready []string
+	for _, cs := range st.ContainerStatuses {
+		if !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
+	readyReason, readyMsg := "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+	switch st.Phase {
+	case v1.PodSucceeded:
+		readyReason, readyMsg = "PodCompleted", ""
+	case v1.PodFailed:
+		readyReason, readyMsg = "PodFailed", ""
+	}
+	ready := len(unready) == 0 && st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed
+	conds := []v1.PodCondition{
+		cond(v1.PodReadyToStartContainers, sandboxOK, "", ""),
+		cond(v1.PodInitialized, initOK, "ContainersNotInitialized", initMsg),
+		cond(v1.ContainersReady, ready, readyReason, readyMsg),
+		cond(v1.PodReady, ready, readyReason, readyMsg),
+		cond(v1.PodScheduled, true, "", ""),
+	}
+	return conds
+}

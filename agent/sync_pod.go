@@ -1,0 +1,442 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+// Back-off reasons (kubelet-facts §1).
+var (
+	ErrCrashLoopBackOff = errors.New("CrashLoopBackOff")
+	ErrImagePullBackOff = errors.New("ImagePullBackOff")
+)
+
+// syncResult collects what one sync learned, for the requeue decision.
+type syncResult struct {
+	mu sync.Mutex
+	// failed is set when any step failed.
+	failed bool
+	// retryIn is the soonest a back-off expires (0 = none).
+	retryIn time.Duration
+}
+
+func (r *syncResult) fail() {
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+}
+
+func (r *syncResult) retryAfter(d time.Duration) {
+	r.mu.Lock()
+	if r.retryIn == 0 || d < r.retryIn {
+		r.retryIn = d
+	}
+	r.mu.Unlock()
+}
+
+// syncPod moves one pod one step closer to its spec and returns when the
+// worker should sync it again (house style rule 2: observe, plan, execute):
+//
+//  1. Observe the pod's sandboxes and containers in the runtime.
+//  2. Plan with computePodActions.
+//  3. Kill what must go: the whole pod, or single containers.
+//  4. Create the sandbox when needed, pulling the pod's images meanwhile.
+//  5. Start the next init container.
+//  6. Start the app containers, concurrently.
+//  7. Prune dead instances and publish the status from a fresh observation.
+func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
+	pod := w.pod()
+	res := &syncResult{}
+
+	// Step 1: observe.
+	st, err := a.observePod(ctx, pod)
+	if err != nil {
+		w.logger.Warn("Observe pod failed", "err", err)
+		return a.cfg.ErrorBackoff
+	}
+
+	// Step 2: plan.
+	act := computePodActions(pod, st)
+	w.logger.Debug("Sync pod", "actions", act.String())
+
+	// Step 3: kill.
+	if act.KillPod {
+		if act.CreateSandbox && len(st.sandboxes) > 0 {
+			w.event(v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		}
+		if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
+			w.logger.Warn("Kill pod failed", "err", err)
+			res.fail()
+		}
+	} else {
+		for id, reason := range act.ContainersToKill {
+			name := ""
+			for _, c := range st.containers {
+				if c.id == id {
+					name = c.name
+				}
+			}
+			w.logger.Info("Killing container", "containerID", id, "reason", reason)
+			if err := a.stopContainer(ctx, w, id, name, gracePeriod(pod)); err != nil {
+				res.fail()
+			}
+		}
+	}
+
+	// Step 4: sandbox, with the images pulled concurrently.
+	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res)
+
+	if sb != nil {
+		// Step 5: next init container.
+		if i := act.NextInitContainer; i >= 0 {
+			a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], containerTypeInit, prepulled, res)
+		}
+		// Step 6: app containers, concurrently (the kubelet starts them
+		// one after another).
+		var wg sync.WaitGroup
+		for _, i := range act.ContainersToStart {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.startOne(ctx, w, sb, st, &pod.Spec.Containers[i], containerTypeRegular, prepulled, res)
+			}()
+		}
+		wg.Wait()
+	}
+
+	// Step 7: prune and publish.
+	st2, err := a.observePod(ctx, pod)
+	if err != nil {
+		w.logger.Warn("Observe pod failed", "err", err)
+		return a.cfg.ErrorBackoff
+	}
+	if pruned := a.pruneContainers(ctx, w, st2); pruned {
+		if s, err := a.observePod(ctx, pod); err == nil {
+			st2 = s
+		}
+	}
+	w.setStatus(a.computePodStatus(w, pod, st2))
+
+	switch {
+	case res.retryIn > 0 && (!res.failed || res.retryIn < a.cfg.ErrorBackoff):
+		return res.retryIn
+	case res.failed:
+		return a.cfg.ErrorBackoff
+	}
+	return a.cfg.ResyncPeriod
+}
+
+// ensureSandbox returns the sandbox to start containers in, creating it if
+// the plan says so. Creating a sandbox takes hundreds of milliseconds (CNI
+// ADD), so the pod's images are pulled at the same time; the kubelet does
+// these in sequence. The returned map holds the refs of pulled images.
+func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st *podState, act podActions, res *syncResult) (*sandboxInfo, map[string]pullResult) {
+	if !act.CreateSandbox {
+		if act.SandboxID == "" {
+			return nil, nil
+		}
+		cfg, err := a.generatePodSandboxConfig(pod, act.Attempt)
+		if err != nil {
+			w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to generate sandbox config: %v", err)
+			res.fail()
+			return nil, nil
+		}
+		return &sandboxInfo{id: act.SandboxID, attempt: act.Attempt, ip: st.sandboxes[0].ip, config: cfg, ready: true}, nil
+	}
+	cfg, err := a.generatePodSandboxConfig(pod, act.Attempt)
+	if err != nil {
+		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to generate sandbox config: %v", err)
+		res.fail()
+		return nil, nil
+	}
+
+	// Pull every image the pod will need while the sandbox comes up.
+	prepulled := map[string]pullResult{}
+	var pmu sync.Mutex
+	var pulls sync.WaitGroup
+	seen := map[string]bool{}
+	var toPull []*v1.Container
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			if !seen[c.Image] {
+				seen[c.Image] = true
+				toPull = append(toPull, c)
+			}
+		}
+	}
+	for _, c := range toPull {
+		if a.imageInBackoff(pod, c) {
+			continue // startOne reports ImagePullBackOff
+		}
+		pulls.Add(1)
+		go func() {
+			defer pulls.Done()
+			ref, err := a.ensureImage(ctx, w, c, cfg)
+			if err != nil && errors.Is(err, ErrImagePull) {
+				a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
+			}
+			pmu.Lock()
+			prepulled[c.Image] = pullResult{ref: ref, err: err}
+			pmu.Unlock()
+		}()
+	}
+
+	if err := mkdirLogDir(cfg.LogDirectory); err != nil {
+		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod log directory: %v", err)
+		res.fail()
+		pulls.Wait()
+		return nil, nil
+	}
+	t0 := a.clock.Now()
+	id, err := a.runtime.RunPodSandbox(ctx, cfg, "")
+	if err != nil {
+		pulls.Wait()
+		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s", cri.Message(err))
+		res.fail()
+		return nil, prepulled
+	}
+	sb := &sandboxInfo{id: id, attempt: act.Attempt, config: cfg, ready: true}
+	resp, err := a.runtime.PodSandboxStatus(ctx, id, false)
+	if err != nil {
+		pulls.Wait()
+		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to read new pod sandbox status: %s", cri.Message(err))
+		res.fail()
+		return nil, prepulled
+	}
+	sb.ip = resp.GetStatus().GetNetwork().GetIp()
+	detail := fmt.Sprintf("%s attempt %d", shortID(id), act.Attempt)
+	if pod.Spec.HostNetwork {
+		detail += ", host network"
+	} else {
+		detail += ", IP " + sb.ip
+	}
+	w.step(stepSandbox, a.clock.Since(t0), detail)
+	pulls.Wait()
+	return sb, prepulled
+}
+
+// pullResult is the outcome of one image pull made during sandbox creation.
+type pullResult struct {
+	ref string
+	err error
+}
+
+// startOne starts one container unless it is backing off, and records the
+// outcome in the reason cache.
+func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st *podState, c *v1.Container, ctype string, prepulled map[string]pullResult, res *syncResult) {
+	pod := w.pod()
+	prev := st.latest(c.Name)
+	restartCount := 0
+	if prev != nil {
+		restartCount = prev.restartCount + 1
+		// Crash back-off, measured from the previous instance's finish.
+		key := crashBackoffKey(pod, c)
+		finished := time.Unix(0, prev.finishedAt)
+		if in, delay := a.crashBackoff.inBackoffSince(key, finished, a.clock.Now()); in {
+			err := newReasonError(ErrCrashLoopBackOff, "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.Name, pod.Name, pod.Namespace, pod.UID)
+			w.setReason(c.Name, err)
+			w.event(v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
+			res.retryAfter(finished.Add(delay).Sub(a.clock.Now()))
+			return
+		}
+		a.crashBackoff.next(key, finished)
+	}
+	pr, pulled := prepulled[c.Image]
+	if pulled && pr.err != nil {
+		w.setReason(c.Name, pr.err)
+		res.fail()
+		return
+	}
+	if !pulled && a.imageInBackoff(pod, c) {
+		_, left := a.imageBackoff.inBackoffSinceUpdate(imageBackoffKey(pod, c), a.clock.Now())
+		w.setReason(c.Name, newReasonError(ErrImagePullBackOff, "Back-off pulling image %q", c.Image))
+		w.event(v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
+		res.retryAfter(left)
+		return
+	}
+	_, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref)
+	if err != nil {
+		if errors.Is(err, ErrImagePull) && !pulled {
+			a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
+		}
+		w.setReason(c.Name, err)
+		res.fail()
+		return
+	}
+	w.setReason(c.Name, nil)
+}
+
+func (a *Agent) imageInBackoff(pod *v1.Pod, c *v1.Container) bool {
+	in, _ := a.imageBackoff.inBackoffSinceUpdate(imageBackoffKey(pod, c), a.clock.Now())
+	return in
+}
+
+// crashBackoffKey is the kubelet's stable key: a spec change gets a fresh
+// back-off.
+func crashBackoffKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, containerHashString(c))
+}
+
+func imageBackoffKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s", pod.UID, c.Image)
+}
+
+// gracePeriod is the pod's termination grace period (at least 1 s at pod
+// level, kubelet-facts §7.1).
+func gracePeriod(pod *v1.Pod) int64 {
+	g := int64(30)
+	if pod.DeletionGracePeriodSeconds != nil {
+		g = *pod.DeletionGracePeriodSeconds
+	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return max(g, 1)
+}
+
+// killPod stops every running container in parallel, then every sandbox.
+func (a *Agent) killPod(ctx context.Context, w *podWorker, st *podState, grace int64) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	t0 := a.clock.Now()
+	for _, c := range st.containers {
+		if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.stopContainer(ctx, w, c.id, c.name, grace); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, sb := range st.sandboxes {
+		if err := a.runtime.StopPodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", shortID(sb.id), err))
+		}
+	}
+	if len(errs) == 0 && len(st.sandboxes) > 0 {
+		w.step(stepKilled, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", countRunning(st), len(st.sandboxes)))
+	}
+	return errors.Join(errs...)
+}
+
+func countRunning(st *podState) int {
+	n := 0
+	for _, c := range st.containers {
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			n++
+		}
+	}
+	return n
+}
+
+// pruneContainers removes dead instances beyond the newest one per
+// container name (kept for logs --previous) and dead sandboxes other than
+// the newest. It reports whether it removed anything.
+func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState) bool {
+	pruned := false
+	seen := map[string]bool{}
+	for _, c := range st.containers { // newest first
+		dead := c.state == runtimeapi.ContainerState_CONTAINER_EXITED
+		if !dead {
+			continue
+		}
+		if !seen[c.name] {
+			seen[c.name] = true
+			continue
+		}
+		if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
+			w.logger.Warn("Remove dead container failed", "containerID", c.id, "err", err)
+			continue
+		}
+		pruned = true
+	}
+	for i, sb := range st.sandboxes {
+		if i == 0 || sb.ready {
+			continue
+		}
+		inUse := false
+		for _, c := range st.containers {
+			if c.sandboxID == sb.id {
+				inUse = true
+			}
+		}
+		if inUse {
+			continue
+		}
+		if err := a.runtime.RemovePodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
+			w.logger.Warn("Remove dead sandbox failed", "sandboxID", sb.id, "err", err)
+			continue
+		}
+		pruned = true
+	}
+	return pruned
+}
+
+// terminatePod tears the pod down completely: containers stopped with the
+// grace period, sandboxes stopped (containerd runs CNI DEL: the IP is
+// released), then every container and sandbox removed, and the pod's
+// directories deleted. Each step is attempted even if an earlier one failed.
+func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
+	pod := w.pod()
+	st, err := a.observePod(ctx, pod)
+	if err != nil {
+		return fmt.Errorf("observe pod for teardown: %w", err)
+	}
+	var errs []error
+	if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
+		errs = append(errs, err)
+	}
+	t0 := a.clock.Now()
+	for _, c := range st.containers {
+		if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
+		}
+	}
+	for _, sb := range st.sandboxes {
+		if err := a.runtime.RemovePodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", shortID(sb.id), err))
+		}
+	}
+	if err := a.cleanupPodDirs(pod); err != nil {
+		errs = append(errs, err)
+	}
+	for i := range pod.Spec.Containers {
+		a.crashBackoff.reset(crashBackoffKey(pod, &pod.Spec.Containers[i]))
+		a.imageBackoff.reset(imageBackoffKey(pod, &pod.Spec.Containers[i]))
+	}
+	for i := range pod.Spec.InitContainers {
+		a.crashBackoff.reset(crashBackoffKey(pod, &pod.Spec.InitContainers[i]))
+		a.imageBackoff.reset(imageBackoffKey(pod, &pod.Spec.InitContainers[i]))
+	}
+	if len(errs) == 0 {
+		w.step(stepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))
+	}
+	return errors.Join(errs...)
+}
+
+// shortID is the first 13 characters of a runtime ID, as crictl prints.
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}

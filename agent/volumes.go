@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// podDir is <rootDir>/pods/<uid>, the home of a pod's volumes, as in the
+// kubelet's layout.
+func (a *Agent) podDir(pod *v1.Pod) string {
+	return filepath.Join(a.cfg.RootDir, "pods", string(pod.UID))
+}
+
+// volumeHostPath is where a pod volume lives on the host.
+func (a *Agent) volumeHostPath(pod *v1.Pod, vol *v1.Volume) string {
+	switch {
+	case vol.HostPath != nil:
+		return vol.HostPath.Path
+	default: // emptyDir
+		return filepath.Join(a.podDir(pod), "volumes", "kubernetes.io~empty-dir", vol.Name)
+	}
+}
+
+// setupVolumes prepares every volume of the pod on the host: emptyDir
+// directories (mode 0777 like the kubelet's) and hostPath type checks. It is
+// idempotent and returns the host path per volume name.
+func (a *Agent) setupVolumes(pod *v1.Pod) (map[string]string, error) {
+	paths := make(map[string]string, len(pod.Spec.Volumes))
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		p := a.volumeHostPath(pod, vol)
+		switch {
+		case vol.EmptyDir != nil:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
+			}
+			if err := os.Chmod(p, 0o777); err != nil {
+				return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
+			}
+		case vol.HostPath != nil:
+			if err := checkHostPath(vol.HostPath); err != nil {
+				return nil, fmt.Errorf("hostPath volume %q: %w", vol.Name, err)
+			}
+		default:
+			// Validation refuses every other source before we get here.
+			return nil, fmt.Errorf("volume %q: unsupported source", vol.Name)
+		}
+		paths[vol.Name] = p
+	}
+	return paths, nil
+}
+
+// checkHostPath applies the hostPath type rules as the kubelet's
+// hostPathTypeChecker does: *OrCreate types create what is missing, the
+// others require it to exist with that type.
+func checkHostPath(hp *v1.HostPathVolumeSource) error {
+	t := v1.HostPathUnset
+	if hp.Type != nil {
+		t = *hp.Type
+	}
+	fi, err := os.Stat(hp.Path)
+	exists := err == nil
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	want := func(ok bool, what string) error {
+		if !exists {
+			return fmt.Errorf("hostPath type check failed: %s does not exist", hp.Path)
+		}
+		if !ok {
+			return fmt.Errorf("hostPath type check failed: %s is not a %s", hp.Path, what)
+		}
+		return nil
+	}
+	switch t {
+	case v1.HostPathUnset:
+		return nil
+	case v1.HostPathDirectoryOrCreate:
+		if !exists {
+			return os.MkdirAll(hp.Path, 0o755)
+		}
+		return want(fi.IsDir(), "directory")
+	case v1.HostPathFileOrCreate:
+		if !exists {
+			if err := os.MkdirAll(filepath.Dir(hp.Path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		return want(fi.Mode().IsRegular(), "file")
+	case v1.HostPathDirectory:
+		return want(exists && fi.IsDir(), "directory")
+	case v1.HostPathFile:
+		return want(exists && fi.Mode().IsRegular(), "file")
+	case v1.HostPathSocket:
+		return want(exists && fi.Mode()&os.ModeSocket != 0, "socket")
+	case v1.HostPathCharDev:
+		return want(exists && fi.Mode()&os.ModeCharDevice != 0, "character device")
+	case v1.HostPathBlockDev:
+		return want(exists && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0, "block device")
+	}
+	return fmt.Errorf("unknown hostPath type %q", t)
+}
+
+// cleanupPodDirs removes the pod's volume directory tree and log directory.
+// hostPath contents are never touched: they live outside the pod dir.
+func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
+	return errors.Join(
+		os.RemoveAll(a.podDir(pod)),
+		os.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),
+	)
+}

@@ -1,0 +1,98 @@
+// Command minikubelet is the node half of Kubernetes, small enough to read:
+// it runs Pod manifests on containerd through the CRI.
+//
+// This package only parses flags, sets up logging and signals, builds the
+// concrete cri/cni implementations and hands them to package agent.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time (-ldflags "-X main.version=…").
+var version = "v0.1.0-dev"
+
+const usage = `minikubelet runs Kubernetes Pod manifests on one machine through the CRI.
+
+Usage:
+  minikubelet run [flags] FILE     run the pods in FILE in the foreground until Ctrl-C
+  minikubelet version              print the version
+  minikubelet help [COMMAND]       show help
+
+Run 'minikubelet help run' for the flags.
+`
+
+// exitError carries a process exit code with its message.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err == nil {
+		return
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if !errors.Is(err, errUsageShown) {
+		fmt.Fprintln(os.Stderr, "minikubelet:", err)
+	}
+	os.Exit(code)
+}
+
+// errUsageShown marks errors whose text was already printed.
+var errUsageShown = errors.New("usage shown")
+
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2, err: errUsageShown}
+	}
+	switch args[0] {
+	case "run":
+		return runCommand(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "minikubelet %s\n", version)
+		return nil
+	case "help", "-h", "--help":
+		if len(args) > 1 && args[1] == "run" {
+			return runCommand(ctx, []string{"-h"}, stdout, stderr)
+		}
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}
+}
+
+// newLogger builds the process logger: text or JSON on stderr.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}

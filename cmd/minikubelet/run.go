@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/cni"
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+// nodeFlags are the settings shared by every command that runs pods.
+type nodeFlags struct {
+	endpoint       string
+	rootDir        string
+	podLogDir      string
+	nodeName       string
+	podCIDR        string
+	cniConfDir     string
+	cniBinDir      string
+	cniBridge      string
+	cniDataDir     string
+	masquerade     bool
+	runtimeTimeout time.Duration
+	networkTimeout time.Duration
+	backoffInitial time.Duration
+	backoffMax     time.Duration
+	logLevel       string
+	logFormat      string
+}
+
+func (f *nodeFlags) register(fs *flag.FlagSet) {
+	host, _ := os.Hostname()
+	fs.StringVar(&f.endpoint, "runtime-endpoint", cri.EndpointFromEnv(), "CRI endpoint of the container runtime (env "+cri.EndpointEnv+")")
+	fs.StringVar(&f.rootDir, "root-dir", "/var/lib/minikubelet", "directory for pod volumes and agent state")
+	fs.StringVar(&f.podLogDir, "pod-log-dir", "/var/log/pods", "directory for container logs")
+	fs.StringVar(&f.nodeName, "node-name", strings.ToLower(host), "this node's name")
+	fs.StringVar(&f.podCIDR, "pod-cidr", "10.88.0.0/16", "IPv4 range pod IPs are taken from")
+	fs.StringVar(&f.cniConfDir, "cni-conf-dir", "/etc/cni/net.d", "the runtime's CNI config directory (the pod network conflist is written here)")
+	fs.StringVar(&f.cniBinDir, "cni-bin-dir", "/opt/cni/bin", "directory of the CNI plugin binaries")
+	fs.StringVar(&f.cniBridge, "cni-bridge", "mkl0", "name of the pod network bridge")
+	fs.StringVar(&f.cniDataDir, "cni-data-dir", "", "host-local IPAM state directory (default: the plugin's /var/lib/cni/networks)")
+	fs.BoolVar(&f.masquerade, "pod-masquerade", true, "masquerade pod traffic leaving the pod CIDR (turn off to keep pods off the network)")
+	fs.DurationVar(&f.runtimeTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of ordinary CRI calls")
+	fs.DurationVar(&f.networkTimeout, "network-ready-timeout", time.Minute, "how long to wait for the runtime to load the pod network")
+	fs.DurationVar(&f.backoffInitial, "backoff-initial", 10*time.Second, "first container restart / image pull back-off")
+	fs.DurationVar(&f.backoffMax, "backoff-max", 300*time.Second, "container restart / image pull back-off cap")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+}
+
+func (f *nodeFlags) network() cni.Config {
+	return cni.Config{
+		PodCIDR:    f.podCIDR,
+		Bridge:     f.cniBridge,
+		ConfDir:    f.cniConfDir,
+		BinDirs:    []string{f.cniBinDir},
+		DataDir:    f.cniDataDir,
+		Masquerade: f.masquerade,
+	}.WithDefaults()
+}
+
+const runUsage = `Usage: minikubelet run [flags] FILE
+
+Runs the pods of FILE (YAML or JSON, one or more v1 Pod documents) on this
+machine's container runtime and stays attached, printing each step of the
+startup chain and every status change. Ctrl-C (or SIGTERM) stops the pods
+gracefully and removes everything they created. Needs root.
+
+Flags:
+`
+
+// runCommand is `minikubelet run FILE`.
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, runUsage)
+		fs.PrintDefaults()
+	}
+	var nf nodeFlags
+	nf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2, err: errUsageShown}
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return &exitError{code: 2, err: errors.New("run needs exactly one manifest file")}
+	}
+	logger, err := newLogger(stderr, nf.logLevel, nf.logFormat)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	p := newPrinter(stdout)
+
+	// Step: validate. Nothing touches the runtime before this passes.
+	file := fs.Arg(0)
+	t0 := time.Now()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("read manifest: %w", err)}
+	}
+	pods, err := agent.PrepareManifest(data, file, nf.nodeName)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("invalid manifest (nothing was created):\n%w", err)}
+	}
+	for _, pod := range pods {
+		p.line(podKey(pod), "validated", time.Since(t0), fmt.Sprintf("uid %s, qos %s", pod.UID, qosOf(pod)))
+	}
+
+	// Step: runtime handshake.
+	t1 := time.Now()
+	client, err := cri.Dial(ctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	p.line("node", "runtime", time.Since(t1), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
+	inst := cri.Instrument(client, client, logger.With("component", "cri"))
+
+	a := agent.New(agent.Config{
+		NodeName:       nf.nodeName,
+		RootDir:        nf.rootDir,
+		PodLogDir:      nf.podLogDir,
+		RuntimeName:    client.RuntimeName(),
+		RuntimeTimeout: nf.runtimeTimeout,
+		BackoffInitial: nf.backoffInitial,
+		BackoffMax:     nf.backoffMax,
+		Network:        nf.network(),
+	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p})
+
+	// Step: pod network.
+	t2 := time.Now()
+	nctx, cancel := context.WithTimeout(ctx, nf.networkTimeout)
+	notices, err := a.EnsureNetwork(nctx)
+	cancel()
+	for _, n := range notices {
+		p.line("node", "notice", 0, n)
+	}
+	if err != nil {
+		return err
+	}
+	netCfg := nf.network()
+	p.line("node", "network ready", time.Since(t2), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
+
+	// Run until a signal, then tear the pods down.
+	actx, stopAgent := context.WithCancel(context.Background())
+	defer stopAgent()
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- a.Run(actx) }()
+	a.SetPods(pods)
+
+	<-ctx.Done()
+	p.line("node", "stopping", 0, "signal received: stopping pods (Ctrl-C again to leave them running)")
+	var dones []<-chan struct{}
+	for _, pod := range pods {
+		if ch := a.PodDone(pod.UID); ch != nil {
+			dones = append(dones, ch)
+		}
+	}
+	a.SetPods(nil)
+	second := make(chan os.Signal, 1)
+	notifySignals(second)
+	for _, ch := range dones {
+		select {
+		case <-ch:
+		case <-second:
+			stopAgent()
+			return &exitError{code: 130, err: errors.New("interrupted again: pods left as they are; run again and stop it to clean up")}
+		}
+	}
+	stopAgent()
+	<-agentDone
+	p.line("node", "done", 0, "all pods stopped and removed")
+	return nil
+}
+
+func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+func qosOf(pod *v1.Pod) string {
+	p := pod.DeepCopy()
+	p.Status = v1.PodStatus{}
+	return string(agent.QOSClass(p))
+}
+
+// printer is the run command's Observer: it prints the startup chain,
+// warnings and status changes as aligned lines.
+type printer struct {
+	mu    sync.Mutex
+	w     io.Writer
+	start time.Time
+	// last holds the last printed status summary per pod.
+	last map[string]string
+}
+
+func newPrinter(w io.Writer) *printer {
+	return &printer{w: w, start: time.Now(), last: map[string]string{}}
+}
+
+func (p *printer) line(who, what string, d time.Duration, detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	dur := ""
+	if d > 0 {
+		dur = d.Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(p.w, "[%7.3fs] %-20s %-14s %-8s %s\n", time.Since(p.start).Seconds(), who, what, dur, detail)
+}
+
+// PodEvent prints warnings (normal events are covered by steps).
+func (p *printer) PodEvent(pod *v1.Pod, ev agent.Event) {
+	if ev.Type != v1.EventTypeWarning {
+		return
+	}
+	msg := ev.Reason + ": " + ev.Message
+	if ev.Count > 1 {
+		msg += fmt.Sprintf(" (x%d)", ev.Count)
+	}
+	p.line(podKey(pod), "warning", 0, msg)
+}
+
+// PodStep prints one completed step of the startup chain.
+func (p *printer) PodStep(pod *v1.Pod, s agent.Step) {
+	p.line(podKey(pod), s.Name, s.Duration, s.Detail)
+}
+
+// PodStatus prints the status when its summary changed.
+func (p *printer) PodStatus(pod *v1.Pod) {
+	sum := statusSummary(pod)
+	p.mu.Lock()
+	same := p.last[podKey(pod)] == sum
+	p.last[podKey(pod)] = sum
+	p.mu.Unlock()
+	if !same {
+		p.line(podKey(pod), "status", 0, sum)
+	}
+}
+
+// statusSummary renders phase, IP and each container's state in one line.
+func statusSummary(pod *v1.Pod) string {
+	st := pod.Status
+	parts := []string{string(st.Phase)}
+	if st.PodIP != "" {
+		parts = append(parts, "ip="+st.PodIP)
+	}
+	var cs []string
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, c := range list {
+			cs = append(cs, c.Name+":"+containerSummary(c))
+		}
+	}
+	return strings.Join(append(parts, cs...), " ")
+}
+
+func containerSummary(c v1.ContainerStatus) string {
+	restarts := ""
+	if c.RestartCount > 0 {
+		restarts = fmt.Sprintf(",restarts=%d", c.RestartCount)
+	}
+	switch {
+	case c.State.Running != nil:
+		return "running" + restarts
+	case c.State.Terminated != nil:
+		t := c.State.Terminated
+		return fmt.Sprintf("terminated(%s,exit=%d)%s", t.Reason, t.ExitCode, restarts)
+	case c.State.Waiting != nil:
+		w := c.State.Waiting
+		if w.Message != "" {
+			return fmt.Sprintf("waiting(%s: %s)%s", w.Reason, w.Message, restarts)
+		}
+		return fmt.Sprintf("waiting(%s)%s", w.Reason, restarts)
+	}
+	return "unknown"
+}

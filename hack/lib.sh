@@ -1,0 +1,129 @@
+# shellcheck shell=bash
+# Helpers shared by the hack/*.sh scripts. Source it; do not run it.
+#
+# Every setup script prints exactly one line per step, prefixed by the
+# script's name, saying either what it did or that the step was already done.
+# That keeps a second run readable: a column of "already ..." lines.
+
+# MKL_PREFIX is the tag in front of every line this script prints.
+MKL_PREFIX="${MKL_PREFIX:-$(basename "${0%.sh}")}"
+
+# MKL_STATE is where long-lived minikubelet machine state lives (registry
+# storage, config, logs); MKL_RUN holds pid files that a reboot clears.
+MKL_STATE=/var/lib/minikubelet
+MKL_RUN=/run/minikubelet
+
+# step prints one progress line.
+step() { printf '[%s] %s\n' "$MKL_PREFIX" "$*"; }
+
+# warn prints a warning line to stderr.
+warn() { printf '[%s] WARNING: %s\n' "$MKL_PREFIX" "$*" >&2; }
+
+# die prints an error line and exits non-zero.
+die() {
+	printf '[%s] ERROR: %s\n' "$MKL_PREFIX" "$*" >&2
+	exit 1
+}
+
+# require_root exits unless the script runs as root.
+require_root() {
+	[[ $(id -u) -eq 0 ]] || die "must run as root (try: sudo $0 $*)"
+}
+
+# repo_root prints the repository root (the parent of hack/).
+repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
+
+# wait_for TIMEOUT_SECONDS DESCRIPTION CMD...: run CMD every 0.1 s until it
+# succeeds. Returns non-zero after TIMEOUT_SECONDS without success.
+wait_for() {
+	local timeout=$1 what=$2
+	shift 2
+	local deadline=$((SECONDS + timeout))
+	until "$@" >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			warn "timed out after ${timeout}s waiting for $what"
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# pid_alive PID: true if PID names a live (non-zombie) process.
+pid_alive() {
+	local pid=$1
+	[[ -n $pid && -r /proc/$pid/stat ]] || return 1
+	# Field 3 of /proc/PID/stat is the state; Z means exited, not yet reaped.
+	local rest
+	rest=$(<"/proc/$pid/stat")
+	rest=${rest##*) }
+	[[ ${rest%% *} != Z ]]
+}
+
+# pidfile_alive FILE: prints the pid stored in FILE if that process is alive.
+pidfile_alive() {
+	local file=$1 pid
+	[[ -r $file ]] || return 1
+	pid=$(<"$file")
+	pid_alive "$pid" || return 1
+	printf '%s\n' "$pid"
+}
+
+# proc_gone PID: true once PID has exited (a zombie counts as gone).
+proc_gone() { ! pid_alive "$1"; }
+
+# kill_wait PID TIMEOUT: send SIGTERM, wait up to TIMEOUT seconds for the
+# process to go away, then SIGKILL it. Returns once it is gone.
+kill_wait() {
+	local pid=$1 timeout=$2
+	pid_alive "$pid" || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	if ! wait_for "$timeout" "pid $pid to exit after SIGTERM" proc_gone "$pid"; then
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_for 5 "pid $pid to exit after SIGKILL" proc_gone "$pid" || true
+	fi
+}
+
+# http_ok URL: true if URL answers with HTTP 200 within 2 s.
+http_ok() {
+	local code
+	code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1") || return 1
+	[[ $code == 200 ]]
+}
+
+# containerd_answers SOCKET: true if a containerd serves its API on SOCKET.
+containerd_answers() {
+	[[ -S $1 ]] && timeout 5 ctr --address "$1" version >/dev/null 2>&1
+}
+
+# cri_plugin_ok SOCKET: true if that containerd loaded its CRI plugin.
+cri_plugin_ok() {
+	timeout 5 ctr --address "$1" plugins ls 2>/dev/null |
+		awk '$1 == "io.containerd.grpc.v1" && $2 == "cri" { found = ($4 == "ok") } END { exit !found }'
+}
+
+# render TEMPLATE KEY=VALUE...: print TEMPLATE with every @KEY@ replaced.
+render() {
+	local tmpl=$1 expr=() kv
+	shift
+	for kv in "$@"; do
+		expr+=(-e "s|@${kv%%=*}@|${kv#*=}|g")
+	done
+	sed "${expr[@]}" "$tmpl"
+}
+
+# install_file SRC DST MODE: copy SRC to DST atomically unless DST already has
+# the same content. Prints "changed" or "unchanged".
+install_file() {
+	local src=$1 dst=$2 mode=$3
+	if [[ -f $dst ]] && cmp -s "$src" "$dst"; then
+		echo unchanged
+		return
+	fi
+	mkdir -p "$(dirname "$dst")"
+	local tmp
+	tmp=$(mktemp "$dst.XXXXXX")
+	cp "$src" "$tmp"
+	chmod "$mode" "$tmp"
+	mv -f "$tmp" "$dst"
+	echo changed
+}

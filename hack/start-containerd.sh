@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# start-containerd.sh DIR: start a private containerd for the end-to-end
+# tests that keeps everything under DIR and runs beside the system one:
+#
+#   DIR/config.toml            rendered from hack/containerd/private.toml
+#   DIR/root, DIR/state        its metadata, snapshots and runtime state
+#   DIR/containerd.sock(.ttrpc) its API sockets
+#   DIR/net.d                  its CNI conf dir, empty (the test installs a conflist)
+#   DIR/certs.d                hosts.toml for the local registry (plain HTTP)
+#   DIR/runc                   runc state of its containers
+#   DIR/containerd.log, DIR/containerd.pid
+#
+# Waits until the socket answers with the CRI plugin loaded, then prints the
+# socket path as the last line of stdout. Stop it with hack/stop-containerd.sh DIR.
+# Env: REGISTRY (default 127.0.0.1:5000), SYSTEMD_CGROUP (default false).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_root
+
+(($# == 1)) || die "usage: $0 DIR"
+DIR=$(realpath -m "$1")
+REGISTRY=${REGISTRY:-127.0.0.1:5000}
+SYSTEMD_CGROUP=${SYSTEMD_CGROUP:-false}
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SOCKET=$DIR/containerd.sock
+
+[[ $DIR != / ]] || die "refusing to use / as DIR"
+# sun_path holds 108 bytes; the ttrpc socket adds 6 and containerd's shims
+# derive further names from the address.
+((${#SOCKET} + 6 < 100)) || die "DIR too long for a unix socket path: $SOCKET"
+command -v containerd >/dev/null || die "containerd missing; run hack/install-deps.sh first"
+
+if pid=$(pidfile_alive "$DIR/containerd.pid") && containerd_answers "$SOCKET"; then
+	step "private containerd: already running (pid $pid)"
+	echo "$SOCKET"
+	exit 0
+fi
+
+mkdir -p "$DIR"/{root,state,net.d,runc,opt} "$DIR/certs.d/$REGISTRY"
+chmod 0711 "$DIR"
+render "$HACK/containerd/private.toml" DIR="$DIR" REGISTRY="$REGISTRY" SYSTEMD_CGROUP="$SYSTEMD_CGROUP" >"$DIR/config.toml"
+render "$HACK/containerd/hosts.toml" REGISTRY="$REGISTRY" >"$DIR/certs.d/$REGISTRY/hosts.toml"
+
+# setsid detaches it from this shell so it outlives the script; the tests
+# stop it with stop-containerd.sh.
+setsid containerd --config "$DIR/config.toml" </dev/null >>"$DIR/containerd.log" 2>&1 &
+pid=$!
+echo "$pid" >"$DIR/containerd.pid"
+
+if ! wait_for 60 "private containerd on $SOCKET" containerd_answers "$SOCKET" || ! cri_plugin_ok "$SOCKET"; then
+	tail -n 30 "$DIR/containerd.log" >&2 || true
+	kill_wait "$pid" 10
+	die "private containerd did not come up on $SOCKET (log: $DIR/containerd.log)"
+fi
+step "private containerd: started (pid $pid, config $DIR/config.toml, log $DIR/containerd.log)"
+echo "$SOCKET"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Enforces the import direction of STYLE.md: cmd → agent → {cri, cni,
+# cgroups, probes}; the leaves import neither agent nor each other, and only
+# agent and probes may import k8s.io/api.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod=$(go list -m)
+fail=0
+check() { # package, forbidden import regexp, reason
+  local pkg=$1 re=$2 why=$3 bad
+  [ -d "${pkg#"$mod"/}" ] || return 0
+  bad=$(go list -f '{{join .Imports "\n"}}' "$pkg/..." 2>/dev/null | grep -E "$re" | sort -u || true)
+  if [ -n "$bad" ]; then
+    echo "import rule broken: $pkg must not import ($why):"; echo "$bad" | sed 's/^/  /'; fail=1
+  fi
+}
+check "$mod/cri" "^$mod/(agent|cni|cgroups|probes)(/|$)|^k8s.io/api/" "a leaf: no agent, no other leaf, no k8s.io/api"
+check "$mod/cni" "^$mod/(agent|cri|cgroups|probes)(/|$)|^k8s.io/api/" "a leaf: no agent, no other leaf, no k8s.io/api"
+check "$mod/cgroups" "^$mod/(agent|cri|cni|probes)(/|$)|^k8s.io/api/" "a leaf: no agent, no other leaf, no k8s.io/api"
+check "$mod/probes" "^$mod/(agent|cri|cni|cgroups)(/|$)" "a leaf: no agent, no other leaf"
+check "$mod/agent" "^$mod/(cmd|test)(/|$)" "agent is below cmd and test"
+for p in $(go list ./... | grep -v "^$mod/test/"); do
+  if go list -f '{{join .Imports "\n"}}' "$p" | grep -qE "^$mod/test(/|$)"; then
+    echo "import rule broken: $p imports test/ (only test/ may)"; fail=1
+  fi
+done
+[ "$fail" = 0 ] && echo "imports OK"
+exit "$fail"
