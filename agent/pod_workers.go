@@ -15,13 +15,13 @@ import (
 // (house style rule 3). Updates and triggers are coalesced: the worker
 // always syncs the newest spec, and a requested teardown is never lost.
 //
-//	            update/trigger/timer
-//	           ┌──────────────┐
-//	           ▼              │
-//	 new ──► syncing ─────────┘
-//	           │ terminate()
-//	           ▼
-//	      terminating ──► done (teardown finished, channel closed)
+//	           update/trigger/timer
+//	          ┌──────────────┐
+//	          ▼              │
+//	new ──► syncing ─────────┘
+//	          │ terminate()
+//	          ▼
+//	     terminating ──► done (teardown finished, channel closed)
 type podWorker struct {
 	a      *Agent
 	logger *slog.Logger

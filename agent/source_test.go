@@ -137,14 +137,14 @@ func TestDecodeManifest(t *testing.T) {
 			wantErr: "src: metadata.name: duplicate field (line 5)",
 		},
 		{
-			name: "second document is bad",
-			data: "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {nmae: b}\n",
+			name:    "second document is bad",
+			data:    "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {nmae: b}\n",
 			wantErr: "src: document 2: metadata.nmae: unknown field",
 		},
 		{
 			name:    "syntax error line counts from the start of the file",
 			data:    "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: [b\n",
-			wantErr: "src: document 2: yaml: line 9: did not find expected ',' or ']'",
+			wantErr: "src: document 2: yaml: line 8: did not find expected ',' or ']'",
 		},
 	}
 	for _, tc := range tests {

@@ -236,6 +236,7 @@ var volumeRules = ruleTable{typ: reflect.TypeFor[v1.Volume](), path: "spec.volum
 var emptyDirRules = ruleTable{typ: reflect.TypeFor[v1.EmptyDirVolumeSource](), path: "spec.volumes[*].emptyDir", rules: map[string]fieldRule{
 	"medium":    ruleLimited(`"" only; Memory is not supported yet`),
 	"sizeLimit": ruleRefused(reasonNotYet),
+	"mode":      ruleRefused(reasonNotYet + ": alpha in Kubernetes (EmptyDirVolumeMode)"),
 }}
 
 // Fields of spec.volumes[*].hostPath.

@@ -191,6 +191,10 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		}()
 	}
 
+	if !pod.Spec.HostNetwork && (pod.Spec.DNSPolicy == v1.DNSClusterFirst || pod.Spec.DNSPolicy == v1.DNSClusterFirstWithHostNet) {
+		// A lone node has no cluster DNS; the kubelet's words and fallback.
+		w.event(v1.EventTypeWarning, "MissingClusterDNS", "this node has no cluster DNS, so the %q DNS policy falls back to %q (the node's resolv.conf)", pod.Spec.DNSPolicy, v1.DNSDefault)
+	}
 	if err := mkdirLogDir(cfg.LogDirectory); err != nil {
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod log directory: %v", err)
 		res.fail()

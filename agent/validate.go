@@ -8,6 +8,7 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"path"
 	"reflect"
@@ -84,8 +85,17 @@ func validatePodMeta(pod *v1.Pod) field.ErrorList {
 		}
 	}
 
-	errs = append(errs, metavalidation.ValidateLabels(pod.Labels, meta.Child("labels"))...)
-	errs = append(errs, apivalidation.ValidateAnnotations(pod.Annotations, meta.Child("annotations"))...)
+	// The apimachinery helpers range over the map; one key at a time in
+	// sorted order keeps the messages in a stable order.
+	for _, k := range slices.Sorted(maps.Keys(pod.Labels)) {
+		errs = append(errs, metavalidation.ValidateLabels(map[string]string{k: pod.Labels[k]}, meta.Child("labels"))...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(pod.Annotations)) {
+		errs = append(errs, apivalidation.ValidateAnnotations(map[string]string{k: pod.Annotations[k]}, meta.Child("annotations"))...)
+	}
+	if apivalidation.ValidateAnnotationsSize(pod.Annotations) != nil {
+		errs = append(errs, field.TooLong(meta.Child("annotations"), "", apivalidation.TotalAnnotationSizeLimitB))
+	}
 	return errs
 }
 

@@ -7,6 +7,7 @@
 # Env: REGISTRY (default 127.0.0.1:5000), E2E_POD_CIDR (default
 # 10.89.0.0/16), E2E_FLAGS (extra go test arguments, e.g. -run or -v).
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 

@@ -10,6 +10,7 @@
 # Idempotent: a second run checks and prints "already ..." for each step.
 # Run as root from anywhere; Go must already be installed.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 

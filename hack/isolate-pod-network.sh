@@ -4,6 +4,7 @@
 # to any address outside CIDR. REJECT rather than DROP, so that a DNS lookup
 # or connection attempt fails at once instead of timing out.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 

@@ -10,7 +10,9 @@ MKL_PREFIX="${MKL_PREFIX:-$(basename "${0%.sh}")}"
 
 # MKL_STATE is where long-lived minikubelet machine state lives (registry
 # storage, config, logs); MKL_RUN holds pid files that a reboot clears.
+# shellcheck disable=SC2034 # used by the scripts that source this file
 MKL_STATE=/var/lib/minikubelet
+# shellcheck disable=SC2034
 MKL_RUN=/run/minikubelet
 
 # step prints one progress line.
@@ -27,7 +29,7 @@ die() {
 
 # require_root exits unless the script runs as root.
 require_root() {
-	[[ $(id -u) -eq 0 ]] || die "must run as root (try: sudo $0 $*)"
+	[[ $(id -u) -eq 0 ]] || die "must run as root (try: sudo $0)"
 }
 
 # repo_root prints the repository root (the parent of hack/).

@@ -16,6 +16,7 @@
 #
 # Env: REGISTRY (default 127.0.0.1:5000), SYSTEMD_CGROUP (default false).
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 
@@ -25,7 +26,7 @@ ETC=/etc/containerd
 CONFIG=$ETC/config.toml
 DROPIN_DIR=$ETC/conf.d
 DROPIN=$DROPIN_DIR/minikubelet.toml
-IMPORT_GLOB=$DROPIN_DIR/*.toml
+IMPORT_GLOB="$DROPIN_DIR/*.toml"
 SOCKET=/run/containerd/containerd.sock
 LOG=/var/log/minikubelet-containerd.log
 PIDFILE=$MKL_RUN/containerd.pid

@@ -4,6 +4,7 @@
 # start the system containerd. Idempotent; run as root from anywhere.
 # Env: REGISTRY (default 127.0.0.1:5000).
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 

@@ -14,6 +14,7 @@
 # socket path as the last line of stdout. Stop it with hack/stop-containerd.sh DIR.
 # Env: REGISTRY (default 127.0.0.1:5000), SYSTEMD_CGROUP (default false).
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 

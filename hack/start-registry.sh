@@ -7,6 +7,7 @@
 # Config and log: /var/lib/minikubelet/registry-ADDR.{yml,log};
 # pid file: /run/minikubelet/registry-ADDR.pid.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 

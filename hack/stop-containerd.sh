@@ -12,6 +12,7 @@
 #   6. delete the bridge and host-local state of its conflist once unused;
 #   7. remove DIR.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 
@@ -48,13 +49,13 @@ pids=$(
 	procs_with_arg "$DIR/config.toml"
 )
 stopped=()
-for pid in $(sort -u <<<"$pids"); do
+while read -r pid; do
 	if pid_alive "$pid"; then
 		kill_wait "$pid" 10
 		stopped+=("$pid")
 	fi
-done
-step "containerd: ${stopped[*]:+stopped pid ${stopped[*]}}${stopped[*]:-was not running}"
+done < <(sort -u <<<"$pids")
+if ((${#stopped[@]})); then step "containerd: stopped pid ${stopped[*]}"; else step "containerd: was not running"; fi
 
 # Step 2: containers still alive, killed through runc's own state.
 killed=0
@@ -87,14 +88,20 @@ done
 step "shims: $( ((${#shims[@]})) && echo "killed ${#shims[@]}" || echo "none left"), removed $sockets stale shim sockets"
 
 # Step 4: IP reservations and CNI caches that a missed CNI DEL left behind.
-released=0
+declare -A ours=()
 for id in "${sandboxes[@]}"; do
-	[[ -n $id ]] || continue
-	for f in $(grep -lsx -- "$id" "$CNI_STATE"/networks/*/* 2>/dev/null || true); do
+	[[ -n $id ]] && ours[$id]=1
+	rm -f "$CNI_STATE"/results/*-"$id"-* 2>/dev/null || true
+done
+released=0
+for f in "$CNI_STATE"/networks/*/*; do
+	[[ -f $f && ${f##*/} != lock && ${f##*/} != last_reserved_ip.* ]] || continue
+	# host-local writes "<container id>\r\n<ifname>" into each reservation.
+	owner=$(head -n1 "$f" | tr -d '\r')
+	if [[ -n $owner && -n ${ours[$owner]:-} ]]; then
 		rm -f "$f"
 		released=$((released + 1))
-	done
-	rm -f "$CNI_STATE"/results/*-"$id"-* 2>/dev/null || true
+	fi
 done
 step "CNI: ${#sandboxes[@]} sandboxes known, released $released leaked IP reservations"
 
@@ -117,19 +124,20 @@ for conf in "$DIR"/net.d/*.conflist "$DIR"/net.d/*.conf; do
 		if wait_for 5 "ports of bridge $bridge to go" bash -c "[[ -z \$(ls /sys/class/net/$bridge/brif) ]]"; then
 			ip link delete "$bridge" && cleaned+=("bridge $bridge")
 		else
-			warn "bridge $bridge still has ports: $(ls "/sys/class/net/$bridge/brif" | tr '\n' ' ')"
+			warn "bridge $bridge still has ports: $(find "/sys/class/net/$bridge/brif" -mindepth 1 -printf '%f ')"
 		fi
 	fi
 	if [[ -n $net && -d $CNI_STATE/networks/$net ]]; then
-		if ls "$CNI_STATE/networks/$net" | grep -qvE '^(lock|last_reserved_ip\..*)$'; then
-			warn "host-local network $net still has reservations: $(ls "$CNI_STATE/networks/$net" | tr '\n' ' ')"
+		left=$(find "$CNI_STATE/networks/$net" -mindepth 1 ! -name lock ! -name 'last_reserved_ip.*' -printf '%f ')
+		if [[ -n $left ]]; then
+			warn "host-local network $net still has reservations: $left"
 		else
 			rm -rf "${CNI_STATE:?}/networks/$net"
 			cleaned+=("$CNI_STATE/networks/$net")
 		fi
 	fi
 done
-step "network: ${cleaned[*]:+removed ${cleaned[*]}}${cleaned[*]:-nothing to remove}"
+if ((${#cleaned[@]})); then step "network: removed ${cleaned[*]}"; else step "network: nothing to remove"; fi
 
 # Step 7: the directory itself; --one-file-system so a mount that would not
 # go away is never descended into.

@@ -40,23 +40,32 @@ func httpGet(t *testing.T, url string) string {
 	return ""
 }
 
-// hostVethOf returns the host-side interface name of the pod's eth0 by
-// reading eth0's peer ifindex inside the sandbox's network namespace.
+// hostVethOf returns the host-side interface name of the pod's eth0: the
+// peer index that `ip link` shows inside the sandbox's network namespace.
+// (Reading /sys there would show the host's: sysfs belongs to the mount.)
 func hostVethOf(t *testing.T, sandboxID string) string {
 	t.Helper()
 	pid := sandboxPid(t, sandboxID)
-	out, err := exec.Command("nsenter", "--net=/proc/"+strconv.Itoa(pid)+"/ns/net", "cat", "/sys/class/net/eth0/iflink").CombinedOutput()
+	out, err := exec.Command("nsenter", "--net=/proc/"+strconv.Itoa(pid)+"/ns/net", "ip", "-o", "link", "show", "eth0").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	idx := strings.TrimSpace(string(out))
-	ifaces, err := net.Interfaces()
-	require.NoError(t, err)
-	for _, ifc := range ifaces {
-		if strconv.Itoa(ifc.Index) == idx {
-			return ifc.Name
+	m := regexp.MustCompile(`eth0@if(\d+)`).FindStringSubmatch(string(out))
+	require.NotNil(t, m, "no peer index in %q", out)
+	idx, _ := strconv.Atoi(m[1])
+	ifc, err := net.InterfaceByIndex(idx)
+	require.NoError(t, err, "host interface %d", idx)
+	return ifc.Name
+}
+
+// eventually runs fn until it returns true or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("no host interface with index %s", idx)
-	return ""
 }
 
 const twoContainerPod = `
@@ -104,7 +113,14 @@ func TestRun_TwoContainerPod(t *testing.T) {
 	}
 
 	// Containers of a pod share the network namespace.
-	out := execIn(t, containerID(t, "e2e-two", "client"), "wget", "-qO-", "http://127.0.0.1:8080/")
+	// The server may still be binding its port right after its start.
+	client := containerID(t, "e2e-two", "client")
+	var out string
+	eventually(t, 10*time.Second, "the server answering on localhost", func() bool {
+		o, _, err := suite.rt.ExecSync(ctx(t), client, []string{"wget", "-qO-", "http://127.0.0.1:8080/"}, 5*time.Second)
+		out = string(o)
+		return err == nil
+	})
 	assert.Contains(t, out, "hello from e2e-two")
 	// The host reaches the pod IP through the bridge.
 	assert.Contains(t, httpGet(t, "http://"+ip+":8080/"), "hello from e2e-two")
