@@ -111,8 +111,9 @@ func LoadManifestFile(path string) ([]*v1.Pod, error) {
 // PrepareManifest decodes data (DecodeManifest), applies defaults
 // (SetPodDefaults) and validates (ValidatePod) every Pod in it. It also
 // refuses two Pods with the same namespace/name (or the same UID) in one
-// input. Either all Pods are returned, or none and a *ManifestError listing
-// every problem, one per line, prefixed with the source.
+// input, and a spec.nodeName other than nodeName (when nodeName is set).
+// Either all Pods are returned, or none and a *ManifestError listing every
+// problem, one per line, prefixed with the source.
 func PrepareManifest(data []byte, source, nodeName string) ([]*v1.Pod, error) {
 	mps, problems := decodeManifest(data)
 	// Pods that decoded cleanly are still defaulted and validated, so the user
@@ -122,6 +123,11 @@ func PrepareManifest(data []byte, source, nodeName string) ([]*v1.Pod, error) {
 	for _, mp := range mps {
 		SetPodDefaults(mp.pod, source, nodeName)
 		errs := ValidatePod(mp.pod)
+		// A pod bound to another node is not this node's to run.
+		if nodeName != "" && mp.pod.Spec.NodeName != nodeName {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "nodeName"), mp.pod.Spec.NodeName,
+				fmt.Sprintf("must be empty or the name of this node (%q)", nodeName)))
+		}
 
 		// The same pod twice in one input would fight over one sandbox.
 		where := mp.where

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -106,7 +107,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	p := newPrinter(stdout)
 
 	// Step: validate. Nothing touches the runtime before this passes.
-	file := fs.Arg(0)
+	// The UID is derived from the source path among other things: make the
+	// same file give the same UID however it is named.
+	file, err := filepath.Abs(fs.Arg(0))
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	t0 := time.Now()
 	data, err := os.ReadFile(file)
 	if err != nil {
