@@ -25,6 +25,9 @@ type podActions struct {
 	// InitFailed is set when an init container failed and the restart
 	// policy forbids retrying it: the pod is failed.
 	InitFailed bool
+	// InitContainersToStart are sidecars (indexes in spec.initContainers)
+	// to restart in an initialized pod.
+	InitContainersToStart []int
 	// ContainersToStart are indexes in spec.containers.
 	ContainersToStart []int
 	// ContainersToKill maps running container IDs to the reason.
@@ -33,8 +36,8 @@ type podActions struct {
 
 // String renders the plan for debug logs and test failures.
 func (p podActions) String() string {
-	return fmt.Sprintf("{kill:%v create:%v attempt:%d sandbox:%q init:%d initFailed:%v start:%v kill:%v}",
-		p.KillPod, p.CreateSandbox, p.Attempt, p.SandboxID, p.NextInitContainer, p.InitFailed, p.ContainersToStart, p.ContainersToKill)
+	return fmt.Sprintf("{killPod:%v create:%v attempt:%d sandbox:%q nextInit:%d initFailed:%v sidecars:%v start:%v kill:%v}",
+		p.KillPod, p.CreateSandbox, p.Attempt, p.SandboxID, p.NextInitContainer, p.InitFailed, p.InitContainersToStart, p.ContainersToStart, p.ContainersToKill)
 }
 
 // podSandboxChanged reports whether the pod needs a new sandbox and its
@@ -63,9 +66,16 @@ func podSandboxChanged(pod *v1.Pod, st *podState) (bool, uint32) {
 	return false, newest.attempt
 }
 
+// isSidecar reports whether an init container is a native sidecar
+// (restartPolicy: Always).
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
 // shouldRestart is the kubelet's ShouldContainerBeRestarted for a container
-// whose newest instance is c (nil: never created).
-func shouldRestart(pod *v1.Pod, c *containerInfo) bool {
+// whose newest instance is c (nil: never created). Sidecars restart
+// whatever the pod's policy.
+func shouldRestart(pod *v1.Pod, spec *v1.Container, c *containerInfo) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
@@ -78,6 +88,9 @@ func shouldRestart(pod *v1.Pod, c *containerInfo) bool {
 	case runtimeapi.ContainerState_CONTAINER_UNKNOWN, runtimeapi.ContainerState_CONTAINER_CREATED:
 		return true
 	}
+	if isSidecar(spec) {
+		return true
+	}
 	switch pod.Spec.RestartPolicy {
 	case v1.RestartPolicyNever:
 		return false
@@ -87,8 +100,16 @@ func shouldRestart(pod *v1.Pod, c *containerInfo) bool {
 	return true
 }
 
-// computePodActions plans one sync (kubelet-facts §2.2, without sidecars and
-// probes, which later issues add).
+// computePodActions plans one sync (kubelet-facts §2.2, §2.4, §2.5): what
+// to kill, whether to (re)create the sandbox, which init container runs
+// next, which sidecars and app containers start. Probes join with #5.
+//
+//	sandbox changed? ──yes──► kill all, new sandbox (attempt+1), init[0] or all app containers
+//	      │no
+//	not initialized? ──yes──► walk init containers in order: start the first
+//	      │no                 missing/failed one; a sidecar counts once running
+//	restart exited sidecars; start/restart app containers per policy;
+//	nothing running and nothing to start ──► kill the pod (it is done)
 func computePodActions(pod *v1.Pod, st *podState) podActions {
 	act := podActions{NextInitContainer: -1, ContainersToKill: map[string]string{}}
 
@@ -100,20 +121,26 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(st.containers) > 0 {
 			return act
 		}
+		// Everything runs again in the new sandbox, except what already
+		// succeeded under OnFailure.
 		var toStart []int
 		initialized := false
 		for i := range pod.Spec.Containers {
 			cur := st.latest(pod.Spec.Containers[i].Name)
 			initialized = initialized || cur != nil
-			if shouldRestart(pod, cur) {
-				toStart = append(toStart, i)
+			succeeded := cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_EXITED && cur.exitCode == 0
+			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded {
+				continue
 			}
+			toStart = append(toStart, i)
 		}
 		// Nothing left to run (OnFailure after success): the pod is done.
 		if len(toStart) == 0 && initialized {
 			return act
 		}
 		act.CreateSandbox = true
+		// A new sandbox runs the init containers again, as with the
+		// kubelet.
 		if len(pod.Spec.InitContainers) > 0 {
 			act.NextInitContainer = 0
 			return act
@@ -124,10 +151,8 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 	act.SandboxID = st.sandboxes[0].id
 	act.Attempt = attempt
 
-	// Init containers run one at a time in order; once any app container
-	// exists the pod counts as initialized and they never run again.
-	// Only the current sandbox counts: a new sandbox runs them again, as
-	// with the kubelet.
+	// Only the current sandbox counts for initialization: once any app
+	// container exists in it, regular init containers never run again.
 	sbID := act.SandboxID
 	initialized := false
 	for i := range pod.Spec.Containers {
@@ -137,13 +162,20 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 	}
 	if !initialized {
 		for i := range pod.Spec.InitContainers {
-			ic := st.latestIn(pod.Spec.InitContainers[i].Name, sbID)
+			spec := &pod.Spec.InitContainers[i]
+			ic := st.latestIn(spec.Name, sbID)
+			running := ic != nil && ic.state == runtimeapi.ContainerState_CONTAINER_RUNNING
 			switch {
 			case ic == nil:
 				act.NextInitContainer = i
 				return act
-			case ic.state == runtimeapi.ContainerState_CONTAINER_RUNNING:
-				return act // wait for it
+			case isSidecar(spec) && running:
+				continue // started: the next one may go
+			case isSidecar(spec):
+				act.NextInitContainer = i // exited or failed to start: restart it
+				return act
+			case running:
+				return act // wait for it to finish
 			case ic.state == runtimeapi.ContainerState_CONTAINER_EXITED && ic.exitCode == 0:
 				continue
 			}
@@ -172,7 +204,7 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 			keep++
 			continue
 		}
-		if shouldRestart(pod, cur) {
+		if shouldRestart(pod, c, cur) {
 			if cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 				act.ContainersToKill[cur.id] = fmt.Sprintf("Container %s is in an unknown state", c.Name)
 			}
@@ -180,7 +212,27 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 		}
 	}
 	if keep == 0 && len(act.ContainersToStart) == 0 {
+		// Every app container is done: sidecars must not keep the pod
+		// alive, so they are not restarted and the pod is killed.
 		act.KillPod = true
+		return act
+	}
+	// Sidecars of an initialized pod are kept running.
+	for i := range pod.Spec.InitContainers {
+		spec := &pod.Spec.InitContainers[i]
+		if !isSidecar(spec) {
+			continue
+		}
+		cur := st.latestIn(spec.Name, sbID)
+		switch {
+		case cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_RUNNING:
+			if cur.hash != containerHashString(spec) {
+				act.ContainersToKill[cur.id] = fmt.Sprintf("Container %s definition changed", spec.Name)
+				act.InitContainersToStart = append(act.InitContainersToStart, i)
+			}
+		case shouldRestart(pod, spec, cur):
+			act.InitContainersToStart = append(act.InitContainersToStart, i)
+		}
 	}
 	return act
 }

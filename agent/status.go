@@ -70,7 +70,13 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := a.containerStatus(c, st, reasons[c.Name], "PodInitializing")
-		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		if isSidecar(c) {
+			// No probes yet (issue #5): a running sidecar is started and
+			// ready.
+			cs.Ready = cs.State.Running != nil
+		} else {
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
 		out.InitContainerStatuses = append(out.InitContainerStatuses, cs)
 	}
 	for i := range pod.Spec.Containers {
@@ -141,6 +147,15 @@ func (a *Agent) runtimeState(c *containerInfo) v1.ContainerState {
 			FinishedAt:  metav1.NewTime(time.Unix(0, c.finishedAt)),
 			ContainerID: a.cfg.RuntimeName + "://" + c.id,
 		}}
+	case runtimeapi.ContainerState_CONTAINER_UNKNOWN:
+		// The kubelet's rendering of a container the runtime lost track of.
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode:    137,
+			Reason:      "ContainerStatusUnknown",
+			Message:     "The container could not be located when the pod was terminated",
+			StartedAt:   metav1.NewTime(time.Unix(0, c.startedAt)),
+			ContainerID: a.cfg.RuntimeName + "://" + c.id,
+		}}
 	default:
 		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}}
 	}
@@ -148,8 +163,18 @@ func (a *Agent) runtimeState(c *containerInfo) v1.ContainerState {
 
 // podPhase is the kubelet's getPhase without sidecars (kubelet-facts §3.1).
 func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
-	pendingInit, failedInit := 0, 0
-	for _, cs := range st.InitContainerStatuses {
+	pendingInit, failedInit, pendingSidecar := 0, 0, 0
+	for i, cs := range st.InitContainerStatuses {
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			// Terminated sidecars do not count; one not started yet
+			// holds the pod in Pending.
+			if cs.Started == nil || !*cs.Started {
+				if cs.State.Terminated == nil && cs.LastTerminationState.Terminated == nil {
+					pendingSidecar++
+				}
+			}
+			continue
+		}
 		switch {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
 			failedInit++
@@ -167,7 +192,7 @@ func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 		}
 	}
 	if appStarted {
-		pendingInit, failedInit = 0, 0
+		pendingInit, failedInit, pendingSidecar = 0, 0, 0
 	}
 	running, waiting, stopped, succeeded := 0, 0, 0, 0
 	for _, cs := range st.ContainerStatuses {
@@ -188,7 +213,7 @@ func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 	switch {
 	case failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
 		return v1.PodFailed
-	case pendingInit > 0 || failedInit > 0 || waiting > 0:
+	case pendingInit > 0 || failedInit > 0 || pendingSidecar > 0 || waiting > 0:
 		return v1.PodPending
 	case running > 0:
 		return v1.PodRunning
@@ -236,8 +261,12 @@ func podConditions(pod *v1.Pod, st *v1.PodStatus, rt *podState, prev []v1.PodCon
 			appStarted = true
 		}
 	}
-	for _, cs := range st.InitContainerStatuses {
-		if !cs.Ready {
+	for i, cs := range st.InitContainerStatuses {
+		done := cs.Ready
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
+			done = cs.Started != nil && *cs.Started
+		}
+		if !done {
 			incomplete = append(incomplete, cs.Name)
 		}
 	}
@@ -247,7 +276,13 @@ func podConditions(pod *v1.Pod, st *v1.PodStatus, rt *podState, prev []v1.PodCon
 		initMsg = fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " "))
 	}
 	// ContainersReady.
+	// Sidecars count for readiness like app containers.
 	var unready []string
+	for i, cs := range st.InitContainerStatuses {
+		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready {
+			unready = append(unready, cs.Name)
+		}
+	}
 	for _, cs := range st.ContainerStatuses {
 		if !cs.Ready {
 			unready = append(unready, cs.Name)

@@ -112,7 +112,7 @@ var metaRules = ruleTable{typ: reflect.TypeFor[metav1.ObjectMeta](), path: "meta
 // Fields of spec.
 var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rules: map[string]fieldRule{
 	"volumes":                       ruleLimited("emptyDir and hostPath only"),
-	"initContainers":                ruleLimited("same fields as spec.containers[*], without restartPolicy (sidecars)"),
+	"initContainers":                ruleLimited("same fields as spec.containers[*], plus restartPolicy: Always for native sidecars"),
 	"containers":                    ruleOK,
 	"ephemeralContainers":           ruleRefused(reasonNever + ": ephemeral containers are added to running pods through the API"),
 	"restartPolicy":                 ruleOK,
@@ -189,9 +189,9 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 // initContainerOverrides are the rules of spec.initContainers[*] that differ
 // from containerRules.
 var initContainerOverrides = map[string]fieldRule{
-	"restartPolicy": ruleRefused(reasonNotYet + ": sidecar containers come in a later issue"),
-	// The API's own rule, kept while sidecars (the only init containers that
-	// may have them) are refused.
+	"restartPolicy": ruleLimited("only Always: a native sidecar, started in order, kept running and restarted, stopped after the app containers"),
+	// The API's own rule for regular init containers; probes of sidecars
+	// are refused with the other probes until the prober lands.
 	"livenessProbe":  ruleRefused("may not be set for init containers without restartPolicy=Always"),
 	"readinessProbe": ruleRefused("may not be set for init containers without restartPolicy=Always"),
 	"startupProbe":   ruleRefused("may not be set for init containers without restartPolicy=Always"),

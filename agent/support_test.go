@@ -77,7 +77,7 @@ func TestSupportedFields(t *testing.T) {
 		{"spec.ephemeralContainers", false},
 		{"spec.containers[*].securityContext", false},
 		{"spec.containers[*].livenessProbe", probesSupported},
-		{"spec.initContainers[*].restartPolicy", false},
+		{"spec.initContainers[*].restartPolicy", true},
 		{"spec.volumes[*].emptyDir", true},
 		{"spec.volumes[*].hostPath", true},
 		{"spec.volumes[*].persistentVolumeClaim", false},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -100,9 +101,16 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		if i := act.NextInitContainer; i >= 0 {
 			a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], containerTypeInit, prepulled, res)
 		}
-		// Step 6: app containers, concurrently (the kubelet starts them
-		// one after another).
+		// Step 6: sidecar restarts and app containers, concurrently (the
+		// kubelet starts them one after another).
 		var wg sync.WaitGroup
+		for _, i := range act.InitContainersToStart {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], containerTypeInit, prepulled, res)
+			}()
+		}
 		for _, i := range act.ContainersToStart {
 			wg.Add(1)
 			go func() {
@@ -307,16 +315,31 @@ func gracePeriod(pod *v1.Pod) int64 {
 	return max(g, 1)
 }
 
-// killPod stops every running container in parallel, then every sandbox.
+// killPod stops the pod's running containers, then every sandbox. App
+// containers (and anything not in the spec) stop first, in parallel; native
+// sidecars then stop one by one in reverse spec order, within what is left
+// of the grace period (kubelet-facts §2.5).
 func (a *Agent) killPod(ctx context.Context, w *podWorker, st *podState, grace int64) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		errs []error
 	)
+	pod := w.pod()
+	sidecarIndex := map[string]int{}
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			sidecarIndex[pod.Spec.InitContainers[i].Name] = i
+		}
+	}
+	var sidecars []*containerInfo
 	t0 := a.clock.Now()
 	for _, c := range st.containers {
 		if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			continue
+		}
+		if _, ok := sidecarIndex[c.name]; ok {
+			sidecars = append(sidecars, c)
 			continue
 		}
 		wg.Add(1)
@@ -330,6 +353,13 @@ func (a *Agent) killPod(ctx context.Context, w *podWorker, st *podState, grace i
 		}()
 	}
 	wg.Wait()
+	sort.Slice(sidecars, func(i, j int) bool { return sidecarIndex[sidecars[i].name] > sidecarIndex[sidecars[j].name] })
+	for _, c := range sidecars {
+		left := grace - int64(a.clock.Since(t0)/time.Second)
+		if err := a.stopContainer(ctx, w, c.id, c.name, left); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, sb := range st.sandboxes {
 		if err := a.runtime.StopPodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", shortID(sb.id), err))

@@ -128,7 +128,13 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	// Container names are unique across init and app containers.
 	names := map[string]bool{}
 	for i := range spec.InitContainers {
-		errs = append(errs, validateContainer(&spec.InitContainers[i], spec, volumes, names, fldPath.Child("initContainers").Index(i))...)
+		ic := &spec.InitContainers[i]
+		errs = append(errs, validateContainer(ic, spec, volumes, names, fldPath.Child("initContainers").Index(i))...)
+		// The API's rule: an init container's restartPolicy, when set, can
+		// only be Always (which makes it a native sidecar).
+		if ic.RestartPolicy != nil && *ic.RestartPolicy != v1.ContainerRestartPolicyAlways {
+			errs = append(errs, field.NotSupported(fldPath.Child("initContainers").Index(i).Child("restartPolicy"), *ic.RestartPolicy, []string{string(v1.ContainerRestartPolicyAlways)}))
+		}
 	}
 	for i := range spec.Containers {
 		errs = append(errs, validateContainer(&spec.Containers[i], spec, volumes, names, fldPath.Child("containers").Index(i))...)

@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEventRing_FoldsRepeats(t *testing.T) {
+	var r eventRing
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.add("Warning", "BackOff", "Back-off restarting failed container", t0)
+	ev := r.add("Warning", "BackOff", "Back-off restarting failed container", t0.Add(time.Second))
+	assert.Equal(t, 2, ev.Count)
+	r.add("Normal", "Pulled", "x", t0.Add(2*time.Second))
+	r.add("Warning", "BackOff", "Back-off restarting failed container", t0.Add(3*time.Second))
+	got := r.list()
+	require.Len(t, got, 3, "only consecutive repeats fold")
+	assert.Equal(t, 2, got[0].Count)
+	assert.Equal(t, t0, got[0].FirstTimestamp)
+	assert.Equal(t, t0.Add(time.Second), got[0].LastTimestamp)
+	assert.Equal(t, 1, got[2].Count)
+}
+
+func TestEventRing_Bounded(t *testing.T) {
+	var r eventRing
+	for i := 0; i < maxEventsPerPod+10; i++ {
+		r.add("Normal", "Started", fmt.Sprint(i), time.Unix(int64(i), 0))
+	}
+	got := r.list()
+	require.Len(t, got, maxEventsPerPod)
+	assert.Equal(t, "10", got[0].Message, "the oldest are dropped")
+	assert.Equal(t, fmt.Sprint(maxEventsPerPod+9), got[len(got)-1].Message)
+}
