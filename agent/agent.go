@@ -232,18 +232,26 @@ func (a *Agent) GetPod(uid types.UID) (*v1.Pod, bool) {
 }
 
 // Run is the sync loop (house style rule 4): it relists the runtime every
-// RelistPeriod and wakes the worker of every pod whose runtime objects
-// changed. It returns when ctx ends; workers are stopped without teardown
+// RelistPeriod, and follows the runtime's container events where it streams
+// them, and wakes the worker of every pod whose runtime objects changed. It returns when ctx ends; workers are stopped without teardown
 // (the pods keep running, as when the kubelet stops).
 func (a *Agent) Run(ctx context.Context) error {
 	relist := newRelister(a)
 	ticker := a.clock.NewTicker(a.cfg.RelistPeriod)
 	defer ticker.Stop()
+	events := make(chan types.UID, 64)
+	go a.watchContainerEvents(ctx, events)
 	for {
 		select {
 		case <-ctx.Done():
 			a.stopWorkers()
 			return nil
+		case uid := <-events:
+			a.mu.Lock()
+			if w, ok := a.workers[uid]; ok {
+				w.trigger()
+			}
+			a.mu.Unlock()
 		case <-ticker.C():
 			changed, err := relist.relist(ctx)
 			if err != nil {

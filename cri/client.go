@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -135,6 +136,13 @@ func Dial(ctx context.Context, endpoint string, opts Options) (*Client, error) {
 		// With passthrough the socket path would become :authority;
 		// send what grpc-go's unix resolver sends instead.
 		grpc.WithAuthority("localhost"),
+		// containerd restarts (upgrades, crashes) must not leave the agent
+		// waiting minutes for grpc's default reconnect back-off (up to
+		// 120 s): retry at least every 2 s.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(maxMsgSize),
 			grpc.MaxCallSendMsgSize(maxMsgSize),
@@ -493,4 +501,29 @@ func (c *Client) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) e
 		_, err := c.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image})
 		return err
 	})
+}
+
+// GetContainerEvents implements Runtime: it streams the runtime's container
+// events into ch until ctx ends or the stream breaks, and returns why. A
+// runtime without the API (containerd 1.6) returns an Unimplemented error,
+// which IsUnimplemented reports.
+func (c *Client) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, connected func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	stream, err := c.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		return err
+	}
+	if connected != nil {
+		connected(stream)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		select {
+		case ch <- ev:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -80,6 +80,10 @@ func IsDeadlineExceeded(err error) bool {
 
 // isUnimplemented reports whether the runtime does not serve the called
 // method or service at all.
+// IsUnimplemented reports whether the runtime does not implement the call
+// (e.g. GetContainerEvents on containerd 1.6).
+func IsUnimplemented(err error) bool { return isUnimplemented(err) }
+
 func isUnimplemented(err error) bool {
 	return codeOf(err) == codes.Unimplemented
 }

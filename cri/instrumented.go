@@ -239,3 +239,12 @@ func (x *Instrumented) RemoveImage(ctx context.Context, image *runtimeapi.ImageS
 	x.record(ctx, "RemoveImage", start, err, "image", image.GetImage())
 	return err
 }
+
+// GetContainerEvents implements Runtime. The stream lives as long as the
+// agent, so only its end is recorded.
+func (x *Instrumented) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, connected func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	start := time.Now()
+	err := x.rt.GetContainerEvents(ctx, ch, connected)
+	x.record(ctx, "GetContainerEvents", start, err)
+	return err
+}
