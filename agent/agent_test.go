@@ -131,7 +131,7 @@ next:
 	return out
 }
 
-var observeCalls = []string{"ListPodSandbox", "ListContainers", "ContainerStatus", "PodSandboxStatus", "ImageStatus"}
+var observeCalls = []string{"Status", "ListPodSandbox", "ListContainers", "ContainerStatus", "PodSandboxStatus", "ImageStatus"}
 
 const twoContainers = `
 apiVersion: v1
@@ -406,4 +406,29 @@ spec:
 	sbs, _ := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
 	require.Len(t, sbs, 1)
 	assert.Equal(t, runtimeapi.PodSandboxState_SANDBOX_NOTREADY, sbs[0].State, "a finished pod's sandbox is stopped")
+}
+
+func TestAgent_WaitsForPodNetwork(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetNetworkReady(false, "NetworkPluginNotReady")
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: net}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	p := h.rec.waitStatus(t, "waiting for the network", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ContainerCreating" && w.Message != ""
+	})
+	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, "network is not ready")
+	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, "NetworkPluginNotReady")
+	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "RunPodSandbox", "no sandbox before the network is ready")
+	assert.Contains(t, h.rec.reasons(), "NetworkNotReady")
+
+	h.fake.SetNetworkReady(true, "")
+	h.clock.Step(time.Second) // the worker retries after 1 s
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 }

@@ -43,6 +43,9 @@ type podWorker struct {
 	reasons map[string]error
 	// startTime is when the agent first accepted the pod.
 	startTime time.Time
+	// networkNotReady is why the pod waits for the pod network ("" = not
+	// waiting); shown as the containers' waiting message.
+	networkNotReady string
 
 	// wake has capacity 1 so notifiers never block; a pending wake-up
 	// already covers any later one.
@@ -171,6 +174,13 @@ func (w *podWorker) setReason(container string, err error) {
 	} else {
 		w.reasons[container] = err
 	}
+}
+
+// setNetworkNotReady records why the pod waits for the network ("" clears).
+func (w *podWorker) setNetworkNotReady(msg string) {
+	w.mu.Lock()
+	w.networkNotReady = msg
+	w.mu.Unlock()
 }
 
 // setStatus stores a new status and tells the observer when it changed.

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
+
+// errContainerCreating is the waiting reason of a container that is not
+// created yet; with a message it says what it waits for.
+var errContainerCreating = errors.New("ContainerCreating")
 
 // initialStatus is the status of a pod no sync has observed yet.
 func (w *podWorker) initialStatus() v1.PodStatus {
@@ -49,6 +54,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		reasons[k] = v
 	}
 	startTime := w.startTime
+	netMsg := w.networkNotReady
 	w.mu.Unlock()
 
 	now := metav1.NewTime(a.clock.Now())
@@ -66,6 +72,17 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	defaultReason := "ContainerCreating"
 	if len(pod.Spec.InitContainers) > 0 {
 		defaultReason = "PodInitializing"
+	}
+	if netMsg != "" {
+		// Nothing can be created before the network is ready: show why
+		// in every container that does not exist yet.
+		for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range list {
+				if _, ok := reasons[list[i].Name]; !ok && st.latest(list[i].Name) == nil {
+					reasons[list[i].Name] = newReasonError(errContainerCreating, "%s", netMsg)
+				}
+			}
+		}
 	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]

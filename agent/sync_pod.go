@@ -21,6 +21,10 @@ var (
 	ErrImagePullBackOff = errors.New("ImagePullBackOff")
 )
 
+// networkRetryPeriod is how soon a pod waiting for the pod network is
+// synced again (the kubelet's backOffOnTransientErrorPeriod).
+const networkRetryPeriod = time.Second
+
 // syncResult collects what one sync learned, for the requeue decision.
 type syncResult struct {
 	mu sync.Mutex
@@ -93,7 +97,23 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		}
 	}
 
-	// Step 4: sandbox, with the images pulled concurrently.
+	// Step 4: sandbox, with the images pulled concurrently. A pod network
+	// that is not ready would only make RunPodSandbox fail after CNI ADD:
+	// wait for it, and say why, as the kubelet does.
+	if act.CreateSandbox && !pod.Spec.HostNetwork {
+		ok, reason, msg, err := a.networkReady(ctx)
+		if !ok {
+			if err != nil {
+				msg = cri.Message(err)
+			}
+			text := fmt.Sprintf("network is not ready: container runtime network not ready: NetworkReady=false reason:%s message:%s", reason, msg)
+			w.event(v1.EventTypeWarning, "NetworkNotReady", "%s", text)
+			w.setNetworkNotReady(text)
+			w.setStatus(a.computePodStatus(w, pod, st))
+			return networkRetryPeriod
+		}
+		w.setNetworkNotReady("")
+	}
 	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res)
 
 	if sb != nil {
