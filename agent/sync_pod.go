@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -268,7 +272,9 @@ type pullResult struct {
 func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st *podState, c *v1.Container, ctype string, prepulled map[string]pullResult, res *syncResult) {
 	pod := w.pod()
 	prev := st.latest(c.Name)
-	restartCount := 0
+	// Without any earlier instance (removed by GC, or a reboot), the
+	// restart count continues from the log files, as the kubelet does.
+	restartCount := restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
 	if prev != nil {
 		restartCount = prev.restartCount + 1
 		// Crash back-off, measured from the previous instance's finish.
@@ -493,4 +499,26 @@ func shortID(id string) string {
 		return id[:13]
 	}
 	return id
+}
+
+// logFileRE matches the kubelet's container log names: N.log, optionally
+// with a rotation suffix.
+var logFileRE = regexp.MustCompile(`^(\d+)\.log(\..+)?$`)
+
+// restartCountFromLogs returns 1 + the highest N of the N.log files in dir,
+// or 0 when there are none.
+func restartCountFromLogs(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if m := logFileRE.FindStringSubmatch(e.Name()); m != nil {
+			if k, err := strconv.Atoi(m[1]); err == nil && k+1 > n {
+				n = k + 1
+			}
+		}
+	}
+	return n
 }

@@ -280,6 +280,9 @@ func containerSummary(c v1.ContainerStatus) string {
 		return "running" + restarts
 	case c.State.Terminated != nil:
 		t := c.State.Terminated
+		if t.Message != "" {
+			return fmt.Sprintf("terminated(%s,exit=%d: %s)%s", t.Reason, t.ExitCode, strings.TrimSpace(t.Message), restarts)
+		}
 		return fmt.Sprintf("terminated(%s,exit=%d)%s", t.Reason, t.ExitCode, restarts)
 	case c.State.Waiting != nil:
 		w := c.State.Waiting
