@@ -114,6 +114,11 @@ type Agent struct {
 	workers map[types.UID]*podWorker
 	// wg counts running worker goroutines.
 	wg sync.WaitGroup
+	// restartAfterTeardown holds pods that came back while their old
+	// worker was still tearing them down; guarded by mu.
+	restartAfterTeardown map[types.UID]*v1.Pod
+	// stopping is set once the agent stops its workers; guarded by mu.
+	stopping bool
 
 	// crashBackoff delays container restarts (CrashLoopBackOff).
 	crashBackoff *backoff
@@ -131,6 +136,8 @@ func New(cfg Config, deps Deps) *Agent {
 		logger:   deps.Logger,
 		observer: deps.Observer,
 		workers:  make(map[types.UID]*podWorker),
+
+		restartAfterTeardown: make(map[types.UID]*v1.Pod),
 	}
 	a.crashBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
 	// The kubelet's override: a container that ran 10 minutes starts over.
@@ -191,22 +198,43 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 	}
 	for uid, p := range want {
 		if w, ok := a.workers[uid]; ok {
+			if w.isTerminating() {
+				// Back before its teardown finished: start it again once
+				// the old worker is done (nothing is lost).
+				a.restartAfterTeardown[uid] = p
+				continue
+			}
 			w.update(p)
 			continue
 		}
-		w := newPodWorker(a, p)
-		a.workers[uid] = w
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			w.run()
-			a.mu.Lock()
-			if a.workers[uid] == w {
-				delete(a.workers, uid)
-			}
-			a.mu.Unlock()
-		}()
+		a.startWorkerLocked(p)
 	}
+	for uid := range a.restartAfterTeardown {
+		if _, ok := want[uid]; !ok {
+			delete(a.restartAfterTeardown, uid)
+		}
+	}
+}
+
+// startWorkerLocked starts the worker of a pod; a.mu is held.
+func (a *Agent) startWorkerLocked(p *v1.Pod) {
+	uid := p.UID
+	w := newPodWorker(a, p)
+	a.workers[uid] = w
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		w.run()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.workers[uid] == w {
+			delete(a.workers, uid)
+		}
+		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
+			delete(a.restartAfterTeardown, uid)
+			a.startWorkerLocked(next)
+		}
+	}()
 }
 
 // PodDone returns a channel closed when the pod's worker has finished its
@@ -272,6 +300,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // stopWorkers ends every worker goroutine without touching the runtime.
 func (a *Agent) stopWorkers() {
 	a.mu.Lock()
+	a.stopping = true
 	for _, w := range a.workers {
 		w.cancel()
 	}

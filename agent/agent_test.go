@@ -432,3 +432,44 @@ spec:
 	h.clock.Step(time.Second) // the worker retries after 1 s
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 }
+
+// A pod removed and added back before its teardown finished runs again
+// afterwards: nothing the user asked for is lost.
+func TestAgent_ReAddedDuringTeardownRunsAgain(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: again}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	old := h.agent.PodDone(pod.UID)
+	h.agent.SetPods(nil)
+	h.agent.SetPods([]*v1.Pod{pod})
+	select {
+	case <-old:
+	case <-time.After(10 * time.Second):
+		t.Fatal("old worker did not finish its teardown")
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		if p, ok := h.agent.GetPod(pod.UID); ok && p.Status.Phase == v1.PodRunning && h.agent.PodDone(pod.UID) != old {
+			break
+		}
+		select {
+		case <-h.rec.changed:
+		case <-deadline:
+			t.Fatalf("the pod did not run again; calls: %q", h.fake.Calls())
+		}
+	}
+	n := 0
+	for _, c := range h.fake.Calls() {
+		if strings.HasPrefix(c, "RunPodSandbox again") {
+			n++
+		}
+	}
+	assert.Equal(t, 2, n, "a second sandbox after the teardown")
+}

@@ -98,6 +98,13 @@ func (w *podWorker) terminate() {
 	w.trigger()
 }
 
+// isTerminating reports whether the worker is tearing its pod down.
+func (w *podWorker) isTerminating() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.terminating
+}
+
 // trigger wakes the worker for a sync without blocking.
 func (w *podWorker) trigger() {
 	select {
