@@ -51,6 +51,10 @@ type Config struct {
 	BackoffInitial, BackoffMax time.Duration
 	// Network is the node's pod network (conflist owned by package cni).
 	Network cni.Config
+	// Node describes this node (DetectNode); new pods are admitted against
+	// it (admission.go). A nil Node.Allocatable turns admission off (unit
+	// tests only).
+	Node NodeInfo
 }
 
 // withDefaults fills unset fields with the kubelet's defaults.
@@ -114,6 +118,10 @@ type Agent struct {
 	workers map[types.UID]*podWorker
 	// wg counts running worker goroutines.
 	wg sync.WaitGroup
+	// rejected holds, guarded by mu, the pods admission refused, carrying
+	// their final status, until they leave the desired set. No worker and no
+	// runtime object exists for them.
+	rejected map[types.UID]*v1.Pod
 	// restartAfterTeardown holds pods that came back while their old
 	// worker was still tearing them down; guarded by mu.
 	restartAfterTeardown map[types.UID]*v1.Pod
@@ -136,6 +144,7 @@ func New(cfg Config, deps Deps) *Agent {
 		logger:   deps.Logger,
 		observer: deps.Observer,
 		workers:  make(map[types.UID]*podWorker),
+		rejected: make(map[types.UID]*v1.Pod),
 
 		restartAfterTeardown: make(map[types.UID]*v1.Pod),
 	}
@@ -196,7 +205,19 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			w.terminate()
 		}
 	}
-	for uid, p := range want {
+	admit := a.cfg.Node.Allocatable != nil
+	// Pods being torn down still count until their worker ends, as in the
+	// kubelet.
+	var admitted []*v1.Pod
+	if admit {
+		for _, w := range a.workers {
+			admitted = append(admitted, w.snapshot())
+		}
+	}
+	// New pods are admitted in the source's order, each counting for the
+	// next (the kubelet sorts them by creation time).
+	for _, p := range pods {
+		uid := p.UID
 		if w, ok := a.workers[uid]; ok {
 			if w.isTerminating() {
 				// Back before its teardown finished: start it again once
@@ -207,13 +228,41 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			w.update(p)
 			continue
 		}
+		if _, ok := a.rejected[uid]; ok {
+			// Rejection is terminal: the same pod (same UID) stays rejected.
+			continue
+		}
+		if admit {
+			if ok, reason, msg := admitPod(a.cfg.Node, p, admitted); !ok {
+				a.reject(p, reason, msg)
+				continue
+			}
+			admitted = append(admitted, p)
+		}
 		a.startWorkerLocked(p)
+	}
+	for uid := range a.rejected {
+		if _, ok := want[uid]; !ok {
+			delete(a.rejected, uid)
+		}
 	}
 	for uid := range a.restartAfterTeardown {
 		if _, ok := want[uid]; !ok {
 			delete(a.restartAfterTeardown, uid)
 		}
 	}
+}
+
+// reject records a pod admission refused, with the kubelet's Warning event
+// and Failed status; a.mu is held.
+func (a *Agent) reject(p *v1.Pod, reason, msg string) {
+	now := a.clock.Now()
+	rp := p.DeepCopy()
+	rp.Status = rejectedStatus(p, reason, msg, now)
+	a.rejected[p.UID] = rp
+	a.logger.Warn("Pod rejected", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "reason", reason, "message", msg)
+	a.observer.PodEvent(rp, Event{Type: v1.EventTypeWarning, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now})
+	a.observer.PodStatus(rp.DeepCopy())
 }
 
 // startWorkerLocked starts the worker of a pod; a.mu is held.
@@ -245,6 +294,12 @@ func (a *Agent) PodDone(uid types.UID) <-chan struct{} {
 	if w, ok := a.workers[uid]; ok {
 		return w.done
 	}
+	if _, ok := a.rejected[uid]; ok {
+		// Nothing was created: nothing to wait for.
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
 	return nil
 }
 
@@ -252,7 +307,11 @@ func (a *Agent) PodDone(uid types.UID) <-chan struct{} {
 func (a *Agent) GetPod(uid types.UID) (*v1.Pod, bool) {
 	a.mu.Lock()
 	w, ok := a.workers[uid]
+	rp, rejected := a.rejected[uid]
 	a.mu.Unlock()
+	if rejected {
+		return rp.DeepCopy(), true
+	}
 	if !ok {
 		return nil, false
 	}

@@ -473,3 +473,35 @@ spec:
 	}
 	assert.Equal(t, 2, n, "a second sandbox after the teardown")
 }
+
+// A pod that does not fit the node's allocatable memory is rejected with
+// the kubelet's reason and message, and nothing reaches the runtime.
+func TestAgent_AdmissionRejectsOutOfMemory(t *testing.T) {
+	h := newHarness(t)
+	node, err := detectNode(fakeHost(2, "MemTotal: 1048576 kB\n"), "node-1", nil, nil, nil)
+	require.NoError(t, err)
+	h.agent.cfg.Node = node
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: big}
+spec:
+  containers: [{name: app, image: reg.local/x:1, resources: {requests: {memory: 2Gi}}}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	got, ok := h.agent.GetPod(pod.UID)
+	require.True(t, ok)
+	assert.Equal(t, v1.PodFailed, got.Status.Phase)
+	assert.Equal(t, "OutOfmemory", got.Status.Reason)
+	assert.Equal(t, "Pod was rejected: Node didn't have enough resource: memory, requested: 2147483648, used: 0, capacity: 1073741824", got.Status.Message)
+	select {
+	case <-h.agent.PodDone(pod.UID):
+	default:
+		t.Fatal("a rejected pod has nothing to wait for")
+	}
+	assert.Empty(t, without(h.fake.Calls(), observeCalls...), "no CRI object for a rejected pod")
+	assert.Contains(t, h.rec.reasons(), "OutOfmemory")
+	h.agent.SetPods(nil)
+	_, ok = h.agent.GetPod(pod.UID)
+	assert.False(t, ok)
+}

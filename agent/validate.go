@@ -140,6 +140,8 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 		errs = append(errs, validateContainer(&spec.Containers[i], spec, volumes, names, fldPath.Child("containers").Index(i))...)
 	}
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
+	errs = append(errs, validateNodeSelector(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
+	errs = append(errs, validateNodeAffinity(spec.Affinity, fldPath.Child("affinity"))...)
 
 	if p := spec.RestartPolicy; p == "" {
 		errs = append(errs, field.Required(fldPath.Child("restartPolicy"), ""))

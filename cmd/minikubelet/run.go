@@ -37,6 +37,9 @@ type nodeFlags struct {
 	backoffMax     time.Duration
 	logLevel       string
 	logFormat      string
+	kubeReserved   string
+	systemReserved string
+	nodeLabels     string
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -57,6 +60,26 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.backoffMax, "backoff-max", 300*time.Second, "container restart / image pull back-off cap")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&f.kubeReserved, "kube-reserved", "", "cpu and memory kept from pods for the agent and the runtime, e.g. cpu=100m,memory=256Mi")
+	fs.StringVar(&f.systemReserved, "system-reserved", "", "cpu and memory kept from pods for the OS, e.g. cpu=100m,memory=256Mi")
+	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
+}
+
+// node describes this node from the host and the flags.
+func (f *nodeFlags) node() (agent.NodeInfo, error) {
+	kube, err := agent.ParseResourceList(f.kubeReserved)
+	if err != nil {
+		return agent.NodeInfo{}, fmt.Errorf("--kube-reserved: %w", err)
+	}
+	system, err := agent.ParseResourceList(f.systemReserved)
+	if err != nil {
+		return agent.NodeInfo{}, fmt.Errorf("--system-reserved: %w", err)
+	}
+	labels, err := agent.ParseLabels(f.nodeLabels)
+	if err != nil {
+		return agent.NodeInfo{}, fmt.Errorf("--node-labels: %w", err)
+	}
+	return agent.DetectNode(f.nodeName, labels, kube, system)
 }
 
 func (f *nodeFlags) network() cni.Config {
@@ -105,6 +128,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 2, err: err}
 	}
 	p := newPrinter(stdout)
+	node, err := nf.node()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
 
 	// Step: validate. Nothing touches the runtime before this passes.
 	// The UID is derived from the source path among other things: make the
@@ -145,6 +172,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		BackoffInitial: nf.backoffInitial,
 		BackoffMax:     nf.backoffMax,
 		Network:        nf.network(),
+		Node:           node,
 	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p})
 
 	// Step: pod network.
@@ -167,6 +195,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- a.Run(actx) }()
 	a.SetPods(pods)
+	// Admission runs inside SetPods: when every pod was rejected there is
+	// nothing to stay attached to.
+	rejected := 0
+	for _, pod := range pods {
+		if p, ok := a.GetPod(pod.UID); ok && p.Status.Phase == v1.PodFailed && p.Status.Reason != "" {
+			rejected++
+		}
+	}
+	if rejected == len(pods) {
+		stopAgent()
+		<-agentDone
+		return &exitError{code: 1, err: errors.New("rejected by node admission (see the status lines above); nothing was created")}
+	}
 
 	<-ctx.Done()
 	p.line("node", "stopping", 0, "signal received: stopping pods (Ctrl-C again to leave them running)")
@@ -258,6 +299,9 @@ func (p *printer) PodStatus(pod *v1.Pod) {
 func statusSummary(pod *v1.Pod) string {
 	st := pod.Status
 	parts := []string{string(st.Phase)}
+	if st.Reason != "" {
+		parts = append(parts, fmt.Sprintf("reason=%s (%s)", st.Reason, st.Message))
+	}
 	if st.PodIP != "" {
 		parts = append(parts, "ip="+st.PodIP)
 	}

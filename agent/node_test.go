@@ -1,0 +1,214 @@
+package agent
+
+import (
+	"errors"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// fakeHost is a host with cpus CPUs and the given /proc/meminfo content.
+func fakeHost(cpus int, meminfo string) hostProbe {
+	return hostProbe{
+		numCPU:  func() int { return cpus },
+		meminfo: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(meminfo)), nil },
+	}
+}
+
+// meminfo4G is the head of a /proc/meminfo of a 4 GiB machine.
+const meminfo4G = "MemTotal:        4194304 kB\nMemFree:         1000000 kB\nMemAvailable:    2000000 kB\n"
+
+func TestDetectNode(t *testing.T) {
+	rl := func(s string) v1.ResourceList {
+		l, err := ParseResourceList(s)
+		require.NoError(t, err)
+		return l
+	}
+	tests := []struct {
+		name           string
+		kube, system   v1.ResourceList
+		wantCPU        string // allocatable
+		wantMemory     string
+		wantErrContain string
+	}{
+		{name: "no reservation", wantCPU: "2", wantMemory: "4Gi"},
+		{name: "kube and system reserved add up", kube: rl("cpu=100m,memory=256Mi"), system: rl("cpu=400m,memory=768Mi"), wantCPU: "1500m", wantMemory: "3Gi"},
+		{name: "reserving everything leaves zero", kube: rl("cpu=1"), system: rl("cpu=1,memory=4Gi"), wantCPU: "0", wantMemory: "0"},
+		{name: "reserving more than the capacity is refused", kube: rl("memory=3Gi"), system: rl("memory=2Gi"),
+			wantErrContain: `resource "memory" has a reservation of 5Gi but a capacity of 4Gi`},
+		{name: "only cpu and memory", kube: v1.ResourceList{v1.ResourcePods: resource.MustParse("1")}, wantErrContain: `cannot reserve "pods"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := detectNode(fakeHost(2, meminfo4G), "node1", map[string]string{"disk": "ssd"}, tc.kube, tc.system)
+			if tc.wantErrContain != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErrContain)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "node1", n.Name)
+			assert.Equal(t, int64(2000), n.Capacity.Cpu().MilliValue())
+			assert.Equal(t, int64(4<<30), n.Capacity.Memory().Value())
+			assert.Equal(t, int64(110), n.Capacity.Pods().Value())
+			assert.Equal(t, int64(110), n.Allocatable.Pods().Value())
+			wantCPU, wantMem := resource.MustParse(tc.wantCPU), resource.MustParse(tc.wantMemory)
+			assert.Equal(t, wantCPU.MilliValue(), n.Allocatable.Cpu().MilliValue())
+			assert.Equal(t, wantMem.Value(), n.Allocatable.Memory().Value())
+			for _, q := range n.Allocatable {
+				assert.GreaterOrEqual(t, q.Sign(), 0)
+			}
+		})
+	}
+}
+
+func TestDetectNode_Labels(t *testing.T) {
+	n, err := detectNode(fakeHost(1, meminfo4G), "node1", map[string]string{"disk": "ssd", v1.LabelHostname: "other"}, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		// --node-labels win over the defaults, as in the kubelet.
+		v1.LabelHostname:   "other",
+		v1.LabelOSStable:   runtime.GOOS,
+		v1.LabelArchStable: runtime.GOARCH,
+		"disk":             "ssd",
+	}, n.Labels)
+
+	n, err = detectNode(fakeHost(1, meminfo4G), "node1", nil, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "node1", n.Labels[v1.LabelHostname])
+}
+
+func TestDetectNode_Errors(t *testing.T) {
+	_, err := detectNode(fakeHost(1, meminfo4G), "Bad_Name", nil, nil, nil)
+	assert.ErrorContains(t, err, `node name "Bad_Name"`)
+
+	_, err = detectNode(fakeHost(1, meminfo4G), strings.Repeat("a", 64), nil, nil, nil)
+	assert.ErrorContains(t, err, "as label kubernetes.io/hostname")
+
+	_, err = detectNode(fakeHost(0, meminfo4G), "node1", nil, nil, nil)
+	assert.ErrorContains(t, err, "cpus")
+
+	_, err = detectNode(fakeHost(1, "MemFree: 1 kB\n"), "node1", nil, nil, nil)
+	assert.ErrorContains(t, err, "no MemTotal")
+
+	broken := fakeHost(1, "")
+	broken.meminfo = func() (io.ReadCloser, error) { return nil, errors.New("no proc") }
+	_, err = detectNode(broken, "node1", nil, nil, nil)
+	assert.ErrorContains(t, err, "detect node memory: no proc")
+}
+
+// TestDetectNode_RealHost reads this machine: it has at least one CPU and
+// some memory.
+func TestDetectNode_RealHost(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/meminfo")
+	}
+	n, err := DetectNode("node1", nil, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, int64(runtime.NumCPU())*1000, n.Capacity.Cpu().MilliValue())
+	assert.Positive(t, n.Capacity.Memory().Value())
+	assert.Equal(t, n.Capacity, n.Allocatable)
+}
+
+func TestParseMemTotal(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     int64
+		wantErr  bool
+	}{
+		{"kB", "MemTotal:       24592492 kB\n", 24592492 * 1024, false},
+		{"not first", "Foo: 1 kB\nMemTotal: 2 kB\n", 2048, false},
+		{"no unit", "MemTotal: 1000\n", 1000, false},
+		{"missing", "MemFree: 1 kB\n", 0, true},
+		{"garbage", "MemTotal: lots kB\n", 0, true},
+		{"unknown unit", "MemTotal: 1 MB\n", 0, true},
+		{"empty value", "MemTotal:\n", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseMemTotal(strings.NewReader(tc.in))
+			if tc.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestParseResourceList(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    map[v1.ResourceName]string
+		wantErr string
+	}{
+		{name: "empty", in: "", want: map[v1.ResourceName]string{}},
+		{name: "cpu and memory", in: "cpu=100m,memory=256Mi", want: map[v1.ResourceName]string{"cpu": "100m", "memory": "256Mi"}},
+		{name: "spaces and trailing comma", in: " cpu = 1 , memory=1G,", want: map[v1.ResourceName]string{"cpu": "1", "memory": "1G"}},
+		{name: "no equals", in: "cpu=1,memory", wantErr: `"memory": want key=value`},
+		{name: "empty key", in: "=1", wantErr: `"=1": want key=value`},
+		{name: "bad quantity", in: "cpu=1,memory=lots", wantErr: `"memory=lots": quantities must match`},
+		{name: "negative", in: "cpu=-1", wantErr: `"cpu=-1": quantity must not be negative`},
+		{name: "duplicate", in: "cpu=1,cpu=2", wantErr: `"cpu=2": cpu given twice`},
+		{name: "unsupported resource", in: "ephemeral-storage=1Gi", wantErr: `"ephemeral-storage=1Gi": cannot reserve "ephemeral-storage"`},
+		{name: "pid", in: "pid=100", wantErr: `"pid=100": cannot reserve "pid"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseResourceList(tc.in)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, got, len(tc.want))
+			for name, q := range tc.want {
+				want, have := resource.MustParse(q), got[name]
+				assert.Equal(t, 0, want.Cmp(have), "%s: got %s want %s", name, have.String(), q)
+			}
+		})
+	}
+}
+
+func TestParseLabels(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    map[string]string
+		wantErr string
+	}{
+		{name: "empty", in: "", want: map[string]string{}},
+		{name: "two", in: "disk=ssd,zone=a", want: map[string]string{"disk": "ssd", "zone": "a"}},
+		{name: "prefixed key and empty value", in: "example.com/tier=,b=c", want: map[string]string{"example.com/tier": "", "b": "c"}},
+		{name: "allowed kubernetes.io labels", in: "topology.kubernetes.io/zone=z1,node.kubernetes.io/pool=p,x.kubelet.kubernetes.io/y=1",
+			want: map[string]string{"topology.kubernetes.io/zone": "z1", "node.kubernetes.io/pool": "p", "x.kubelet.kubernetes.io/y": "1"}},
+		{name: "no equals", in: "disk", wantErr: `"disk": want key=value`},
+		{name: "bad key", in: "disk=ssd,-bad=x", wantErr: `"-bad=x": invalid label key`},
+		{name: "bad value", in: "disk=not ok", wantErr: `"disk=not ok": invalid label value`},
+		{name: "value too long", in: "disk=" + strings.Repeat("x", 64), wantErr: "invalid label value"},
+		{name: "duplicate", in: "a=1,a=2", wantErr: `"a=2": a given twice`},
+		{name: "node-role is not the kubelet's to set", in: "node-role.kubernetes.io/master=", wantErr: `"node-role.kubernetes.io/master=": a node label in the kubernetes.io or k8s.io namespaces`},
+		{name: "k8s.io", in: "foo.k8s.io/bar=1", wantErr: "a node label in the kubernetes.io or k8s.io namespaces"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseLabels(tc.in)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
