@@ -132,6 +132,8 @@ type Agent struct {
 	crashBackoff *backoff
 	// imageBackoff delays image pulls after failures (ImagePullBackOff).
 	imageBackoff *backoff
+	// termMessages caches termination messages by container ID.
+	termMessages terminationMessageCache
 }
 
 // New builds an agent. Nothing runs until Run.

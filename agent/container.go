@@ -24,6 +24,7 @@ var (
 	ErrRunContainer            = errors.New("RunContainerError")
 	ErrCreatePodSandbox        = errors.New("CreatePodSandboxError")
 	ErrKillContainer           = errors.New("KillContainerError")
+	ErrPostStartHook           = errors.New("PostStartHookError")
 	ErrNetworkNotReadyForPod   = errors.New("NetworkNotReady")
 	minimumGracePeriodInSecond = int64(2)
 )
@@ -195,6 +196,12 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
+	annotations := containerAnnotations(pod, c, restartCount, ctype)
+	// TODO(minikubelet): move into containerAnnotations (labels.go) with
+	// the other restore-from-annotations keys (issue #3).
+	if h := preStopAnnotation(c); h != "" {
+		annotations[annotationPreStopHandler] = h
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -204,7 +211,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		Envs:        env,
 		Mounts:      mounts,
 		Labels:      containerLabels(pod, c),
-		Annotations: containerAnnotations(pod, c, restartCount, ctype),
+		Annotations: annotations,
 		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources: linuxResources(c),
@@ -216,8 +223,10 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 }
 
 // startContainer runs one container of the pod: image, config, create,
-// start (kubelet's startContainer order). ensureImage may already have run
-// concurrently with sandbox creation; imageRef is then non-empty.
+// start, postStart hook (kubelet's startContainer order). ensureImage may
+// already have run concurrently with sandbox creation; imageRef is then
+// non-empty. A failed postStart hook kills the container and returns
+// ErrPostStartHook; the container then follows its restart policy.
 func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxInfo, c *v1.Container, ctype string, restartCount int, imageRef string) (string, error) {
 	pod := pw.pod()
 	var err error
@@ -238,9 +247,20 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	if err != nil {
 		return "", err
 	}
+	termPath := ""
+	if c.TerminationMessagePath != "" {
+		termPath, err = a.createTerminationMessageFile(pod, c.Name)
+		if err != nil {
+			return "", newReasonError(ErrCreateContainerConfig, "%v", err)
+		}
+		cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: termPath})
+	}
 	t0 := a.clock.Now()
 	id, err := a.runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
+		if termPath != "" {
+			_ = os.Remove(termPath) // no container holds it
+		}
 		msg := cri.Message(err)
 		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return "", newReasonError(ErrCreateContainer, "%s", msg)
@@ -255,13 +275,52 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	}
 	pw.event(v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	pw.step(stepStarted, a.clock.Since(t1), c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		msg, err := a.runLifecycleHandler(ctx, pw, c, id, sb.ip, c.Lifecycle.PostStart)
+		if err != nil && ctx.Err() != nil {
+			// The agent is stopping, which leaves pods running: the hook
+			// was abandoned, not failed, so the container lives on.
+			return id, fmt.Errorf("postStart hook of container %q abandoned: %w", c.Name, ctx.Err())
+		}
+		if err != nil {
+			pw.event(v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+			if kerr := a.killContainer(ctx, pw, id, c.Name, "FailedPostStartHook", gracePeriod(pod)); kerr != nil {
+				pw.logger.Warn("Kill container after failed postStart hook failed", "container", c.Name, "containerID", id, "err", kerr)
+			}
+			return id, newReasonError(ErrPostStartHook, "%s", msg)
+		}
+	}
 	return id, nil
 }
 
-// stopContainer stops one container with the given grace period, raised to
-// the kubelet's 2 s minimum. NotFound is success.
+// stopContainer stops one running container with the given grace period:
+// killContainer with the default Killing message.
 func (a *Agent) stopContainer(ctx context.Context, pw *podWorker, id, name string, grace int64) error {
-	pw.event(v1.EventTypeNormal, "Killing", "Stopping container %s", name)
+	return a.killContainer(ctx, pw, id, name, "", grace)
+}
+
+// killContainer stops one running container as the kubelet's killContainer
+// does (kubelet-facts §7.2):
+//
+//  1. Normal event Killing with message ("" = "Stopping container <name>").
+//  2. When grace > 0 and the container has a preStop hook (from the pod's
+//     newest spec, or the container's annotation when the spec no longer
+//     names it), run it for at most grace seconds and subtract the whole
+//     seconds it took.
+//  3. StopContainer with what is left, raised to the kubelet's 2 s minimum.
+//
+// NotFound is success. Callers pass running containers only: the hook needs
+// a live process.
+func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, message string, grace int64) error {
+	if message == "" {
+		message = fmt.Sprintf("Stopping container %s", name)
+	}
+	pw.event(v1.EventTypeNormal, "Killing", "%s", message)
+	if grace > 0 {
+		if c, h := a.preStopTarget(ctx, pw, id, name); h != nil {
+			grace -= a.runPreStopHook(ctx, pw, c, id, h, grace)
+		}
+	}
 	grace = max(grace, minimumGracePeriodInSecond)
 	// The CRI call itself must outlive the grace period.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(grace)*time.Second+a.cfg.RuntimeTimeout)

@@ -137,6 +137,19 @@ func setContainerDefaults(c *v1.Container, hostNetwork bool) {
 	for _, p := range []*v1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		setProbeDefaults(p)
 	}
+	// Lifecycle httpGet hooks get the same defaults as probes.
+	if lc := c.Lifecycle; lc != nil {
+		for _, h := range []*v1.LifecycleHandler{lc.PostStart, lc.PreStop} {
+			if h != nil && h.HTTPGet != nil {
+				if h.HTTPGet.Path == "" {
+					h.HTTPGet.Path = "/"
+				}
+				if h.HTTPGet.Scheme == "" {
+					h.HTTPGet.Scheme = v1.URISchemeHTTP
+				}
+			}
+		}
+	}
 }
 
 // setProbeDefaults defaults a probe; p may be nil.

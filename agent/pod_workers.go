@@ -43,6 +43,8 @@ type podWorker struct {
 	reasons map[string]error
 	// startTime is when the agent first accepted the pod.
 	startTime time.Time
+	// stoppedSandboxes are the sandbox IDs this worker stopped.
+	stoppedSandboxes map[string]bool
 	// networkNotReady is why the pod waits for the pod network ("" = not
 	// waiting); shown as the containers' waiting message.
 	networkNotReady string
@@ -181,6 +183,23 @@ func (w *podWorker) setReason(container string, err error) {
 	} else {
 		w.reasons[container] = err
 	}
+}
+
+// sandboxStopped reports whether this worker already stopped the sandbox.
+func (w *podWorker) sandboxStopped(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stoppedSandboxes[id]
+}
+
+// markSandboxStopped remembers that the sandbox was stopped.
+func (w *podWorker) markSandboxStopped(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stoppedSandboxes == nil {
+		w.stoppedSandboxes = map[string]bool{}
+	}
+	w.stoppedSandboxes[id] = true
 }
 
 // setNetworkNotReady records why the pod waits for the network ("" clears).

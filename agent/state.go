@@ -157,6 +157,11 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 			ci.exitCode = s.ExitCode
 			ci.reason = s.Reason
 			ci.message = s.Message
+			if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+				// The file at terminationMessagePath (or the log tail),
+				// read once per exited instance.
+				ci.message = joinTerminationMessage(s.Message, a.termMessages.get(c.Id, func() string { return terminationMessageFromStatus(s) }))
+			}
 			if s.ImageRef != "" {
 				ci.imageRef = s.ImageRef
 			}

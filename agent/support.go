@@ -176,7 +176,7 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"livenessProbe":            fieldRule{supported: probesSupported, note: probeNote},
 	"readinessProbe":           fieldRule{supported: probesSupported, note: probeNote},
 	"startupProbe":             fieldRule{supported: probesSupported, note: probeNote},
-	"lifecycle":                ruleRefused(reasonNotYet),
+	"lifecycle":                ruleOK,
 	"terminationMessagePath":   ruleOK,
 	"terminationMessagePolicy": ruleOK,
 	"imagePullPolicy":          ruleOK,
@@ -291,9 +291,25 @@ var resourcesRules = ruleTable{typ: reflect.TypeFor[v1.ResourceRequirements](), 
 
 // ruleTables lists every table, in the order of SupportedFields.
 var ruleTables = []*ruleTable{
-	&podRules, &metaRules, &specRules, &containerRules, &portRules, &envVarRules, &envVarSourceRules,
+	&podRules, &metaRules, &specRules, &containerRules, &lifecycleRules, &lifecycleHandlerRules,
+	&portRules, &envVarRules, &envVarSourceRules,
 	&resourcesRules, &volumeMountRules, &volumeRules, &emptyDirRules, &hostPathRules,
 }
+
+// Fields of spec.containers[*].lifecycle.
+var lifecycleRules = ruleTable{typ: reflect.TypeFor[v1.Lifecycle](), path: "spec.containers[*].lifecycle", rules: map[string]fieldRule{
+	"postStart":  ruleLimited("run right after the container starts; a failure kills the container (PostStartHookError)"),
+	"preStop":    ruleLimited("run before the stop signal, within the grace period"),
+	"stopSignal": ruleRefused(reasonNotYet),
+}}
+
+// Fields of spec.containers[*].lifecycle.{postStart,preStop}.
+var lifecycleHandlerRules = ruleTable{typ: reflect.TypeFor[v1.LifecycleHandler](), path: "spec.containers[*].lifecycle.*", rules: map[string]fieldRule{
+	"exec":      ruleLimited("through CRI ExecSync, without a timeout (as the kubelet)"),
+	"httpGet":   ruleLimited("from the agent to the pod IP; status codes are ignored, as the kubelet does"),
+	"sleep":     ruleOK,
+	"tcpSocket": ruleRefused("deprecated for lifecycle hooks: the kubelet fails such a hook when it runs"),
+}}
 
 // SupportedFields returns every Pod field minikubelet knows about, supported
 // or refused, table by table in API field order, for the README.
@@ -448,6 +464,18 @@ func checkContainerSupport(c *v1.Container, overrides map[string]fieldRule, path
 	errs = append(errs, refuseSet(reflect.ValueOf(c.Resources), &resourcesRules, nil, path.Child("resources"))...)
 	for i := range c.VolumeMounts {
 		errs = append(errs, refuseSet(reflect.ValueOf(c.VolumeMounts[i]), &volumeMountRules, nil, path.Child("volumeMounts").Index(i))...)
+	}
+	if lc := c.Lifecycle; lc != nil {
+		lp := path.Child("lifecycle")
+		errs = append(errs, refuseSet(reflect.ValueOf(*lc), &lifecycleRules, nil, lp)...)
+		for _, h := range []struct {
+			name string
+			h    *v1.LifecycleHandler
+		}{{"postStart", lc.PostStart}, {"preStop", lc.PreStop}} {
+			if h.h != nil {
+				errs = append(errs, refuseSet(reflect.ValueOf(*h.h), &lifecycleHandlerRules, nil, lp.Child(h.name))...)
+			}
+		}
 	}
 	return errs
 }

@@ -95,7 +95,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 				}
 			}
 			w.logger.Info("Killing container", "containerID", id, "reason", reason)
-			if err := a.stopContainer(ctx, w, id, name, gracePeriod(pod)); err != nil {
+			if err := a.killContainer(ctx, w, id, name, reason, gracePeriod(pod)); err != nil {
 				res.fail()
 			}
 		}
@@ -386,13 +386,23 @@ func (a *Agent) killPod(ctx context.Context, w *podWorker, st *podState, grace i
 			errs = append(errs, err)
 		}
 	}
+	stopped := 0
 	for _, sb := range st.sandboxes {
+		// A sandbox this worker already stopped needs nothing more; one
+		// that died by itself still needs StopPodSandbox (CNI DEL frees
+		// its IP).
+		if w.sandboxStopped(sb.id) {
+			continue
+		}
 		if err := a.runtime.StopPodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", shortID(sb.id), err))
+			continue
 		}
+		w.markSandboxStopped(sb.id)
+		stopped++
 	}
-	if len(errs) == 0 && len(st.sandboxes) > 0 {
-		w.step(stepKilled, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", countRunning(st), len(st.sandboxes)))
+	if running := countRunning(st); len(errs) == 0 && (stopped > 0 || running > 0) {
+		w.step(stepKilled, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", running, stopped))
 	}
 	return errors.Join(errs...)
 }
@@ -426,6 +436,7 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 			w.logger.Warn("Remove dead container failed", "containerID", c.id, "err", err)
 			continue
 		}
+		a.termMessages.forget(c.id)
 		pruned = true
 	}
 	for i, sb := range st.sandboxes {
@@ -468,7 +479,9 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	for _, c := range st.containers {
 		if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
+			continue
 		}
+		a.termMessages.forget(c.id)
 	}
 	for _, sb := range st.sandboxes {
 		if err := a.runtime.RemovePodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {

@@ -293,6 +293,10 @@ func validateContainer(c *v1.Container, spec *v1.PodSpec, volumes map[string]boo
 	errs = append(errs, validateProbe(c.LivenessProbe, c, true, fldPath.Child("livenessProbe"))...)
 	errs = append(errs, validateProbe(c.ReadinessProbe, c, false, fldPath.Child("readinessProbe"))...)
 	errs = append(errs, validateProbe(c.StartupProbe, c, true, fldPath.Child("startupProbe"))...)
+	if lc := c.Lifecycle; lc != nil {
+		errs = append(errs, validateLifecycleHandler(lc.PostStart, c, fldPath.Child("lifecycle", "postStart"))...)
+		errs = append(errs, validateLifecycleHandler(lc.PreStop, c, fldPath.Child("lifecycle", "preStop"))...)
+	}
 	return errs
 }
 
@@ -586,6 +590,49 @@ func validateProbe(p *v1.Probe, c *v1.Container, successMustBeOne bool, fldPath 
 	}
 	if g := p.TerminationGracePeriodSeconds; g != nil && *g <= 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0"))
+	}
+	return errs
+}
+
+// validateLifecycleHandler checks a postStart/preStop hook, which may be
+// nil: exactly one handler, a command, valid ports and headers, a sleep that
+// is not negative (the API's rules).
+func validateLifecycleHandler(h *v1.LifecycleHandler, c *v1.Container, fldPath *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	var handlers []string
+	forEachJSONField(reflect.ValueOf(h).Elem(), func(name string, fv reflect.Value) {
+		if !fv.IsNil() {
+			handlers = append(handlers, name)
+		}
+	})
+	switch len(handlers) {
+	case 0:
+		errs = append(errs, field.Required(fldPath, "must specify a handler type"))
+	case 1:
+	default:
+		for _, n := range handlers[1:] {
+			errs = append(errs, field.Forbidden(fldPath.Child(n), "may not specify more than 1 handler type"))
+		}
+	}
+	if e := h.Exec; e != nil && len(e.Command) == 0 {
+		errs = append(errs, field.Required(fldPath.Child("exec", "command"), ""))
+	}
+	if g := h.HTTPGet; g != nil {
+		errs = append(errs, validateProbePort(g.Port, c, fldPath.Child("httpGet", "port"))...)
+		if g.Scheme != "" && !slices.Contains(supportedURISchemes, string(g.Scheme)) {
+			errs = append(errs, field.NotSupported(fldPath.Child("httpGet", "scheme"), g.Scheme, supportedURISchemes))
+		}
+		for j, hdr := range g.HTTPHeaders {
+			for _, msg := range validation.IsHTTPHeaderName(hdr.Name) {
+				errs = append(errs, field.Invalid(fldPath.Child("httpGet", "httpHeaders").Index(j).Child("name"), hdr.Name, msg))
+			}
+		}
+	}
+	if sl := h.Sleep; sl != nil && sl.Seconds < 0 {
+		errs = append(errs, field.Invalid(fldPath.Child("sleep", "seconds"), sl.Seconds, "must be greater than or equal to 0"))
 	}
 	return errs
 }

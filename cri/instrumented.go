@@ -2,6 +2,8 @@ package cri
 
 import (
 	"context"
+	"errors"
+	"google.golang.org/grpc/codes"
 	"log/slog"
 	"maps"
 	"sync"
@@ -83,6 +85,10 @@ func (x *Instrumented) record(ctx context.Context, verb string, start time.Time,
 		x.logger.Log(ctx, slog.LevelDebug, "CRI call", attrs...)
 	case IsNotFound(err):
 		x.logger.Log(ctx, slog.LevelDebug, "CRI call found no object", append(attrs, "err", err)...)
+	case codeOf(err) == codes.Canceled || errors.Is(err, context.Canceled) || IsUnimplemented(err):
+		// The caller gave up (shutdown), or the runtime lacks an optional
+		// API the caller probes for: nothing to warn about.
+		x.logger.Log(ctx, slog.LevelDebug, "CRI call ended", append(attrs, "err", err)...)
 	default:
 		x.logger.Log(ctx, slog.LevelWarn, "CRI call failed", append(attrs, "err", err)...)
 	}

@@ -161,7 +161,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer client.Close()
 	p.line("node", "runtime", time.Since(t1), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
-	inst := cri.Instrument(client, client, logger.With("component", "cri"))
+	inst := cri.Instrument(client, client, logger)
 
 	a := agent.New(agent.Config{
 		NodeName:       nf.nodeName,

@@ -1,0 +1,351 @@
+package agent
+
+// Lifecycle hooks (postStart, preStop) as the kubelet runs them
+// (kubelet-facts §7.2, §7.3): one handler runner for exec, httpGet and sleep,
+// the postStart call in startContainer and the preStop call in
+// killContainer (container.go).
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+// lifecycleUserAgent is the kubelet's User-Agent for hook requests,
+// kube-lifecycle/<major>.<minor> of the Kubernetes version matched.
+const lifecycleUserAgent = "kube-lifecycle/1.36"
+
+// annotationPreStopHandler holds the JSON of the container's preStop handler,
+// so that a container whose spec is gone can still be stopped properly
+// (kubelet-facts §6.2, §6.7).
+const annotationPreStopHandler = "io.kubernetes.container.preStopHandler"
+
+// maxHookRedirects bounds the redirects a hook request follows (net/http's
+// and the kubelet's limit).
+const maxHookRedirects = 10
+
+// hookHTTPClient is shared by all httpGet hooks. Like the kubelet's it skips
+// certificate checks (pods serve self-signed certificates), keeps no idle
+// connections (hooks are rare and every pod is another host) and does not
+// follow redirects to another host: the redirect itself is the answer. It
+// uses no proxy: pod IPs are on the node's own bridge.
+// Requests are bounded by the caller's context only.
+var hookHTTPClient = &http.Client{
+	Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet
+		DisableKeepAlives: true,
+	},
+	CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxHookRedirects {
+			return http.ErrUseLastResponse
+		}
+		if req.URL.Hostname() != via[0].URL.Hostname() {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	},
+}
+
+// runLifecycleHandler runs one lifecycle handler of container c (running as
+// containerID, in a pod whose IP is podIP) and reports whether it failed. On
+// failure the returned string is the user-facing message, in the kubelet's
+// words, for the FailedPostStartHook / FailedPreStopHook event; the error
+// carries the cause. Nothing here bounds the handler in time: exec has no
+// timeout, as in the kubelet, so ctx must.
+//
+//   - exec: ExecSync; an error or a non-zero exit fails, with the output in
+//     the message.
+//   - httpGet: GET to host (or podIP), the port (a number or the name of one
+//     of c's ports) and path; HTTP status codes are ignored, only transport
+//     errors fail. An HTTPS request answered in plain HTTP is retried once
+//     over HTTP without the Authorization header (Warning
+//     LifecycleHTTPFallback).
+//   - sleep: waits the seconds on the agent's clock; fails when ctx ends
+//     first.
+//   - tcpSocket: deprecated for hooks and never run by the kubelet: fails.
+func (a *Agent) runLifecycleHandler(ctx context.Context, pw *podWorker, c *v1.Container, containerID, podIP string, h *v1.LifecycleHandler) (string, error) {
+	pod := pw.pod()
+	podRef := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+	switch {
+	case h.Exec != nil:
+		stdout, stderr, err := a.runtime.ExecSync(ctx, containerID, h.Exec.Command, 0)
+		if err == nil {
+			return "", nil
+		}
+		output := string(append(stdout, stderr...))
+		return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %s, message: %q",
+			h.Exec.Command, c.Name, podRef, execErrorText(err), output), err
+	case h.HTTPGet != nil:
+		if err := a.runHTTPHook(ctx, pw, c, podIP, h.HTTPGet); err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
+				h.HTTPGet.Path, c.Name, podRef, err), err
+		}
+		return "", nil
+	case h.Sleep != nil:
+		if err := a.sleepHook(ctx, h.Sleep.Seconds); err != nil {
+			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v",
+				h.Sleep.Seconds, c.Name, podRef, err), err
+		}
+		return "", nil
+	case h.TCPSocket != nil:
+		err := errors.New("tcpSocket is not supported for lifecycle hooks")
+		return fmt.Sprintf("Cannot run handler: %v", err), err
+	}
+	err := errors.New("lifecycle handler has no action")
+	return fmt.Sprintf("Cannot run handler: %v", err), err
+}
+
+// execErrorText renders an ExecSync failure: the exit code for a command
+// that ran, the runtime's message otherwise.
+func execErrorText(err error) string {
+	var ee *cri.ExitError
+	if errors.As(err, &ee) {
+		return ee.Error()
+	}
+	return cri.Message(err)
+}
+
+// sleepHook waits seconds on the agent's clock, or fails when ctx ends
+// first (the container is being killed under it).
+func (a *Agent) sleepHook(ctx context.Context, seconds int64) error {
+	if seconds <= 0 {
+		return nil
+	}
+	t := a.clock.NewTimer(time.Duration(seconds) * time.Second)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("container terminated before sleep hook finished: %w", context.Cause(ctx))
+	}
+}
+
+// runHTTPHook sends the hook's GET and discards the answer, whatever its
+// status code.
+func (a *Agent) runHTTPHook(ctx context.Context, pw *podWorker, c *v1.Container, podIP string, g *v1.HTTPGetAction) error {
+	req, err := newHookRequest(ctx, c, podIP, g)
+	if err != nil {
+		return err
+	}
+	resp, err := hookHTTPClient.Do(req)
+	if err != nil && req.URL.Scheme == "https" && isHTTPResponseToHTTPS(err) {
+		// The kubelet's compatibility fall-back: the server speaks plain
+		// HTTP on the port. The credentials meant for TLS are not sent in
+		// clear.
+		pw.event(v1.EventTypeWarning, "LifecycleHTTPFallback",
+			"Lifecycle hook of container %q: %s got an HTTP response to HTTPS, retrying over HTTP", c.Name, req.URL.Redacted())
+		req = req.Clone(ctx)
+		req.URL.Scheme = "http"
+		req.Header.Del("Authorization")
+		resp, err = hookHTTPClient.Do(req)
+	}
+	if err != nil {
+		return err
+	}
+	// Read a little of the body so the server is not cut off mid-write,
+	// then drop the rest with the connection.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10*1024))
+	return resp.Body.Close()
+}
+
+// isHTTPResponseToHTTPS reports net/http's error for a TLS handshake that
+// got a plain HTTP answer (it is not a typed error).
+func isHTTPResponseToHTTPS(err error) bool {
+	return strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
+}
+
+// newHookRequest builds the hook's GET request the way the kubelet builds
+// probe requests: scheme://host:port/path, the user's headers (a Host header
+// sets the request's host), and default User-Agent and Accept headers.
+func newHookRequest(ctx context.Context, c *v1.Container, podIP string, g *v1.HTTPGetAction) (*http.Request, error) {
+	host := g.Host
+	if host == "" {
+		host = podIP
+	}
+	if host == "" {
+		// A host-network pod reports no IP of its own: the node's address
+		// is the pod's, and loopback reaches it.
+		host = "127.0.0.1"
+	}
+	port, err := resolvePort(g.Port, c)
+	if err != nil {
+		return nil, err
+	}
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := g.Path
+	if path == "" {
+		path = "/"
+	}
+	u, err := url.Parse(path)
+	if err != nil {
+		u = &url.URL{Path: path}
+	}
+	u.Scheme = scheme
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, hdr := range g.HTTPHeaders {
+		if strings.EqualFold(hdr.Name, "Host") {
+			req.Host = hdr.Value
+			continue
+		}
+		req.Header.Add(hdr.Name, hdr.Value)
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header.Set("User-Agent", lifecycleUserAgent)
+	}
+	if _, ok := req.Header["Accept"]; !ok {
+		req.Header.Set("Accept", "*/*")
+	}
+	return req, nil
+}
+
+// resolvePort turns a hook or probe port into a number: an int, a numeric
+// string, or the name of one of the container's ports.
+func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
+	if p.Type == intstr.Int {
+		if p.IntVal <= 0 || p.IntVal > 65535 {
+			return 0, fmt.Errorf("invalid port number %d", p.IntVal)
+		}
+		return int(p.IntVal), nil
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil {
+		return n, nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	return 0, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
+}
+
+// preStopAnnotation is the value of annotationPreStopHandler for c, or ""
+// when c has no preStop hook.
+func preStopAnnotation(c *v1.Container) string {
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return ""
+	}
+	b, err := json.Marshal(c.Lifecycle.PreStop)
+	if err != nil {
+		return "" // a LifecycleHandler always marshals
+	}
+	return string(b)
+}
+
+// containerFromAnnotations rebuilds the parts of a container spec that
+// killing it needs (name, ports, preStop handler) from its CRI annotations,
+// for a container the current spec does not describe. Malformed
+// annotations read as absent, as the kubelet does.
+func containerFromAnnotations(name string, annotations map[string]string) *v1.Container {
+	c := &v1.Container{Name: name}
+	if s := annotations[annotationContainerPorts]; s != "" {
+		_ = json.Unmarshal([]byte(s), &c.Ports)
+	}
+	if s := annotations[annotationPreStopHandler]; s != "" {
+		h := &v1.LifecycleHandler{}
+		if err := json.Unmarshal([]byte(s), h); err == nil {
+			c.Lifecycle = &v1.Lifecycle{PreStop: h}
+		}
+	}
+	return c
+}
+
+// specContainer finds the named container (init or app) in the pod's spec.
+func specContainer(pod *v1.Pod, name string) *v1.Container {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// preStopTarget returns the spec to run the named container's preStop hook
+// with and the hook itself, or a nil hook when there is none. The newest
+// desired spec wins, as in the kubelet; a container the spec no longer
+// names is described by its own annotations (one ContainerStatus call).
+func (a *Agent) preStopTarget(ctx context.Context, pw *podWorker, id, name string) (*v1.Container, *v1.LifecycleHandler) {
+	c := specContainer(pw.pod(), name)
+	if c == nil {
+		resp, err := a.runtime.ContainerStatus(ctx, id, false)
+		if err != nil {
+			pw.logger.Warn("Read container annotations for preStop failed", "containerID", id, "err", err)
+			return nil, nil
+		}
+		c = containerFromAnnotations(name, resp.GetStatus().GetAnnotations())
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return c, nil
+	}
+	return c, c.Lifecycle.PreStop
+}
+
+// runPreStopHook runs the preStop hook within grace seconds (grace > 0) and
+// returns the whole seconds it took, to be subtracted from the grace
+// period. A failed hook is reported (Warning FailedPreStopHook) and
+// termination goes on. A hook still running when the grace period ends is
+// cancelled; the kubelet leaves it to die with the container instead.
+func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Container, id string, h *v1.LifecycleHandler, grace int64) int64 {
+	start := a.clock.Now()
+	// A kill once begun completes even when the worker's context ends.
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	podIP := ""
+	if h.HTTPGet != nil && h.HTTPGet.Host == "" {
+		podIP = a.containerPodIP(hctx, id)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if msg, err := a.runLifecycleHandler(hctx, pw, c, id, podIP, h); err != nil {
+			pw.event(v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
+		}
+	}()
+	t := a.clock.NewTimer(time.Duration(grace) * time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C():
+		pw.logger.Info("PreStop hook not completed in grace period", "container", c.Name, "containerID", id, "gracePeriod", grace)
+	}
+	return int64(a.clock.Since(start) / time.Second)
+}
+
+// containerPodIP is the IP of the sandbox a container runs in ("" when
+// unknown or on the host network). Only httpGet preStop hooks without a
+// host need it, so it is looked up then, not on every kill.
+func (a *Agent) containerPodIP(ctx context.Context, id string) string {
+	ctrs, err := a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: id})
+	if err != nil || len(ctrs) == 0 {
+		return ""
+	}
+	resp, err := a.runtime.PodSandboxStatus(ctx, ctrs[0].PodSandboxId, false)
+	if err != nil {
+		return ""
+	}
+	return resp.GetStatus().GetNetwork().GetIp()
+}

@@ -1,0 +1,308 @@
+package agent
+
+// Termination messages (kubelet-facts §6.6): a host file bind-mounted at the
+// container's terminationMessagePath before it is created, read back once the
+// container has exited; with terminationMessagePolicy FallbackToLogsOnError
+// a failed container that left the file empty gets the tail of its log
+// instead.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Limits of the kubelet (pkg/kubelet/container/runtime.go).
+const (
+	// maxTerminationMessageBytes is read from the end of the message file.
+	maxTerminationMessageBytes = 4 * 1024
+	// maxTerminationLogLines and maxTerminationLogBytes bound the log
+	// fall-back: the last lines, then at most this many bytes of them.
+	maxTerminationLogLines = 80
+	maxTerminationLogBytes = 2 * 1024
+)
+
+// createTerminationMessageFile creates an empty, world-writable file
+// <podDir>/containers/<container>/<8 hex> for one container instance (the
+// container may run as any user) and returns its host path. Each instance
+// gets its own file, so a restarted container does not report its
+// predecessor's message; the files go with the pod directory.
+func (a *Agent) createTerminationMessageFile(pod *v1.Pod, container string) (string, error) {
+	dir := filepath.Join(a.podDir(pod), "containers", container)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create termination message directory: %w", err)
+	}
+	for range 5 {
+		p := filepath.Join(dir, fmt.Sprintf("%08x", rand.Uint32()))
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("create termination message file: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("create termination message file: %w", err)
+		}
+		// The umask trimmed the mode given to open.
+		if err := os.Chmod(p, 0o666); err != nil {
+			return "", fmt.Errorf("create termination message file: %w", err)
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("create termination message file in %s: no free name", dir)
+}
+
+// terminationMessage reads the termination message of an exited container:
+// its annotations give the path and policy (nil = the runtime's copy), and
+// the runtime's status gives the host file and the log. It costs one
+// ContainerStatus call; callers that hold the status use
+// terminationMessageFromStatus. The result goes after the runtime's own
+// message, see joinTerminationMessage.
+func (a *Agent) terminationMessage(ctx context.Context, containerID string, annotations map[string]string, exitCode int32) string {
+	resp, err := a.runtime.ContainerStatus(ctx, containerID, false)
+	if err != nil {
+		return ""
+	}
+	s := resp.GetStatus()
+	if annotations == nil {
+		annotations = s.GetAnnotations()
+	}
+	return readTerminationMessage(annotations[annotationTerminationMessagePath], annotations[annotationTerminationMsgPolicy], exitCode, s.GetMounts(), s.GetLogPath())
+}
+
+// terminationMessageFromStatus is terminationMessage for a container status
+// already at hand (observePod reads one per container); it does no CRI
+// call. The status must be of an exited container.
+func terminationMessageFromStatus(s *runtimeapi.ContainerStatus) string {
+	a := s.GetAnnotations()
+	return readTerminationMessage(a[annotationTerminationMessagePath], a[annotationTerminationMsgPolicy], s.GetExitCode(), s.GetMounts(), s.GetLogPath())
+}
+
+// joinTerminationMessage appends a termination message to the runtime's
+// message for the terminated state, as the kubelet does.
+func joinTerminationMessage(runtimeMsg, msg string) string {
+	switch {
+	case msg == "":
+		return runtimeMsg
+	case runtimeMsg == "":
+		return msg
+	}
+	return runtimeMsg + ": " + msg
+}
+
+// readTerminationMessage is the kubelet's rule: the last 4096 bytes of the
+// file mounted at path; with FallbackToLogsOnError, a non-zero exit and an
+// empty or missing file, the end of the container's log.
+func readTerminationMessage(path, policy string, exitCode int32, mounts []*runtimeapi.Mount, logPath string) string {
+	fallback := policy == string(v1.TerminationMessageFallbackToLogsOnError) && exitCode != 0
+	if path != "" {
+		for _, m := range mounts {
+			if m.GetContainerPath() != path {
+				continue
+			}
+			data, err := readTail(m.GetHostPath(), maxTerminationMessageBytes)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+			case err != nil:
+				return fmt.Sprintf("Error on reading termination log %s: %v", m.GetHostPath(), err)
+			case len(data) > 0 || !fallback:
+				return string(data)
+			}
+			break
+		}
+	}
+	if !fallback || !filepath.IsAbs(logPath) {
+		return ""
+	}
+	msg, err := lastLogLines(logPath, maxTerminationLogLines, maxTerminationLogBytes)
+	if err != nil {
+		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
+	}
+	return msg
+}
+
+// readTail returns at most max bytes from the end of the file.
+func readTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// logChunk is how much of a log file tailStart reads at a time, going
+// backwards from the end.
+const logChunk = 32 * 1024
+
+// lastLogLines returns the content of the last n records of a CRI log file,
+// stdout and stderr together, then cut to the first maxBytes bytes: the
+// kubelet's tail-with-byte-limit read of the log. A full record (F) ends its
+// line with a newline; partial records (P) are joined with the records that
+// continue them. Only the end of the file is read.
+func lastLogLines(path string, n int, maxBytes int) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		return "", err
+	}
+	defer f.Close()
+	start, err := tailStart(f, n)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		return "", err
+	}
+	var out []byte
+	r := bufio.NewReader(f)
+	for len(out) < maxBytes {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			content, partial, ok := parseCRILogLine(bytes.TrimSuffix(line, []byte("\n")))
+			if ok {
+				out = append(out, content...)
+				if !partial {
+					out = append(out, '\n')
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	if len(out) > maxBytes {
+		out = out[:maxBytes]
+	}
+	return string(out), nil
+}
+
+// tailStart returns the offset of the n-th last line of f (0 when f has
+// fewer lines), reading backwards from the end in chunks.
+func tailStart(f *os.File, n int) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	off := fi.Size()
+	if off == 0 {
+		return 0, nil
+	}
+	buf := make([]byte, logChunk)
+	// The newline ending the last line does not start a line.
+	need := n
+	if _, err := f.ReadAt(buf[:1], off-1); err != nil {
+		return 0, err
+	}
+	if buf[0] == '\n' {
+		need++
+	}
+	for off > 0 {
+		step := min(int64(logChunk), off)
+		off -= step
+		chunk := buf[:step]
+		if _, err := f.ReadAt(chunk, off); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i] != '\n' {
+				continue
+			}
+			need--
+			if need == 0 {
+				return off + int64(i) + 1, nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// parseCRILogLine splits one CRI log record,
+// "<RFC3339Nano> <stdout|stderr> <tags> <content>" (kubelet-facts §6.5),
+// into its content and whether it is a partial line (first tag P). ok is
+// false for a malformed record.
+func parseCRILogLine(line []byte) (content []byte, partial, ok bool) {
+	fields := bytes.SplitN(line, []byte(" "), 4)
+	if len(fields) < 3 {
+		return nil, false, false
+	}
+	tag, _, _ := bytes.Cut(fields[2], []byte(":"))
+	switch string(tag) {
+	case "P":
+		partial = true
+	case "F":
+	default:
+		return nil, false, false
+	}
+	if len(fields) == 4 {
+		content = fields[3]
+	}
+	return content, partial, true
+}
+
+// maxCachedTerminationMessages bounds terminationMessageCache; past it the
+// cache starts over (re-reading a message is correct, only slower).
+const maxCachedTerminationMessages = 4096
+
+// terminationMessageCache remembers the termination message of each exited
+// container instance, so the files are read once, not on every status
+// computation. The zero value is ready to use; safe for concurrent use.
+type terminationMessageCache struct {
+	// mu guards byID.
+	mu sync.Mutex
+	// byID maps container IDs to their message ("" is a valid message).
+	byID map[string]string
+}
+
+// get returns the cached message of container id, calling read (without the
+// lock held) to fill the cache on a miss.
+func (c *terminationMessageCache) get(id string, read func() string) string {
+	c.mu.Lock()
+	msg, ok := c.byID[id]
+	c.mu.Unlock()
+	if ok {
+		return msg
+	}
+	msg = read()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil || len(c.byID) >= maxCachedTerminationMessages {
+		c.byID = make(map[string]string)
+	}
+	c.byID[id] = msg
+	return msg
+}
+
+// forget drops removed containers from the cache.
+func (c *terminationMessageCache) forget(ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		delete(c.byID, id)
+	}
+}

@@ -1,0 +1,264 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cri"
+	"github.com/minikubelet/minikubelet/cri/critest"
+)
+
+// mountingRuntime makes the fake report what containerd reports and
+// critest does not keep: the mounts of the container config and the
+// absolute log path. It also keeps the configs.
+type mountingRuntime struct {
+	cri.Runtime
+	fake *critest.Fake
+
+	mu      sync.Mutex
+	configs map[string]*runtimeapi.ContainerConfig // by container name
+}
+
+func (r *mountingRuntime) CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sbCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	id, err := r.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	if err != nil {
+		return id, err
+	}
+	rs := r.fake.Runtime
+	rs.Lock()
+	c := rs.Containers[id]
+	c.Mounts = cfg.Mounts
+	c.LogPath = filepath.Join(sbCfg.GetLogDirectory(), cfg.LogPath)
+	rs.Unlock()
+	r.mu.Lock()
+	r.configs[cfg.GetMetadata().GetName()] = cfg
+	r.mu.Unlock()
+	return id, nil
+}
+
+func (r *mountingRuntime) config(name string) *runtimeapi.ContainerConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.configs[name]
+}
+
+func TestCreateTerminationMessageFile(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, hookPod)
+	p1, err := h.agent.createTerminationMessageFile(pod, "web")
+	require.NoError(t, err)
+	p2, err := h.agent.createTerminationMessageFile(pod, "web")
+	require.NoError(t, err)
+	assert.NotEqual(t, p1, p2, "each container instance gets its own file")
+	for _, p := range []string{p1, p2} {
+		assert.Equal(t, filepath.Join(h.agent.podDir(pod), "containers", "web"), filepath.Dir(p))
+		assert.Regexp(t, regexp.MustCompile(`^[0-9a-f]{8}$`), filepath.Base(p))
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o666), fi.Mode().Perm(), "world-writable despite the umask")
+		assert.Zero(t, fi.Size())
+	}
+}
+
+func TestAgent_TerminationMessageFileMountedAndRead(t *testing.T) {
+	h := newHarness(t)
+	mr := &mountingRuntime{Runtime: h.fake.Runtime, fake: h.fake, configs: map[string]*runtimeapi.ContainerConfig{}}
+	h.agent.runtime = mr
+	pod := testPod(t, hookPod)
+	pod.Spec.Containers[0].TerminationMessagePath = "/tmp/why"
+	h.agent.SetPods([]*v1.Pod{pod})
+	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	h.agent.stopWorkers()
+
+	cfg := mr.config("web")
+	require.NotNil(t, cfg)
+	var hostPath string
+	for _, m := range cfg.Mounts {
+		if m.ContainerPath == "/tmp/why" {
+			hostPath = m.HostPath
+		}
+	}
+	require.NotEmpty(t, hostPath, "mounts: %v", cfg.Mounts)
+	assert.True(t, strings.HasPrefix(hostPath, filepath.Join(h.agent.podDir(pod), "containers", "web")+"/"), hostPath)
+	fi, err := os.Stat(hostPath)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o666), fi.Mode().Perm())
+	assert.Equal(t, "/tmp/why", cfg.Annotations[annotationTerminationMessagePath])
+
+	// The container writes its message and exits.
+	require.NoError(t, os.WriteFile(hostPath, []byte("disk full"), 0o666))
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	require.NoError(t, h.fake.ExitContainer(id, 1))
+	assert.Equal(t, "disk full", h.agent.terminationMessage(context.Background(), id, nil, 1))
+	resp, err := h.fake.Runtime.ContainerStatus(context.Background(), id, false)
+	require.NoError(t, err)
+	assert.Equal(t, "disk full", terminationMessageFromStatus(resp.GetStatus()))
+
+	// The directories go with the pod directory.
+	require.NoError(t, h.agent.cleanupPodDirs(pod))
+	_, err = os.Stat(hostPath)
+	assert.True(t, os.IsNotExist(err))
+}
+
+// criLog renders CRI log records; a record is "stream tag content".
+func criLog(records ...string) string {
+	var b strings.Builder
+	for i, r := range records {
+		fmt.Fprintf(&b, "2026-01-02T03:04:%02d.000000001Z %s\n", i%60, r)
+	}
+	return b.String()
+}
+
+func TestReadTerminationMessage(t *testing.T) {
+	const path = "/dev/termination-log"
+	fallback := string(v1.TerminationMessageFallbackToLogsOnError)
+	file := string(v1.TerminationMessageReadFile)
+	long := strings.Repeat("a", 5000) + "END"
+	var manyLines []string
+	for i := range 100 {
+		manyLines = append(manyLines, fmt.Sprintf("stdout F line %d", i))
+	}
+	var wantLast80 strings.Builder
+	for i := 20; i < 100; i++ {
+		fmt.Fprintf(&wantLast80, "line %d\n", i)
+	}
+	var wideLines []string
+	for range 80 {
+		wideLines = append(wideLines, "stderr F "+strings.Repeat("x", 99))
+	}
+
+	tests := []struct {
+		name     string
+		file     *string // nil = no file at the mount
+		dirFile  bool    // the mounted host path is a directory: read error
+		noMount  bool
+		policy   string
+		exitCode int32
+		log      string
+		want     string
+		wantPfx  string
+	}{
+		{name: "file", file: new("bye"), policy: file, exitCode: 0, want: "bye"},
+		{name: "file wins over logs", file: new("bye"), policy: fallback, exitCode: 1, log: criLog("stdout F log line"), want: "bye"},
+		{name: "last 4096 bytes of the file", file: &long, policy: file, want: long[len(long)-4096:]},
+		{name: "empty file, policy File", file: new(""), policy: file, exitCode: 1, log: criLog("stdout F log line"), want: ""},
+		{name: "empty file, fallback, exit 0", file: new(""), policy: fallback, exitCode: 0, log: criLog("stdout F log line"), want: ""},
+		{name: "empty file, fallback, exit 1", file: new(""), policy: fallback, exitCode: 1, log: criLog("stdout F log line"), want: "log line\n"},
+		{name: "missing file, fallback", policy: fallback, exitCode: 2, log: criLog("stdout F a", "stderr F b"), want: "a\nb\n"},
+		{name: "no mount, fallback", noMount: true, policy: fallback, exitCode: 2, log: criLog("stdout F a"), want: "a\n"},
+		{name: "no mount, File", noMount: true, policy: file, exitCode: 2, log: criLog("stdout F a"), want: ""},
+		{
+			name: "partial lines joined", file: new(""), policy: fallback, exitCode: 1,
+			log:  criLog("stdout P par", "stdout P t:ial", "stdout F  end", "stderr F next", "stdout F "),
+			want: "part:ial end\nnext\n\n",
+		},
+		{name: "log ending mid-line", policy: fallback, exitCode: 1, log: criLog("stdout F a", "stdout P b"), want: "a\nb"},
+		{name: "malformed records skipped", policy: fallback, exitCode: 1, log: criLog("stdout F a", "garbage", "stdout X b") + "short\n", want: "a\n"},
+		{name: "last 80 lines", policy: fallback, exitCode: 1, log: criLog(manyLines...), want: wantLast80.String()},
+		{name: "2048 bytes of the last lines", policy: fallback, exitCode: 1, log: criLog(wideLines...), want: strings.Repeat(strings.Repeat("x", 99)+"\n", 21)[:2048]},
+		{name: "no log", policy: fallback, exitCode: 1, want: ""},
+		{name: "read error", dirFile: true, policy: fallback, exitCode: 1, wantPfx: "Error on reading termination log "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			host := filepath.Join(dir, "msg")
+			switch {
+			case tt.dirFile:
+				require.NoError(t, os.Mkdir(host, 0o755))
+			case tt.file != nil:
+				require.NoError(t, os.WriteFile(host, []byte(*tt.file), 0o666))
+			}
+			mounts := []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: dir}}
+			if !tt.noMount {
+				mounts = append(mounts, &runtimeapi.Mount{ContainerPath: path, HostPath: host})
+			}
+			logPath := filepath.Join(dir, "0.log")
+			if tt.log != "" {
+				require.NoError(t, os.WriteFile(logPath, []byte(tt.log), 0o644))
+			}
+			got := readTerminationMessage(path, tt.policy, tt.exitCode, mounts, logPath)
+			if tt.wantPfx != "" {
+				assert.True(t, strings.HasPrefix(got, tt.wantPfx), got)
+				return
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestLastLogLines_LargeFile(t *testing.T) {
+	// Many chunks of log: only the end is read, and lines crossing chunk
+	// boundaries are whole.
+	var records []string
+	for i := range 5000 {
+		records = append(records, fmt.Sprintf("stdout F %05d %s", i, strings.Repeat("y", 40)))
+	}
+	p := filepath.Join(t.TempDir(), "0.log")
+	require.NoError(t, os.WriteFile(p, []byte(criLog(records...)), 0o644))
+	got, err := lastLogLines(p, 3, 1<<20)
+	require.NoError(t, err)
+	y := strings.Repeat("y", 40)
+	assert.Equal(t, "04997 "+y+"\n04998 "+y+"\n04999 "+y+"\n", got)
+
+	got, err = lastLogLines(p, 10000, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, 5000, strings.Count(got, "\n"), "fewer lines than asked: the whole log")
+	assert.True(t, strings.HasPrefix(got, "00000 "))
+}
+
+func TestParseCRILogLine(t *testing.T) {
+	tests := []struct {
+		line        string
+		content     string
+		partial, ok bool
+	}{
+		{line: "2016-10-06T00:17:09.669794202Z stdout F hello world", content: "hello world", ok: true},
+		{line: "2016-10-06T00:17:09.669794202Z stderr P hel", content: "hel", partial: true, ok: true},
+		{line: "2016-10-06T00:17:09.669794202Z stdout F ", content: "", ok: true},
+		{line: "2016-10-06T00:17:09.669794202Z stdout F", content: "", ok: true},
+		{line: "2016-10-06T00:17:09.669794202Z stdout P:x tagged", content: "tagged", partial: true, ok: true},
+		{line: "2016-10-06T00:17:09.669794202Z stdout", ok: false},
+		{line: "2016-10-06T00:17:09.669794202Z stdout Q what", ok: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			content, partial, ok := parseCRILogLine([]byte(tt.line))
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.partial, partial)
+			assert.Equal(t, tt.content, string(content))
+		})
+	}
+}
+
+func TestJoinTerminationMessage(t *testing.T) {
+	assert.Equal(t, "", joinTerminationMessage("", ""))
+	assert.Equal(t, "oom", joinTerminationMessage("oom", ""))
+	assert.Equal(t, "bye", joinTerminationMessage("", "bye"))
+	assert.Equal(t, "oom: bye", joinTerminationMessage("oom", "bye"))
+}
+
+func TestTerminationMessageCache(t *testing.T) {
+	var c terminationMessageCache
+	reads := 0
+	read := func() string { reads++; return "msg" }
+	assert.Equal(t, "msg", c.get("a", read))
+	assert.Equal(t, "msg", c.get("a", read))
+	assert.Equal(t, 1, reads, "read once per container instance")
+	assert.Equal(t, "", c.get("b", func() string { return "" }))
+	assert.Equal(t, "", c.get("b", func() string { t.Fatal("empty message re-read"); return "" }))
+	c.forget("a")
+	c.get("a", read)
+	assert.Equal(t, 2, reads)
+}
