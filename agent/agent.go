@@ -21,6 +21,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
+	"github.com/minikubelet/minikubelet/probes"
 )
 
 // Config holds the node settings the agent needs.
@@ -134,6 +135,8 @@ type Agent struct {
 	imageBackoff *backoff
 	// termMessages caches termination messages by container ID.
 	termMessages terminationMessageCache
+	// probes runs the startup, liveness and readiness probes.
+	probes *probes.Manager
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -154,6 +157,7 @@ func New(cfg Config, deps Deps) *Agent {
 	// The kubelet's override: a container that ran 10 minutes starts over.
 	a.crashBackoff.expireAfter = 10 * time.Minute
 	a.imageBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
+	a.probes = a.newProber()
 	if a.clock == nil {
 		a.clock = clock.RealClock{}
 	}
@@ -334,7 +338,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			a.stopWorkers()
+			a.probes.Close()
 			return nil
+		case u := <-a.probes.Updates():
+			// A probe result changed: the pod's status (ready) or its
+			// plan (liveness/startup failure) may change.
+			a.mu.Lock()
+			if w, ok := a.workers[u.PodUID]; ok {
+				w.trigger()
+			}
+			a.mu.Unlock()
 		case uid := <-events:
 			a.mu.Lock()
 			if w, ok := a.workers[uid]; ok {

@@ -102,6 +102,21 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+// stepWhenWaiting advances the fake clock once the worker has armed its
+// requeue timer (it does so just after publishing a status, so a test that
+// saw the status may otherwise step too early).
+func (h *harness) stepWhenWaiting(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.clock.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("nobody waits on the clock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.clock.Step(d)
+}
+
 // pod decodes a manifest with the real loader, so fixtures carry the
 // API-server defaults.
 func testPod(t *testing.T, manifest string) *v1.Pod {
@@ -379,7 +394,7 @@ spec:
 	assert.NotContains(t, h.fake.Calls(), "CreateContainer app attempt=2")
 
 	// After 10 s the worker's requeue timer fires and restarts it.
-	h.clock.Step(10 * time.Second)
+	h.stepWhenWaiting(t, 10*time.Second)
 	h.rec.waitStatus(t, "restart 2", func(p *v1.Pod) bool {
 		cs := p.Status.ContainerStatuses[0]
 		return cs.RestartCount == 2 && cs.State.Running != nil
@@ -429,7 +444,7 @@ spec:
 	assert.Contains(t, h.rec.reasons(), "NetworkNotReady")
 
 	h.fake.SetNetworkReady(true, "")
-	h.clock.Step(time.Second) // the worker retries after 1 s
+	h.stepWhenWaiting(t, time.Second) // the worker retries after 1 s
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 }
 

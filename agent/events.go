@@ -34,6 +34,7 @@ const (
 	stepCreated = "created"
 	stepStarted = "started"
 	stepRunning = "running"
+	stepReady   = "ready"
 	stepKilled  = "stopped"
 	stepRemoved = "removed"
 )

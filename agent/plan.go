@@ -30,8 +30,50 @@ type podActions struct {
 	InitContainersToStart []int
 	// ContainersToStart are indexes in spec.containers.
 	ContainersToStart []int
-	// ContainersToKill maps running container IDs to the reason.
-	ContainersToKill map[string]string
+	// ContainersToKill maps running container IDs to why they are killed.
+	ContainersToKill map[string]killReason
+}
+
+// killReason says why a running container is killed.
+type killReason struct {
+	// Name is the container's name.
+	Name string
+	// Message is the Killing event's text.
+	Message string
+	// Probe is the failed liveness or startup probe, if that is why: its
+	// terminationGracePeriodSeconds may override the pod's.
+	Probe *v1.Probe
+}
+
+// probeView is what the planner needs from the prober, by container name
+// (for the running instance the prober was last told about).
+type probeView struct {
+	// failed holds containers whose liveness or startup probe failed:
+	// "liveness" or "startup".
+	failed map[string]string
+	// notStarted holds running containers whose startup probe has not
+	// succeeded yet.
+	notStarted map[string]bool
+}
+
+// probeKill returns the kill for a probe failure of c, if any, and whether
+// the container is then started again (the kubelet does unless the pod's
+// policy is Never; sidecars always are).
+func (pv probeView) probeKill(pod *v1.Pod, c *v1.Container, sidecar bool) (killReason, bool, bool) {
+	kind, failed := pv.failed[c.Name]
+	if !failed {
+		return killReason{}, false, false
+	}
+	probe := c.LivenessProbe
+	if kind == "startup" {
+		probe = c.StartupProbe
+	}
+	restart := sidecar || pod.Spec.RestartPolicy != v1.RestartPolicyNever
+	msg := fmt.Sprintf("Container %s failed %s probe", c.Name, kind)
+	if restart {
+		msg += ", will be restarted"
+	}
+	return killReason{Name: c.Name, Message: msg, Probe: probe}, true, restart
 }
 
 // String renders the plan for debug logs and test failures.
@@ -110,8 +152,8 @@ func shouldRestart(pod *v1.Pod, spec *v1.Container, c *containerInfo) bool {
 //	      │no                 missing/failed one; a sidecar counts once running
 //	restart exited sidecars; start/restart app containers per policy;
 //	nothing running and nothing to start ──► kill the pod (it is done)
-func computePodActions(pod *v1.Pod, st *podState) podActions {
-	act := podActions{NextInitContainer: -1, ContainersToKill: map[string]string{}}
+func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
+	act := podActions{NextInitContainer: -1, ContainersToKill: map[string]killReason{}}
 
 	changed, attempt := podSandboxChanged(pod, st)
 	if changed {
@@ -169,6 +211,13 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 			case ic == nil:
 				act.NextInitContainer = i
 				return act
+			case isSidecar(spec) && running && pv.failed[spec.Name] != "":
+				kr, _, _ := pv.probeKill(pod, spec, true)
+				act.ContainersToKill[ic.id] = kr
+				act.NextInitContainer = i
+				return act
+			case isSidecar(spec) && running && pv.notStarted[spec.Name]:
+				return act // wait for its startup probe
 			case isSidecar(spec) && running:
 				continue // started: the next one may go
 			case isSidecar(spec):
@@ -196,8 +245,15 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 		c := &pod.Spec.Containers[i]
 		cur := st.latest(c.Name)
 		if cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if kr, failed, restart := pv.probeKill(pod, c, false); failed {
+				act.ContainersToKill[cur.id] = kr
+				if restart {
+					act.ContainersToStart = append(act.ContainersToStart, i)
+				}
+				continue
+			}
 			if cur.hash != containerHashString(c) {
-				act.ContainersToKill[cur.id] = fmt.Sprintf("Container %s definition changed", c.Name)
+				act.ContainersToKill[cur.id] = killReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed", c.Name)}
 				act.ContainersToStart = append(act.ContainersToStart, i)
 				continue
 			}
@@ -206,7 +262,7 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 		}
 		if shouldRestart(pod, c, cur) {
 			if cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-				act.ContainersToKill[cur.id] = fmt.Sprintf("Container %s is in an unknown state", c.Name)
+				act.ContainersToKill[cur.id] = killReason{Name: c.Name, Message: fmt.Sprintf("Container %s is in an unknown state", c.Name)}
 			}
 			act.ContainersToStart = append(act.ContainersToStart, i)
 		}
@@ -226,8 +282,11 @@ func computePodActions(pod *v1.Pod, st *podState) podActions {
 		cur := st.latestIn(spec.Name, sbID)
 		switch {
 		case cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_RUNNING:
-			if cur.hash != containerHashString(spec) {
-				act.ContainersToKill[cur.id] = fmt.Sprintf("Container %s definition changed", spec.Name)
+			if kr, failed, _ := pv.probeKill(pod, spec, true); failed {
+				act.ContainersToKill[cur.id] = kr
+				act.InitContainersToStart = append(act.InitContainersToStart, i)
+			} else if cur.hash != containerHashString(spec) {
+				act.ContainersToKill[cur.id] = killReason{Name: spec.Name, Message: fmt.Sprintf("Container %s definition changed", spec.Name)}
 				act.InitContainersToStart = append(act.InitContainersToStart, i)
 			}
 		case shouldRestart(pod, spec, cur):

@@ -65,8 +65,8 @@ func TestComputePodActions(t *testing.T) {
 	for name, tc := range map[string]struct {
 		mutatePod   func(*v1.Pod)
 		state       func(*v1.Pod) *podState
+		probes      probeView
 		want        podActions
-		wantStarted []string // optional: names in ContainersToStart
 	}{
 		"new pod: sandbox attempt 0 and the first init container": {
 			state: func(*v1.Pod) *podState { return &podState{} },
@@ -205,7 +205,7 @@ func TestComputePodActions(t *testing.T) {
 				return s
 			},
 			want: podActions{SandboxID: "sb1", NextInitContainer: -1, ContainersToStart: []int{0},
-				ContainersToKill: map[string]string{"a-4": "Container a is in an unknown state"}},
+				ContainersToKill: map[string]killReason{"a-4": {Name: "a", Message: "Container a is in an unknown state"}}},
 		},
 		"definition changed: killed and started": {
 			state: func(p *v1.Pod) *podState {
@@ -214,7 +214,7 @@ func TestComputePodActions(t *testing.T) {
 				return s
 			},
 			want: podActions{SandboxID: "sb1", NextInitContainer: -1, ContainersToStart: []int{0},
-				ContainersToKill: map[string]string{"a-4": "Container a definition changed"}},
+				ContainersToKill: map[string]killReason{"a-4": {Name: "a", Message: "Container a definition changed"}}},
 		},
 		"sandbox died: killed and recreated with attempt+1, init again": {
 			state: func(p *v1.Pod) *podState {
@@ -277,9 +277,9 @@ func TestComputePodActions(t *testing.T) {
 			if tc.mutatePod != nil {
 				tc.mutatePod(pod)
 			}
-			got := computePodActions(pod, tc.state(pod))
+			got := computePodActions(pod, tc.state(pod), tc.probes)
 			if tc.want.ContainersToKill == nil {
-				tc.want.ContainersToKill = map[string]string{}
+				tc.want.ContainersToKill = map[string]killReason{}
 			}
 			assert.Equal(t, tc.want, got)
 		})

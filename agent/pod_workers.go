@@ -43,6 +43,8 @@ type podWorker struct {
 	reasons map[string]error
 	// startTime is when the agent first accepted the pod.
 	startTime time.Time
+	// wasReady is set once the pod was first Ready.
+	wasReady bool
 	// stoppedSandboxes are the sandbox IDs this worker stopped.
 	stoppedSandboxes map[string]bool
 	// networkNotReady is why the pod waits for the pod network ("" = not
@@ -183,6 +185,16 @@ func (w *podWorker) setReason(container string, err error) {
 	} else {
 		w.reasons[container] = err
 	}
+}
+
+// readySeen reports whether the pod was Ready before (the first time is
+// the end of the startup chain) and marks it so.
+func (w *podWorker) readySeen() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := w.wasReady
+	w.wasReady = true
+	return seen
 }
 
 // sandboxStopped reports whether this worker already stopped the sandbox.

@@ -88,9 +88,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		c := &pod.Spec.InitContainers[i]
 		cs := a.containerStatus(c, st, reasons[c.Name], "PodInitializing")
 		if isSidecar(c) {
-			// No probes yet (issue #5): a running sidecar is started and
-			// ready.
-			cs.Ready = cs.State.Running != nil
+			a.applyProbes(pod, &cs)
 		} else {
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
@@ -99,9 +97,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := a.containerStatus(c, st, reasons[c.Name], defaultReason)
-		// No probes yet (issue #5): a running container is started and
-		// ready.
-		cs.Ready = cs.State.Running != nil
+		a.applyProbes(pod, &cs)
 		out.ContainerStatuses = append(out.ContainerStatuses, cs)
 	}
 	out.Phase = podPhase(pod, &out)
@@ -113,7 +109,31 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
 		w.step(stepRunning, a.clock.Since(startTime), "total since accepted")
 	}
+	if conditionTrue(out.Conditions, v1.PodReady) && !conditionTrue(prev.Conditions, v1.PodReady) && !w.readySeen() {
+		w.step(stepReady, a.clock.Since(startTime), "total since accepted")
+	}
 	return out
+}
+
+// conditionTrue reports whether the condition of that type is True.
+func conditionTrue(cs []v1.PodCondition, t v1.PodConditionType) bool {
+	for _, c := range cs {
+		if c.Type == t {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// applyProbes sets started and ready from the prober: started once the
+// startup probe succeeded (or there is none), ready once started and the
+// readiness probe succeeded (or there is none); a container that is not
+// running is neither.
+func (a *Agent) applyProbes(pod *v1.Pod, cs *v1.ContainerStatus) {
+	running := cs.State.Running != nil
+	started := running && a.probes.Started(pod.UID, cs.Name)
+	cs.Started = &started
+	cs.Ready = running && a.probes.Ready(pod.UID, cs.Name)
 }
 
 // containerStatus maps the newest two runtime instances of a container to

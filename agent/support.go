@@ -25,13 +25,11 @@ const (
 	reasonNever = "not supported by minikubelet"
 )
 
-// probesSupported gates the three probe fields. Probes are decoded,
-// defaulted and validated already; they are refused until the prober lands.
-// TODO(minikubelet): set to true with the probes issue.
-const probesSupported = false
+// probesSupported gates the three probe fields (package probes runs them).
+const probesSupported = true
 
-// probeNote is the reason given while probes are refused.
-const probeNote = reasonNotYet + ": probes come in a later issue"
+// probeNote describes how probes run.
+const probeNote = "run by the agent (exec through CRI ExecSync; httpGet, tcpSocket and grpc from the agent to the pod IP) with the kubelet's semantics"
 
 // FieldSupport is one row of the supported-fields table (README): a Pod
 // field by its JSON path, whether minikubelet accepts it, and a note.
@@ -195,6 +193,12 @@ var initContainerOverrides = map[string]fieldRule{
 	"livenessProbe":  ruleRefused("may not be set for init containers without restartPolicy=Always"),
 	"readinessProbe": ruleRefused("may not be set for init containers without restartPolicy=Always"),
 	"startupProbe":   ruleRefused("may not be set for init containers without restartPolicy=Always"),
+}
+
+// sidecarOverrides are the rules of native sidecars (init containers with
+// restartPolicy: Always), which may have probes like app containers.
+var sidecarOverrides = map[string]fieldRule{
+	"restartPolicy": initContainerOverrides["restartPolicy"],
 }
 
 // Fields of spec.volumes[*], including the inline volume sources.
@@ -429,7 +433,11 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs = append(errs, refuseSet(reflect.ValueOf(pod.Spec), &specRules, nil, spec)...)
 	for i := range pod.Spec.InitContainers {
-		errs = append(errs, checkContainerSupport(&pod.Spec.InitContainers[i], initContainerOverrides, spec.Child("initContainers").Index(i))...)
+		overrides := initContainerOverrides
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			overrides = sidecarOverrides
+		}
+		errs = append(errs, checkContainerSupport(&pod.Spec.InitContainers[i], overrides, spec.Child("initContainers").Index(i))...)
 	}
 	for i := range pod.Spec.Containers {
 		errs = append(errs, checkContainerSupport(&pod.Spec.Containers[i], nil, spec.Child("containers").Index(i))...)

@@ -73,8 +73,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		return a.cfg.ErrorBackoff
 	}
 
-	// Step 2: plan.
-	act := computePodActions(pod, st)
+	// Step 2: plan, with what the prober knows of the running containers.
+	a.updateProbes(pod, st)
+	act := computePodActions(pod, st, a.probeView(pod))
 	w.logger.Debug("Sync pod", "actions", act.String())
 
 	// Step 3: kill.
@@ -87,15 +88,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 			res.fail()
 		}
 	} else {
-		for id, reason := range act.ContainersToKill {
-			name := ""
-			for _, c := range st.containers {
-				if c.id == id {
-					name = c.name
-				}
-			}
-			w.logger.Info("Killing container", "containerID", id, "reason", reason)
-			if err := a.killContainer(ctx, w, id, name, reason, gracePeriod(pod)); err != nil {
+		for id, kr := range act.ContainersToKill {
+			w.logger.Info("Killing container", "containerID", id, "reason", kr.Message)
+			if err := a.killContainer(ctx, w, id, kr.Name, kr.Message, killGracePeriod(pod, kr.Probe)); err != nil {
 				res.fail()
 			}
 		}
@@ -156,6 +151,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 			st2 = s
 		}
 	}
+	a.updateProbes(pod, st2)
 	w.setStatus(a.computePodStatus(w, pod, st2))
 
 	switch {
@@ -329,6 +325,16 @@ func imageBackoffKey(pod *v1.Pod, c *v1.Container) string {
 	return fmt.Sprintf("%s_%s", pod.UID, c.Image)
 }
 
+// killGracePeriod is the grace period for killing one container: a failed
+// probe's own terminationGracePeriodSeconds wins over the pod's, unless the
+// pod is being deleted with a grace period (kubelet-facts §4.3).
+func killGracePeriod(pod *v1.Pod, probe *v1.Probe) int64 {
+	if pod.DeletionGracePeriodSeconds == nil && probe != nil && probe.TerminationGracePeriodSeconds != nil {
+		return max(*probe.TerminationGracePeriodSeconds, 1)
+	}
+	return gracePeriod(pod)
+}
+
 // gracePeriod is the pod's termination grace period (at least 1 s at pod
 // level, kubelet-facts §7.1).
 func gracePeriod(pod *v1.Pod) int64 {
@@ -467,6 +473,10 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 // directories deleted. Each step is attempted even if an earlier one failed.
 func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	pod := w.pod()
+	// A container being stopped must not be restarted by its liveness
+	// probe meanwhile; readiness keeps reporting until the end.
+	a.probes.StopLivenessAndStartup(pod.UID)
+	defer a.probes.RemovePod(pod.UID)
 	st, err := a.observePod(ctx, pod)
 	if err != nil {
 		return fmt.Errorf("observe pod for teardown: %w", err)

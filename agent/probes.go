@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cri"
+	"github.com/minikubelet/minikubelet/probes"
+)
+
+// newProber builds the probe manager over the agent's runtime: exec probes
+// go through CRI ExecSync, whose errors it learns to read here (probes may
+// not import cri).
+func (a *Agent) newProber() *probes.Manager {
+	return probes.New(probes.Config{
+		Execer:            a.runtime,
+		ClassifyExecError: classifyExecError,
+		Clock:             a.clock,
+		Logger:            a.logger,
+		OnEvent:           a.onProbeEvent,
+	})
+}
+
+// classifyExecError reads the cri client's ExecSync errors for the prober.
+func classifyExecError(err error) (exitCode int, isExit, isTimeout bool) {
+	var ee *cri.ExitError
+	if errors.As(err, &ee) {
+		return int(ee.ExitCode), true, false
+	}
+	return 0, false, errors.Is(err, cri.ErrExecTimeout)
+}
+
+// onProbeEvent records a probe's Unhealthy or ProbeWarning event on its pod.
+// It runs on prober goroutines and only takes short locks.
+func (a *Agent) onProbeEvent(ev probes.Event) {
+	a.mu.Lock()
+	w := a.workers[ev.PodUID]
+	a.mu.Unlock()
+	if w != nil {
+		w.event(ev.Type, ev.Reason, "%s", ev.Message)
+	}
+}
+
+// updateProbes tells the prober which instance of each container is the
+// newest and whether it runs: workers start for running containers with
+// probes and stop for the others.
+func (a *Agent) updateProbes(pod *v1.Pod, st *podState) {
+	podIP := ""
+	if len(st.sandboxes) > 0 && st.sandboxes[0].ready {
+		podIP = st.sandboxes[0].ip
+	}
+	var states []probes.ContainerState
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			cur := st.latest(list[i].Name)
+			if cur == nil {
+				continue
+			}
+			states = append(states, probes.ContainerState{
+				Name:      cur.name,
+				ID:        cur.id,
+				Running:   cur.state == runtimeapi.ContainerState_CONTAINER_RUNNING,
+				StartedAt: time.Unix(0, cur.startedAt),
+			})
+		}
+	}
+	a.probes.UpdatePod(pod, podIP, states)
+}
+
+// probeView snapshots what the planner needs from the prober.
+func (a *Agent) probeView(pod *v1.Pod) probeView {
+	pv := probeView{failed: map[string]string{}, notStarted: map[string]bool{}}
+	check := func(c *v1.Container) {
+		if r, ok := a.probes.Result(pod.UID, c.Name, probes.Startup); ok {
+			if r == probes.Failure {
+				pv.failed[c.Name] = "startup"
+			} else if r != probes.Success {
+				pv.notStarted[c.Name] = true
+			}
+		}
+		if r, ok := a.probes.Result(pod.UID, c.Name, probes.Liveness); ok && r == probes.Failure {
+			pv.failed[c.Name] = "liveness"
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			check(&pod.Spec.InitContainers[i])
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(&pod.Spec.Containers[i])
+	}
+	return pv
+}

@@ -1,0 +1,340 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// A worker probes one container instance for one probe kind. It lives as
+// long as that instance runs (a new container ID gets a new worker), so
+// results never survive a restart.
+//
+//	              UpdatePod: running, new ID
+//	                         |
+//	                         v
+//	+------------- waiting (initial result: readiness Failure,
+//	|                 |  ^    liveness Success, startup Unknown)
+//	|       timer /   |  |
+//	|       trigger   v  |  not started yet (gated by startup),
+//	|              probing   in initial delay, below threshold,
+//	|                 |      error after 3 tries (discarded)
+//	|                 |
+//	|  threshold reached: cached result changes -> Update published
+//	|                 |
+//	|   +-------------+--------------------------------+
+//	|   | liveness/startup Failure   startup Success   |
+//	|   v                                              v
+//	| on hold (goroutine exits;             done (goroutine exits;
+//	|  result stays Failure until            result stays Success)
+//	|  the agent restarts the container)
+//	|
+//	+--> stopped: container not running / gone, new ID, RemovePod,
+//	     StopLivenessAndStartup (liveness, startup), Close
+//
+// Schedule: the first run is at startedAt + initialDelaySeconds, or later by
+// rand[0,1) × period when the Manager started less than one period ago
+// (jitter after an agent restart), and never before the worker starts; then
+// every periodSeconds on that grid, missed ticks skipped.
+type worker struct {
+	// m is the owning manager.
+	m *Manager
+	// pod and container instance this worker belongs to; their fields are
+	// read under m.mu.
+	pod *podProbes
+	cp  *containerProbes
+	// container is a private copy of the container spec (read-only).
+	container *v1.Container
+	// kind, probe and timing are fixed for the worker's life.
+	kind   Kind
+	probe  *v1.Probe
+	timing timing
+	// containerID and startedAt copy cp's (fixed).
+	containerID string
+	startedAt   time.Time
+	// logger carries pod, podUID, container, containerID and probe.
+	logger *slog.Logger
+	// ctx is cancelled by stopLocked; it bounds in-flight probes and
+	// unblocks a pending publish.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// trigger asks for an immediate run; capacity 1 so Trigger never blocks.
+	trigger chan struct{}
+
+	// The fields below are guarded by m.mu.
+
+	// stopped is set when the worker is removed from its container; a
+	// stopped worker publishes nothing and records nothing.
+	stopped bool
+	// result is the cached result readers see.
+	result Result
+	// lastResult and resultRun count consecutive identical (cached-form)
+	// run results toward the thresholds.
+	lastResult Result
+	resultRun  int
+	// onHold: a liveness or startup Failure was published; nothing more
+	// happens until a new container ID replaces this worker.
+	onHold bool
+	// st holds the counters and last-run fields of Status.
+	st ProbeStatus
+}
+
+// newWorker builds the worker of probe kind k of container c. m.mu must be
+// held (it reads pp and cp).
+func newWorker(m *Manager, pp *podProbes, cp *containerProbes, c *v1.Container, k Kind) *worker {
+	p := probeOf(c, k)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{
+		m:           m,
+		pod:         pp,
+		cp:          cp,
+		container:   c,
+		kind:        k,
+		probe:       p,
+		timing:      timingOf(p),
+		containerID: cp.id,
+		startedAt:   cp.startedAt,
+		logger: m.logger.With("pod", pp.key, "podUID", string(pp.uid), "container", c.Name,
+			"containerID", cp.id, "probe", strings.ToLower(k.String())),
+		ctx:     ctx,
+		cancel:  cancel,
+		trigger: make(chan struct{}, 1),
+		result:  k.initialResult(),
+	}
+	w.st = ProbeStatus{
+		PodUID:                        pp.uid,
+		ContainerName:                 c.Name,
+		ContainerID:                   cp.id,
+		Kind:                          k,
+		TerminationGracePeriodSeconds: p.TerminationGracePeriodSeconds,
+	}
+	return w
+}
+
+// stopLocked stops the worker: no more results, in-flight probe cancelled.
+// m.mu must be held. Idempotent.
+func (w *worker) stopLocked() {
+	w.stopped = true
+	w.cancel()
+}
+
+// statusLocked returns a copy of the worker's status. m.mu must be held.
+func (w *worker) statusLocked() ProbeStatus {
+	st := w.st
+	st.Result = w.result
+	st.OnHold = w.onHold
+	return st
+}
+
+// run is the worker goroutine: wait for the schedule (or a trigger), probe,
+// repeat until stopped, on hold or done.
+func (w *worker) run() {
+	m := w.m
+	defer m.wg.Done()
+	defer m.hook(w, "exited")
+	defer w.cancel()
+
+	now := m.clock.Now()
+	next := w.startedAt.Add(w.timing.initialDelay)
+	if m.clock.Since(m.start) < w.timing.period {
+		jittered := now.Add(time.Duration(m.rand() * float64(w.timing.period)))
+		if jittered.After(next) {
+			next = jittered
+		}
+	}
+	if next.Before(now) {
+		next = now
+	}
+	// A fake clock never fires a timer that is due already, so a due first
+	// run happens without waiting.
+	due := !next.After(now)
+	timer := m.clock.NewTimer(next.Sub(now))
+	defer timer.Stop()
+	if due {
+		timer.Stop()
+	}
+
+	for {
+		if !due {
+			m.hook(w, "waiting")
+			select {
+			case <-w.ctx.Done():
+				return
+			case <-w.trigger:
+				// Off schedule: the timer keeps running.
+				if !w.doProbe() {
+					return
+				}
+				continue
+			case <-timer.C():
+			}
+		}
+		due = false
+		if !w.doProbe() {
+			return
+		}
+		now = m.clock.Now()
+		for !next.After(now) {
+			next = next.Add(w.timing.period)
+		}
+		timer.Reset(next.Sub(now))
+	}
+}
+
+// doProbe runs the probe once (with retries on errors), counts the result
+// toward the thresholds and publishes a change. It returns false when the
+// worker has nothing more to do.
+func (w *worker) doProbe() (keepGoing bool) {
+	m := w.m
+	m.mu.Lock()
+	switch {
+	case w.stopped, w.onHold:
+		m.mu.Unlock()
+		return false
+	case w.kind == Startup && w.result == Success:
+		m.mu.Unlock()
+		return false
+	case w.kind != Startup && !w.cp.started():
+		// Gated by the startup probe: liveness and readiness wait.
+		m.mu.Unlock()
+		return true
+	}
+	podIP := w.pod.podIP
+	m.mu.Unlock()
+
+	if m.clock.Now().Before(w.startedAt.Add(w.timing.initialDelay)) {
+		// Only a manual trigger gets here early.
+		return true
+	}
+
+	var (
+		res Result
+		out string
+		err error
+	)
+	for range maxProbeRetries {
+		res, out, err = m.prober.run(w.ctx, w.probe, w.container, w.containerID, podIP, w.timing.timeout)
+		if err == nil || w.ctx.Err() != nil {
+			break
+		}
+	}
+	if w.ctx.Err() != nil {
+		// Stopped while probing: the run says nothing about the container.
+		return false
+	}
+	now := m.clock.Now()
+	if err != nil {
+		w.recordError(now, err)
+		return true
+	}
+	w.emitRunEvent(res, out)
+
+	cached := res.cached()
+	m.mu.Lock()
+	if w.stopped {
+		m.mu.Unlock()
+		return false
+	}
+	w.recordRunLocked(now, res, out)
+	if w.lastResult == cached {
+		w.resultRun++
+	} else {
+		w.lastResult, w.resultRun = cached, 1
+	}
+	if (cached == Failure && w.resultRun < w.timing.failureThreshold) ||
+		(cached == Success && w.resultRun < w.timing.successThreshold) {
+		m.mu.Unlock()
+		return true
+	}
+	changed := w.result != cached
+	w.result = cached
+	keepGoing = true
+	if cached == Failure && w.kind != Readiness {
+		w.onHold, w.resultRun = true, 0
+		keepGoing = false
+	}
+	if cached == Success && w.kind == Startup {
+		keepGoing = false
+	}
+	m.mu.Unlock()
+
+	if changed {
+		w.logger.Info("Probe result changed", "result", cached.String(), "output", out)
+		m.publish(w.ctx, Update{
+			PodUID:                        w.pod.uid,
+			ContainerName:                 w.container.Name,
+			ContainerID:                   w.containerID,
+			Kind:                          w.kind,
+			Result:                        cached,
+			Message:                       out,
+			TerminationGracePeriodSeconds: w.probe.TerminationGracePeriodSeconds,
+		})
+	}
+	return keepGoing
+}
+
+// recordRunLocked updates the status after a completed run. m.mu must be
+// held.
+func (w *worker) recordRunLocked(now time.Time, res Result, out string) {
+	st := &w.st
+	st.Runs++
+	st.LastResult, st.LastMessage, st.LastProbeTime = res, out, now
+	if res.cached() == Success {
+		st.Successes++
+		st.ConsecutiveFailures = 0
+		st.LastSuccessTime = now
+	} else {
+		st.Failures++
+		st.ConsecutiveFailures++
+	}
+}
+
+// recordError notes a run discarded after maxProbeRetries errors and
+// reports it; the cached result and threshold counts stay as they were.
+func (w *worker) recordError(now time.Time, err error) {
+	m := w.m
+	m.mu.Lock()
+	if !w.stopped {
+		w.st.Errors++
+		w.st.LastError = err.Error()
+		w.st.LastProbeTime = now
+	}
+	m.mu.Unlock()
+	w.logger.Warn("Probe errored", "err", err)
+	w.event(ReasonUnhealthy, fmt.Sprintf("%s probe errored: %v", w.kind, err))
+}
+
+// emitRunEvent reports a failed or warning run as the kubelet does, before
+// thresholds are counted.
+func (w *worker) emitRunEvent(res Result, out string) {
+	switch res {
+	case Success:
+		w.logger.Debug("Probe succeeded")
+	case Warning:
+		w.logger.Debug("Probe succeeded with a warning", "output", out)
+		w.event(ReasonProbeWarning, fmt.Sprintf("%s probe warning: %s", w.kind, out))
+	default:
+		w.logger.Debug("Probe failed", "result", res.String(), "output", out)
+		w.event(ReasonUnhealthy, fmt.Sprintf("%s probe failed: %s", w.kind, out))
+	}
+}
+
+// event calls Config.OnEvent, if set.
+func (w *worker) event(reason, msg string) {
+	if w.m.onEvent == nil {
+		return
+	}
+	w.m.onEvent(Event{
+		PodUID:        w.pod.uid,
+		ContainerName: w.container.Name,
+		ContainerID:   w.containerID,
+		Kind:          w.kind,
+		Type:          v1.EventTypeWarning,
+		Reason:        reason,
+		Message:       msg,
+	})
+}
