@@ -63,10 +63,10 @@ func initialized(pod *v1.Pod) *podState {
 
 func TestComputePodActions(t *testing.T) {
 	for name, tc := range map[string]struct {
-		mutatePod   func(*v1.Pod)
-		state       func(*v1.Pod) *podState
-		probes      probeView
-		want        podActions
+		mutatePod func(*v1.Pod)
+		state     func(*v1.Pod) *podState
+		probes    probeView
+		want      podActions
 	}{
 		"new pod: sandbox attempt 0 and the first init container": {
 			state: func(*v1.Pod) *podState { return &podState{} },
