@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/probes"
@@ -52,6 +53,10 @@ type Config struct {
 	BackoffInitial, BackoffMax time.Duration
 	// Network is the node's pod network (conflist owned by package cni).
 	Network cni.Config
+	// PodPidsLimit is pids.max of every pod cgroup (-1 or 0: unlimited).
+	PodPidsLimit int64
+	// NodePidsLimit is pids.max of kubepods (0: unlimited).
+	NodePidsLimit int64
 	// Node describes this node (DetectNode); new pods are admitted against
 	// it (admission.go). A nil Node.Allocatable turns admission off (unit
 	// tests only).
@@ -102,6 +107,9 @@ type Deps struct {
 	Clock    clock.WithTicker // nil = real clock
 	Logger   *slog.Logger
 	Observer Observer // nil = nobody watches
+	// Cgroups manages the kubepods hierarchy and pod cgroups; nil leaves
+	// pods in the runtime's default cgroup parent.
+	Cgroups cgroups.Manager
 }
 
 // Agent runs the node's pods.
@@ -137,6 +145,11 @@ type Agent struct {
 	termMessages terminationMessageCache
 	// probes runs the startup, liveness and readiness probes.
 	probes *probes.Manager
+	// cgroups manages pod cgroups (nil: none).
+	cgroups cgroups.Manager
+	// lastBurstableShares is the burstable tier's last written shares;
+	// guarded by mu.
+	lastBurstableShares int64
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -148,6 +161,7 @@ func New(cfg Config, deps Deps) *Agent {
 		clock:    deps.Clock,
 		logger:   deps.Logger,
 		observer: deps.Observer,
+		cgroups:  deps.Cgroups,
 		workers:  make(map[types.UID]*podWorker),
 		rejected: make(map[types.UID]*v1.Pod),
 

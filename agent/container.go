@@ -214,7 +214,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		Annotations: annotations,
 		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources: linuxResources(c),
+			Resources: a.containerResources(pod, c),
 			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 				NamespaceOptions: namespaceOptions(pod),
 			},
@@ -329,4 +329,16 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 		return newReasonError(ErrKillContainer, "stop container %q: %s", name, cri.Message(err))
 	}
 	return nil
+}
+
+// containerResources are the container's CRI resources plus its
+// oom_score_adj from the pod's QoS class and the node's memory capacity.
+func (a *Agent) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := linuxResources(c)
+	var capacity int64
+	if m, ok := a.cfg.Node.Capacity[v1.ResourceMemory]; ok {
+		capacity = m.Value()
+	}
+	r.OomScoreAdj = containerOOMScoreAdj(pod, c, capacity)
+	return r
 }

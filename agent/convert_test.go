@@ -47,7 +47,8 @@ spec:
 	assert.Equal(t, &runtimeapi.PortMapping{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"}, cfg.PortMappings[1])
 	assert.Equal(t, "web", cfg.Labels["app"])
 	assert.Equal(t, "minikubelet", cfg.Labels[labelManagedBy])
-	assert.Equal(t, map[string]string{"note": "hi"}, cfg.Annotations)
+	assert.Equal(t, map[string]string{"note": "hi", annotationQOSClass: "BestEffort", annotationCPURequest: "0"}, cfg.Annotations,
+		"the pod's annotations plus what the QoS tiers are computed from")
 	ns := cfg.Linux.SecurityContext.NamespaceOptions
 	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Network)
 	assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, ns.Pid, "PID namespace per container unless asked")

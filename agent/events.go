@@ -87,5 +87,3 @@ func (r *eventRing) list() []Event {
 	return append([]Event(nil), r.events...)
 }
 
-// isWarning reports whether the event type is Warning.
-func isWarning(typ string) bool { return typ == v1.EventTypeWarning }

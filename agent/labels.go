@@ -49,10 +49,15 @@ func sandboxLabels(pod *v1.Pod) map[string]string {
 	return l
 }
 
-// sandboxAnnotations are the pod's annotations verbatim, as the kubelet does.
+// sandboxAnnotations are the pod's annotations verbatim, as the kubelet
+// does, plus minikubelet's QoS annotations.
 func sandboxAnnotations(pod *v1.Pod) map[string]string {
-	a := make(map[string]string, len(pod.Annotations))
+	a := make(map[string]string, len(pod.Annotations)+2)
 	for k, v := range pod.Annotations {
+		a[k] = v
+	}
+	// Plus what the QoS tiers are computed from (agent/cgroups.go).
+	for k, v := range qosAnnotations(pod) {
 		a[k] = v
 	}
 	return a

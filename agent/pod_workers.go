@@ -158,11 +158,9 @@ func (w *podWorker) event(typ, reason, format string, args ...any) {
 	ev := w.events.add(typ, reason, msg, w.a.clock.Now())
 	pod := w.spec
 	w.mu.Unlock()
-	if isWarning(typ) {
-		w.logger.Warn("Pod event", "reason", reason, "message", msg)
-	} else {
-		w.logger.Info("Pod event", "reason", reason, "message", msg)
-	}
+	// Events are the user-facing channel (observer); the log keeps them
+	// at Info so a foreground run does not print warnings twice.
+	w.logger.Info("Pod event", "type", typ, "reason", reason, "message", msg)
 	w.a.observer.PodEvent(pod, ev)
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -37,10 +39,19 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	parts := map[types.UID][]string{}
+	var burstableMilli int64
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[labelPodUID])
 		parts[uid] = append(parts[uid], "s/"+sb.Id+"/"+sb.State.String())
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[annotationQOSClass] == string(v1.PodQOSBurstable) {
+			m, _ := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
+			burstableMilli += m
+		}
 	}
+	// The burstable tier follows the Burstable pods that run (kubelet:
+	// every minute and on pod changes; here every relist, from the
+	// runtime, so several agents on one node agree).
+	r.a.updateBurstableTier(burstableMilli)
 	for _, c := range ctrs {
 		uid := types.UID(c.Labels[labelPodUID])
 		parts[uid] = append(parts[uid], "c/"+c.Id+"/"+c.State.String())

@@ -223,6 +223,16 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		// A lone node has no cluster DNS; the kubelet's words and fallback.
 		w.event(v1.EventTypeWarning, "MissingClusterDNS", "this node has no cluster DNS, so the %q DNS policy falls back to %q (the node's resolv.conf)", pod.Spec.DNSPolicy, v1.DNSDefault)
 	}
+	// The pod cgroup first: containerd creates the sandbox and every
+	// container below it.
+	parent, err := a.ensurePodCgroup(pod)
+	if err != nil {
+		pulls.Wait()
+		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create the pod cgroup: %v", err)
+		res.fail()
+		return nil, prepulled
+	}
+	cfg.Linux.CgroupParent = parent
 	if err := mkdirLogDir(cfg.LogDirectory); err != nil {
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod log directory: %v", err)
 		res.fail()
@@ -251,6 +261,9 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		detail += ", host network"
 	} else {
 		detail += ", IP " + sb.ip
+	}
+	if parent != "" {
+		detail += ", cgroup " + parent
 	}
 	w.step(stepSandbox, a.clock.Since(t0), detail)
 	pulls.Wait()
@@ -496,6 +509,12 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	for _, sb := range st.sandboxes {
 		if err := a.runtime.RemovePodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", shortID(sb.id), err))
+		}
+	}
+	if len(errs) == 0 {
+		// Only once every sandbox is gone are its processes too.
+		if err := a.destroyPodCgroup(pod); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := a.cleanupPodDirs(pod); err != nil {

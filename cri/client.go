@@ -527,3 +527,14 @@ func (c *Client) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.Con
 		}
 	}
 }
+
+// RuntimeConfig implements Runtime: the runtime's own configuration, such as
+// its cgroup driver (containerd ≥ 2.0; 1.6 answers Unimplemented).
+func (c *Client) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
+	var resp *runtimeapi.RuntimeConfigResponse
+	err := call(ctx, "RuntimeConfig", c.opts.Timeout, func(ctx context.Context) (err error) {
+		resp, err = c.rt.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
+		return err
+	})
+	return resp, err
+}

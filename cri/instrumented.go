@@ -254,3 +254,11 @@ func (x *Instrumented) GetContainerEvents(ctx context.Context, ch chan *runtimea
 	x.record(ctx, "GetContainerEvents", start, err)
 	return err
 }
+
+// RuntimeConfig implements Runtime.
+func (x *Instrumented) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
+	start := time.Now()
+	resp, err := x.rt.RuntimeConfig(ctx)
+	x.record(ctx, "RuntimeConfig", start, err)
+	return resp, err
+}

@@ -20,6 +20,7 @@ import (
 type Runtime interface {
 	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
 	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
+	RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error)
 
 	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
 	StopPodSandbox(ctx context.Context, podSandboxID string) error

@@ -22,6 +22,8 @@ export PATH=$PATH:/usr/local/go/bin
 "$HACK/isolate-pod-network.sh" "$E2E_POD_CIDR"
 
 cd "$HACK/.."
+step "running the privileged tests (real CNI plugins in a netns, real cgroup v1 files)"
+MINIKUBELET_PRIVILEGED=1 go test -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/...
 step "running the e2e suite: go test -count=1 -timeout 40m ${E2E_FLAGS:-} ./test/e2e/..."
 # E2E_FLAGS is split on spaces on purpose: it holds several go test arguments.
 # shellcheck disable=SC2086

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +14,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -38,6 +41,9 @@ type nodeFlags struct {
 	logLevel       string
 	logFormat      string
 	kubeReserved   string
+	cgroupDriver   string
+	podPidsLimit   int64
+	cgroupsPerQOS  bool
 	systemReserved string
 	nodeLabels     string
 }
@@ -62,6 +68,9 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&f.kubeReserved, "kube-reserved", "", "cpu and memory kept from pods for the agent and the runtime, e.g. cpu=100m,memory=256Mi")
 	fs.StringVar(&f.systemReserved, "system-reserved", "", "cpu and memory kept from pods for the OS, e.g. cpu=100m,memory=256Mi")
+	fs.StringVar(&f.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver, cgroupfs or systemd; the runtime's answer wins where it gives one (containerd 2.x), and a disagreeing explicit flag is an error")
+	fs.Int64Var(&f.podPidsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
+	fs.BoolVar(&f.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in the kubepods QoS cgroup hierarchy with their resources (kubelet's --cgroups-per-qos)")
 	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
 }
 
@@ -163,6 +172,21 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	p.line("node", "runtime", time.Since(t1), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
 	inst := cri.Instrument(client, client, logger)
 
+	// Step: cgroups (the driver must agree with the runtime's).
+	var cg cgroups.Manager
+	if nf.cgroupsPerQOS {
+		t3 := time.Now()
+		cg, err = newCgroupManager(ctx, client, fs, nf.cgroupDriver, logger)
+		if err != nil {
+			return err
+		}
+		detail := fmt.Sprintf("driver %s, %s", cg.Driver(), cg.Mode())
+		if n := agent.CheckOOMScoreAdj(); n != "" {
+			p.line("node", "notice", 0, n)
+		}
+		p.line("node", "cgroups", time.Since(t3), detail)
+	}
+
 	a := agent.New(agent.Config{
 		NodeName:       nf.nodeName,
 		RootDir:        nf.rootDir,
@@ -173,7 +197,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		BackoffMax:     nf.backoffMax,
 		Network:        nf.network(),
 		Node:           node,
-	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p})
+		PodPidsLimit:   nf.podPidsLimit,
+	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
+	if path, err := a.EnsureNodeCgroups(); err != nil {
+		return err
+	} else if path != "" {
+		p.line("node", "kubepods", 0, fmt.Sprintf("%s (cpu %s, memory %s allocatable)", path, node.Allocatable.Cpu(), node.Allocatable.Memory()))
+	}
 
 	// Step: pod network.
 	t2 := time.Now()
@@ -305,6 +335,15 @@ func statusSummary(pod *v1.Pod) string {
 	if st.PodIP != "" {
 		parts = append(parts, "ip="+st.PodIP)
 	}
+	if n := len(st.ContainerStatuses); n > 0 {
+		ready := 0
+		for _, c := range st.ContainerStatuses {
+			if c.Ready {
+				ready++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("ready=%d/%d", ready, n)) // kubectl's READY column
+	}
 	var cs []string
 	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
 		for _, c := range list {
@@ -320,6 +359,8 @@ func containerSummary(c v1.ContainerStatus) string {
 		restarts = fmt.Sprintf(",restarts=%d", c.RestartCount)
 	}
 	switch {
+	case c.State.Running != nil && !c.Ready:
+		return "running,unready" + restarts
 	case c.State.Running != nil:
 		return "running" + restarts
 	case c.State.Terminated != nil:
@@ -336,4 +377,35 @@ func containerSummary(c v1.ContainerStatus) string {
 		return fmt.Sprintf("waiting(%s)%s", w.Reason, restarts)
 	}
 	return "unknown"
+}
+
+// newCgroupManager picks the cgroup driver (the runtime's, via CRI
+// RuntimeConfig, where it answers; else the flag) and builds the manager.
+func newCgroupManager(ctx context.Context, rt cri.Runtime, fs *flag.FlagSet, flagDriver string, logger *slog.Logger) (cgroups.Manager, error) {
+	want, err := cgroups.ParseDriver(flagDriver)
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--cgroup-driver: %w", err)}
+	}
+	flagSet := false
+	fs.Visit(func(f *flag.Flag) { flagSet = flagSet || f.Name == "cgroup-driver" })
+	var fromRuntime cgroups.Driver
+	resp, err := rt.RuntimeConfig(ctx)
+	switch {
+	case err == nil:
+		switch resp.GetLinux().GetCgroupDriver() {
+		case runtimeapi.CgroupDriver_SYSTEMD:
+			fromRuntime = cgroups.DriverSystemd
+		case runtimeapi.CgroupDriver_CGROUPFS:
+			fromRuntime = cgroups.DriverCgroupfs
+		}
+	case cri.IsUnimplemented(err):
+		// containerd 1.6: the flag decides.
+	default:
+		return nil, fmt.Errorf("ask the runtime for its cgroup driver: %w", err)
+	}
+	drv, err := cgroups.ChooseDriver(fromRuntime, want, flagSet)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return cgroups.New(cgroups.Config{Driver: drv, Logger: logger})
 }

@@ -46,7 +46,7 @@ spec:
     command: ["sh", "-c", "until [ -f /w/crash ]; do sleep 0.1; done; rm -f /w/crash; exit 1"]
     volumeMounts: [{name: w, mountPath: /w}]
 `)
-	p.waitFor(`default/e2e-ctrd-restart\s+status\s+Running ip=\S+ web:running helper:running\n`, 2*time.Minute)
+	p.waitFor(`default/e2e-ctrd-restart\s+status\s+Running ip=\S+ ready=2/2 web:running helper:running\n`, 2*time.Minute)
 	before := snapshotPod(t, pod)
 	require.Len(t, before.sandboxes, 1, "%v", before)
 	require.Len(t, before.containers, 2, "%v", before)
@@ -76,12 +76,12 @@ spec:
 	// and restarted (first restart immediately), web untouched.
 	helper := containerID(t, pod, "helper")
 	execIn(t, helper, "touch", "/w/crash")
-	p.waitFor(`default/e2e-ctrd-restart\s+status\s+Running ip=\S+ web:running helper:running,restarts=1\n`, time.Minute)
+	p.waitFor(`default/e2e-ctrd-restart\s+status\s+Running ip=\S+ ready=2/2 web:running helper:running,restarts=1\n`, time.Minute)
 	web := containerID(t, pod, "web")
 	_, stillThere := before.containers[web]
 	assert.True(t, stillThere, "web container %s was replaced", shortID(web))
 	for _, s := range statusLines(p.output()[mark:], pod) {
-		assert.Regexp(t, `^Running ip=\S+ web:running helper:`, s, "status after the containerd restart")
+		assert.Regexp(t, `^Running ip=\S+ ready=\d/2 web:running helper:`, s, "status after the containerd restart")
 	}
 
 	p.interrupt()
@@ -311,7 +311,7 @@ spec:
     volumeMounts: [{name: out, mountPath: /out}]
 `)
 	p := startRunPath(t, path)
-	p.waitFor(`default/e2e-sidecar\s+status\s+Running ip=\S+ init-1:terminated\(Completed,exit=0\) sidecar:running app:running\n`, 2*time.Minute)
+	p.waitFor(`default/e2e-sidecar\s+status\s+Running ip=\S+ ready=1/1 init-1:terminated\(Completed,exit=0\) sidecar:running app:running\n`, 2*time.Minute)
 
 	// Start order from the runtime's own timestamps.
 	st := map[string]*runtimeapi.ContainerStatus{}
@@ -427,7 +427,7 @@ spec:
 	for _, pod := range pods[:4] {
 		first.waitRunning(pod)
 	}
-	first.waitFor(`default/e2e-adopt-5\s+status\s+Running ip=\S+ web:running flaky:running,restarts=1\n`, 2*time.Minute)
+	first.waitFor(`default/e2e-adopt-5\s+status\s+Running ip=\S+ ready=2/2 web:running flaky:running,restarts=1\n`, 2*time.Minute)
 	before := map[string]podObjects{}
 	for _, pod := range pods {
 		o := snapshotPod(t, pod)
@@ -469,7 +469,7 @@ spec:
 
 	// The restart count continues under the new agent.
 	execIn(t, containerID(t, "e2e-adopt-5", "flaky"), "touch", "/w/crash")
-	second.waitFor(`default/e2e-adopt-5\s+status\s+Running ip=\S+ web:running flaky:running,restarts=2\n`, time.Minute)
+	second.waitFor(`default/e2e-adopt-5\s+status\s+Running ip=\S+ ready=2/2 web:running flaky:running,restarts=2\n`, time.Minute)
 	flaky := containerID(t, "e2e-adopt-5", "flaky")
 	for _, c := range podContainers(t, "e2e-adopt-5") {
 		if c.Id == flaky {
