@@ -86,4 +86,3 @@ func (r *eventRing) add(typ, reason, msg string, now time.Time) Event {
 func (r *eventRing) list() []Event {
 	return append([]Event(nil), r.events...)
 }
-
