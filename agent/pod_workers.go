@@ -43,6 +43,8 @@ type podWorker struct {
 	reasons map[string]error
 	// startTime is when the agent first accepted the pod.
 	startTime time.Time
+	// oomReported holds container IDs whose OOM kill was reported.
+	oomReported map[string]bool
 	// wasReady is set once the pod was first Ready.
 	wasReady bool
 	// stoppedSandboxes are the sandbox IDs this worker stopped.
@@ -183,6 +185,21 @@ func (w *podWorker) setReason(container string, err error) {
 	} else {
 		w.reasons[container] = err
 	}
+}
+
+// firstOOM reports whether the OOM kill of that container instance is new,
+// and marks it reported.
+func (w *podWorker) firstOOM(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.oomReported[id] {
+		return false
+	}
+	if w.oomReported == nil {
+		w.oomReported = map[string]bool{}
+	}
+	w.oomReported[id] = true
+	return true
 }
 
 // readySeen reports whether the pod was Ready before (the first time is

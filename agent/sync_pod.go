@@ -73,6 +73,8 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		return a.cfg.ErrorBackoff
 	}
 
+	a.reportOOMKills(w, st)
+
 	// Step 2: plan, with what the prober knows of the running containers.
 	a.updateProbes(pod, st)
 	act := computePodActions(pod, st, a.probeView(pod))
@@ -563,4 +565,25 @@ func restartCountFromLogs(dir string) int {
 		}
 	}
 	return n
+}
+
+// reportOOMKills records a Warning event, once per container instance, for
+// containers the kernel killed for exceeding their memory limit.
+func (a *Agent) reportOOMKills(w *podWorker, st *podState) {
+	for _, c := range st.containers {
+		if c.state != runtimeapi.ContainerState_CONTAINER_EXITED || c.reason != "OOMKilled" || !w.firstOOM(c.id) {
+			continue
+		}
+		limit := ""
+		for _, list := range [][]v1.Container{w.pod().Spec.InitContainers, w.pod().Spec.Containers} {
+			for i := range list {
+				if list[i].Name == c.name {
+					if m, ok := list[i].Resources.Limits[v1.ResourceMemory]; ok {
+						limit = " of " + m.String()
+					}
+				}
+			}
+		}
+		w.event(v1.EventTypeWarning, "OOMKilled", "Container %s was killed by the kernel for exceeding its memory limit%s (exit code %d)", c.name, limit, c.exitCode)
+	}
 }
