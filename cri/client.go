@@ -538,3 +538,12 @@ func (c *Client) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigRe
 	})
 	return resp, err
 }
+
+// ReopenContainerLog implements Runtime: the runtime reopens the
+// container's log file after the agent rotated it.
+func (c *Client) ReopenContainerLog(ctx context.Context, containerID string) error {
+	return call(ctx, "ReopenContainerLog", c.opts.Timeout, func(ctx context.Context) error {
+		_, err := c.rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: containerID})
+		return err
+	})
+}

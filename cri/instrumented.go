@@ -262,3 +262,11 @@ func (x *Instrumented) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeCo
 	x.record(ctx, "RuntimeConfig", start, err)
 	return resp, err
 }
+
+// ReopenContainerLog implements Runtime.
+func (x *Instrumented) ReopenContainerLog(ctx context.Context, containerID string) error {
+	start := time.Now()
+	err := x.rt.ReopenContainerLog(ctx, containerID)
+	x.record(ctx, "ReopenContainerLog", start, err, "containerID", containerID)
+	return err
+}

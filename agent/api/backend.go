@@ -1,0 +1,109 @@
+// Package api is minikubelet's local API: Kubernetes-shaped HTTP/JSON over a
+// unix socket (and optionally a loopback TCP address), served to the CLI.
+// It knows nothing of the agent's internals: the daemon implements Backend.
+package api
+
+import (
+	"context"
+	"io"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Backend is what the API serves. The agent's daemon implements it. Errors
+// are apimachinery StatusErrors (k8s.io/apimachinery/pkg/api/errors:
+// NewNotFound, NewAlreadyExists, NewInvalid, NewBadRequest, NewForbidden,
+// NewServiceUnavailable); any other error is a 500.
+type Backend interface {
+	// ListPods returns the pods of a namespace ("" = all), with status.
+	ListPods(namespace string) []*v1.Pod
+	// GetPod returns one pod with its status.
+	GetPod(namespace, name string) (*v1.Pod, error)
+	// CreatePod decodes, defaults, validates and admits a pod submitted
+	// through the API, persists it, and returns it as accepted.
+	CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error)
+	// DeletePod starts the pod's deletion with the grace period (nil: the
+	// pod's own). Static pods (from the manifest directory) cannot be
+	// deleted through the API: Forbidden, naming the file to remove.
+	DeletePod(ctx context.Context, namespace, name string, gracePeriodSeconds *int64) (*v1.Pod, error)
+	// Events returns the pod's events, oldest first.
+	Events(namespace, name string) ([]v1.Event, error)
+	// Details returns what describe shows beyond the pod: startup trace,
+	// probe states, cgroup path, the step the pod is stuck at.
+	Details(namespace, name string) (*PodDetails, error)
+	// LogPath returns the CRI log file of a container instance: the
+	// current one, or with previous the one before it.
+	LogPath(namespace, name, container string, previous bool) (string, error)
+	// Exec runs a command in a container (CRI ExecSync) and returns its
+	// output and exit code.
+	Exec(ctx context.Context, namespace, name, container string, cmd []string, timeout time.Duration) (*ExecResult, error)
+	// Healthz reports whether the daemon's loops run; Readyz whether the
+	// runtime and the pod network are ready.
+	Healthz() error
+	Readyz() error
+	// Version describes the daemon and its runtime.
+	Version() VersionInfo
+	// WriteMetrics writes the Prometheus text exposition.
+	WriteMetrics(w io.Writer) error
+}
+
+// PodDetails is describe's view of a pod beyond v1.Pod.
+type PodDetails struct {
+	// CgroupPath is the pod's cgroup ("" without QoS cgroups).
+	CgroupPath string `json:"cgroupPath,omitempty"`
+	// Source is where the pod comes from: "file:<path>" or "api".
+	Source string `json:"source"`
+	// Steps is the startup trace: each step of the chain and its duration.
+	Steps []Step `json:"steps"`
+	// Probes is the state of each probe of each container.
+	Probes []ProbeState `json:"probes,omitempty"`
+	// Stuck names the step the pod waits at and the likely cause, when
+	// it is not Ready ("" otherwise).
+	Stuck *Stuck `json:"stuck,omitempty"`
+}
+
+// Step is one link of the startup chain.
+type Step struct {
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"duration"`
+	Detail   string        `json:"detail,omitempty"`
+	At       time.Time     `json:"at"`
+}
+
+// ProbeState is one probe's last result, for describe.
+type ProbeState struct {
+	Container     string    `json:"container"`
+	Kind          string    `json:"kind"` // liveness, readiness, startup
+	Result        string    `json:"result"`
+	LastMessage   string    `json:"lastMessage,omitempty"`
+	LastProbeTime time.Time `json:"lastProbeTime,omitempty"`
+	Failures      int       `json:"consecutiveFailures"`
+}
+
+// Stuck says where a pod that is not Ready waits, and why.
+type Stuck struct {
+	// Step is the chain step: admission, network, sandbox, image,
+	// create, start, crash-loop, readiness, terminating.
+	Step string `json:"step"`
+	// Cause is the likely cause in a sentence.
+	Cause string `json:"cause"`
+	// Hint says what to do next, when there is something to do.
+	Hint string `json:"hint,omitempty"`
+}
+
+// ExecResult is the outcome of Exec.
+type ExecResult struct {
+	Stdout   []byte `json:"stdout"`
+	Stderr   []byte `json:"stderr"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// VersionInfo describes the daemon and its runtime.
+type VersionInfo struct {
+	Version           string `json:"version"`
+	RuntimeName       string `json:"runtimeName"`
+	RuntimeVersion    string `json:"runtimeVersion"`
+	RuntimeAPIVersion string `json:"runtimeApiVersion"`
+	NodeName          string `json:"nodeName"`
+}
