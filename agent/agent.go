@@ -150,6 +150,11 @@ type Agent struct {
 	// lastBurstableShares is the burstable tier's last written shares;
 	// guarded by mu.
 	lastBurstableShares int64
+	// readySandboxes counts ready sandboxes at the last relist; guarded
+	// by mu.
+	readySandboxes int
+	// metrics are the Prometheus metrics.
+	metrics *metrics
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -172,6 +177,7 @@ func New(cfg Config, deps Deps) *Agent {
 	a.crashBackoff.expireAfter = 10 * time.Minute
 	a.imageBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
 	a.probes = a.newProber()
+	a.metrics = newMetrics(a)
 	if a.clock == nil {
 		a.clock = clock.RealClock{}
 	}
@@ -355,6 +361,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.probes.Close()
 			return nil
 		case u := <-a.probes.Updates():
+			a.countProbeResult(u)
 			// A probe result changed: the pod's status (ready) or its
 			// plan (liveness/startup failure) may change.
 			a.mu.Lock()

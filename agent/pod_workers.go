@@ -43,6 +43,10 @@ type podWorker struct {
 	reasons map[string]error
 	// startTime is when the agent first accepted the pod.
 	startTime time.Time
+	// pulls is the time spent pulling images; startObserved is set once
+	// the pod start SLI was recorded.
+	pulls         time.Duration
+	startObserved bool
 	// oomReported holds container IDs whose OOM kill was reported.
 	oomReported map[string]bool
 	// wasReady is set once the pod was first Ready.
@@ -171,6 +175,9 @@ func (w *podWorker) step(name string, d time.Duration, detail string) {
 	s := Step{Name: name, Duration: d, Detail: detail, At: w.a.clock.Now()}
 	w.mu.Lock()
 	w.steps = append(w.steps, s)
+	if name == stepImage {
+		w.pulls += d
+	}
 	pod := w.spec
 	w.mu.Unlock()
 	w.a.observer.PodStep(pod, s)
@@ -185,6 +192,23 @@ func (w *podWorker) setReason(container string, err error) {
 	} else {
 		w.reasons[container] = err
 	}
+}
+
+// pullTime returns the time spent pulling the pod's images.
+func (w *podWorker) pullTime() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pulls
+}
+
+// startRecorded reports whether the pod start was already recorded, and
+// marks it so.
+func (w *podWorker) startRecorded() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := w.startObserved
+	w.startObserved = true
+	return seen
 }
 
 // firstOOM reports whether the OOM kill of that container instance is new,

@@ -44,6 +44,22 @@ func (a *Agent) onProbeEvent(ev probes.Event) {
 	}
 }
 
+// countProbeResult records a probe result change in prober_probe_total.
+func (a *Agent) countProbeResult(u probes.Update) {
+	a.mu.Lock()
+	w := a.workers[u.PodUID]
+	a.mu.Unlock()
+	if w == nil {
+		return
+	}
+	pod := w.pod()
+	result := "failed"
+	if u.Result == probes.Success {
+		result = "successful"
+	}
+	a.metrics.probeTotal.WithLabelValues(u.Kind.String(), result, u.ContainerName, pod.Name, pod.Namespace).Inc()
+}
+
 // updateProbes tells the prober which instance of each container is the
 // newest and whether it runs: workers start for running containers with
 // probes and stop for the others.

@@ -52,6 +52,22 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	// every minute and on pod changes; here every relist, from the
 	// runtime, so several agents on one node agree).
 	r.a.updateBurstableTier(burstableMilli)
+	ready := 0
+	for _, sb := range sbs {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready++
+		}
+	}
+	states := map[string]int{}
+	for _, c := range ctrs {
+		states[strings.ToLower(strings.TrimPrefix(c.State.String(), "CONTAINER_"))]++
+	}
+	r.a.mu.Lock()
+	r.a.readySandboxes = ready
+	r.a.mu.Unlock()
+	for _, s := range []string{"created", "running", "exited", "unknown"} {
+		r.a.metrics.runningContainers.WithLabelValues(s).Set(float64(states[s]))
+	}
 	for _, c := range ctrs {
 		uid := types.UID(c.Labels[labelPodUID])
 		parts[uid] = append(parts[uid], "c/"+c.Id+"/"+c.State.String())

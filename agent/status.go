@@ -107,7 +107,12 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	}
 	out.Conditions = podConditions(pod, &out, st, prev.Conditions, now)
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
-		w.step(stepRunning, a.clock.Since(startTime), "total since accepted")
+		total := a.clock.Since(startTime)
+		w.step(stepRunning, total, "total since accepted")
+		if pulls := w.pullTime(); !w.startRecorded() {
+			// The pod start SLI excludes image pulls (kubelet-facts §8.1).
+			a.metrics.podStartSLI.Observe((total - pulls).Seconds())
+		}
 	}
 	if conditionTrue(out.Conditions, v1.PodReady) && !conditionTrue(prev.Conditions, v1.PodReady) && !w.readySeen() {
 		w.step(stepReady, a.clock.Since(startTime), "total since accepted")

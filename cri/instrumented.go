@@ -37,7 +37,14 @@ type Instrumented struct {
 	mu sync.Mutex
 	// stats is keyed by CRI verb ("RunPodSandbox").
 	stats map[string]OpStats
+	// onCall, if set, is told about every call (metrics); set once with
+	// OnCall before use.
+	onCall func(verb string, d time.Duration, err error)
 }
+
+// OnCall registers fn to be told about every call: verb, duration and
+// error (the daemon's runtime operation metrics). Call it before use.
+func (x *Instrumented) OnCall(fn func(verb string, d time.Duration, err error)) { x.onCall = fn }
 
 var (
 	_ Runtime = (*Instrumented)(nil)
@@ -78,6 +85,9 @@ func (x *Instrumented) record(ctx context.Context, verb string, start time.Time,
 	}
 	x.stats[verb] = s
 	x.mu.Unlock()
+	if x.onCall != nil && verb != "GetContainerEvents" {
+		x.onCall(verb, d, err)
+	}
 
 	attrs = append(attrs, "verb", verb, "duration", d, "code", codeName(err))
 	switch {
