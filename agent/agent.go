@@ -150,6 +150,8 @@ type Agent struct {
 	// lastBurstableShares is the burstable tier's last written shares;
 	// guarded by mu.
 	lastBurstableShares int64
+	// lastRelist is when a relist last succeeded; guarded by mu.
+	lastRelist time.Time
 	// readySandboxes counts ready sandboxes at the last relist; guarded
 	// by mu.
 	readySandboxes int
@@ -293,9 +295,14 @@ func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 
 // startWorkerLocked starts the worker of a pod; a.mu is held.
 func (a *Agent) startWorkerLocked(p *v1.Pod) {
-	uid := p.UID
 	w := newPodWorker(a, p)
-	a.workers[uid] = w
+	a.workers[p.UID] = w
+	a.startWorkerGoroutineLocked(w)
+}
+
+// startWorkerGoroutineLocked runs a registered worker; a.mu is held.
+func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
+	uid := w.spec.UID
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -37,13 +39,33 @@ func (a *Agent) EnsureNodeCgroups() (string, error) {
 	if err := a.cgroups.Ensure(cgroups.Kubepods, kubepodsResources(milli, mem, a.cfg.NodePidsLimit)); err != nil {
 		return "", fmt.Errorf("create the kubepods cgroup: %w", err)
 	}
-	if err := a.cgroups.Ensure(cgroups.KubepodsBurstable, cgroups.Resources{CPUShares: ptr.To(uint64(minShares))}); err != nil {
+	// Created without touching its shares: other agents' pods may be
+	// running; refreshBurstableTier sets them from the runtime.
+	if err := a.cgroups.Ensure(cgroups.KubepodsBurstable, cgroups.Resources{}); err != nil {
 		return "", fmt.Errorf("create the burstable QoS cgroup: %w", err)
 	}
 	if err := a.cgroups.Ensure(cgroups.KubepodsBestEffort, bestEffortTierResources()); err != nil {
 		return "", fmt.Errorf("create the besteffort QoS cgroup: %w", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RuntimeTimeout)
+	defer cancel()
+	a.refreshBurstableTier(ctx)
 	return a.cgroups.Path(cgroups.Kubepods), nil
+}
+
+// refreshBurstableTier recomputes the burstable tier from the runtime's
+// sandboxes now (after a pod was created or torn down), not only at the
+// next relist.
+func (a *Agent) refreshBurstableTier(ctx context.Context) {
+	if a.cgroups == nil {
+		return
+	}
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
+	if err != nil {
+		a.logger.Warn("Listing sandboxes for the burstable QoS cgroup failed", "err", err)
+		return
+	}
+	a.updateBurstableTier(burstableMilli(sbs))
 }
 
 // ensurePodCgroup creates (or updates) the pod's pod<uid> cgroup under its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
@@ -106,6 +107,21 @@ func (w *podWorker) terminate() {
 	w.terminating = true
 	w.mu.Unlock()
 	w.trigger()
+}
+
+// setDeletion marks the pod deleted through the API with an optional
+// grace period, which then wins over the pod's own (kubelet-facts §7.1).
+func (w *podWorker) setDeletion(grace *int64, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.spec.DeepCopy()
+	t := metav1.NewTime(now)
+	p.DeletionTimestamp = &t
+	if grace != nil {
+		g := *grace
+		p.DeletionGracePeriodSeconds = &g
+	}
+	w.spec = p
 }
 
 // isTerminating reports whether the worker is tearing its pod down.
@@ -277,6 +293,10 @@ func (w *podWorker) snapshot() *v1.Pod {
 	defer w.mu.Unlock()
 	p := w.spec.DeepCopy()
 	p.Status = *w.status.DeepCopy()
+	if p.CreationTimestamp.IsZero() {
+		// No API server stamps it: the pod exists since the agent took it.
+		p.CreationTimestamp = metav1.NewTime(w.startTime)
+	}
 	return p
 }
 

@@ -39,19 +39,14 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	parts := map[types.UID][]string{}
-	var burstableMilli int64
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[labelPodUID])
 		parts[uid] = append(parts[uid], "s/"+sb.Id+"/"+sb.State.String())
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[annotationQOSClass] == string(v1.PodQOSBurstable) {
-			m, _ := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
-			burstableMilli += m
-		}
 	}
 	// The burstable tier follows the Burstable pods that run (kubelet:
 	// every minute and on pod changes; here every relist, from the
 	// runtime, so several agents on one node agree).
-	r.a.updateBurstableTier(burstableMilli)
+	r.a.updateBurstableTier(burstableMilli(sbs))
 	ready := 0
 	for _, sb := range sbs {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
@@ -64,6 +59,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	}
 	r.a.mu.Lock()
 	r.a.readySandboxes = ready
+	r.a.lastRelist = r.a.clock.Now()
 	r.a.mu.Unlock()
 	for _, s := range []string{"created", "running", "exited", "unknown"} {
 		r.a.metrics.runningContainers.WithLabelValues(s).Set(float64(states[s]))
@@ -90,4 +86,17 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	}
 	r.last = now
 	return changed, nil
+}
+
+// burstableMilli sums the CPU requests (millicores) of the Burstable pods
+// whose sandboxes are ready, from the sandboxes' annotations.
+func burstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
+	var sum int64
+	for _, sb := range sbs {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[annotationQOSClass] == string(v1.PodQOSBurstable) {
+			m, _ := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
+			sum += m
+		}
+	}
+	return sum
 }

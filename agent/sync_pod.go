@@ -520,6 +520,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 			errs = append(errs, err)
 		}
 	}
+	a.refreshBurstableTier(ctx)
 	if err := a.cleanupPodDirs(pod); err != nil {
 		errs = append(errs, err)
 	}

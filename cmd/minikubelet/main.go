@@ -16,14 +16,19 @@ import (
 	"syscall"
 )
 
+// defaultSocket is the local API's unix socket.
+const defaultSocket = "/run/minikubelet/minikubelet.sock"
+
 // version is set at build time (-ldflags "-X main.version=…").
 var version = "v0.1.0-dev"
 
 const usage = `minikubelet runs Kubernetes Pod manifests on one machine through the CRI.
 
 Usage:
-  minikubelet run [flags] FILE     run the pods in FILE in the foreground until Ctrl-C
-  minikubelet version              print the version
+  minikubelet serve [flags]        the daemon: run the node's pods (manifest dir + local API)
+  minikubelet run [flags] FILE     run the pods in FILE: through the daemon when it runs,
+                                   else in the foreground until Ctrl-C
+` + apiUsage + `  minikubelet version              print the version
   minikubelet help [COMMAND]       show help
 
 Run 'minikubelet help run' for the flags.
@@ -67,6 +72,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch args[0] {
 	case "run":
 		return runCommand(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return serveCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "minikubelet %s\n", version)
 		return nil
@@ -74,8 +81,19 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if len(args) > 1 && args[1] == "run" {
 			return runCommand(ctx, []string{"-h"}, stdout, stderr)
 		}
+		if len(args) > 1 && args[1] == "serve" {
+			return serveCommand(ctx, []string{"-h"}, stdout, stderr)
+		}
+		if len(args) > 1 {
+			if handled, err := apiCommands(ctx, args[1], []string{"-h"}, stdout, stderr); handled {
+				return err
+			}
+		}
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if handled, err := apiCommands(ctx, args[0], args[1:], stdout, stderr); handled {
+		return err
 	}
 	fmt.Fprint(stderr, usage)
 	return &exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}

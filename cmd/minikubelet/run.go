@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
@@ -122,6 +123,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var nf nodeFlags
 	nf.register(fs)
+	var rf runFlags
+	fs.BoolVar(&rf.foreground, "foreground", false, "run the pods in this process even when the daemon runs")
+	fs.StringVar(&rf.socket, "socket", clientSocket(), "the daemon's API socket (run submits there when the daemon answers)")
+	fs.DurationVar(&rf.timeout, "timeout", 5*time.Minute, "with the daemon: give up waiting for Running/Ready after this long (the pod stays)")
+	fs.BoolVar(&rf.rm, "rm", false, "with the daemon: delete the pods when run exits")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -157,6 +163,18 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	pods, err := agent.PrepareManifest(data, file, nf.nodeName)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("invalid manifest (nothing was created):\n%w", err)}
+	}
+	// With a daemon answering on its socket, submit and follow instead:
+	// the daemon owns the node's pods. Explicit runtime settings mean the
+	// user wants this process to run them.
+	if !rf.foreground && !flagGiven(fs, "runtime-endpoint") {
+		if c := api.NewClient(rf.socket); c.Ready(ctx) == nil || isDaemonUp(ctx, c) {
+			raw, err := agent.DecodeManifest(data, file)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			return runThroughDaemon(ctx, c, raw, rf, p, stderr)
+		}
 	}
 	for _, pod := range pods {
 		p.line(podKey(pod), "validated", time.Since(t0), fmt.Sprintf("uid %s, qos %s", pod.UID, qosOf(pod)))

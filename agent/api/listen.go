@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// shutdownGrace is how long Serve lets requests in flight finish.
+const shutdownGrace = 5 * time.Second
+
+// ListenUnix listens on the unix socket at path for the API: it creates the
+// parent directory (0755), replaces a stale socket left by a daemon that
+// died (but refuses, with "another minikubelet serves on <path>", when
+// something answers on it), and makes the socket 0600 so that only its
+// owner (root, the daemon's user) can connect.
+//
+// The socket is bound under a temporary name, chmodded, then renamed into
+// place, so that it is never reachable at path with a looser mode.
+// Closing the listener removes path.
+func ListenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create API socket directory: %w", err)
+	}
+	if err := removeStaleSocket(path); err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
+	_ = os.Remove(tmp)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// The file will be renamed: remove it ourselves on Close.
+	l.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		l.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("chmod API socket: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		l.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("place API socket: %w", err)
+	}
+	return &unixListener{UnixListener: l, path: path}, nil
+}
+
+// removeStaleSocket removes a socket at path that nobody answers on.
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check API socket: %w", err)
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket: remove it or choose another --socket", path)
+	}
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		conn.Close()
+		return fmt.Errorf("another minikubelet serves on %s", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale API socket: %w", err)
+	}
+	return nil
+}
+
+// unixListener removes its socket file on Close.
+type unixListener struct {
+	*net.UnixListener
+	path string
+}
+
+// Close stops listening and removes the socket file, if it is still ours.
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	if fi, serr := os.Lstat(l.path); serr == nil && fi.Mode().Type() == os.ModeSocket {
+		// Only remove it if no other daemon took the path over.
+		if c, derr := net.DialTimeout("unix", l.path, 100*time.Millisecond); derr == nil {
+			c.Close()
+		} else {
+			os.Remove(l.path)
+		}
+	}
+	return err
+}
+
+// Serve serves the API on l until ctx ends, then shuts down gracefully:
+// followed log streams end, requests in flight get a few seconds to
+// finish. It returns nil after a shutdown caused by ctx.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve API on %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.stopStream()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve API on %s: %w", l.Addr(), err)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/api/apitest"
+)
+
+// shortTempDir returns a temp dir short enough for a unix socket path
+// (108 bytes), which t.TempDir under a long test name may exceed.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mkl")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// serveUnix serves a fake backend on a unix socket until the test ends.
+func serveUnix(t *testing.T, path string) (*apitest.Backend, func()) {
+	t.Helper()
+	b := apitest.New()
+	s := api.NewServer(b, slog.New(slog.NewTextHandler(io.Discard, nil)), api.Options{LogPollInterval: 5 * time.Millisecond})
+	l, err := api.ListenUnix(path)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l) }()
+	stop := func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after its context ended")
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			stop()
+		}
+	})
+	return b, stop
+}
+
+func TestListenUnix_ModeAndParentDir(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "run", "mk.sock")
+	_, stop := serveUnix(t, path)
+	fi, err := os.Lstat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSocket, fi.Mode().Type())
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	di, err := os.Stat(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o755), di.Mode().Perm())
+
+	stop()
+	_, err = os.Lstat(path)
+	assert.ErrorIs(t, err, os.ErrNotExist, "Serve's shutdown removes the socket")
+}
+
+func TestListenUnix_StaleSocketReplaced(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "mk.sock")
+	// A daemon that died left its socket behind.
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	require.NoError(t, err)
+	l.SetUnlinkOnClose(false)
+	require.NoError(t, l.Close())
+	_, err = os.Lstat(path)
+	require.NoError(t, err)
+
+	serveUnix(t, path)
+	_, err = api.NewClient(path).Version(context.Background())
+	require.NoError(t, err)
+}
+
+func TestListenUnix_AnotherDaemonServes(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "mk.sock")
+	serveUnix(t, path)
+	_, err := api.ListenUnix(path)
+	require.ErrorContains(t, err, "another minikubelet serves on "+path)
+	// The first daemon still answers.
+	_, err = api.NewClient(path).Version(context.Background())
+	require.NoError(t, err)
+}
+
+func TestListenUnix_RefusesNonSocket(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "mk.sock")
+	require.NoError(t, os.WriteFile(path, []byte("data"), 0o644))
+	_, err := api.ListenUnix(path)
+	require.ErrorContains(t, err, "is not a socket")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "data", string(b))
+}
+
+func TestClient_OverUnixSocket(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "mk.sock")
+	b, _ := serveUnix(t, path)
+	b.SetPod(testPod("default", "a", "c"))
+	c := api.NewClient(path)
+	ctx := context.Background()
+
+	l, err := c.ListPods(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, l.Items, 1)
+
+	created, err := c.CreatePod(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "x"}}}})
+	require.NoError(t, err)
+	assert.Equal(t, "default", created.Namespace)
+
+	_, err = c.CreatePod(ctx, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "x"}}}})
+	assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+
+	_, err = c.GetPod(ctx, "default", "nope")
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	assert.Equal(t, `pods "nope" not found`, err.Error())
+
+	res, err := c.Exec(ctx, "default", "a", "", []string{"echo", "hi"}, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "echo hi\n", string(res.Stdout))
+
+	grace := int64(0)
+	p, err := c.DeletePod(ctx, "default", "b", &grace)
+	require.NoError(t, err)
+	assert.NotNil(t, p.DeletionTimestamp)
+
+	require.NoError(t, c.Ready(ctx))
+	b.ReadyErr = errors.New("runtime not ready: NetworkPluginNotReady")
+	assert.EqualError(t, c.Ready(ctx), "runtime not ready: NetworkPluginNotReady")
+}
+
+func TestClient_DaemonNotRunning(t *testing.T) {
+	dir := shortTempDir(t)
+	_, err := api.NewClient(filepath.Join(dir, "missing.sock")).ListPods(context.Background(), "")
+	require.ErrorIs(t, err, api.ErrDaemonNotRunning)
+	assert.Contains(t, err.Error(), "minikubelet serve")
+
+	// A stale socket nobody listens on.
+	path := filepath.Join(dir, "stale.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	require.NoError(t, err)
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	_, err = api.NewClient(path).ListPods(context.Background(), "")
+	require.ErrorIs(t, err, api.ErrDaemonNotRunning)
+}
+
+func TestClient_PermissionDenied(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root connects to a 0600 socket of any owner")
+	}
+	path := filepath.Join(shortTempDir(t), "mk.sock")
+	serveUnix(t, path)
+	require.NoError(t, os.Chmod(path, 0o000))
+	_, err := api.NewClient(path).ListPods(context.Background(), "")
+	require.ErrorIs(t, err, api.ErrSocketPermission)
+	assert.Contains(t, err.Error(), "run as root")
+}

@@ -1,0 +1,582 @@
+package api
+
+// This file is the HTTP side of the API: Kubernetes-shaped routes over a
+// Backend, JSON in and out (YAML accepted on create), errors as
+// metav1.Status with the HTTP code the API server would use.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	strictjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Options leaves it 0.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Options tunes a Server.
+type Options struct {
+	// MaxBodyBytes limits request bodies; a larger body is a 413
+	// (0: DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// LogPollInterval is how often a followed log is checked for new lines
+	// (0: 100ms).
+	LogPollInterval time.Duration
+}
+
+// Server serves the API over a Backend.
+type Server struct {
+	backend Backend
+	logger  *slog.Logger
+	opts    Options
+	handler http.Handler
+	// streams is the parent of long-lived responses (followed logs); it is
+	// cancelled when Serve's context ends so that they let shutdown finish.
+	streams    context.Context
+	stopStream context.CancelFunc
+}
+
+// NewServer returns a Server answering from b.
+func NewServer(b Backend, logger *slog.Logger, opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.LogPollInterval <= 0 {
+		opts.LogPollInterval = defaultLogPoll
+	}
+	s := &Server{backend: b, logger: logger.With("component", "api"), opts: opts}
+	s.streams, s.stopStream = context.WithCancel(context.Background())
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the API's http.Handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// route is a handler that returns its error for the caller to write as a
+// Status; methods maps each allowed method to its handler.
+type route map[string]func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, rt route) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			h, ok := rt[r.Method]
+			if !ok && r.Method == http.MethodHead {
+				h, ok = rt[http.MethodGet]
+			}
+			if !ok {
+				allowed := make([]string, 0, len(rt))
+				for m := range rt {
+					allowed = append(allowed, m)
+				}
+				slices.Sort(allowed)
+				w.Header().Set("Allow", strings.Join(allowed, ", "))
+				s.writeError(w, r, methodNotAllowed(r.Method, r.URL.Path))
+				return
+			}
+			if err := h(w, r); err != nil {
+				s.writeError(w, r, err)
+			}
+		})
+	}
+	const pods = "/api/v1/namespaces/{ns}/pods"
+	handle("/api/v1/pods", route{http.MethodGet: s.listPods})
+	handle(pods, route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
+	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod})
+	handle(pods+"/{name}/log", route{http.MethodGet: s.podLog})
+	handle(pods+"/{name}/exec", route{http.MethodPost: s.podExec})
+	handle(pods+"/{name}/details", route{http.MethodGet: s.podDetails})
+	handle("/api/v1/events", route{http.MethodGet: s.listEvents})
+	handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
+	handle("/healthz", route{http.MethodGet: s.check(s.backend.Healthz)})
+	handle("/readyz", route{http.MethodGet: s.check(s.backend.Readyz)})
+	handle("/metrics", route{http.MethodGet: s.metrics})
+	handle("/version", route{http.MethodGet: s.version})
+	handle("/", route{
+		http.MethodGet: s.notFound, http.MethodPost: s.notFound, http.MethodPut: s.notFound,
+		http.MethodPatch: s.notFound, http.MethodDelete: s.notFound,
+	})
+	return mux
+}
+
+// writeError writes err as a Status. A 5xx is logged here, where it is
+// handled; client errors are the client's business.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	st := toStatus(err)
+	if st.Code >= 500 {
+		s.logger.Error("API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, int(st.Code), st)
+}
+
+// writeJSON writes v as the JSON body with the status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(toStatus(fmt.Errorf("encode response: %w", err)))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
+	return notFoundPath(r.URL.Path)
+}
+
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request) error {
+	pods := s.backend.ListPods(r.PathValue("ns"))
+	list := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: make([]v1.Pod, 0, len(pods))}
+	for _, p := range pods {
+		pod := p.DeepCopy()
+		pod.APIVersion, pod.Kind = "v1", "Pod"
+		list.Items = append(list.Items, *pod)
+	}
+	slices.SortFunc(list.Items, func(a, b v1.Pod) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) getPod(w http.ResponseWriter, r *http.Request) error {
+	pod, err := s.backend.GetPod(r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writePod(w, http.StatusOK, pod)
+	return nil
+}
+
+// writePod writes a pod with its type meta set.
+func writePod(w http.ResponseWriter, code int, pod *v1.Pod) {
+	pod = pod.DeepCopy()
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	writeJSON(w, code, pod)
+}
+
+// readBody reads the request body up to the limit; a larger body is a 413.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+	}
+	return b, nil
+}
+
+// bodyJSON returns the body as JSON: YAML bodies (Content-Type
+// application/yaml) are converted, JSON is passed through.
+func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	mt := "application/json"
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("bad Content-Type %q: %v", ct, err))
+		}
+	}
+	switch mt {
+	case "application/json":
+		return body, nil
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		j, err := yaml.YAMLToJSONStrict(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode YAML body: %v", err))
+		}
+		return j, nil
+	}
+	return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format %q: accepted media types are application/json and application/yaml", mt),
+	}}
+}
+
+func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return apierrors.NewBadRequest("the request body is empty: send a v1 Pod")
+	}
+	j, err := bodyJSON(r, body)
+	if err != nil {
+		return err
+	}
+	var pod v1.Pod
+	strictErrs, err := strictjson.UnmarshalStrict(j, &pod)
+	if err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("decode pod: %v", err))
+	}
+	if len(strictErrs) > 0 {
+		return strictDecodingError(pod.Name, strictErrs)
+	}
+	if (pod.APIVersion != "" && pod.APIVersion != "v1") || (pod.Kind != "" && pod.Kind != "Pod") {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is %s %s: this path takes apiVersion v1, kind Pod", pod.APIVersion, pod.Kind))
+	}
+	switch pod.Namespace {
+	case "":
+		pod.Namespace = ns
+	case ns:
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%q) does not match the namespace sent on the request (%q)", pod.Namespace, ns))
+	}
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	created, err := s.backend.CreatePod(r.Context(), &pod)
+	if err != nil {
+		return err
+	}
+	writePod(w, http.StatusCreated, created)
+	return nil
+}
+
+func (s *Server) deletePod(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var grace *int64
+	if len(bytes.TrimSpace(body)) > 0 {
+		j, err := bodyJSON(r, body)
+		if err != nil {
+			return err
+		}
+		var opts metav1.DeleteOptions
+		if err := json.Unmarshal(j, &opts); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("decode DeleteOptions: %v", err))
+		}
+		grace = opts.GracePeriodSeconds
+	}
+	if v := r.URL.Query().Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds %q is not an integer", v))
+		}
+		grace = &n
+	}
+	if grace != nil && *grace < 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds must be 0 or more, not %d", *grace))
+	}
+	pod, err := s.backend.DeletePod(r.Context(), r.PathValue("ns"), r.PathValue("name"), grace)
+	if err != nil {
+		return err
+	}
+	writePod(w, http.StatusOK, pod)
+	return nil
+}
+
+// containerFor resolves the container a log or exec request is about: the
+// one named, or the pod's only container (init containers excluded, like
+// kubectl's default when there is no default-container annotation).
+func containerFor(pod *v1.Pod, name string) (string, error) {
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return name, nil
+		}
+		names = append(names, c.Name)
+	}
+	var main []string
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return name, nil
+		}
+		main = append(main, c.Name)
+	}
+	names = append(names, main...)
+	if name != "" {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s: choose one of: [%s]", name, pod.Name, strings.Join(names, " ")))
+	}
+	if c := pod.Annotations["kubectl.kubernetes.io/default-container"]; c != "" && slices.Contains(names, c) {
+		return c, nil
+	}
+	if len(main) == 1 {
+		return main[0], nil
+	}
+	return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " ")))
+}
+
+// queryBool parses a boolean query parameter (absent: false).
+func queryBool(r *http.Request, key string) (bool, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, apierrors.NewBadRequest(fmt.Sprintf("%s %q is not a boolean", key, v))
+	}
+	return b, nil
+}
+
+// queryInt parses a non-negative integer query parameter (absent: nil).
+func queryInt(r *http.Request, key string) (*int64, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %q must be an integer, 0 or more", key, v))
+	}
+	return &n, nil
+}
+
+func (s *Server) podLog(w http.ResponseWriter, r *http.Request) error {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	var opts LogOptions
+	follow, err := queryBool(r, "follow")
+	if err != nil {
+		return err
+	}
+	previous, err := queryBool(r, "previous")
+	if err != nil {
+		return err
+	}
+	if opts.Timestamps, err = queryBool(r, "timestamps"); err != nil {
+		return err
+	}
+	if opts.TailLines, err = queryInt(r, "tailLines"); err != nil {
+		return err
+	}
+	since, err := queryInt(r, "sinceSeconds")
+	if err != nil {
+		return err
+	}
+	if since != nil {
+		opts.Since = time.Now().Add(-time.Duration(*since) * time.Second)
+	}
+	if v := r.URL.Query().Get("sinceTime"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("sinceTime %q is not an RFC3339 time", v))
+		}
+		opts.Since = t
+	}
+	pod, err := s.backend.GetPod(ns, name)
+	if err != nil {
+		return err
+	}
+	container, err := containerFor(pod, r.URL.Query().Get("container"))
+	if err != nil {
+		return err
+	}
+	path, err := s.backend.LogPath(ns, name, container, previous)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q has no log yet", container, name))
+		}
+		return err
+	}
+	// A previous instance has exited: there is nothing to follow.
+	opts.Follow = follow && !previous
+	opts.PollInterval = s.opts.LogPollInterval
+	if opts.Follow {
+		opts.Done = s.containerGone(ns, name, container, containerID(pod, container))
+	}
+
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.streams, cancel)
+	defer stop()
+	if err := ReadLog(ctx, path, opts, w); err != nil {
+		// The status line is sent: all that is left is to log it.
+		s.logger.Warn("Log stream ended with an error", "pod", ns+"/"+name, "container", container, "err", err)
+	}
+	return nil
+}
+
+// containerID returns the ID of the container's current instance ("" if
+// it has none).
+func containerID(pod *v1.Pod, container string) string {
+	if cs := findStatus(pod, container); cs != nil {
+		return cs.ContainerID
+	}
+	return ""
+}
+
+// findStatus returns the status of a container or init container.
+func findStatus(pod *v1.Pod, container string) *v1.ContainerStatus {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == container {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// containerGone returns a LogOptions.Done that reports when the followed
+// container instance is no longer the running one: the pod is gone, the
+// container stopped, or a new instance replaced it (its log is another
+// file). A container without a status yet counts as still there.
+func (s *Server) containerGone(ns, name, container, id string) func() bool {
+	return func() bool {
+		pod, err := s.backend.GetPod(ns, name)
+		if apierrors.IsNotFound(err) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		cs := findStatus(pod, container)
+		if cs == nil {
+			return false
+		}
+		return cs.State.Running == nil || (id != "" && cs.ContainerID != id)
+	}
+}
+
+func (s *Server) podExec(w http.ResponseWriter, r *http.Request) error {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	q := r.URL.Query()
+	cmd := q["command"]
+	if len(cmd) == 0 {
+		return apierrors.NewBadRequest("you must specify at least one command for the container")
+	}
+	for _, k := range []string{"stdin", "tty"} {
+		if b, _ := queryBool(r, k); b {
+			return apierrors.NewBadRequest("interactive exec (stdin/tty) is not supported yet: run a non-interactive command")
+		}
+	}
+	var timeout time.Duration
+	if v := q.Get("timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			n, nerr := strconv.Atoi(v)
+			if nerr != nil {
+				return apierrors.NewBadRequest(fmt.Sprintf("timeout %q is neither a duration nor a number of seconds", v))
+			}
+			d = time.Duration(n) * time.Second
+		}
+		if d < 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("timeout %q is negative", v))
+		}
+		timeout = d
+	}
+	pod, err := s.backend.GetPod(ns, name)
+	if err != nil {
+		return err
+	}
+	container, err := containerFor(pod, q.Get("container"))
+	if err != nil {
+		return err
+	}
+	res, err := s.backend.Exec(r.Context(), ns, name, container, cmd, timeout)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) podDetails(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.backend.Details(r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	name := ""
+	if v := r.URL.Query().Get("fieldSelector"); v != "" {
+		sel, err := fields.ParseSelector(v)
+		if err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("fieldSelector: %v", err))
+		}
+		name, _ = sel.RequiresExactMatch("involvedObject.name")
+	}
+	list := v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: []v1.Event{}}
+	if name != "" {
+		if ns == "" {
+			return apierrors.NewBadRequest("an involvedObject.name selector needs a namespace: use /api/v1/namespaces/{ns}/events")
+		}
+		evs, err := s.backend.Events(ns, name)
+		if err != nil {
+			return err
+		}
+		list.Items = append(list.Items, evs...)
+	} else {
+		for _, p := range s.backend.ListPods(ns) {
+			evs, err := s.backend.Events(p.Namespace, p.Name)
+			if apierrors.IsNotFound(err) {
+				continue // deleted meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			list.Items = append(list.Items, evs...)
+		}
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+// check serves /healthz or /readyz: 200 "ok", or 503 with the error.
+func (s *Server) check(f func() error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := f(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, err.Error())
+			return nil
+		}
+		fmt.Fprintln(w, "ok")
+		return nil
+	}
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	var buf bytes.Buffer
+	if err := s.backend.WriteMetrics(&buf); err != nil {
+		return fmt.Errorf("write metrics: %w", err)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+	return nil
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, s.backend.Version())
+	return nil
+}

@@ -1,0 +1,583 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/cri"
+	"github.com/minikubelet/minikubelet/probes"
+)
+
+// Annotations that say where a pod comes from (the kubelet's config.source).
+const (
+	annotationConfigSource = "kubernetes.io/config.source"
+	annotationSourceFile   = "minikubelet.io/source-file"
+	sourceFile             = "file"
+	sourceAPI              = "api"
+)
+
+// DaemonConfig holds what the daemon adds to the agent.
+type DaemonConfig struct {
+	// Version is the daemon's version string.
+	Version string
+	// RuntimeName, RuntimeVersion and RuntimeAPIVersion come from the CRI
+	// handshake.
+	RuntimeName, RuntimeVersion, RuntimeAPIVersion string
+	// LogRotation rotates container logs (kubelet defaults 10Mi × 5).
+	LogRotation LogRotationConfig
+}
+
+// Daemon is the long-running node agent (`minikubelet serve`): it merges the
+// pod sources — the static manifest directory and the pods accepted through
+// the API, which it persists — into the agent's desired set, removes what
+// nobody wants any more (pods and pod cgroups a previous run left), rotates
+// logs, and serves the local API (it implements api.Backend).
+type Daemon struct {
+	a     *Agent
+	cfg   DaemonConfig
+	store *PodStore
+	dir   *DirSource
+
+	// mu guards the fields below.
+	mu sync.Mutex
+	// sources holds the latest update of each source, by name.
+	sources map[string]SourceUpdate
+	// lastRelist is when the sync loop last completed a relist.
+	lastRelist time.Time
+}
+
+var _ api.Backend = (*Daemon)(nil)
+
+// NewDaemon wires the agent to its sources. dir may be nil (no manifest
+// directory).
+func NewDaemon(a *Agent, store *PodStore, dir *DirSource, cfg DaemonConfig) *Daemon {
+	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]SourceUpdate{}}
+}
+
+// Run runs the daemon until ctx ends. Pods keep running when it returns.
+func (d *Daemon) Run(ctx context.Context) error {
+	updates := make(chan SourceUpdate, 4)
+	if d.dir != nil {
+		go d.dir.Run(ctx, updates)
+	}
+	apiPods, apiErrs := d.store.List()
+	d.apply(SourceUpdate{Source: sourceAPI, Pods: apiPods, Errors: apiErrs})
+
+	// Orphans are collected only once the whole desired set is known: the
+	// first directory scan must have arrived.
+	if d.dir != nil {
+		select {
+		case u := <-updates:
+			d.apply(u)
+		case <-time.After(30 * time.Second):
+			d.a.logger.Warn("Manifest directory not scanned within 30 s; collecting orphans later")
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	if err := d.a.collectOrphans(ctx, d.desiredUIDs()); err != nil {
+		d.a.logger.Warn("Orphan collection incomplete", "err", err)
+	}
+
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- d.a.Run(ctx) }()
+	go d.a.runLogRotation(ctx, d.cfg.LogRotation)
+	for {
+		select {
+		case <-ctx.Done():
+			return <-agentDone
+		case u := <-updates:
+			d.apply(u)
+		case u := <-d.store.Updates():
+			d.apply(u)
+		}
+	}
+}
+
+// apply records one source's new set and hands the merged desired set to
+// the agent. A file pod and an API pod of the same namespace/name cannot
+// both run: the API refuses names a file already uses, so a clash means a
+// file came later — the running API pod stays and the file is reported.
+func (d *Daemon) apply(u SourceUpdate) {
+	d.mu.Lock()
+	d.sources[u.Source] = u
+	for _, fe := range u.Errors {
+		d.a.logger.Warn("Manifest ignored", "source", u.Source, "path", fe.Path, "err", fe.Err)
+	}
+	merged := d.mergedLocked()
+	d.mu.Unlock()
+	d.a.SetPods(merged)
+}
+
+// mergedLocked is the union of all sources; d.mu is held.
+func (d *Daemon) mergedLocked() []*v1.Pod {
+	seen := map[string]bool{}
+	var out []*v1.Pod
+	for _, src := range []string{sourceAPI, sourceFile} {
+		for _, p := range d.sources[src].Pods {
+			key := p.Namespace + "/" + p.Name
+			if seen[key] {
+				d.a.logger.Warn("A manifest file defines a pod that was submitted through the API; the file is ignored", "pod", key, "file", p.Annotations[annotationSourceFile])
+				continue
+			}
+			seen[key] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// desiredUIDs are the UIDs of every pod some source wants.
+func (d *Daemon) desiredUIDs() map[types.UID]bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	uids := map[types.UID]bool{}
+	for _, p := range d.mergedLocked() {
+		uids[p.UID] = true
+	}
+	return uids
+}
+
+// collectOrphans tears down every pod minikubelet created that no source
+// wants (the agent's restart found them in the runtime), using only what
+// the runtime's labels and annotations tell, as the kubelet does; and
+// removes pod cgroups of pods that exist nowhere.
+func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) error {
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	orphans := map[types.UID]*v1.Pod{}
+	for _, sb := range sbs {
+		uid := types.UID(sb.Labels[labelPodUID])
+		if uid == "" || desired[uid] || orphans[uid] != nil {
+			continue
+		}
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[labelPodName], Namespace: sb.Labels[labelPodNamespace], UID: uid}}
+		// The QoS class finds the pod cgroup; the grace period comes from
+		// the containers' annotations (killPod reads them per container).
+		p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[annotationQOSClass])
+		orphans[uid] = p
+	}
+	a.mu.Lock()
+	for _, p := range orphans {
+		a.logger.Info("Removing a pod no source wants", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID))
+		w := newPodWorker(a, p)
+		w.terminating = true
+		a.workers[p.UID] = w
+		a.startWorkerGoroutineLocked(w)
+	}
+	a.mu.Unlock()
+
+	// Pod cgroups whose pod has no sandbox and no source.
+	if a.cgroups == nil {
+		return nil
+	}
+	live := map[types.UID]bool{}
+	for _, sb := range sbs {
+		live[types.UID(sb.Labels[labelPodUID])] = true
+	}
+	var errs []error
+	for _, tier := range []cgroups.Name{cgroups.Kubepods, cgroups.KubepodsBurstable, cgroups.KubepodsBestEffort} {
+		names, err := a.cgroups.ListPods(tier)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, n := range names {
+			u, ok := n.PodUID()
+			uid := types.UID(u)
+			if !ok || live[uid] || desired[uid] {
+				continue
+			}
+			a.logger.Info("Removing an orphaned pod cgroup", "cgroup", a.cgroups.Path(n))
+			if err := a.cgroups.Destroy(n); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// findPod returns the worker of the pod namespace/name, or the rejected pod.
+func (a *Agent) findPod(namespace, name string) (*podWorker, *v1.Pod) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, w := range a.workers {
+		p := w.pod()
+		if p.Namespace == namespace && p.Name == name {
+			return w, nil
+		}
+	}
+	for _, p := range a.rejected {
+		if p.Namespace == namespace && p.Name == name {
+			return nil, p
+		}
+	}
+	return nil, nil
+}
+
+// listPods returns every known pod with its status.
+func (a *Agent) listPods() []*v1.Pod {
+	a.mu.Lock()
+	workers := make([]*podWorker, 0, len(a.workers))
+	for _, w := range a.workers {
+		workers = append(workers, w)
+	}
+	var out []*v1.Pod
+	for _, p := range a.rejected {
+		out = append(out, p.DeepCopy())
+	}
+	a.mu.Unlock()
+	for _, w := range workers {
+		out = append(out, w.snapshot())
+	}
+	return out
+}
+
+func notFound(name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+}
+
+// ListPods implements api.Backend.
+func (d *Daemon) ListPods(namespace string) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range d.a.listPods() {
+		if namespace == "" || p.Namespace == namespace {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// GetPod implements api.Backend.
+func (d *Daemon) GetPod(namespace, name string) (*v1.Pod, error) {
+	w, rejected := d.a.findPod(namespace, name)
+	switch {
+	case w != nil:
+		return w.snapshot(), nil
+	case rejected != nil:
+		return rejected.DeepCopy(), nil
+	}
+	return nil, notFound(name)
+}
+
+// CreatePod implements api.Backend: the pod is validated, persisted under
+// the root dir (it survives restarts and reboots) and handed to the agent.
+func (d *Daemon) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	if pod.Namespace == "" {
+		pod.Namespace = metav1.NamespaceDefault
+	}
+	if w, rejected := d.a.findPod(pod.Namespace, pod.Name); w != nil || rejected != nil {
+		return nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, pod.Name)
+	}
+	stored, err := d.store.Add(pod)
+	if err != nil {
+		return nil, storeError(pod, err)
+	}
+	pods, errs := d.store.List()
+	d.apply(SourceUpdate{Source: sourceAPI, Pods: pods, Errors: errs})
+	if p, err := d.GetPod(stored.Namespace, stored.Name); err == nil {
+		return p, nil
+	}
+	return stored, nil
+}
+
+// storeError maps the store's errors to API errors.
+func storeError(pod *v1.Pod, err error) error {
+	var me *ManifestError
+	var pie *PodInvalidError
+	switch {
+	case errors.Is(err, ErrPodExists):
+		return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, pod.Name)
+	case errors.As(err, &pie):
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, pie.Errs)
+	case errors.As(err, &me):
+		var causes field.ErrorList
+		for _, p := range me.Problems {
+			causes = append(causes, field.Invalid(field.NewPath(""), nil, p))
+		}
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, causes)
+	}
+	return err
+}
+
+// DeletePod implements api.Backend.
+func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *int64) (*v1.Pod, error) {
+	w, rejected := d.a.findPod(namespace, name)
+	var pod *v1.Pod
+	switch {
+	case w != nil:
+		pod = w.snapshot()
+	case rejected != nil:
+		pod = rejected.DeepCopy()
+	default:
+		return nil, notFound(name)
+	}
+	if pod.Annotations[annotationConfigSource] == sourceFile {
+		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
+			fmt.Errorf("it is a static pod from %s: remove or edit that file to delete it", pod.Annotations[annotationSourceFile]))
+	}
+	if w != nil {
+		w.setDeletion(grace, d.a.clock.Now())
+	}
+	if err := d.store.Delete(namespace, name); err != nil && !errors.Is(err, ErrPodNotFound) {
+		return nil, err
+	}
+	pods, errs := d.store.List()
+	d.apply(SourceUpdate{Source: sourceAPI, Pods: pods, Errors: errs})
+	if w != nil {
+		return w.snapshot(), nil
+	}
+	return pod, nil
+}
+
+// Events implements api.Backend.
+func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
+	w, rejected := d.a.findPod(namespace, name)
+	var pod *v1.Pod
+	var evs []Event
+	switch {
+	case w != nil:
+		pod, evs = w.snapshot(), w.eventList()
+	case rejected != nil:
+		pod = rejected
+		evs = []Event{{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: rejected.Status.Message, Count: 1,
+			FirstTimestamp: rejected.Status.StartTime.Time, LastTimestamp: rejected.Status.StartTime.Time}}
+	default:
+		return nil, notFound(name)
+	}
+	out := make([]v1.Event, 0, len(evs))
+	for i, e := range evs {
+		out = append(out, v1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", pod.Name, i), Namespace: pod.Namespace},
+			InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+			Reason:         e.Reason,
+			Message:        e.Message,
+			Type:           e.Type,
+			Count:          int32(e.Count),
+			FirstTimestamp: metav1.NewTime(e.FirstTimestamp),
+			LastTimestamp:  metav1.NewTime(e.LastTimestamp),
+			Source:         v1.EventSource{Component: "minikubelet", Host: d.a.cfg.NodeName},
+		})
+	}
+	return out, nil
+}
+
+// Details implements api.Backend: the startup trace, the probes, the
+// cgroup, and where a pod that is not Ready is stuck.
+func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
+	w, rejected := d.a.findPod(namespace, name)
+	if w == nil && rejected == nil {
+		return nil, notFound(name)
+	}
+	pod := rejected
+	det := &api.PodDetails{}
+	if w != nil {
+		pod = w.snapshot()
+		w.mu.Lock()
+		for _, s := range w.steps {
+			det.Steps = append(det.Steps, api.Step{Name: s.Name, Duration: s.Duration, Detail: s.Detail, At: s.At})
+		}
+		w.mu.Unlock()
+		det.CgroupPath = d.a.podCgroupPath(pod)
+		for _, ps := range d.a.probes.PodStatus(pod.UID) {
+			det.Probes = append(det.Probes, api.ProbeState{Container: ps.ContainerName, Kind: ps.Kind.String(), Result: ps.Result.String(),
+				LastMessage: ps.LastMessage, LastProbeTime: ps.LastProbeTime, Failures: ps.ConsecutiveFailures})
+		}
+	}
+	det.Source = pod.Annotations[annotationConfigSource]
+	if f := pod.Annotations[annotationSourceFile]; f != "" {
+		det.Source += ":" + f
+	}
+	det.Stuck = stuckAt(pod, det.Probes, w != nil && w.isTerminating())
+	return det, nil
+}
+
+// stuckAt names the step of the chain a pod that is not Ready waits at and
+// the likely cause (nil when it is Ready or done).
+func stuckAt(pod *v1.Pod, ps []api.ProbeState, terminating bool) *api.Stuck {
+	st := pod.Status
+	if terminating {
+		return &api.Stuck{Step: "terminating", Cause: "the pod is being stopped and removed"}
+	}
+	if st.Phase == v1.PodFailed && st.Reason != "" {
+		return &api.Stuck{Step: "admission", Cause: st.Message, Hint: "free node resources or change the pod's requests, nodeSelector or hostPorts"}
+	}
+	if st.Phase == v1.PodSucceeded || conditionTrue(st.Conditions, v1.PodReady) {
+		return nil
+	}
+	all := append(append([]v1.ContainerStatus{}, st.InitContainerStatuses...), st.ContainerStatuses...)
+	for _, cs := range all {
+		w := cs.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+			return &api.Stuck{Step: "image", Cause: fmt.Sprintf("container %s: %s: %s", cs.Name, w.Reason, w.Message),
+				Hint: "check the image name and tag, and that its registry answers from this node"}
+		case "CrashLoopBackOff":
+			cause := fmt.Sprintf("container %s keeps exiting (%d restarts)", cs.Name, cs.RestartCount)
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				cause += fmt.Sprintf("; last exit code %d (%s)", t.ExitCode, t.Reason)
+				if t.Reason == "OOMKilled" {
+					return &api.Stuck{Step: "crash-loop", Cause: cause, Hint: "it ran out of memory: raise its memory limit"}
+				}
+			}
+			return &api.Stuck{Step: "crash-loop", Cause: cause, Hint: fmt.Sprintf("see its last output: minikubelet logs %s -c %s --previous", pod.Name, cs.Name)}
+		case "CreateContainerConfigError", "CreateContainerError":
+			return &api.Stuck{Step: "create", Cause: fmt.Sprintf("container %s: %s", cs.Name, w.Message)}
+		case "RunContainerError", "PostStartHookError":
+			return &api.Stuck{Step: "start", Cause: fmt.Sprintf("container %s: %s: %s", cs.Name, w.Reason, w.Message)}
+		case "ContainerCreating", "PodInitializing":
+			if strings.Contains(w.Message, "network is not ready") {
+				return &api.Stuck{Step: "network", Cause: w.Message, Hint: "check the CNI conflist and plugins (minikubelet writes them at start; run hack/install-deps.sh)"}
+			}
+		}
+	}
+	if !conditionTrue(st.Conditions, v1.PodReadyToStartContainers) {
+		return &api.Stuck{Step: "sandbox", Cause: "the pod sandbox (network namespace, pod IP) is not ready yet; see the events"}
+	}
+	for _, cs := range all {
+		if cs.State.Running != nil && !cs.Ready {
+			cause := fmt.Sprintf("container %s runs but is not ready", cs.Name)
+			for _, p := range ps {
+				if p.Container == cs.Name && (p.Kind == probes.Readiness.String() || p.Kind == probes.Startup.String()) && p.LastMessage != "" {
+					cause += fmt.Sprintf("; last %s probe: %s", p.Kind, p.LastMessage)
+				}
+			}
+			return &api.Stuck{Step: "readiness", Cause: cause}
+		}
+	}
+	return &api.Stuck{Step: "start", Cause: "containers are being created or started; see the events"}
+}
+
+// LogPath implements api.Backend.
+func (d *Daemon) LogPath(namespace, name, container string, previous bool) (string, error) {
+	pod, err := d.GetPod(namespace, name)
+	if err != nil {
+		return "", err
+	}
+	if container == "" {
+		if len(pod.Spec.Containers) != 1 {
+			return "", apierrors.NewBadRequest(fmt.Sprintf("a container name must be given for pod %s: choose one of %s", name, containerNames(pod)))
+		}
+		container = pod.Spec.Containers[0].Name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.a.cfg.RuntimeTimeout)
+	defer cancel()
+	st, err := d.a.observePod(ctx, pod)
+	if err != nil {
+		return "", err
+	}
+	c := st.latest(container)
+	if previous {
+		c = st.previous(container)
+	}
+	if c == nil {
+		what := "no container"
+		if previous {
+			what = "no previous instance of container"
+		}
+		return "", apierrors.NewBadRequest(fmt.Sprintf("%s %q in pod %s", what, container, name))
+	}
+	resp, err := d.a.runtime.ContainerStatus(ctx, c.id, false)
+	if err != nil {
+		return "", err
+	}
+	return resp.GetStatus().GetLogPath(), nil
+}
+
+func containerNames(pod *v1.Pod) string {
+	var names []string
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// Exec implements api.Backend.
+func (d *Daemon) Exec(ctx context.Context, namespace, name, container string, cmd []string, timeout time.Duration) (*api.ExecResult, error) {
+	pod, err := d.GetPod(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if container == "" {
+		container = pod.Spec.Containers[0].Name
+	}
+	st, err := d.a.observePod(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	c := st.latest(container)
+	if c == nil || c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("container %q of pod %s is not running", container, name))
+	}
+	stdout, stderr, err := d.a.runtime.ExecSync(ctx, c.id, cmd, timeout)
+	res := &api.ExecResult{Stdout: stdout, Stderr: stderr}
+	var ee *cri.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.ExitCode = int(ee.ExitCode)
+	case err != nil:
+		return nil, err
+	}
+	return res, nil
+}
+
+// Healthz implements api.Backend: the sync loop relists.
+func (d *Daemon) Healthz() error {
+	d.a.mu.Lock()
+	last := d.a.lastRelist
+	d.a.mu.Unlock()
+	if last.IsZero() || d.a.clock.Since(last) < 3*time.Minute {
+		return nil // the kubelet's PLEG threshold: 3 minutes without a relist
+	}
+	return fmt.Errorf("no successful relist since %s", last.Format(time.RFC3339))
+}
+
+// Readyz implements api.Backend: the runtime and the pod network are ready.
+func (d *Daemon) Readyz() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ok, reason, msg, err := d.a.networkReady(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("runtime: %w", err)
+	case !ok:
+		return fmt.Errorf("pod network not ready: %s %s", reason, msg)
+	}
+	return nil
+}
+
+// Version implements api.Backend.
+func (d *Daemon) Version() api.VersionInfo {
+	return api.VersionInfo{Version: d.cfg.Version, RuntimeName: d.cfg.RuntimeName, RuntimeVersion: d.cfg.RuntimeVersion,
+		RuntimeAPIVersion: d.cfg.RuntimeAPIVersion, NodeName: d.a.cfg.NodeName}
+}
+
+// WriteMetrics implements api.Backend.
+func (d *Daemon) WriteMetrics(w io.Writer) error { return d.a.WriteMetrics(w) }

@@ -1,0 +1,441 @@
+package agent
+
+// The static manifest directory (the kubelet's file source, --pod-manifest-path):
+// every manifest file in one directory is desired state (house style rule 5).
+// DirSource watches the directory and sends its complete pod set whenever
+// that set changes; the daemon merges it with the API-submitted pods.
+//
+//	         fsnotify event ──> arm 100 ms window ──┐
+//	start ───────────────────────────────────────────┼──> scan ──> changed? ──> pending ──> out
+//	         rescan ticker (20 s) ──────────────────┘                (newest wins while the
+//	                                                                   consumer is busy)
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
+)
+
+const (
+	// dirRescanPeriod is the safety-net rescan of the manifest directory, in
+	// case a file notification is lost (the kubelet's fileCheckFrequency).
+	dirRescanPeriod = 20 * time.Second
+	// dirDebounce coalesces the burst of events an editor's save makes
+	// (write temp, rename, chmod) into one scan.
+	dirDebounce = 100 * time.Millisecond
+	// maxManifestBytes bounds a manifest file; a Pod object in etcd is
+	// limited to about 1.5 MiB, so anything larger is a mistake.
+	maxManifestBytes = 4 << 20
+)
+
+// SourceUpdate is the full desired set of one pod source.
+type SourceUpdate struct {
+	// Source is "file" (the manifest directory) or "api" (PodStore).
+	Source string
+	// Pods are defaulted and validated, each annotated
+	// kubernetes.io/config.source=<Source> and, for the file source,
+	// minikubelet.io/source-file=<path>. Sorted by file name, then by order
+	// within the file.
+	Pods []*v1.Pod
+	// Errors are the files that could not be used, with why; they never stop
+	// the other files.
+	Errors []FileError
+}
+
+// FileError is one manifest file that could not be used.
+type FileError struct {
+	// Path is the file (or the directory, when it could not be read).
+	Path string
+	// Err says why. It is a *ManifestError (errors.Is ErrInvalidManifest)
+	// when the content was refused, else an I/O error.
+	Err error
+}
+
+// DirSource is the static manifest directory as a pod source.
+type DirSource struct {
+	// dir is the directory, absolute: the path is part of each pod's derived
+	// UID, so ./manifests and its absolute spelling must not differ.
+	dir      string
+	nodeName string
+	logger   *slog.Logger
+	clock    clock.WithTicker
+
+	// The fields below are fixed before Run; tests change them.
+
+	// watch turns file notifications on; off, only the rescan sees changes.
+	watch bool
+	// rescanPeriod is the safety-net rescan period (dirRescanPeriod).
+	rescanPeriod time.Duration
+	// scanned, when set, is called by Run's goroutine after every scan.
+	scanned func()
+}
+
+// NewDirSource returns the source of the manifest directory dir. clk may be
+// nil (the real clock).
+func NewDirSource(dir, nodeName string, logger *slog.Logger, clk clock.WithTicker) *DirSource {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &DirSource{
+		dir:          filepath.Clean(dir),
+		nodeName:     nodeName,
+		logger:       logger.With("component", "manifest-dir", "dir", dir),
+		clock:        clk,
+		watch:        true,
+		rescanPeriod: dirRescanPeriod,
+	}
+}
+
+// Dir returns the (absolute) directory watched.
+func (s *DirSource) Dir() string { return s.dir }
+
+// Run sends the directory's complete pod set on out at start and whenever it
+// changed: a file notification arms a ~100 ms window after which the
+// directory is scanned, and a rescan every 20 s is the safety net. An update
+// is sent only when the pods or the errors differ from the last one sent;
+// while out is not read, newer sets replace the unsent one, so Run never
+// blocks on its consumer. A missing directory is created (0755); one that
+// cannot be created or read is reported as a FileError (Path: the
+// directory), keeps the pods of the last successful scan, and is retried.
+// Run returns when ctx ends.
+func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
+	w := s.newWatcher()
+	if w != nil {
+		defer w.close()
+	}
+	ticker := s.clock.NewTicker(s.rescanPeriod)
+	defer ticker.Stop()
+
+	var (
+		// window fires when the coalescing window after an event ends;
+		// nil while no window is open.
+		window clock.Timer
+		// sent and sentFP describe the last update out received.
+		sent   bool
+		sentFP [sha256.Size]byte
+		// pending is the newest set not yet received by out, and pendingFP
+		// its fingerprint.
+		pending   *SourceUpdate
+		pendingFP [sha256.Size]byte
+		// lastPods is the set of the last scan that could read the
+		// directory: a directory that turns unreadable (permissions, a
+		// failing disk) reports an error but does not remove the pods.
+		lastPods []*v1.Pod
+	)
+	scan := func() {
+		// Create the directory before watching it, watch it before reading
+		// it: no change falls between.
+		s.ensureDir()
+		if w != nil {
+			w.ensure(s.dir)
+		}
+		u := s.scan()
+		if len(u.Errors) > 0 && u.Errors[0].Path == s.dir {
+			// Copies: the consumer owns the pods of every update.
+			for _, p := range lastPods {
+				u.Pods = append(u.Pods, p.DeepCopy())
+			}
+		} else {
+			lastPods = u.Pods
+		}
+		fp := fingerprint(u)
+		switch {
+		case pending != nil && fp == pendingFP, pending == nil && sent && fp == sentFP:
+			// Nothing new for the consumer.
+		case pending != nil && sent && fp == sentFP:
+			// Changed and changed back before the consumer looked.
+			pending = nil
+		default:
+			pending, pendingFP = &u, fp
+		}
+		if s.scanned != nil {
+			s.scanned()
+		}
+	}
+
+	scan()
+	for {
+		var (
+			sendC   chan<- SourceUpdate
+			next    SourceUpdate
+			windowC <-chan time.Time
+		)
+		if pending != nil {
+			sendC, next = out, *pending
+		}
+		if window != nil {
+			windowC = window.C()
+		}
+		select {
+		case <-ctx.Done():
+			if window != nil {
+				window.Stop()
+			}
+			return
+		case sendC <- next:
+			sent, sentFP, pending = true, pendingFP, nil
+		case ev := <-w.events():
+			if w.relevant(ev, s.dir) && window == nil {
+				window = s.clock.NewTimer(dirDebounce)
+			}
+		case err := <-w.errors():
+			// Most likely the event queue overflowed: events were lost.
+			s.logger.Warn("Manifest directory notification failed; rescanning", "err", err)
+			if window == nil {
+				window = s.clock.NewTimer(dirDebounce)
+			}
+		case <-windowC:
+			window = nil
+			scan()
+		case <-ticker.C():
+			scan()
+		}
+	}
+}
+
+// scan reads the directory once and returns its complete pod set. Files are
+// taken in name order; a pod (namespace/name or UID) defined again by a later
+// file makes that later file an error naming both.
+func (s *DirSource) scan() SourceUpdate {
+	u := SourceUpdate{Source: sourceFile}
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		u.Errors = append(u.Errors, FileError{Path: s.dir, Err: fmt.Errorf("read manifest directory: %w", err)})
+		return u
+	}
+
+	byName := map[string]string{}   // namespace/name → file that defines it
+	byUID := map[types.UID]string{} // uid → file that uses it
+	// os.ReadDir sorts by name: the earlier file wins a conflict.
+	for _, e := range entries {
+		if !isManifestFileName(e.Name()) {
+			continue
+		}
+		path := filepath.Join(s.dir, e.Name())
+		pods, err := s.readFile(path)
+		if errors.Is(err, errNotAFile) {
+			continue // a directory, or a symlink to one
+		}
+		if err != nil {
+			u.Errors = append(u.Errors, FileError{Path: path, Err: err})
+			continue
+		}
+		if err := checkCrossFile(pods, path, byName, byUID); err != nil {
+			u.Errors = append(u.Errors, FileError{Path: path, Err: err})
+			continue
+		}
+		for _, p := range pods {
+			byName[p.Namespace+"/"+p.Name] = path
+			byUID[p.UID] = path
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			// After the UID was derived: these never change it.
+			p.Annotations[annotationConfigSource] = sourceFile
+			p.Annotations[annotationSourceFile] = path
+			u.Pods = append(u.Pods, p)
+		}
+	}
+	return u
+}
+
+// ensureDir creates the directory (0755) when it is missing. A failure is
+// left for scan to report, as it cannot read the directory either.
+func (s *DirSource) ensureDir() {
+	if _, err := os.Stat(s.dir); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err == nil {
+		s.logger.Info("Created the manifest directory")
+	}
+}
+
+// errNotAFile marks a directory entry that is not a file to read.
+var errNotAFile = errors.New("not a regular file")
+
+// readFile reads one manifest file and prepares its pods (PrepareManifest,
+// with the path as the source: the path is part of the derived UID).
+func (s *DirSource) readFile(path string) ([]*v1.Pod, error) {
+	fi, err := os.Stat(path) // follows symlinks, as the kubelet does
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if fi.IsDir() {
+		return nil, errNotAFile
+	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO would block the read forever.
+		return nil, fmt.Errorf("read manifest: %s is not a regular file", fi.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, &ManifestError{Source: path, Problems: []string{fmt.Sprintf("the file is larger than %d bytes", maxManifestBytes)}}
+	}
+	return PrepareManifest(data, path, s.nodeName)
+}
+
+// checkCrossFile refuses pods already defined by an earlier file (by
+// namespace/name, or by an explicit UID), naming that file, as a
+// *ManifestError in PrepareManifest's words.
+func checkCrossFile(pods []*v1.Pod, path string, byName map[string]string, byUID map[types.UID]string) error {
+	var problems []string
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		if first, dup := byName[key]; dup {
+			e := field.Duplicate(field.NewPath("metadata", "name"), key)
+			e.Detail = "also defined in " + first
+			problems = append(problems, e.Error())
+		} else if first, dup := byUID[p.UID]; dup {
+			e := field.Duplicate(field.NewPath("metadata", "uid"), string(p.UID))
+			e.Detail = "also used in " + first
+			problems = append(problems, e.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return &ManifestError{Source: path, Problems: problems}
+	}
+	return nil
+}
+
+// isManifestFileName reports whether a directory entry is read as a
+// manifest: *.yaml, *.yml or *.json (any case), except dotfiles and editor
+// and backup leftovers.
+func isManifestFileName(name string) bool {
+	if strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") {
+		return false
+	}
+	lower := strings.ToLower(name)
+	for _, junk := range []string{".swp", ".swx", ".bak", ".tmp"} {
+		if strings.HasSuffix(lower, junk) {
+			return false
+		}
+	}
+	switch filepath.Ext(lower) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// fingerprint summarises an update, to tell whether it differs from the
+// last one sent: the pods' full content and the errors' text, in order.
+func fingerprint(u SourceUpdate) [sha256.Size]byte {
+	h := sha256.New()
+	for _, p := range u.Pods {
+		b, _ := json.Marshal(p) // a v1.Pod always marshals
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	h.Write([]byte{1})
+	for _, e := range u.Errors {
+		fmt.Fprintf(h, "%s\x00%v\x00", e.Path, e.Err)
+	}
+	var fp [sha256.Size]byte
+	copy(fp[:], h.Sum(nil))
+	return fp
+}
+
+// dirWatcher is the fsnotify watch of the manifest directory. A nil
+// *dirWatcher (notifications unavailable or off) has nil channels, which a
+// select never picks.
+type dirWatcher struct {
+	w      *fsnotify.Watcher
+	logger *slog.Logger
+	// watching is true while the directory is watched; it is re-added
+	// after it was missing or replaced. Only Run's goroutine uses it.
+	watching bool
+	// warned avoids logging the same failure to watch at every rescan.
+	warned bool
+}
+
+// newWatcher starts fsnotify, or returns nil (rescans only) when
+// notifications are off or unavailable (e.g. out of inotify instances).
+func (s *DirSource) newWatcher() *dirWatcher {
+	if !s.watch {
+		return nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		s.logger.Warn("File notifications unavailable; the manifest directory is rescanned every period only",
+			"period", s.rescanPeriod, "err", err)
+		return nil
+	}
+	return &dirWatcher{w: w, logger: s.logger}
+}
+
+// ensure watches dir if it is not watched yet.
+func (d *dirWatcher) ensure(dir string) {
+	if d.watching {
+		return
+	}
+	if err := d.w.Add(dir); err != nil {
+		if !d.warned {
+			d.logger.Warn("Cannot watch the manifest directory; relying on the periodic rescan", "err", err)
+			d.warned = true
+		}
+		return
+	}
+	d.watching, d.warned = true, false
+}
+
+// relevant reports whether ev may change the pod set. An event on the
+// directory itself (removed, renamed) drops the watch so the next scan
+// watches it again.
+func (d *dirWatcher) relevant(ev fsnotify.Event, dir string) bool {
+	if filepath.Clean(ev.Name) == dir {
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			_ = d.w.Remove(dir) // may already be gone with the directory
+			d.watching = false
+		}
+		return true
+	}
+	return isManifestFileName(filepath.Base(ev.Name))
+}
+
+// events returns the event channel, nil for a nil watcher.
+func (d *dirWatcher) events() <-chan fsnotify.Event {
+	if d == nil {
+		return nil
+	}
+	return d.w.Events
+}
+
+// errors returns the error channel, nil for a nil watcher.
+func (d *dirWatcher) errors() <-chan error {
+	if d == nil {
+		return nil
+	}
+	return d.w.Errors
+}
+
+// close stops fsnotify.
+func (d *dirWatcher) close() { _ = d.w.Close() }

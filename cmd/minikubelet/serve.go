@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+const serveUsage = `Usage: minikubelet serve [flags]
+
+The minikubelet daemon: owns this node's pods across its own restarts and
+reboots. Desired pods come from the static manifest directory (*.yaml,
+*.yml, *.json; edits and removals are picked up) and from the local API
+(pods submitted with 'minikubelet run' while the daemon runs, persisted
+under the root dir). The API listens on a unix socket (mode 0600), and on
+TCP only with --api-address. Stopping the daemon leaves pods running; the
+next start adopts them.
+
+A YAML config file (--config) may hold the same settings under the flag
+names (e.g. "pod-cidr: 10.88.0.0/16"); flags given on the command line win.
+
+Flags:
+`
+
+// serveFlags are the daemon's own settings beside nodeFlags.
+type serveFlags struct {
+	config         string
+	manifestDir    string
+	socket         string
+	apiAddress     string
+	logMaxSize     string
+	logMaxFiles    int
+	dialRetryLimit time.Duration
+}
+
+// serveCommand is `minikubelet serve`.
+func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	var nf nodeFlags
+	nf.register(fs)
+	var sf serveFlags
+	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
+	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
+	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
+	fs.StringVar(&sf.apiAddress, "api-address", "", "also serve the API on this TCP address (loopback only unless you say otherwise, e.g. 127.0.0.1:10250)")
+	fs.StringVar(&sf.logMaxSize, "container-log-max-size", "10Mi", "rotate a container log above this size")
+	fs.IntVar(&sf.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included")
+	fs.DurationVar(&sf.dialRetryLimit, "runtime-wait", 0, "how long to wait for the runtime at start (0: forever)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2, err: errUsageShown}
+	}
+	if fs.NArg() != 0 {
+		return &exitError{code: 2, err: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	if sf.config != "" {
+		if err := applyConfigFile(fs, sf.config); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	}
+	if nf.logLevel == "warn" && !flagGiven(fs, "log-level") {
+		nf.logLevel = "info" // a daemon logs what it does
+	}
+	logger, err := newLogger(stderr, nf.logLevel, nf.logFormat)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	maxSize, err := parseBytes(sf.logMaxSize)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--container-log-max-size: %w", err)}
+	}
+	if err := checkAPIAddress(sf.apiAddress); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	node, err := nf.node()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+
+	client, err := dialWithRetry(ctx, nf, sf.dialRetryLimit, logger)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	logger.Info("Connected to the container runtime", "endpoint", nf.endpoint, "runtime", client.RuntimeName(), "version", client.RuntimeVersion())
+	inst := cri.Instrument(client, client, logger)
+
+	var cg cgroups.Manager
+	if nf.cgroupsPerQOS {
+		if cg, err = newCgroupManager(ctx, client, fs, nf.cgroupDriver, logger); err != nil {
+			return err
+		}
+		if n := agent.CheckOOMScoreAdj(); n != "" {
+			logger.Warn("OOM scores", "notice", n)
+		}
+	}
+	a := agent.New(agent.Config{
+		NodeName:       nf.nodeName,
+		RootDir:        nf.rootDir,
+		PodLogDir:      nf.podLogDir,
+		RuntimeName:    client.RuntimeName(),
+		RuntimeTimeout: nf.runtimeTimeout,
+		BackoffInitial: nf.backoffInitial,
+		BackoffMax:     nf.backoffMax,
+		Network:        nf.network(),
+		Node:           node,
+		PodPidsLimit:   nf.podPidsLimit,
+	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg})
+	inst.OnCall(a.ObserveRuntimeOp)
+	if path, err := a.EnsureNodeCgroups(); err != nil {
+		return err
+	} else if path != "" {
+		logger.Info("QoS cgroups ready", "kubepods", path, "driver", cg.Driver(), "mode", cg.Mode())
+	}
+	// The pod network may come up later (a conflist edited by hand, a
+	// runtime still starting): pods wait for it with a reason, the daemon
+	// keeps serving.
+	go ensureNetworkLoop(ctx, a, logger)
+
+	store, err := agent.NewPodStore(filepath.Join(nf.rootDir, "api-pods"), nf.nodeName)
+	if err != nil {
+		return err
+	}
+	var dir *agent.DirSource
+	if sf.manifestDir != "" {
+		dir = agent.NewDirSource(sf.manifestDir, nf.nodeName, logger, nil)
+	}
+	d := agent.NewDaemon(a, store, dir, agent.DaemonConfig{
+		Version:           version,
+		RuntimeName:       client.RuntimeName(),
+		RuntimeVersion:    client.RuntimeVersion(),
+		RuntimeAPIVersion: client.RuntimeAPIVersion(),
+		LogRotation:       agent.LogRotationConfig{MaxSize: maxSize, MaxFiles: sf.logMaxFiles, Period: 10 * time.Second},
+	})
+
+	srv := api.NewServer(d, logger, api.Options{})
+	ul, err := api.ListenUnix(sf.socket)
+	if err != nil {
+		return err
+	}
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- srv.Serve(ctx, ul) }()
+	if sf.apiAddress != "" {
+		tl, err := net.Listen("tcp", sf.apiAddress)
+		if err != nil {
+			return fmt.Errorf("--api-address: %w", err)
+		}
+		go func() { serveErr <- srv.Serve(ctx, tl) }()
+	}
+	logger.Info("Serving the local API", "socket", sf.socket, "tcp", sf.apiAddress, "manifestDir", sf.manifestDir)
+
+	runErr := d.Run(ctx)
+	logger.Info("Stopping; pods keep running and are adopted at the next start")
+	for range 1 + boolInt(sf.apiAddress != "") {
+		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Warn("API server stopped with an error", "err", err)
+		}
+	}
+	_ = os.Remove(sf.socket)
+	return runErr
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// dialWithRetry connects to the runtime, retrying while it is not up yet
+// (the daemon may start before containerd at boot).
+func dialWithRetry(ctx context.Context, nf nodeFlags, limit time.Duration, logger *slog.Logger) (*cri.Client, error) {
+	start := time.Now()
+	delay := 500 * time.Millisecond
+	for {
+		client, err := cri.Dial(ctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+		if err == nil {
+			return client, nil
+		}
+		if ctx.Err() != nil || (limit > 0 && time.Since(start) > limit) {
+			return nil, err
+		}
+		logger.Warn("Container runtime not reachable; retrying", "err", err, "in", delay)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, err
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+// ensureNetworkLoop installs the pod network conflist and waits for it,
+// retrying until it works.
+func ensureNetworkLoop(ctx context.Context, a *agent.Agent, logger *slog.Logger) {
+	for ctx.Err() == nil {
+		nctx, cancel := context.WithTimeout(ctx, time.Minute)
+		notices, err := a.EnsureNetwork(nctx)
+		cancel()
+		for _, n := range notices {
+			logger.Warn("Pod network", "notice", n)
+		}
+		if err == nil {
+			logger.Info("Pod network ready")
+			return
+		}
+		logger.Warn("Pod network not ready; retrying", "err", err)
+	}
+}
+
+// applyConfigFile sets every flag named in the YAML file that was not
+// given on the command line. Unknown keys are errors.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.UnmarshalStrict(data, &m); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	for k, v := range m {
+		if fs.Lookup(k) == nil {
+			return fmt.Errorf("--config %s: unknown setting %q (settings are the flag names, see 'minikubelet serve -h')", path, k)
+		}
+		if flagGiven(fs, k) || k == "config" {
+			continue
+		}
+		if err := fs.Set(k, fmt.Sprint(v)); err != nil {
+			return fmt.Errorf("--config %s: %s: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+// flagGiven reports whether the flag was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// checkAPIAddress allows a non-loopback TCP address only with an explicit
+// IP: there is no authentication on the API.
+func checkAPIAddress(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--api-address %q: %w", addr, err)
+	}
+	if host == "" {
+		return fmt.Errorf("--api-address %q: give the IP to listen on, e.g. 127.0.0.1 (the API has no authentication)", addr)
+	}
+	return nil
+}
+
+// parseBytes parses sizes like 10Mi, 512Ki, 1G, 1048576.
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			var v int64
+			if _, err := fmt.Sscan(n, &v); err != nil || v <= 0 {
+				return 0, fmt.Errorf("bad size %q", s)
+			}
+			return v * u.mult, nil
+		}
+	}
+	var v int64
+	if _, err := fmt.Sscan(s, &v); err != nil || v <= 0 {
+		return 0, fmt.Errorf("bad size %q (use e.g. 10Mi)", s)
+	}
+	return v, nil
+}
