@@ -312,6 +312,9 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 		if a.workers[uid] == w {
 			delete(a.workers, uid)
 		}
+		if w.tornDown {
+			close(w.done)
+		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)
 			a.startWorkerLocked(next)

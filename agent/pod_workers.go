@@ -8,8 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // podWorker is the one goroutine that owns every runtime mutation of one pod
@@ -64,7 +64,11 @@ type podWorker struct {
 	// ctx is cancelled when the agent stops (no teardown then).
 	ctx    context.Context
 	cancel context.CancelFunc
-	// done is closed when run returns after a teardown.
+	// tornDown is set by run when it returns after a teardown; the agent
+	// then forgets the worker and closes done.
+	tornDown bool
+	// done is closed once the teardown finished and the agent forgot the
+	// worker.
 	done chan struct{}
 }
 
@@ -159,7 +163,7 @@ func (w *podWorker) run() {
 			if err := w.a.terminatePod(w.ctx, w); err != nil {
 				w.logger.Error("Pod teardown incomplete", "err", err)
 			}
-			close(w.done)
+			w.tornDown = true
 			return
 		}
 		requeue := w.a.syncPod(w.ctx, w)
