@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +55,12 @@ type Config struct {
 	BackoffInitial, BackoffMax time.Duration
 	// Network is the node's pod network (conflist owned by package cni).
 	Network cni.Config
+	// AllowPrivileged lets pods mount the agent's own state through
+	// hostPath (the kubelet's --allow-privileged spirit).
+	AllowPrivileged bool
+	// ProtectedPaths are host paths pods may not mount without
+	// AllowPrivileged, besides RootDir (e.g. the API socket's directory).
+	ProtectedPaths []string
 	// PodPidsLimit is pids.max of every pod cgroup (-1 or 0: unlimited).
 	PodPidsLimit int64
 	// NodePidsLimit is pids.max of kubepods (0: unlimited).
@@ -260,6 +268,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			// Rejection is terminal: the same pod (same UID) stays rejected.
 			continue
 		}
+		if reason, msg := a.protectedHostPath(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
 		if admit {
 			if ok, reason, msg := admitPod(a.cfg.Node, p, admitted); !ok {
 				a.reject(p, reason, msg)
@@ -279,6 +291,33 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			delete(a.restartAfterTeardown, uid)
 		}
 	}
+}
+
+// protectedHostPath refuses hostPath volumes that reach the agent's own
+// state (its root dir, its socket): a pod could rewrite the pods the agent
+// runs or drive its API. The reason is empty when the pod is fine.
+func (a *Agent) protectedHostPath(p *v1.Pod) (string, string) {
+	if a.cfg.AllowPrivileged {
+		return "", ""
+	}
+	protected := append([]string{a.cfg.RootDir}, a.cfg.ProtectedPaths...)
+	for _, vol := range p.Spec.Volumes {
+		if vol.HostPath == nil {
+			continue
+		}
+		hp := filepath.Clean(vol.HostPath.Path)
+		for _, pp := range protected {
+			pp = filepath.Clean(pp)
+			if pp == "" || pp == "." {
+				continue
+			}
+			// Either inside the agent's state, or a parent that contains it.
+			if hp == pp || strings.HasPrefix(hp, pp+"/") || strings.HasPrefix(pp, strings.TrimSuffix(hp, "/")+"/") {
+				return "HostPathForbidden", fmt.Sprintf("volume %q: hostPath %s reaches minikubelet's own state (%s); start the agent with --allow-privileged to allow it", vol.Name, vol.HostPath.Path, pp)
+			}
+		}
+	}
+	return "", ""
 }
 
 // reject records a pod admission refused, with the kubelet's Warning event

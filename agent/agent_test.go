@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -519,4 +520,40 @@ spec:
 	h.agent.SetPods(nil)
 	_, ok = h.agent.GetPod(pod.UID)
 	assert.False(t, ok)
+}
+
+// A hostPath that reaches the agent's own state is refused unless the agent
+// runs with --allow-privileged; nothing reaches the runtime.
+func TestAgent_RefusesHostPathToOwnState(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.ProtectedPaths = []string{"/run/minikubelet"}
+	for i, path := range []string{h.agent.cfg.RootDir + "/api-pods", "/run/minikubelet", "/"} {
+		pod := testPod(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: sneaky%d}
+spec:
+  volumes: [{name: state, hostPath: {path: %s}}]
+  containers: [{name: app, image: reg.local/x:1, volumeMounts: [{name: state, mountPath: /state}]}]
+`, i, path))
+		h.agent.SetPods([]*v1.Pod{pod})
+		got, ok := h.agent.GetPod(pod.UID)
+		require.True(t, ok, path)
+		assert.Equal(t, v1.PodFailed, got.Status.Phase, path)
+		assert.Equal(t, "HostPathForbidden", got.Status.Reason, path)
+		assert.Contains(t, got.Status.Message, "--allow-privileged", path)
+	}
+	assert.Empty(t, without(h.fake.Calls(), observeCalls...))
+
+	h.agent.cfg.AllowPrivileged = true
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: allowed}
+spec:
+  volumes: [{name: state, hostPath: {path: /run/minikubelet}}]
+  containers: [{name: app, image: reg.local/x:1, volumeMounts: [{name: state, mountPath: /state}]}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -21,7 +22,6 @@ import (
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
-	"github.com/minikubelet/minikubelet/probes"
 )
 
 // Annotations that say where a pod comes from (the kubelet's config.source).
@@ -255,10 +255,31 @@ func notFound(name string) error {
 	return apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
 }
 
-// ListPods implements api.Backend.
+// manifestErrorPods renders each manifest file the daemon could not use as
+// a Failed pod named after the file, so `get pods` shows it (reason
+// InvalidManifest, the loader's message).
+func (d *Daemon) manifestErrorPods() []*v1.Pod {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*v1.Pod
+	for _, src := range []string{sourceFile, sourceAPI} {
+		for _, fe := range d.sources[src].Errors {
+			name := strings.ToLower(strings.TrimSuffix(filepath.Base(fe.Path), filepath.Ext(fe.Path)))
+			out = append(out, &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "manifest:" + name, Namespace: metav1.NamespaceDefault,
+					Annotations: map[string]string{annotationConfigSource: src, annotationSourceFile: fe.Path}},
+				Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "InvalidManifest", Message: fe.Err.Error()},
+			})
+		}
+	}
+	return out
+}
+
+// ListPods implements api.Backend. Manifest files that could not be used
+// are listed too, as Failed pods with reason InvalidManifest.
 func (d *Daemon) ListPods(namespace string) []*v1.Pod {
 	var out []*v1.Pod
-	for _, p := range d.a.listPods() {
+	for _, p := range append(d.a.listPods(), d.manifestErrorPods()...) {
 		if namespace == "" || p.Namespace == namespace {
 			out = append(out, p)
 		}
@@ -404,7 +425,7 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 		w.mu.Unlock()
 		det.CgroupPath = d.a.podCgroupPath(pod)
 		for _, ps := range d.a.probes.PodStatus(pod.UID) {
-			det.Probes = append(det.Probes, api.ProbeState{Container: ps.ContainerName, Kind: ps.Kind.String(), Result: ps.Result.String(),
+			det.Probes = append(det.Probes, api.ProbeState{Container: ps.ContainerName, Kind: strings.ToLower(ps.Kind.String()), Result: ps.Result.String(),
 				LastMessage: ps.LastMessage, LastProbeTime: ps.LastProbeTime, Failures: ps.ConsecutiveFailures})
 		}
 	}
@@ -465,7 +486,7 @@ func stuckAt(pod *v1.Pod, ps []api.ProbeState, terminating bool) *api.Stuck {
 		if cs.State.Running != nil && !cs.Ready {
 			cause := fmt.Sprintf("container %s runs but is not ready", cs.Name)
 			for _, p := range ps {
-				if p.Container == cs.Name && (p.Kind == probes.Readiness.String() || p.Kind == probes.Startup.String()) && p.LastMessage != "" {
+				if p.Container == cs.Name && (p.Kind == "readiness" || p.Kind == "startup") && p.LastMessage != "" {
 					cause += fmt.Sprintf("; last %s probe: %s", p.Kind, p.LastMessage)
 				}
 			}

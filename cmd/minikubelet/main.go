@@ -14,6 +14,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
+
+	"github.com/minikubelet/minikubelet/agent/api"
 )
 
 // defaultSocket is the local API's unix socket.
@@ -75,7 +78,14 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "serve":
 		return serveCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintf(stdout, "minikubelet %s\n", version)
+		fmt.Fprintf(stdout, "Client: minikubelet %s\n", version)
+		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if v, err := api.NewClient(clientSocket()).Version(vctx); err == nil {
+			fmt.Fprintf(stdout, "Daemon: minikubelet %s on node %s\nRuntime: %s %s (CRI %s)\n", v.Version, v.NodeName, v.RuntimeName, v.RuntimeVersion, v.RuntimeAPIVersion)
+		} else {
+			fmt.Fprintf(stdout, "Daemon: not reachable on %s (%v)\n", clientSocket(), err)
+		}
 		return nil
 	case "help", "-h", "--help":
 		if len(args) > 1 && args[1] == "run" {

@@ -45,6 +45,7 @@ type nodeFlags struct {
 	cgroupDriver   string
 	podPidsLimit   int64
 	cgroupsPerQOS  bool
+	allowPriv      bool
 	systemReserved string
 	nodeLabels     string
 }
@@ -72,6 +73,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver, cgroupfs or systemd; the runtime's answer wins where it gives one (containerd 2.x), and a disagreeing explicit flag is an error")
 	fs.Int64Var(&f.podPidsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	fs.BoolVar(&f.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in the kubepods QoS cgroup hierarchy with their resources (kubelet's --cgroups-per-qos)")
+	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods mount minikubelet's own state (root dir, API socket) through hostPath")
 	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
 }
 
@@ -206,16 +208,17 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 
 	a := agent.New(agent.Config{
-		NodeName:       nf.nodeName,
-		RootDir:        nf.rootDir,
-		PodLogDir:      nf.podLogDir,
-		RuntimeName:    client.RuntimeName(),
-		RuntimeTimeout: nf.runtimeTimeout,
-		BackoffInitial: nf.backoffInitial,
-		BackoffMax:     nf.backoffMax,
-		Network:        nf.network(),
-		Node:           node,
-		PodPidsLimit:   nf.podPidsLimit,
+		NodeName:        nf.nodeName,
+		RootDir:         nf.rootDir,
+		PodLogDir:       nf.podLogDir,
+		RuntimeName:     client.RuntimeName(),
+		RuntimeTimeout:  nf.runtimeTimeout,
+		BackoffInitial:  nf.backoffInitial,
+		BackoffMax:      nf.backoffMax,
+		Network:         nf.network(),
+		Node:            node,
+		PodPidsLimit:    nf.podPidsLimit,
+		AllowPrivileged: nf.allowPriv,
 	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err

@@ -118,16 +118,18 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	a := agent.New(agent.Config{
-		NodeName:       nf.nodeName,
-		RootDir:        nf.rootDir,
-		PodLogDir:      nf.podLogDir,
-		RuntimeName:    client.RuntimeName(),
-		RuntimeTimeout: nf.runtimeTimeout,
-		BackoffInitial: nf.backoffInitial,
-		BackoffMax:     nf.backoffMax,
-		Network:        nf.network(),
-		Node:           node,
-		PodPidsLimit:   nf.podPidsLimit,
+		NodeName:        nf.nodeName,
+		RootDir:         nf.rootDir,
+		PodLogDir:       nf.podLogDir,
+		RuntimeName:     client.RuntimeName(),
+		RuntimeTimeout:  nf.runtimeTimeout,
+		BackoffInitial:  nf.backoffInitial,
+		BackoffMax:      nf.backoffMax,
+		Network:         nf.network(),
+		Node:            node,
+		PodPidsLimit:    nf.podPidsLimit,
+		AllowPrivileged: nf.allowPriv,
+		ProtectedPaths:  []string{filepath.Dir(sf.socket)},
 	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg})
 	inst.OnCall(a.ObserveRuntimeOp)
 	if path, err := a.EnsureNodeCgroups(); err != nil {

@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/api"
+)
+
+// A manifest file that cannot be used shows in the pod list as a Failed
+// pod with reason InvalidManifest and the loader's message.
+func TestDaemon_ListsBadManifests(t *testing.T) {
+	h := newHarness(t)
+	d := NewDaemon(h.agent, nil, nil, DaemonConfig{})
+	d.apply(SourceUpdate{Source: sourceFile, Errors: []FileError{{Path: "/etc/minikubelet/manifests/Broken.yaml", Err: errors.New("spec.containers[0].image: Required value")}}})
+	pods := d.ListPods("")
+	require.Len(t, pods, 1)
+	assert.Equal(t, "manifest:broken", pods[0].Name)
+	assert.Equal(t, v1.PodFailed, pods[0].Status.Phase)
+	assert.Equal(t, "InvalidManifest", pods[0].Status.Reason)
+	assert.Equal(t, "spec.containers[0].image: Required value", pods[0].Status.Message)
+	assert.Equal(t, "/etc/minikubelet/manifests/Broken.yaml", pods[0].Annotations[annotationSourceFile])
+}
+
+func TestStuckAt(t *testing.T) {
+	ready := []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}}
+	sandboxOnly := []v1.PodCondition{{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}}
+	pod := func(st v1.PodStatus) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Status: st}
+	}
+	waiting := func(reason, msg string) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: "app", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+	}
+	for name, tc := range map[string]struct {
+		pod      *v1.Pod
+		probes   []api.ProbeState
+		wantStep string
+		wantIn   string
+	}{
+		"ready":    {pod(v1.PodStatus{Phase: v1.PodRunning, Conditions: ready}), nil, "", ""},
+		"rejected": {pod(v1.PodStatus{Phase: v1.PodFailed, Reason: "OutOfmemory", Message: "Pod was rejected: Node didn't have enough resource: memory"}), nil, "admission", "enough resource"},
+		"image": {pod(v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{waiting("ErrImagePull", "reg/x:1: not found")}}),
+			nil, "image", "not found"},
+		"network": {pod(v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{waiting("ContainerCreating", "network is not ready: NetworkPluginNotReady")}}),
+			nil, "network", "NetworkPluginNotReady"},
+		"crash loop with OOM": {pod(v1.PodStatus{Phase: v1.PodRunning, Conditions: sandboxOnly, ContainerStatuses: []v1.ContainerStatus{{Name: "app", RestartCount: 3,
+			State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}}),
+			nil, "crash-loop", "last exit code 137 (OOMKilled)"},
+		"not ready": {pod(v1.PodStatus{Phase: v1.PodRunning, Conditions: sandboxOnly, ContainerStatuses: []v1.ContainerStatus{{Name: "app",
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}),
+			[]api.ProbeState{{Container: "app", Kind: "readiness", LastMessage: "HTTP probe failed with statuscode: 500"}}, "readiness", "statuscode: 500"},
+		"no sandbox yet": {pod(v1.PodStatus{Phase: v1.PodPending}), nil, "sandbox", "sandbox"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := stuckAt(tc.pod, tc.probes, false)
+			if tc.wantStep == "" {
+				assert.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			assert.Equal(t, tc.wantStep, got.Step)
+			assert.Contains(t, got.Cause, tc.wantIn)
+		})
+	}
+}
