@@ -30,11 +30,23 @@ var suite struct {
 	rt       *cri.Client // CRI client for assertions
 }
 
-const (
-	e2ePodCIDR = "10.89.0.0/16"
+// The suite's pod network: a /24 of 10.89.0.0/16 (the range
+// hack/isolate-pod-network.sh keeps on the machine) and a bridge of its own,
+// both picked per run so that two suites on one machine do not share a
+// bridge or hand out the same IPs.
+var (
+	e2ePodCIDR = "10.89.0.0/24"
 	e2eBridge  = "mkle2e0"
-	e2eNode    = "e2e-node"
 )
+
+const e2eNode = "e2e-node"
+
+// pickNetwork chooses the run's subnet and bridge from its process ID.
+func pickNetwork() {
+	n := os.Getpid()%253 + 1
+	e2ePodCIDR = fmt.Sprintf("10.89.%d.0/24", n)
+	e2eBridge = fmt.Sprintf("mkle2e%d", n)
+}
 
 func TestMain(m *testing.M) {
 	if os.Getenv("MINIKUBELET_E2E") != "1" {
@@ -57,6 +69,7 @@ func runSuite(m *testing.M) int {
 		return fail("%v", err)
 	}
 	suite.repo = repo
+	pickNetwork()
 	suite.registry = os.Getenv("REGISTRY")
 	if suite.registry == "" {
 		suite.registry = "127.0.0.1:5000"
