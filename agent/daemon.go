@@ -434,6 +434,17 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 		det.Source += ":" + f
 	}
 	det.Stuck = stuckAt(pod, det.Probes, w != nil && w.isTerminating())
+	if det.Stuck != nil && det.Stuck.Step == "image" && w != nil {
+		// In back-off the status only says "Back-off pulling image": the
+		// registry's answer is in the last Failed event.
+		evs := w.eventList()
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Reason == "Failed" && strings.HasPrefix(evs[i].Message, "Failed to pull image") {
+				det.Stuck.Cause += "; last pull: " + evs[i].Message
+				break
+			}
+		}
+	}
 	return det, nil
 }
 

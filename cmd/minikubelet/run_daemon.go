@@ -104,8 +104,10 @@ func runThroughDaemon(ctx context.Context, c *api.Client, pods []*v1.Pod, rf run
 	}
 }
 
-// reached reports whether the pod is where run stops following it:
-// Running, and Ready when a container has a readiness probe; or done.
+// reached reports whether the pod is where run stops following it: done,
+// or Ready when a container has a readiness probe, or else Running with
+// every container up for stableAfter — a container that exits at once is
+// seen Running for an instant, until the next relist.
 func reached(pod *v1.Pod) bool {
 	if pod.Status.Phase == v1.PodSucceeded {
 		return true
@@ -123,8 +125,18 @@ func reached(pod *v1.Pod) bool {
 			return false
 		}
 	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		r := cs.State.Running
+		if r == nil || time.Since(r.StartedAt.Time) < stableAfter {
+			return false
+		}
+	}
 	return true
 }
+
+// stableAfter is how long a container without a readiness probe must run
+// before run reports the pod started: longer than a relist and a sync.
+const stableAfter = 3 * time.Second
 
 // failureOf names the failure state a pod is in, or "".
 func failureOf(pod *v1.Pod) string {
