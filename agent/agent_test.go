@@ -103,19 +103,32 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// stepWhenWaiting advances the fake clock once the worker has armed its
-// requeue timer (it does so just after publishing a status, so a test that
-// saw the status may otherwise step too early).
-func (h *harness) stepWhenWaiting(t *testing.T, d time.Duration) {
+// stepUntil advances the fake clock in half-second steps, at most total,
+// until the newest status satisfies cond, and returns the fake time that
+// passed. Stepping repeatedly (rather than once by the expected delay) does
+// not depend on whether the worker already re-armed its timer.
+func (h *harness) stepUntil(t *testing.T, what string, total time.Duration, cond func(*v1.Pod) bool) time.Duration {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !h.clock.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("nobody waits on the clock")
+	start := h.clock.Now()
+	for {
+		h.rec.mu.Lock()
+		var last *v1.Pod
+		if n := len(h.rec.statuses); n > 0 {
+			last = h.rec.statuses[n-1]
 		}
-		time.Sleep(time.Millisecond)
+		h.rec.mu.Unlock()
+		if last != nil && cond(last) {
+			return h.clock.Since(start)
+		}
+		if h.clock.Since(start) > total {
+			t.Fatalf("no %s within %s of fake time; last status: %+v", what, total, last)
+		}
+		select {
+		case <-h.rec.changed:
+		case <-time.After(20 * time.Millisecond):
+			h.clock.Step(500 * time.Millisecond)
+		}
 	}
-	h.clock.Step(d)
 }
 
 // pod decodes a manifest with the real loader, so fixtures carry the
@@ -395,11 +408,12 @@ spec:
 	assert.NotContains(t, h.fake.Calls(), "CreateContainer app attempt=2")
 
 	// After 10 s the worker's requeue timer fires and restarts it.
-	h.stepWhenWaiting(t, 10*time.Second)
-	h.rec.waitStatus(t, "restart 2", func(p *v1.Pod) bool {
+	waited := h.stepUntil(t, "restart 2", 30*time.Second, func(p *v1.Pod) bool {
 		cs := p.Status.ContainerStatuses[0]
 		return cs.RestartCount == 2 && cs.State.Running != nil
 	})
+	assert.GreaterOrEqual(t, waited, 10*time.Second, "restarted before the 10 s back-off")
+	assert.Less(t, waited, 12*time.Second)
 }
 
 func TestAgent_RestartPolicyNeverFailsPod(t *testing.T) {
@@ -445,8 +459,8 @@ spec:
 	assert.Contains(t, h.rec.reasons(), "NetworkNotReady")
 
 	h.fake.SetNetworkReady(true, "")
-	h.stepWhenWaiting(t, time.Second) // the worker retries after 1 s
-	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	waited := h.stepUntil(t, "Running", 10*time.Second, phaseIs(v1.PodRunning)) // the worker retries every second
+	assert.LessOrEqual(t, waited, 2*time.Second)
 }
 
 // A pod removed and added back before its teardown finished runs again
