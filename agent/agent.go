@@ -37,6 +37,13 @@ type Config struct {
 	PodLogDir string
 	// ResolvConf is the host resolver file pods inherit (no cluster DNS).
 	ResolvConf string
+	// ClusterDomain is the DNS domain of pod FQDNs
+	// (<hostname>.<subdomain>.<ns>.svc.<ClusterDomain>); cluster.local.
+	ClusterDomain string
+	// PullSecretFile is a docker config file (config.json or .dockercfg)
+	// with node-level registry credentials; "" reads <RootDir>/config.json
+	// when it exists (the kubelet's first config.json location).
+	PullSecretFile string
 	// RuntimeName prefixes container IDs in status (containerd://<id>).
 	RuntimeName string
 	// RuntimeTimeout is the slack added to calls that wait on purpose
@@ -61,6 +68,13 @@ type Config struct {
 	// ProtectedPaths are host paths pods may not mount without
 	// AllowPrivileged, besides RootDir (e.g. the API socket's directory).
 	ProtectedPaths []string
+	// AllowedUnsafeSysctls are the sysctls, besides the kubelet's safe set,
+	// pods may set: names or prefixes ending in "*" (net.core.*); check
+	// them with ValidateAllowedUnsafeSysctls.
+	AllowedUnsafeSysctls []string
+	// SeccompProfileRoot holds the Localhost seccomp profiles ("":
+	// <RootDir>/seccomp, as the kubelet's <root-dir>/seccomp).
+	SeccompProfileRoot string
 	// PodPidsLimit is pids.max of every pod cgroup (-1 or 0: unlimited).
 	PodPidsLimit int64
 	// NodePidsLimit is pids.max of kubepods (0: unlimited).
@@ -81,6 +95,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ResolvConf == "" {
 		c.ResolvConf = "/etc/resolv.conf"
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
 	}
 	if c.RuntimeName == "" {
 		c.RuntimeName = "containerd"
@@ -165,6 +182,13 @@ type Agent struct {
 	readySandboxes int
 	// metrics are the Prometheus metrics.
 	metrics *metrics
+	// config holds the ConfigMaps and Secrets (SetConfigData); created on
+	// first use by configData, guarded by configOnce.
+	config     *configStore
+	configOnce sync.Once
+	// mounter mounts the tmpfs of secret and memory emptyDir volumes; nil
+	// is the host's (volumeMounter).
+	mounter volumeMounter
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -269,6 +293,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			continue
 		}
 		if reason, msg := a.protectedHostPath(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
+		if reason, msg := a.admitSecurity(p); reason != "" {
 			a.reject(p, reason, msg)
 			continue
 		}

@@ -76,7 +76,7 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	}
 	pw.event(v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := a.clock.Now()
-	ref, err := a.images.PullImage(ctx, spec, nil, sandboxCfg)
+	ref, err := a.pullImage(ctx, pw, spec, sandboxCfg)
 	if err != nil {
 		msg := cri.Message(err)
 		pw.event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
@@ -87,36 +87,6 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	pw.step(stepImage, d, fmt.Sprintf("%s pulled", c.Image))
 	_ = pod
 	return ref, nil
-}
-
-// envFor builds the container's environment: plain values and the fieldRef
-// paths minikubelet supports (validation refuses the rest).
-func envFor(pod *v1.Pod, c *v1.Container, podIP, nodeName string) ([]*runtimeapi.KeyValue, error) {
-	var out []*runtimeapi.KeyValue
-	for i, e := range c.Env {
-		val := e.Value
-		if e.ValueFrom != nil {
-			if e.ValueFrom.FieldRef == nil {
-				return nil, fmt.Errorf("env[%d] %q: only fieldRef is supported", i, e.Name)
-			}
-			switch e.ValueFrom.FieldRef.FieldPath {
-			case "metadata.name":
-				val = pod.Name
-			case "metadata.namespace":
-				val = pod.Namespace
-			case "metadata.uid":
-				val = string(pod.UID)
-			case "status.podIP":
-				val = podIP
-			case "spec.nodeName":
-				val = nodeName
-			default:
-				return nil, fmt.Errorf("env[%d] %q: unsupported fieldRef %q", i, e.Name, e.ValueFrom.FieldRef.FieldPath)
-			}
-		}
-		out = append(out, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(val)})
-	}
-	return out, nil
 }
 
 // mountsFor maps the container's volumeMounts onto host paths.
@@ -188,11 +158,17 @@ func milliCPUToQuota(m, period int64) int64 {
 
 // generateContainerConfig converts one container into its CRI config.
 func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, imageRef, podIP string, volPaths map[string]string) (*runtimeapi.ContainerConfig, error) {
-	env, err := envFor(pod, c, podIP, a.cfg.NodeName)
+	env, envMap, _, err := a.containerEnv(pod, c, podIP) // envvars.go
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	mounts, err := mountsFor(c, volPaths)
+	if err != nil {
+		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	a.readOnlyDataMounts(pod, mounts) // projection.go
+	// The effective security context (security.go).
+	sc, err := a.containerSecurityContext(pod, c)
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
@@ -205,8 +181,8 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
-		Command:     c.Command,
-		Args:        c.Args,
+		Command:     expandAll(c.Command, envMap),
+		Args:        expandAll(c.Args, envMap),
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
 		Mounts:      mounts,
@@ -214,10 +190,8 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		Annotations: annotations,
 		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources: a.containerResources(pod, c),
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				NamespaceOptions: namespaceOptions(pod),
-			},
+			Resources:       a.containerResources(pod, c),
+			SecurityContext: sc,
 		},
 	}, nil
 }
@@ -241,11 +215,28 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	}
 	volPaths, err := a.setupVolumes(pod)
 	if err != nil {
+		if me := (*mountError)(nil); errors.As(err, &me) {
+			pw.event(v1.EventTypeWarning, "FailedMount", "%s", me.Error())
+		}
 		return "", newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	// envFrom keys that are not valid names are skipped with an event.
+	for _, msg := range a.envWarnings(pod, c) { // envvars.go
+		pw.event(v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
 	}
 	cfg, err := a.generateContainerConfig(pod, c, ctype, restartCount, imageRef, sb.ip, volPaths)
 	if err != nil {
 		return "", err
+	}
+	// The image's user, and runAsNonRoot against it (security.go).
+	if err := a.applyImageUser(ctx, pw, c, cfg); err != nil {
+		return "", err
+	}
+	// The pod's managed /etc/hosts (hosts.go).
+	if m, err := a.hostsMount(pod, c, sb.ip); err != nil {
+		return "", newReasonError(ErrCreateContainerConfig, "%v", err)
+	} else if m != nil {
+		cfg.Mounts = append(cfg.Mounts, m)
 	}
 	termPath := ""
 	if c.TerminationMessagePath != "" {

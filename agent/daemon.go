@@ -121,7 +121,12 @@ func (d *Daemon) apply(u SourceUpdate) {
 		d.a.logger.Warn("Manifest ignored", "source", u.Source, "path", fe.Path, "err", fe.Err)
 	}
 	merged := d.mergedLocked()
+	file := d.sources[sourceFile]
 	d.mu.Unlock()
+	// ConfigMaps and Secrets first: the pods' volumes and env use them.
+	if u.Source == sourceFile {
+		d.a.SetConfigData(file.ConfigMaps, file.Secrets)
+	}
 	d.a.SetPods(merged)
 }
 
@@ -204,6 +209,12 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 			u, ok := n.PodUID()
 			uid := types.UID(u)
 			if !ok || live[uid] || desired[uid] {
+				continue
+			}
+			// A cgroup that still has processes belongs to a pod some
+			// other runtime on this machine runs (a second containerd, a
+			// test's): it is not ours to kill.
+			if pids, err := a.cgroups.Pids(n); err != nil || len(pids) > 0 {
 				continue
 			}
 			a.logger.Info("Removing an orphaned pod cgroup", "cgroup", a.cgroups.Path(n))

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -68,4 +70,20 @@ func TestStuckAt(t *testing.T) {
 			assert.Contains(t, got.Cause, tc.wantIn)
 		})
 	}
+}
+
+// ConfigMaps and Secrets in the manifest directory travel with the pods,
+// and one defined in two files is refused in the later file.
+func TestDirSource_ConfigData(t *testing.T) {
+	dir := t.TempDir()
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: fast}\n"
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n  containers: [{name: c, image: reg/c:1, envFrom: [{configMapRef: {name: settings}}]}]\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(cm+"---\n"+pod), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(cm), 0o644))
+	u := NewDirSource(dir, "node-1", nil, nil).scan()
+	require.Len(t, u.Pods, 1)
+	require.Len(t, u.ConfigMaps, 1)
+	assert.Equal(t, "fast", u.ConfigMaps[0].Data["mode"])
+	require.Len(t, u.Errors, 1)
+	assert.Contains(t, u.Errors[0].Err.Error(), "ConfigMap default/settings is already defined in")
 }

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,9 +18,9 @@ func podLogDir(root string, pod *v1.Pod) string {
 }
 
 // namespaceOptions maps hostNetwork/hostPID/hostIPC to CRI namespace modes.
-// PID is per container unless the node's is asked for (shareProcessNamespace
-// is refused for now), exactly as the kubelet sets it; the CRI's zero value
-// would mean POD, so it must be explicit.
+// PID is per container unless the node's is asked for, or the pod's
+// (shareProcessNamespace), exactly as the kubelet sets it; the CRI's zero
+// value would mean POD, so it must be explicit.
 func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
 		Network: runtimeapi.NamespaceMode_POD,
@@ -34,6 +32,8 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	}
 	if pod.Spec.HostPID {
 		ns.Pid = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	if pod.Spec.HostIPC {
 		ns.Ipc = runtimeapi.NamespaceMode_NODE
@@ -85,36 +85,8 @@ func toCRIProtocol(p v1.Protocol) runtimeapi.Protocol {
 	}
 }
 
-// dnsConfig returns the pod's resolver configuration. A lone node has no
-// cluster DNS, so ClusterFirst falls back to the host's resolv.conf, as the
-// kubelet does when --cluster-dns is empty (it also emits a warning event,
-// which the caller does). hostNetwork pods use the host's file directly.
-func dnsConfig(resolvConf []byte) *runtimeapi.DNSConfig {
-	cfg := &runtimeapi.DNSConfig{}
-	sc := bufio.NewScanner(bytes.NewReader(resolvConf))
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.IndexAny(line, "#;"); i >= 0 {
-			line = line[:i]
-		}
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "nameserver":
-			cfg.Servers = append(cfg.Servers, f[1])
-		case "search", "domain":
-			cfg.Searches = f[1:]
-		case "options":
-			cfg.Options = append(cfg.Options, f[1:]...)
-		}
-	}
-	return cfg
-}
-
 // generatePodSandboxConfig converts a pod into the CRI sandbox config for the
-// given attempt. resolvConf is the host's resolv.conf content.
+// given attempt. Hostname and DNS come from dns.go.
 func (a *Agent) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -128,19 +100,22 @@ func (a *Agent) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimea
 		Labels:       sandboxLabels(pod),
 		Annotations:  sandboxAnnotations(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: namespaceOptions(pod),
-			},
+			SecurityContext: sandboxSecurityContext(pod), // security.go
+			Sysctls:         podSysctls(pod),
 		},
 	}
 	if !pod.Spec.HostNetwork {
-		cfg.Hostname = podHostname(pod)
-		resolv, err := os.ReadFile(a.cfg.ResolvConf)
-		if err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("read resolver config %s: %w", a.cfg.ResolvConf, err)
+		host, err := sandboxHostname(pod, a.cfg.ClusterDomain)
+		if err != nil {
+			return nil, err
 		}
-		cfg.DnsConfig = dnsConfig(resolv)
+		cfg.Hostname = host
 	}
+	dns, _, err := a.podDNS(pod)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DnsConfig = dns
 	return cfg, nil
 }
 

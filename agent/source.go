@@ -60,7 +60,11 @@ func (e *ManifestError) Is(target error) bool { return target == ErrInvalidManif
 // manifestPod is one Pod decoded from an input, with where it came from so
 // later errors can point back at it.
 type manifestPod struct {
+	// pod is the decoded Pod; nil for a ConfigMap or Secret document.
 	pod *v1.Pod
+	// cm and secret hold a ConfigMap or Secret document (PrepareObjects).
+	cm     *v1.ConfigMap
+	secret *v1.Secret
 	// where is "document N" when the input held several documents, else "".
 	where string
 	// itemPath is "items[i]" for a Pod inside a v1 List, else nil.
@@ -116,11 +120,28 @@ func LoadManifestFile(path string) ([]*v1.Pod, error) {
 // problem, one per line, prefixed with the source.
 func PrepareManifest(data []byte, source, nodeName string) ([]*v1.Pod, error) {
 	mps, problems := decodeManifest(data)
+	problems = preparePods(mps, problems, source, nodeName)
+	if len(problems) > 0 {
+		return nil, &ManifestError{Source: source, Problems: problems}
+	}
+	pods := make([]*v1.Pod, 0, len(mps))
+	for _, mp := range mps {
+		pods = append(pods, mp.pod)
+	}
+	return pods, nil
+}
+
+// preparePods defaults and validates the decoded pods of mps (other
+// objects are skipped) and returns problems with theirs appended.
+func preparePods(mps []manifestPod, problems []string, source, nodeName string) []string {
 	// Pods that decoded cleanly are still defaulted and validated, so the user
 	// sees all problems of the input in one go.
 	byName := map[string]string{} // namespace/name → where it was first defined
 	byUID := map[string]string{}  // uid → where it was first used
 	for _, mp := range mps {
+		if mp.pod == nil {
+			continue
+		}
 		SetPodDefaults(mp.pod, source, nodeName)
 		errs := ValidatePod(mp.pod)
 		// A pod bound to another node is not this node's to run.
@@ -159,14 +180,55 @@ func PrepareManifest(data []byte, source, nodeName string) ([]*v1.Pod, error) {
 			problems = append(problems, mp.prefix()+prefixField(e, mp.itemPath).Error())
 		}
 	}
+	return problems
+}
+
+// DecodeObjects is DecodeManifest that also accepts apiVersion v1
+// ConfigMap and Secret documents (alone, next to Pods, or as items of a v1
+// List), strictly decoded. Nothing is defaulted or validated. An input
+// without any object is an error; one with only ConfigMaps and Secrets is
+// not. The returned error is a *ManifestError.
+func DecodeObjects(data []byte, source string) (pods []*v1.Pod, cms []*v1.ConfigMap, secrets []*v1.Secret, err error) {
+	mps, problems := decodeDocuments(data, true)
 	if len(problems) > 0 {
-		return nil, &ManifestError{Source: source, Problems: problems}
+		return nil, nil, nil, &ManifestError{Source: source, Problems: problems}
 	}
-	pods := make([]*v1.Pod, 0, len(mps))
+	pods, cms, secrets = splitObjects(mps)
+	return pods, cms, secrets, nil
+}
+
+// PrepareObjects is PrepareManifest for an input that may also hold
+// ConfigMap and Secret documents: pods are defaulted and validated as
+// PrepareManifest does, ConfigMaps and Secrets get the API server's
+// defaults (namespace "default", Secret type Opaque, stringData merged into
+// data) and validation (names, configmap key rules, size, the keys of the
+// Secret's type); two objects of one kind with the same namespace/name are
+// refused. Either everything is returned, or nothing and a *ManifestError
+// listing every problem.
+func PrepareObjects(data []byte, source, nodeName string) (pods []*v1.Pod, cms []*v1.ConfigMap, secrets []*v1.Secret, err error) {
+	mps, problems := decodeDocuments(data, true)
+	problems = preparePods(mps, problems, source, nodeName)
+	problems = prepareConfigObjects(mps, problems)
+	if len(problems) > 0 {
+		return nil, nil, nil, &ManifestError{Source: source, Problems: problems}
+	}
+	pods, cms, secrets = splitObjects(mps)
+	return pods, cms, secrets, nil
+}
+
+// splitObjects sorts decoded documents by kind, keeping their order.
+func splitObjects(mps []manifestPod) (pods []*v1.Pod, cms []*v1.ConfigMap, secrets []*v1.Secret) {
 	for _, mp := range mps {
-		pods = append(pods, mp.pod)
+		switch {
+		case mp.pod != nil:
+			pods = append(pods, mp.pod)
+		case mp.cm != nil:
+			cms = append(cms, mp.cm)
+		case mp.secret != nil:
+			secrets = append(secrets, mp.secret)
+		}
 	}
-	return pods, nil
+	return pods, cms, secrets
 }
 
 // prefixField returns e with its field path moved under prefix (a List
@@ -192,6 +254,13 @@ type yamlDoc struct {
 // the Pods decoded so far and every problem found, each already prefixed with
 // its document when there are several.
 func decodeManifest(data []byte) ([]manifestPod, []string) {
+	return decodeDocuments(data, false)
+}
+
+// decodeDocuments is decodeManifest that also returns ConfigMap and Secret
+// documents when withConfig is set (PrepareObjects); otherwise they are
+// refused by kind.
+func decodeDocuments(data []byte, withConfig bool) ([]manifestPod, []string) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
 
 	var docs []yamlDoc
@@ -228,6 +297,15 @@ func decodeManifest(data []byte) ([]manifestPod, []string) {
 			problems = append(problems, prefix+p)
 		}
 		for _, dp := range docPods {
+			if dp.pod == nil && !withConfig {
+				kind := "ConfigMap"
+				if dp.secret != nil {
+					kind = "Secret"
+				}
+				problems = append(problems, prefix+prefixField(&field.Error{Type: field.ErrorTypeNotSupported, Field: "kind", BadValue: kind,
+					Detail: "not accepted by this source yet: only apiVersion v1 kind Pod (or a v1 List of Pods); ConfigMap and Secret documents are accepted by minikubelet run"}, dp.itemPath).Error())
+				continue
+			}
 			dp.where = where
 			pods = append(pods, dp)
 		}
@@ -387,9 +465,8 @@ func decodeObject(data []byte, itemPath *field.Path) ([]manifestPod, []string) {
 		}
 		return decodePod(data, itemPath)
 	case (tm.Kind == "ConfigMap" || tm.Kind == "Secret") && tm.APIVersion == "v1":
-		// TODO(minikubelet): ConfigMap and Secret documents next to the Pod (issue #2 follow-up).
-		return nil, problem(&field.Error{Type: field.ErrorTypeNotSupported, Field: "kind", BadValue: tm.Kind,
-			Detail: "not supported by minikubelet yet: only apiVersion v1 kind Pod (or a v1 List of Pods) can be run"})
+		// Pods-only callers (decodeManifest) refuse them later.
+		return decodeConfigObject(data, tm.Kind, itemPath)
 	default:
 		return nil, problem(&field.Error{Type: field.ErrorTypeNotSupported, Field: "kind", BadValue: tm.Kind,
 			Detail: fmt.Sprintf("%s %s is not supported by minikubelet: only apiVersion v1 kind Pod (or a v1 List of Pods) can be run", tm.APIVersion, tm.Kind)})

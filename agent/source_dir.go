@@ -52,6 +52,10 @@ type SourceUpdate struct {
 	// minikubelet.io/source-file=<path>. Sorted by file name, then by order
 	// within the file.
 	Pods []*v1.Pod
+	// ConfigMaps and Secrets are the v1 ConfigMap and Secret documents of
+	// the manifest files, which the pods' volumes and env refer to.
+	ConfigMaps []*v1.ConfigMap
+	Secrets    []*v1.Secret
 	// Errors are the files that could not be used, with why; they never stop
 	// the other files.
 	Errors []FileError
@@ -225,15 +229,16 @@ func (s *DirSource) scan() SourceUpdate {
 		return u
 	}
 
-	byName := map[string]string{}   // namespace/name → file that defines it
-	byUID := map[types.UID]string{} // uid → file that uses it
+	byName := map[string]string{}     // namespace/name → file that defines it
+	byUID := map[types.UID]string{}   // uid → file that uses it
+	dataByName := map[string]string{} // kind/namespace/name → file
 	// os.ReadDir sorts by name: the earlier file wins a conflict.
 	for _, e := range entries {
 		if !isManifestFileName(e.Name()) {
 			continue
 		}
 		path := filepath.Join(s.dir, e.Name())
-		pods, err := s.readFile(path)
+		pods, cms, secrets, err := s.readFile(path)
 		if errors.Is(err, errNotAFile) {
 			continue // a directory, or a symlink to one
 		}
@@ -245,6 +250,12 @@ func (s *DirSource) scan() SourceUpdate {
 			u.Errors = append(u.Errors, FileError{Path: path, Err: err})
 			continue
 		}
+		if err := checkCrossFileData(cms, secrets, path, dataByName); err != nil {
+			u.Errors = append(u.Errors, FileError{Path: path, Err: err})
+			continue
+		}
+		u.ConfigMaps = append(u.ConfigMaps, cms...)
+		u.Secrets = append(u.Secrets, secrets...)
 		for _, p := range pods {
 			byName[p.Namespace+"/"+p.Name] = path
 			byUID[p.UID] = path
@@ -276,31 +287,56 @@ var errNotAFile = errors.New("not a regular file")
 
 // readFile reads one manifest file and prepares its pods (PrepareManifest,
 // with the path as the source: the path is part of the derived UID).
-func (s *DirSource) readFile(path string) ([]*v1.Pod, error) {
+func (s *DirSource) readFile(path string) ([]*v1.Pod, []*v1.ConfigMap, []*v1.Secret, error) {
 	fi, err := os.Stat(path) // follows symlinks, as the kubelet does
 	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+		return nil, nil, nil, fmt.Errorf("read manifest: %w", err)
 	}
 	if fi.IsDir() {
-		return nil, errNotAFile
+		return nil, nil, nil, errNotAFile
 	}
 	if !fi.Mode().IsRegular() {
 		// A FIFO would block the read forever.
-		return nil, fmt.Errorf("read manifest: %s is not a regular file", fi.Mode().Type())
+		return nil, nil, nil, fmt.Errorf("read manifest: %s is not a regular file", fi.Mode().Type())
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+		return nil, nil, nil, fmt.Errorf("read manifest: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read manifest: %w", err)
+		return nil, nil, nil, fmt.Errorf("read manifest: %w", err)
 	}
 	if len(data) > maxManifestBytes {
-		return nil, &ManifestError{Source: path, Problems: []string{fmt.Sprintf("the file is larger than %d bytes", maxManifestBytes)}}
+		return nil, nil, nil, &ManifestError{Source: path, Problems: []string{fmt.Sprintf("the file is larger than %d bytes", maxManifestBytes)}}
 	}
-	return PrepareManifest(data, path, s.nodeName)
+	return PrepareObjects(data, path, s.nodeName)
+}
+
+// checkCrossFileData refuses ConfigMaps and Secrets an earlier file
+// already defines.
+func checkCrossFileData(cms []*v1.ConfigMap, secrets []*v1.Secret, path string, seen map[string]string) error {
+	var problems []string
+	keys := make([]string, 0, len(cms)+len(secrets))
+	for _, c := range cms {
+		keys = append(keys, "ConfigMap "+c.Namespace+"/"+c.Name)
+	}
+	for _, sc := range secrets {
+		keys = append(keys, "Secret "+sc.Namespace+"/"+sc.Name)
+	}
+	for _, k := range keys {
+		if other, ok := seen[k]; ok {
+			problems = append(problems, fmt.Sprintf("%s is already defined in %s", k, other))
+		}
+	}
+	if len(problems) > 0 {
+		return &ManifestError{Source: path, Problems: problems}
+	}
+	for _, k := range keys {
+		seen[k] = path
+	}
+	return nil
 }
 
 // checkCrossFile refuses pods already defined by an earlier file (by
@@ -352,6 +388,16 @@ func fingerprint(u SourceUpdate) [sha256.Size]byte {
 	h := sha256.New()
 	for _, p := range u.Pods {
 		b, _ := json.Marshal(p) // a v1.Pod always marshals
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	for _, c := range u.ConfigMaps {
+		b, _ := json.Marshal(c)
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	for _, sc := range u.Secrets {
+		b, _ := json.Marshal(sc)
 		h.Write(b)
 		h.Write([]byte{0})
 	}

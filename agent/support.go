@@ -109,14 +109,14 @@ var metaRules = ruleTable{typ: reflect.TypeFor[metav1.ObjectMeta](), path: "meta
 
 // Fields of spec.
 var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rules: map[string]fieldRule{
-	"volumes":                       ruleLimited("emptyDir and hostPath only"),
+	"volumes":                       ruleLimited("emptyDir, hostPath, configMap, secret, downwardAPI and projected"),
 	"initContainers":                ruleLimited("same fields as spec.containers[*], plus restartPolicy: Always for native sidecars"),
 	"containers":                    ruleOK,
 	"ephemeralContainers":           ruleRefused(reasonNever + ": ephemeral containers are added to running pods through the API"),
 	"restartPolicy":                 ruleOK,
 	"terminationGracePeriodSeconds": ruleOK,
 	"activeDeadlineSeconds":         ruleRefused(reasonNotYet),
-	"dnsPolicy":                     ruleLimited("ClusterFirst, ClusterFirstWithHostNet, Default; None needs dnsConfig, not supported yet"),
+	"dnsPolicy":                     ruleLimited("Default and None as the kubelet; ClusterFirst and ClusterFirstWithHostNet fall back to Default (the node's resolv.conf) with a MissingClusterDNS warning event: a lone node has no cluster DNS"),
 	"nodeSelector":                  ruleLimited("matched against the node's labels (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch, --node-labels); a pod that does not match ends Failed with reason NodeAffinity"),
 	"serviceAccountName":            ruleInert("no service account token is mounted"),
 	"serviceAccount":                ruleInert("no service account token is mounted"),
@@ -125,27 +125,27 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"hostNetwork":                   ruleOK,
 	"hostPID":                       ruleOK,
 	"hostIPC":                       ruleOK,
-	"shareProcessNamespace":         fieldRule{note: reasonNotYet, unset: false},
-	"securityContext":               ruleRefused(reasonNotYet),
-	"imagePullSecrets":              ruleRefused(reasonNotYet),
+	"shareProcessNamespace":         ruleLimited("the containers share the sandbox's PID namespace (PID 1 is the pause process)"),
+	"securityContext":               ruleOK,
+	"imagePullSecrets":              ruleLimited("Secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg from the same manifest input or the API, tried before the node's --pull-secret-file, as CRI AuthConfig"),
 	"hostname":                      ruleOK,
-	"subdomain":                     ruleOK,
+	"subdomain":                     ruleLimited("names the pod <hostname>.<subdomain>.<namespace>.svc.<--cluster-domain> in its /etc/hosts"),
 	"affinity":                      ruleLimited("nodeAffinity only: requiredDuringSchedulingIgnoredDuringExecution is checked at admission (reason NodeAffinity); preferredDuringSchedulingIgnoredDuringExecution has no effect without a scheduler; podAffinity and podAntiAffinity are refused"),
 	"schedulerName":                 ruleInert("there is no scheduler on a lone node"),
 	"tolerations":                   ruleInert("there is no scheduler or taint manager on a lone node"),
-	"hostAliases":                   ruleRefused(reasonNotYet),
+	"hostAliases":                   ruleLimited("appended to the pod's managed /etc/hosts"),
 	"priorityClassName":             ruleRefused(reasonNotYet),
 	"priority":                      ruleRefused(reasonNotYet),
-	"dnsConfig":                     ruleRefused(reasonNotYet),
+	"dnsConfig":                     ruleLimited("nameservers, searches and options, merged into the policy's config as the kubelet does (at most 3 nameservers, 32 search domains)"),
 	"readinessGates":                ruleRefused(reasonNever + ": no controller sets custom pod conditions"),
 	"runtimeClassName":              ruleRefused(reasonNotYet),
 	"enableServiceLinks":            ruleInert("there are no services on a lone node"),
 	"preemptionPolicy":              ruleInert("there is no scheduler on a lone node"),
 	"overhead":                      ruleRefused(reasonNever + ": set by the RuntimeClass admission controller"),
 	"topologySpreadConstraints":     ruleInert("there is no scheduler on a lone node"),
-	"setHostnameAsFQDN":             fieldRule{note: reasonNotYet, unset: false},
+	"setHostnameAsFQDN":             ruleLimited("with a subdomain, the hostname is <hostname>.<subdomain>.<namespace>.svc.<--cluster-domain> (at most 64 characters)"),
 	"os":                            ruleRefused(reasonNotYet),
-	"hostUsers":                     fieldRule{note: reasonNotYet, unset: true},
+	"hostUsers":                     fieldRule{note: reasonNever + ": user namespaces need containerd 2.0", unset: true},
 	"schedulingGates":               ruleRefused(reasonNever + ": there is no scheduler to lift the gates"),
 	"resourceClaims":                ruleRefused(reasonNotYet),
 	"resources":                     ruleRefused(reasonNotYet),
@@ -163,8 +163,8 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"args":                     ruleOK,
 	"workingDir":               ruleOK,
 	"ports":                    ruleOK,
-	"envFrom":                  ruleRefused(reasonNotYet),
-	"env":                      ruleLimited("value, and valueFrom.fieldRef for metadata.name, metadata.namespace, metadata.uid, status.podIP, spec.nodeName"),
+	"envFrom":                  ruleLimited("configMapRef and secretRef with prefix; keys that are not valid variable names are skipped with an InvalidEnvironmentVariableNames event"),
+	"env":                      ruleLimited("value with $(VAR) expansion (the kubelet's rules), and valueFrom"),
 	"resources":                ruleLimited("cpu and memory requests and limits"),
 	"resizePolicy":             ruleRefused(reasonNotYet),
 	"restartPolicy":            ruleRefused(reasonNotYet),
@@ -178,7 +178,7 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"terminationMessagePath":   ruleOK,
 	"terminationMessagePolicy": ruleOK,
 	"imagePullPolicy":          ruleOK,
-	"securityContext":          ruleRefused(reasonNotYet),
+	"securityContext":          ruleOK,
 	"stdin":                    ruleRefused(reasonNotYet),
 	"stdinOnce":                ruleRefused(reasonNotYet),
 	"tty":                      ruleRefused(reasonNotYet),
@@ -209,7 +209,7 @@ var volumeRules = ruleTable{typ: reflect.TypeFor[v1.Volume](), path: "spec.volum
 	"gcePersistentDisk":     ruleRefused(reasonNever),
 	"awsElasticBlockStore":  ruleRefused(reasonNever),
 	"gitRepo":               ruleRefused(reasonNever),
-	"secret":                ruleRefused(reasonNotYet),
+	"secret":                ruleLimited("written atomically (..data symlink swap) on a tmpfs, read-only"),
 	"nfs":                   ruleRefused(reasonNever),
 	"iscsi":                 ruleRefused(reasonNever),
 	"glusterfs":             ruleRefused(reasonNever),
@@ -219,15 +219,15 @@ var volumeRules = ruleTable{typ: reflect.TypeFor[v1.Volume](), path: "spec.volum
 	"cinder":                ruleRefused(reasonNever),
 	"cephfs":                ruleRefused(reasonNever),
 	"flocker":               ruleRefused(reasonNever),
-	"downwardAPI":           ruleRefused(reasonNotYet),
+	"downwardAPI":           ruleLimited("written atomically (..data symlink swap) and updated when labels or annotations change, read-only"),
 	"fc":                    ruleRefused(reasonNever),
 	"azureFile":             ruleRefused(reasonNever),
-	"configMap":             ruleRefused(reasonNotYet),
+	"configMap":             ruleLimited("written atomically (..data symlink swap), updated when the ConfigMap changes, read-only"),
 	"vsphereVolume":         ruleRefused(reasonNever),
 	"quobyte":               ruleRefused(reasonNever),
 	"azureDisk":             ruleRefused(reasonNever),
 	"photonPersistentDisk":  ruleRefused(reasonNever),
-	"projected":             ruleRefused(reasonNotYet),
+	"projected":             ruleLimited("configMap, secret and downwardAPI sources"),
 	"portworxVolume":        ruleRefused(reasonNever),
 	"scaleIO":               ruleRefused(reasonNever),
 	"storageos":             ruleRefused(reasonNever),
@@ -238,8 +238,8 @@ var volumeRules = ruleTable{typ: reflect.TypeFor[v1.Volume](), path: "spec.volum
 
 // Fields of spec.volumes[*].emptyDir.
 var emptyDirRules = ruleTable{typ: reflect.TypeFor[v1.EmptyDirVolumeSource](), path: "spec.volumes[*].emptyDir", rules: map[string]fieldRule{
-	"medium":    ruleLimited(`"" only; Memory is not supported yet`),
-	"sizeLimit": ruleRefused(reasonNotYet),
+	"medium":    ruleLimited(`"" (node disk) or Memory (a tmpfs)`),
+	"sizeLimit": ruleLimited("medium Memory: the tmpfs size (the kubelet's rule: at most the pod's memory limit, else the node's allocatable memory); default medium: no effect (the kubelet enforces it by eviction, minikubelet does not evict)"),
 	"mode":      ruleRefused(reasonNotYet + ": alpha in Kubernetes (EmptyDirVolumeMode)"),
 }}
 
@@ -279,10 +279,10 @@ var envVarRules = ruleTable{typ: reflect.TypeFor[v1.EnvVar](), path: "spec.conta
 
 // Fields of spec.containers[*].env[*].valueFrom.
 var envVarSourceRules = ruleTable{typ: reflect.TypeFor[v1.EnvVarSource](), path: "spec.containers[*].env[*].valueFrom", rules: map[string]fieldRule{
-	"fieldRef":         ruleLimited("metadata.name, metadata.namespace, metadata.uid, status.podIP, spec.nodeName"),
-	"resourceFieldRef": ruleRefused(reasonNotYet),
-	"configMapKeyRef":  ruleRefused(reasonNotYet),
-	"secretKeyRef":     ruleRefused(reasonNotYet),
+	"fieldRef":         ruleLimited("every path the kubelet resolves; status.hostIP(s) is the node's default-route address"),
+	"resourceFieldRef": ruleLimited("cpu and memory limits and requests, with divisor; an unset limit is the node's allocatable amount"),
+	"configMapKeyRef":  ruleLimited("a ConfigMap of the pod's namespace from the same manifest input (or the API)"),
+	"secretKeyRef":     ruleLimited("a Secret of the pod's namespace from the same manifest input (or the API)"),
 	"fileKeyRef":       ruleRefused(reasonNotYet),
 }}
 
@@ -298,6 +298,9 @@ var ruleTables = []*ruleTable{
 	&podRules, &metaRules, &specRules, &containerRules, &lifecycleRules, &lifecycleHandlerRules,
 	&portRules, &envVarRules, &envVarSourceRules,
 	&resourcesRules, &volumeMountRules, &volumeRules, &emptyDirRules, &hostPathRules,
+	&envFromRules, &configMapVolumeRules, &secretVolumeRules, &downwardAPIVolumeRules, &projectedVolumeRules, &volumeProjectionRules, // datasupport.go
+	&keyToPathRules, &downwardAPIFileRules, // datasupport.go
+	&podSecurityContextRules, &securityContextRules, &capabilitiesRules, &seccompProfileRules, // security.go
 }
 
 // Fields of spec.containers[*].lifecycle.
@@ -432,6 +435,7 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 
 	spec := field.NewPath("spec")
 	errs = append(errs, refuseSet(reflect.ValueOf(pod.Spec), &specRules, nil, spec)...)
+	errs = append(errs, checkPodSecuritySupport(pod.Spec.SecurityContext, spec.Child("securityContext"))...)
 	for i := range pod.Spec.InitContainers {
 		overrides := initContainerOverrides
 		if isSidecar(&pod.Spec.InitContainers[i]) {
@@ -452,6 +456,7 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 		if vol.HostPath != nil {
 			errs = append(errs, refuseSet(reflect.ValueOf(*vol.HostPath), &hostPathRules, nil, p.Child("hostPath"))...)
 		}
+		errs = append(errs, checkDataVolumeSupport(vol, p)...) // datasupport.go
 	}
 	return errs
 }
@@ -459,9 +464,11 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 // checkContainerSupport is checkSupport for one (init) container.
 func checkContainerSupport(c *v1.Container, overrides map[string]fieldRule, path *field.Path) field.ErrorList {
 	errs := refuseSet(reflect.ValueOf(*c), &containerRules, overrides, path)
+	errs = append(errs, checkContainerSecuritySupport(c.SecurityContext, path.Child("securityContext"))...)
 	for i := range c.Ports {
 		errs = append(errs, refuseSet(reflect.ValueOf(c.Ports[i]), &portRules, nil, path.Child("ports").Index(i))...)
 	}
+	errs = append(errs, checkEnvFromSupport(c, path)...) // datasupport.go
 	for i := range c.Env {
 		p := path.Child("env").Index(i)
 		errs = append(errs, refuseSet(reflect.ValueOf(c.Env[i]), &envVarRules, nil, p)...)

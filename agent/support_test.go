@@ -75,13 +75,16 @@ func TestSupportedFields(t *testing.T) {
 		{"spec.nodeSelector", true},
 		{"spec.overhead", false},
 		{"spec.ephemeralContainers", false},
-		{"spec.containers[*].securityContext", false},
+		{"spec.containers[*].securityContext", true},
+		{"spec.securityContext.appArmorProfile", false},
 		{"spec.containers[*].livenessProbe", probesSupported},
 		{"spec.initContainers[*].restartPolicy", true},
 		{"spec.volumes[*].emptyDir", true},
 		{"spec.volumes[*].hostPath", true},
 		{"spec.volumes[*].persistentVolumeClaim", false},
-		{"spec.containers[*].env[*].valueFrom.secretKeyRef", false},
+		{"spec.containers[*].env[*].valueFrom.secretKeyRef", true},
+		{"spec.containers[*].env[*].valueFrom.fileKeyRef", false},
+		{"spec.volumes[*].projected.sources[*].serviceAccountToken", false},
 		{"metadata.generateName", false},
 		{"status", false},
 	} {
@@ -169,7 +172,7 @@ func TestCheckSupport_EmptyValuesAreUnset(t *testing.T) {
 	hostUsers = false
 	errs := checkSupport(pod)
 	require.Len(t, errs, 1)
-	assert.Equal(t, "spec.hostUsers: Forbidden: not supported by minikubelet yet", errs[0].Error())
+	assert.Equal(t, "spec.hostUsers: Forbidden: not supported by minikubelet: user namespaces need containerd 2.0", errs[0].Error())
 }
 
 // setJSONField sets the field with JSON name name of struct value v to a

@@ -74,6 +74,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	}
 
 	a.reportOOMKills(w, st)
+	// Labels, annotations, ConfigMaps or Secrets may have changed: the data
+	// volumes already set up follow them (projection.go).
+	a.refreshDataVolumes(w, pod)
 
 	// Step 2: plan, with what the prober knows of the running containers.
 	a.updateProbes(pod, st)
@@ -221,9 +224,12 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		}()
 	}
 
-	if !pod.Spec.HostNetwork && (pod.Spec.DNSPolicy == v1.DNSClusterFirst || pod.Spec.DNSPolicy == v1.DNSClusterFirstWithHostNet) {
-		// A lone node has no cluster DNS; the kubelet's words and fallback.
-		w.event(v1.EventTypeWarning, "MissingClusterDNS", "this node has no cluster DNS, so the %q DNS policy falls back to %q (the node's resolv.conf)", pod.Spec.DNSPolicy, v1.DNSDefault)
+	// A lone node has no cluster DNS (MissingClusterDNS), and resolver
+	// limits may trim the pod's DNS config (DNSConfigForming): dns.go.
+	if _, warns, err := a.podDNS(pod); err == nil {
+		for _, wn := range warns {
+			w.event(v1.EventTypeWarning, wn.reason, "%s", wn.message)
+		}
 	}
 	// The pod cgroup first: containerd creates the sandbox and every
 	// container below it.

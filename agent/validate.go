@@ -109,10 +109,6 @@ var (
 	supportedHostPathTypes   = []string{"", string(v1.HostPathBlockDev), string(v1.HostPathCharDev), string(v1.HostPathDirectory),
 		string(v1.HostPathDirectoryOrCreate), string(v1.HostPathFile), string(v1.HostPathFileOrCreate), string(v1.HostPathSocket)}
 	supportedURISchemes = []string{string(v1.URISchemeHTTP), string(v1.URISchemeHTTPS)}
-	// supportedFieldRefs are the env fieldRef paths minikubelet resolves.
-	supportedFieldRefs = []string{"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP"}
-	// laterFieldRefs are the other paths the API allows; refused for now.
-	laterFieldRefs = []string{"metadata.labels", "metadata.annotations", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIPs"}
 )
 
 // validatePodSpec checks the supported fields of spec.
@@ -142,6 +138,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
 	errs = append(errs, validateNodeSelector(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	errs = append(errs, validateNodeAffinity(spec.Affinity, fldPath.Child("affinity"))...)
+	errs = append(errs, validatePodSecurity(spec, fldPath)...) // security.go
 
 	if p := spec.RestartPolicy; p == "" {
 		errs = append(errs, field.Required(fldPath.Child("restartPolicy"), ""))
@@ -152,11 +149,10 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	switch p := spec.DNSPolicy; {
 	case p == "":
 		errs = append(errs, field.Required(fldPath.Child("dnsPolicy"), ""))
-	case p == v1.DNSNone:
-		errs = append(errs, field.Forbidden(fldPath.Child("dnsPolicy"), reasonNotYet+": None needs spec.dnsConfig"))
 	case !slices.Contains(supportedDNSPolicies, string(p)):
 		errs = append(errs, field.NotSupported(fldPath.Child("dnsPolicy"), p, supportedDNSPolicies))
 	}
+	errs = append(errs, validateDNS(spec, fldPath)...) // dnsConfig, hostAliases: dns.go
 
 	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("terminationGracePeriodSeconds"), *g, "must be greater than or equal to 0"))
@@ -218,7 +214,8 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (map[string]bool,
 			}
 		}
 
-		if ed := vol.EmptyDir; ed != nil && ed.Medium != v1.StorageMediumDefault {
+		errs = append(errs, validateDataVolume(vol, idxPath)...) // datasupport.go
+		if ed := vol.EmptyDir; ed != nil && ed.Medium != v1.StorageMediumDefault && ed.Medium != v1.StorageMediumMemory {
 			errs = append(errs, field.Forbidden(idxPath.Child("emptyDir", "medium"),
 				fmt.Sprintf("%s: medium %q", reasonNotYet, ed.Medium)))
 		}
@@ -287,8 +284,10 @@ func validateContainer(c *v1.Container, spec *v1.PodSpec, volumes map[string]boo
 
 	errs = append(errs, validatePorts(c.Ports, spec.HostNetwork, fldPath.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, fldPath.Child("env"))...)
+	errs = append(errs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...) // datasupport.go
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
+	errs = append(errs, validateContainerSecurity(c.SecurityContext, spec, fldPath.Child("securityContext"))...) // security.go
 
 	errs = append(errs, validateProbe(c.LivenessProbe, c, true, fldPath.Child("livenessProbe"))...)
 	errs = append(errs, validateProbe(c.ReadinessProbe, c, false, fldPath.Child("readinessProbe"))...)
@@ -419,24 +418,8 @@ func validateEnv(env []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 		case n > 1:
 			errs = append(errs, field.Invalid(vfPath, "", "may not have more than one field specified at a time"))
 		}
-		// resourceFieldRef, configMapKeyRef, secretKeyRef, fileKeyRef: support.go.
-		if fr := ev.ValueFrom.FieldRef; fr != nil {
-			frPath := vfPath.Child("fieldRef")
-			if fr.APIVersion != "" && fr.APIVersion != "v1" {
-				errs = append(errs, field.NotSupported(frPath.Child("apiVersion"), fr.APIVersion, []string{"v1"}))
-			}
-			fp := frPath.Child("fieldPath")
-			switch {
-			case fr.FieldPath == "":
-				errs = append(errs, field.Required(fp, ""))
-			case slices.Contains(supportedFieldRefs, fr.FieldPath):
-			case slices.Contains(laterFieldRefs, fr.FieldPath) ||
-				strings.HasPrefix(fr.FieldPath, "metadata.labels[") || strings.HasPrefix(fr.FieldPath, "metadata.annotations["):
-				errs = append(errs, field.Forbidden(fp, fmt.Sprintf("%s: %s", reasonNotYet, fr.FieldPath)))
-			default:
-				errs = append(errs, field.NotSupported(fp, fr.FieldPath, supportedFieldRefs))
-			}
-		}
+		// fileKeyRef: support.go; the others: datasupport.go.
+		errs = append(errs, validateEnvValueFrom(ev.ValueFrom, vfPath)...)
 	}
 	return errs
 }

@@ -100,12 +100,12 @@ func TestValidatePod(t *testing.T) {
 			want: []string{`spec.containers[0].env[0].valueFrom.fieldRef.apiVersion: Unsupported value: "v2": supported values: "v1"`},
 		},
 		{
-			name: "fieldRef to one label",
+			name: "fieldRef to one label with an invalid key",
 			mutate: func(p *v1.Pod) {
 				p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{
-					FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['app']"}}}}
+					FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['-app']"}}}}
 			},
-			want: []string{`spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Forbidden: not supported by minikubelet yet: metadata.labels['app']`},
+			want: []string{`spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Invalid value: "metadata.labels['-app']": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
 		},
 		{
 			name: "volume without a source (not defaulted)",

@@ -20,6 +20,8 @@ func (a *Agent) volumeHostPath(pod *v1.Pod, vol *v1.Volume) string {
 	switch {
 	case vol.HostPath != nil:
 		return vol.HostPath.Path
+	case isAPIDataVolume(vol): // configMap, secret, downwardAPI, projected
+		return filepath.Join(a.podDir(pod), "volumes", pluginDir(vol), vol.Name)
 	default: // emptyDir
 		return filepath.Join(a.podDir(pod), "volumes", "kubernetes.io~empty-dir", vol.Name)
 	}
@@ -35,15 +37,36 @@ func (a *Agent) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 		p := a.volumeHostPath(pod, vol)
 		switch {
 		case vol.EmptyDir != nil:
+			// Mode and fsGroup only when created, as the kubelet's emptyDir
+			// (its ready marker): a later container must not undo setgid.
+			_, statErr := os.Stat(p)
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
 			}
-			if err := os.Chmod(p, 0o777); err != nil {
-				return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
+			if vol.EmptyDir.Medium == v1.StorageMediumMemory {
+				// A tmpfs sized by sizeLimit (projection.go).
+				if err := a.setupMemoryEmptyDir(pod, vol, p); err != nil {
+					return nil, &mountError{volume: vol.Name, err: err}
+				}
+			}
+			if os.IsNotExist(statErr) {
+				if err := os.Chmod(p, 0o777); err != nil {
+					return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
+				}
+				if gid, policy := podFSGroup(pod); gid != nil {
+					if err := applyFSGroup(p, *gid, policy); err != nil { // security.go
+						return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
+					}
+				}
 			}
 		case vol.HostPath != nil:
 			if err := checkHostPath(vol.HostPath); err != nil {
 				return nil, fmt.Errorf("hostPath volume %q: %w", vol.Name, err)
+			}
+		case isAPIDataVolume(vol):
+			// Files written atomically, secrets on a tmpfs (projection.go).
+			if err := a.setupDataVolume(pod, vol, p); err != nil {
+				return nil, err
 			}
 		default:
 			// Validation refuses every other source before we get here.
@@ -113,6 +136,11 @@ func checkHostPath(hp *v1.HostPathVolumeSource) error {
 // cleanupPodDirs removes the pod's volume directory tree and log directory.
 // hostPath contents are never touched: they live outside the pod dir.
 func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
+	// The tmpfs of secret and memory volumes first: removing files from
+	// a mounted tmpfs would leave the mount behind.
+	if err := a.unmountPodVolumes(pod); err != nil {
+		return err
+	}
 	return errors.Join(
 		os.RemoveAll(a.podDir(pod)),
 		os.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),

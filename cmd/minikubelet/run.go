@@ -44,10 +44,15 @@ type nodeFlags struct {
 	kubeReserved   string
 	cgroupDriver   string
 	podPidsLimit   int64
+	nodePidsLimit  int64
 	cgroupsPerQOS  bool
 	allowPriv      bool
+	unsafeSysctls  string
+	seccompRoot    string
 	systemReserved string
 	nodeLabels     string
+	clusterDomain  string
+	pullSecretFile string
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -72,12 +77,29 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.systemReserved, "system-reserved", "", "cpu and memory kept from pods for the OS, e.g. cpu=100m,memory=256Mi")
 	fs.StringVar(&f.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver, cgroupfs or systemd; the runtime's answer wins where it gives one (containerd 2.x), and a disagreeing explicit flag is an error")
 	fs.Int64Var(&f.podPidsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
+	fs.Int64Var(&f.nodePidsLimit, "node-max-pids", 0, "pids.max of the kubepods cgroup, all pods together (0: unlimited)")
 	fs.BoolVar(&f.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in the kubepods QoS cgroup hierarchy with their resources (kubelet's --cgroups-per-qos)")
-	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods mount minikubelet's own state (root dir, API socket) through hostPath")
+	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods run privileged containers and mount minikubelet's own state (root dir, API socket) through hostPath")
+	fs.StringVar(&f.unsafeSysctls, "allowed-unsafe-sysctls", "", "sysctls pods may set beyond the kubelet's safe set, comma-separated names or prefixes ending in * (e.g. net.core.*); namespaced sysctls only")
+	fs.StringVar(&f.seccompRoot, "seccomp-profile-root", "", "directory of the Localhost seccomp profiles (default: <root-dir>/seccomp)")
 	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of pod FQDNs (<hostname>.<subdomain>.<namespace>.svc.<domain>)")
+	fs.StringVar(&f.pullSecretFile, "pull-secret-file", "", "docker config file (config.json or .dockercfg) with node-level registry credentials for image pulls (default: <root-dir>/config.json if it exists)")
 }
 
-// node describes this node from the host and the flags.
+// allowedUnsafeSysctls splits --allowed-unsafe-sysctls.
+func (f *nodeFlags) allowedUnsafeSysctls() []string {
+	var out []string
+	for _, s := range strings.Split(f.unsafeSysctls, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// node describes this node from the host and the flags (and checks the
+// flags that need it).
 func (f *nodeFlags) node() (agent.NodeInfo, error) {
 	kube, err := agent.ParseResourceList(f.kubeReserved)
 	if err != nil {
@@ -90,6 +112,9 @@ func (f *nodeFlags) node() (agent.NodeInfo, error) {
 	labels, err := agent.ParseLabels(f.nodeLabels)
 	if err != nil {
 		return agent.NodeInfo{}, fmt.Errorf("--node-labels: %w", err)
+	}
+	if err := agent.ValidateAllowedUnsafeSysctls(f.allowedUnsafeSysctls()); err != nil {
+		return agent.NodeInfo{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	return agent.DetectNode(f.nodeName, labels, kube, system)
 }
@@ -162,15 +187,23 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("read manifest: %w", err)}
 	}
-	pods, err := agent.PrepareManifest(data, file, nf.nodeName)
+	// ConfigMap and Secret documents may sit next to the pods.
+	pods, cms, secrets, err := agent.PrepareObjects(data, file, nf.nodeName)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("invalid manifest (nothing was created):\n%w", err)}
+	}
+	if len(pods) == 0 {
+		return &exitError{code: 2, err: fmt.Errorf("invalid manifest (nothing was created):\n%s: no Pod found: only ConfigMaps and Secrets", file)}
 	}
 	// With a daemon answering on its socket, submit and follow instead:
 	// the daemon owns the node's pods. Explicit runtime settings mean the
 	// user wants this process to run them.
 	if !rf.foreground && !flagGiven(fs, "runtime-endpoint") {
 		if c := api.NewClient(rf.socket); c.Ready(ctx) == nil || isDaemonUp(ctx, c) {
+			if len(cms)+len(secrets) > 0 {
+				// TODO(minikubelet): submit them once the API takes them (issue #7).
+				return &exitError{code: 2, err: errors.New("ConfigMap and Secret documents cannot be submitted to the minikubelet daemon yet: run with --foreground")}
+			}
 			raw, err := agent.DecodeManifest(data, file)
 			if err != nil {
 				return &exitError{code: 2, err: err}
@@ -218,7 +251,13 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Network:         nf.network(),
 		Node:            node,
 		PodPidsLimit:    nf.podPidsLimit,
+		NodePidsLimit:   nf.nodePidsLimit,
 		AllowPrivileged: nf.allowPriv,
+		ClusterDomain:   nf.clusterDomain,
+		PullSecretFile:  nf.pullSecretFile,
+		// Security contexts (agent/security.go).
+		AllowedUnsafeSysctls: nf.allowedUnsafeSysctls(),
+		SeccompProfileRoot:   nf.seccompRoot,
 	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
@@ -245,6 +284,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer stopAgent()
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- a.Run(actx) }()
+	// The data first, so that the pods' first start finds it.
+	a.SetConfigData(cms, secrets)
 	a.SetPods(pods)
 	// Admission runs inside SetPods: when every pod was rejected there is
 	// nothing to stay attached to.

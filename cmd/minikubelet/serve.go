@@ -128,8 +128,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Network:         nf.network(),
 		Node:            node,
 		PodPidsLimit:    nf.podPidsLimit,
+		NodePidsLimit:   nf.nodePidsLimit,
 		AllowPrivileged: nf.allowPriv,
+		ClusterDomain:   nf.clusterDomain,
+		PullSecretFile:  nf.pullSecretFile,
 		ProtectedPaths:  []string{filepath.Dir(sf.socket)},
+		// Security contexts (agent/security.go).
+		AllowedUnsafeSysctls: nf.allowedUnsafeSysctls(),
+		SeccompProfileRoot:   nf.seccompRoot,
 	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg})
 	inst.OnCall(a.ObserveRuntimeOp)
 	if path, err := a.EnsureNodeCgroups(); err != nil {

@@ -1,0 +1,420 @@
+package agent
+
+// ConfigMaps and Secrets without an API server. They come from the same
+// manifest input as the pods (PrepareObjects) and are handed to the agent
+// as a whole set with SetConfigData, like SetPods. The agent keeps them in
+// memory for env and volumes and writes them under <root>/configdata
+// (secrets mode 0600 in 0700 directories), so what a node's pods see can be
+// inspected on the node.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	strictjson "sigs.k8s.io/json"
+)
+
+// errConfigNotFound classifies a missing ConfigMap or Secret; optional
+// references check it with errors.Is.
+var errConfigNotFound = errors.New("not found")
+
+// notFoundError is the kubelet's text for a missing object:
+// `configmap "x" not found` / `secret "x" not found`.
+type notFoundError struct {
+	kind, name string
+}
+
+func (e *notFoundError) Error() string    { return fmt.Sprintf("%s %q not found", e.kind, e.name) }
+func (e *notFoundError) Is(t error) bool  { return t == errConfigNotFound }
+func newNotFound(kind, name string) error { return &notFoundError{kind: kind, name: name} }
+
+// configStore holds the node's ConfigMaps and Secrets by namespace/name.
+type configStore struct {
+	// dir is <root>/configdata.
+	dir string
+	// mu guards configMaps and secrets; the maps are replaced whole, their
+	// objects never mutated.
+	mu         sync.RWMutex
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+	// written are the files this store wrote (guarded by mu): only those
+	// are removed when their object goes.
+	written map[string]bool
+}
+
+func newConfigStore(dir string) *configStore {
+	return &configStore{dir: dir, configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}}
+}
+
+// configMap returns the ConfigMap ns/name or a notFoundError.
+func (s *configStore) configMap(ns, name string) (*v1.ConfigMap, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if cm, ok := s.configMaps[ns+"/"+name]; ok {
+		return cm, nil
+	}
+	return nil, newNotFound("configmap", name)
+}
+
+// secret returns the Secret ns/name or a notFoundError.
+func (s *configStore) secret(ns, name string) (*v1.Secret, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if sec, ok := s.secrets[ns+"/"+name]; ok {
+		return sec, nil
+	}
+	return nil, newNotFound("secret", name)
+}
+
+// replace swaps in a new set and mirrors it on disk. Writing is best
+// effort: memory is what pods use, the files are for people.
+func (s *configStore) replace(cms []*v1.ConfigMap, secrets []*v1.Secret) error {
+	cmMap := make(map[string]*v1.ConfigMap, len(cms))
+	for _, cm := range cms {
+		cmMap[cm.Namespace+"/"+cm.Name] = cm.DeepCopy()
+	}
+	secMap := make(map[string]*v1.Secret, len(secrets))
+	for _, sec := range secrets {
+		secMap[sec.Namespace+"/"+sec.Name] = sec.DeepCopy()
+	}
+	s.mu.Lock()
+	s.configMaps, s.secrets = cmMap, secMap
+	s.mu.Unlock()
+
+	var errs []error
+	for _, kind := range []struct {
+		sub  string
+		mode os.FileMode
+		objs map[string]any
+	}{
+		{"configmaps", 0o644, toAny(cmMap)},
+		{"secrets", 0o600, toAny(secMap)},
+	} {
+		errs = append(errs, s.mirror(filepath.Join(s.dir, kind.sub), kind.mode, kind.objs))
+	}
+	return errors.Join(errs...)
+}
+
+// toAny widens the values of m.
+func toAny[V any](m map[string]V) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// mirror writes objs (by ns/name) as <dir>/<ns>/<name>.json with mode and
+// removes the files of objects no longer present. Directories are 0700
+// when the files are private.
+func (s *configStore) mirror(dir string, mode os.FileMode, objs map[string]any) error {
+	dirMode := os.FileMode(0o755)
+	if mode&0o077 == 0 {
+		dirMode = 0o700
+	}
+	var errs []error
+	want := map[string]bool{}
+	for key, obj := range objs {
+		ns, name, _ := strings.Cut(key, "/")
+		p := filepath.Join(dir, ns, name+".json")
+		want[p] = true
+		data, err := json.Marshal(obj)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), dirMode); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, writeConfigFile(p, data, mode))
+	}
+	// Drop what this store wrote before and is gone now. Files it never
+	// wrote are left alone: several foreground `run`s may share a root dir.
+	s.mu.Lock()
+	if s.written == nil {
+		s.written = map[string]bool{}
+	}
+	for p := range s.written {
+		if strings.HasPrefix(p, dir+"/") && !want[p] {
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, err)
+			}
+			_ = os.Remove(filepath.Dir(p)) // the namespace dir, once empty
+			delete(s.written, p)
+		}
+	}
+	for p := range want {
+		s.written[p] = true
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// writeConfigFile writes a file through a temporary file and a rename, so
+// a reader never sees half of it.
+func writeConfigFile(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	if err := tmp.Chmod(mode); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// SetConfigData replaces the node's ConfigMaps and Secrets (the whole set,
+// as prepared by PrepareObjects). Call it before SetPods with the pods of
+// the same input, so that their first start sees the data. Running pods
+// are synced again: their configMap, secret and projected volumes follow
+// the new data (env is read at container start only, as in the kubelet).
+func (a *Agent) SetConfigData(cms []*v1.ConfigMap, secrets []*v1.Secret) {
+	if err := a.configData().replace(cms, secrets); err != nil {
+		a.logger.Warn("Write config data failed", "dir", a.configData().dir, "err", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, w := range a.workers {
+		w.trigger()
+	}
+}
+
+// configData returns the agent's store, creating it on first use (an Agent
+// built as a struct literal in tests has none).
+func (a *Agent) configData() *configStore {
+	a.configOnce.Do(func() {
+		if a.config == nil {
+			a.config = newConfigStore(filepath.Join(a.cfg.RootDir, "configdata"))
+		}
+	})
+	return a.config
+}
+
+// setConfigMapDefaults applies the API server's defaults: namespace.
+func setConfigMapDefaults(cm *v1.ConfigMap) {
+	if cm.Namespace == "" {
+		cm.Namespace = v1.NamespaceDefault
+	}
+}
+
+// setSecretDefaults applies the API server's defaults: namespace, type
+// Opaque, and stringData merged into data (stringData wins).
+func setSecretDefaults(s *v1.Secret) {
+	if s.Namespace == "" {
+		s.Namespace = v1.NamespaceDefault
+	}
+	if s.Type == "" {
+		s.Type = v1.SecretTypeOpaque
+	}
+	if len(s.StringData) > 0 {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		for k, v := range s.StringData {
+			s.Data[k] = []byte(v)
+		}
+		s.StringData = nil
+	}
+}
+
+// maxConfigSize is the API server's limit on the data of one ConfigMap or
+// Secret (1 MiB).
+const maxConfigSize = v1.MaxSecretSize
+
+// validateConfigMeta checks the name and namespace of a ConfigMap or
+// Secret, and refuses the metadata an API server would set.
+func validateConfigMeta(name, namespace string, meta *field.Path, extra field.ErrorList) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(meta.Child("name"), "name or generateName is required"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(meta.Child("name"), name, msg))
+		}
+	}
+	for _, msg := range validation.IsDNS1123Label(namespace) {
+		errs = append(errs, field.Invalid(meta.Child("namespace"), namespace, msg))
+	}
+	return append(errs, extra...)
+}
+
+// refusedConfigMeta refuses metadata only an API server sets.
+func refusedConfigMeta(m *v1.ConfigMap, s *v1.Secret) field.ErrorList {
+	var errs field.ErrorList
+	meta := field.NewPath("metadata")
+	om := func() (gen string, rv string, ts bool) {
+		if m != nil {
+			return m.GenerateName, m.ResourceVersion, !m.CreationTimestamp.IsZero()
+		}
+		return s.GenerateName, s.ResourceVersion, !s.CreationTimestamp.IsZero()
+	}
+	gen, rv, ts := om()
+	if gen != "" {
+		errs = append(errs, field.Forbidden(meta.Child("generateName"), reasonNever+": there is no API server to generate names"))
+	}
+	if rv != "" {
+		errs = append(errs, field.Forbidden(meta.Child("resourceVersion"), reasonNever+": set by the API server"))
+	}
+	if ts {
+		errs = append(errs, field.Forbidden(meta.Child("creationTimestamp"), reasonNever+": set by the API server"))
+	}
+	return errs
+}
+
+// validateConfigKeys checks the keys of a data map with the API's
+// configmap key rules and adds their sizes to *total.
+func validateConfigKeys[V string | []byte](data map[string]V, p *field.Path, total *int) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(data) {
+		for _, msg := range validation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(p.Key(k), k, msg))
+		}
+		*total += len(data[k])
+	}
+	return errs
+}
+
+// ValidateConfigMap checks a defaulted ConfigMap as the API server would:
+// name, namespace, keys of data and binaryData (disjoint), total size.
+func ValidateConfigMap(cm *v1.ConfigMap) field.ErrorList {
+	errs := validateConfigMeta(cm.Name, cm.Namespace, field.NewPath("metadata"), refusedConfigMeta(cm, nil))
+	total := 0
+	errs = append(errs, validateConfigKeys(cm.Data, field.NewPath("data"), &total)...)
+	errs = append(errs, validateConfigKeys(cm.BinaryData, field.NewPath("binaryData"), &total)...)
+	for _, k := range sortedKeys(cm.BinaryData) {
+		if _, dup := cm.Data[k]; dup {
+			errs = append(errs, field.Invalid(field.NewPath("binaryData").Key(k), k, "duplicate of key present in data"))
+		}
+	}
+	if total > maxConfigSize {
+		errs = append(errs, field.TooLong(field.NewPath(""), "", maxConfigSize))
+	}
+	return errs
+}
+
+// ValidateSecret checks a defaulted Secret as the API server would: name,
+// namespace, keys, total size and the keys its type requires.
+func ValidateSecret(s *v1.Secret) field.ErrorList {
+	errs := validateConfigMeta(s.Name, s.Namespace, field.NewPath("metadata"), refusedConfigMeta(nil, s))
+	dataPath := field.NewPath("data")
+	total := 0
+	errs = append(errs, validateConfigKeys(s.Data, dataPath, &total)...)
+	if total > maxConfigSize {
+		errs = append(errs, field.TooLong(dataPath, "", maxConfigSize))
+	}
+	require := func(key string) {
+		if _, ok := s.Data[key]; !ok {
+			errs = append(errs, field.Required(dataPath.Key(key), ""))
+		}
+	}
+	switch s.Type {
+	case v1.SecretTypeServiceAccountToken:
+		errs = append(errs, field.Forbidden(field.NewPath("type"), reasonNever+": service account tokens are issued by an API server"))
+	case v1.SecretTypeDockercfg, v1.SecretTypeDockerConfigJson:
+		key := v1.DockerConfigKey
+		if s.Type == v1.SecretTypeDockerConfigJson {
+			key = v1.DockerConfigJsonKey
+		}
+		if v, ok := s.Data[key]; !ok {
+			require(key)
+		} else if !json.Valid(v) {
+			errs = append(errs, field.Invalid(dataPath.Key(key), "<secret contents redacted>", "must be valid JSON"))
+		}
+	case v1.SecretTypeBasicAuth:
+		_, u := s.Data[v1.BasicAuthUsernameKey]
+		_, p := s.Data[v1.BasicAuthPasswordKey]
+		if !u && !p {
+			errs = append(errs, field.Required(dataPath.Key(v1.BasicAuthUsernameKey), ""))
+			errs = append(errs, field.Required(dataPath.Key(v1.BasicAuthPasswordKey), ""))
+		}
+	case v1.SecretTypeSSHAuth:
+		require(v1.SSHAuthPrivateKey)
+	case v1.SecretTypeTLS:
+		require(v1.TLSCertKey)
+		require(v1.TLSPrivateKeyKey)
+	}
+	return errs
+}
+
+// decodeConfigObject strictly decodes one v1 ConfigMap or Secret document.
+func decodeConfigObject(data []byte, kind string, itemPath *field.Path) ([]manifestPod, []string) {
+	var (
+		obj any
+		mp  = manifestPod{itemPath: itemPath}
+	)
+	if kind == "Secret" {
+		mp.secret = &v1.Secret{}
+		obj = mp.secret
+	} else {
+		mp.cm = &v1.ConfigMap{}
+		obj = mp.cm
+	}
+	strictErrs, err := strictjson.UnmarshalStrict(data, obj)
+	if err != nil {
+		return nil, []string{withItem(itemPath, jsonErrorText(err))}
+	}
+	if problems := strictProblems(strictErrs, itemPath); len(problems) > 0 {
+		return nil, problems
+	}
+	return []manifestPod{mp}, nil
+}
+
+// prepareConfigObjects defaults and validates the ConfigMaps and Secrets
+// of mps and returns problems with theirs appended.
+func prepareConfigObjects(mps []manifestPod, problems []string) []string {
+	seen := map[string]string{} // kind/namespace/name → where first defined
+	for _, mp := range mps {
+		var (
+			errs           field.ErrorList
+			kind, ns, name string
+		)
+		switch {
+		case mp.cm != nil:
+			setConfigMapDefaults(mp.cm)
+			errs = ValidateConfigMap(mp.cm)
+			kind, ns, name = "ConfigMap", mp.cm.Namespace, mp.cm.Name
+		case mp.secret != nil:
+			setSecretDefaults(mp.secret)
+			errs = ValidateSecret(mp.secret)
+			kind, ns, name = "Secret", mp.secret.Namespace, mp.secret.Name
+		default:
+			continue
+		}
+		where := mp.where
+		if mp.itemPath != nil {
+			where = strings.TrimSpace(where + " " + mp.itemPath.String())
+		}
+		if name != "" {
+			key := kind + "/" + ns + "/" + name
+			if first, dup := seen[key]; dup {
+				e := field.Duplicate(field.NewPath("metadata", "name"), ns+"/"+name)
+				e.Detail = fmt.Sprintf("%s also defined in %s", kind, first)
+				errs = append(errs, e)
+			} else {
+				seen[key] = where
+			}
+		}
+		for _, e := range errs {
+			problems = append(problems, mp.prefix()+prefixField(e, mp.itemPath).Error())
+		}
+	}
+	return problems
+}

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// metaNS is ObjectMeta with a namespace and a name.
+func metaNS(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+func TestPrepareObjects(t *testing.T) {
+	data := `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: fast}
+binaryData: {blob: AAEC}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: shop}
+data: {password: czNjcmV0}
+stringData: {user: admin, password: override}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web}
+  spec:
+    containers: [{name: app, image: img}]
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: other}
+`
+	pods, cms, secrets, err := PrepareObjects([]byte(data), "x.yaml", "node-1")
+	require.NoError(t, err)
+	require.Len(t, pods, 1)
+	assert.Equal(t, "default", pods[0].Namespace)
+	require.Len(t, cms, 2)
+	assert.Equal(t, "default", cms[0].Namespace)
+	assert.Equal(t, []byte{0, 1, 2}, cms[0].BinaryData["blob"])
+	require.Len(t, secrets, 1)
+	assert.Equal(t, v1.SecretTypeOpaque, secrets[0].Type)
+	assert.Equal(t, map[string][]byte{"password": []byte("override"), "user": []byte("admin")}, secrets[0].Data)
+	assert.Nil(t, secrets[0].StringData)
+
+	// Pods-only callers still refuse them.
+	_, err = PrepareManifest([]byte(data), "x.yaml", "node-1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `x.yaml: document 1: kind: Unsupported value: "ConfigMap": not accepted by this source yet`)
+	assert.Contains(t, err.Error(), `x.yaml: document 3: items[1].kind: Unsupported value: "ConfigMap"`)
+
+	// DecodeObjects: no defaults.
+	_, cms, secrets, err = DecodeObjects([]byte(data), "x.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "", cms[0].Namespace)
+	assert.Equal(t, "override", secrets[0].StringData["password"])
+
+	// Only config objects is fine.
+	pods, cms, _, err = PrepareObjects([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), "x.yaml", "node-1")
+	require.NoError(t, err)
+	assert.Empty(t, pods)
+	assert.Len(t, cms, 1)
+}
+
+func TestPrepareObjects_Invalid(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       []string
+	}{
+		{"unknown field", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndatta: {}\n",
+			[]string{"x.yaml: datta: unknown field"}},
+		{"bad name and key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: A_b}\ndata: {\"a b\": x, ..c: \"y\"}\n",
+			[]string{
+				`x.yaml: metadata.name: Invalid value: "A_b": a lowercase RFC 1123 subdomain`,
+				`x.yaml: data[..c]: Invalid value: "..c": must not start with '..'`,
+				`x.yaml: data[a b]: Invalid value: "a b": a valid config key must consist of alphanumeric characters, '-', '_' or '.'`,
+			}},
+		{"missing name", "apiVersion: v1\nkind: Secret\nmetadata: {}\n",
+			[]string{"x.yaml: metadata.name: Required value: name or generateName is required"}},
+		{"data and binaryData overlap", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: x}\nbinaryData: {k: AA==}\n",
+			[]string{`x.yaml: binaryData[k]: Invalid value: "k": duplicate of key present in data`}},
+		{"dockerconfigjson without key", "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\ntype: kubernetes.io/dockerconfigjson\n",
+			[]string{"x.yaml: data[.dockerconfigjson]: Required value"}},
+		{"tls", "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\ntype: kubernetes.io/tls\nstringData: {tls.crt: x}\n",
+			[]string{"x.yaml: data[tls.key]: Required value"}},
+		{"duplicate", "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: a, namespace: default}\n",
+			[]string{`x.yaml: document 2: metadata.name: Duplicate value: "default/a"`}},
+		{"api server metadata", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, resourceVersion: \"5\"}\n",
+			[]string{"x.yaml: metadata.resourceVersion: Forbidden"}},
+		{"wrong apiVersion", "apiVersion: v2\nkind: ConfigMap\nmetadata: {name: a}\n",
+			[]string{`x.yaml: kind: Unsupported value: "ConfigMap": v2 ConfigMap is not supported`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, _, err := PrepareObjects([]byte(tc.data), "x.yaml", "node-1")
+			require.Error(t, err)
+			lines := strings.Split(err.Error(), "\n")
+			require.Len(t, lines, len(tc.want), err.Error())
+			for i, w := range tc.want {
+				assert.True(t, strings.HasPrefix(lines[i], w), "line %d: %q does not start with %q", i, lines[i], w)
+			}
+		})
+	}
+}
+
+func TestSetConfigData_StoresUnderRootDir(t *testing.T) {
+	root := t.TempDir()
+	a := New(Config{RootDir: root}, Deps{})
+	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("default", "c")}}, []*v1.Secret{{ObjectMeta: metaNS("shop", "s"), Data: map[string][]byte{"k": []byte("v")}}})
+	fi, err := os.Stat(filepath.Join(root, "configdata", "secrets", "shop", "s.json"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	di, err := os.Stat(filepath.Join(root, "configdata", "secrets", "shop"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
+	_, err = os.Stat(filepath.Join(root, "configdata", "configmaps", "default", "c.json"))
+	require.NoError(t, err)
+
+	got, err := a.configData().secret("shop", "s")
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(got.Data["k"]))
+
+	// The whole set is replaced: what is gone is removed.
+	a.SetConfigData(nil, nil)
+	_, err = os.Stat(filepath.Join(root, "configdata", "secrets", "shop", "s.json"))
+	assert.True(t, os.IsNotExist(err))
+	_, err = a.configData().secret("shop", "s")
+	assert.EqualError(t, err, `secret "s" not found`)
+}

@@ -1,0 +1,284 @@
+package agent
+
+// Pod DNS: which resolver configuration a pod's sandbox gets, and how a
+// pod's hostname and domain are formed. A lone node has no cluster DNS
+// service, so the cluster policies fall back to the node's resolver as the
+// kubelet does when --cluster-dns is empty (pkg/kubelet/network/dns).
+//
+//	dnsPolicy                 hostNetwork  resolver            event
+//	Default                   any          node                -
+//	ClusterFirst              false        node (no cluster)   MissingClusterDNS
+//	ClusterFirst              true         node                -
+//	ClusterFirstWithHostNet   any          node (no cluster)   MissingClusterDNS
+//	None                      any          spec.dnsConfig only -
+//
+// spec.dnsConfig is then merged into the result (appended, duplicates
+// dropped, options overridden by name) and the resolver limits applied.
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Resolver limits, the API's and the kubelet's (glibc's resolv.conf limits).
+const (
+	maxDNSNameservers     = 3
+	maxDNSSearchPaths     = 32
+	maxDNSSearchListChars = 2048
+	// maxFQDNLength is the kernel's nodename field (64 chars + NUL).
+	maxFQDNLength = 64
+)
+
+// dnsWarning is a Warning event the pod gets when its sandbox is created.
+type dnsWarning struct {
+	reason, message string
+}
+
+// usesClusterDNS reports whether the pod's policy asks for cluster DNS
+// (which this node lacks): ClusterFirst off the host network, and
+// ClusterFirstWithHostNet always.
+func usesClusterDNS(pod *v1.Pod) bool {
+	switch pod.Spec.DNSPolicy {
+	case v1.DNSClusterFirstWithHostNet:
+		return true
+	case v1.DNSClusterFirst:
+		return !pod.Spec.HostNetwork
+	}
+	return false
+}
+
+// podDNSConfig computes the pod's resolver configuration from the node's
+// resolv.conf content, and the warnings to report. nil means "the runtime
+// copies the node's file": a host-network pod without spec.dnsConfig gets
+// exactly the node's resolver.
+func podDNSConfig(pod *v1.Pod, hostResolv []byte) (*runtimeapi.DNSConfig, []dnsWarning) {
+	var warns []dnsWarning
+	var cfg *runtimeapi.DNSConfig
+	switch {
+	case pod.Spec.DNSPolicy == v1.DNSNone:
+		cfg = &runtimeapi.DNSConfig{}
+	case pod.Spec.HostNetwork && pod.Spec.DNSConfig == nil:
+		if usesClusterDNS(pod) {
+			warns = append(warns, missingClusterDNS(pod))
+		}
+		return nil, warns
+	default:
+		if usesClusterDNS(pod) {
+			warns = append(warns, missingClusterDNS(pod))
+		}
+		cfg = parseResolvConf(hostResolv)
+	}
+	if pc := pod.Spec.DNSConfig; pc != nil {
+		cfg.Servers = appendUnique(cfg.Servers, pc.Nameservers...)
+		cfg.Searches = appendUnique(cfg.Searches, pc.Searches...)
+		cfg.Options = mergeDNSOptions(cfg.Options, pc.Options)
+	}
+	return cfg, append(warns, fitDNSLimits(cfg)...)
+}
+
+// missingClusterDNS is the warning for a cluster DNS policy on this node.
+func missingClusterDNS(pod *v1.Pod) dnsWarning {
+	return dnsWarning{"MissingClusterDNS", fmt.Sprintf("this node has no cluster DNS, so the %q DNS policy falls back to %q (the node's resolv.conf)", pod.Spec.DNSPolicy, v1.DNSDefault)}
+}
+
+// parseResolvConf reads nameserver, search (and domain) and options lines of
+// a resolv.conf. Search domains lose a trailing dot and "." is dropped, so
+// the same domain written both ways counts once against the limits.
+func parseResolvConf(content []byte) *runtimeapi.DNSConfig {
+	cfg := &runtimeapi.DNSConfig{}
+	sc := bufio.NewScanner(bytes.NewReader(content))
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexAny(line, "#;"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "nameserver":
+			cfg.Servers = append(cfg.Servers, f[1])
+		case "search", "domain":
+			// The last search or domain line wins, as in glibc.
+			cfg.Searches = nil
+			for _, s := range f[1:] {
+				if s != "." {
+					cfg.Searches = append(cfg.Searches, strings.TrimSuffix(s, "."))
+				}
+			}
+		case "options":
+			cfg.Options = mergeOptionStrings(cfg.Options, f[1:])
+		}
+	}
+	return cfg
+}
+
+// appendUnique appends the values not already in list, keeping order.
+func appendUnique(list []string, values ...string) []string {
+	for _, v := range values {
+		if !slices.Contains(list, v) {
+			list = append(list, v)
+		}
+	}
+	return list
+}
+
+// mergeOptionStrings merges "name[:value]" options: a later option replaces
+// an earlier one of the same name in place, new names are appended.
+func mergeOptionStrings(list, more []string) []string {
+	for _, o := range more {
+		name, _, _ := strings.Cut(o, ":")
+		i := slices.IndexFunc(list, func(e string) bool {
+			n, _, _ := strings.Cut(e, ":")
+			return n == name
+		})
+		if i >= 0 {
+			list[i] = o
+		} else {
+			list = append(list, o)
+		}
+	}
+	return list
+}
+
+// mergeDNSOptions merges the pod's dnsConfig options over existing ones.
+func mergeDNSOptions(existing []string, opts []v1.PodDNSConfigOption) []string {
+	more := make([]string, 0, len(opts))
+	for _, o := range opts {
+		s := o.Name
+		if o.Value != nil && *o.Value != "" {
+			s += ":" + *o.Value
+		}
+		more = append(more, s)
+	}
+	return mergeOptionStrings(existing, more)
+}
+
+// fitDNSLimits trims the configuration to the resolver's limits as the
+// kubelet does: at most 3 nameservers; at most 32 search domains, none over
+// 253 characters, 2048 characters in all. Each trim is a DNSConfigForming
+// warning naming what is applied.
+func fitDNSLimits(cfg *runtimeapi.DNSConfig) []dnsWarning {
+	var warns []dnsWarning
+	if len(cfg.Servers) > maxDNSNameservers {
+		cfg.Servers = cfg.Servers[:maxDNSNameservers]
+		warns = append(warns, dnsWarning{"DNSConfigForming", "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: " + strings.Join(cfg.Servers, " ")})
+	}
+	trimmed := false
+	if len(cfg.Searches) > maxDNSSearchPaths {
+		cfg.Searches, trimmed = cfg.Searches[:maxDNSSearchPaths], true
+	}
+	kept := cfg.Searches[:0]
+	for _, s := range cfg.Searches {
+		if len(s) > validation.DNS1123SubdomainMaxLength {
+			trimmed = true
+			continue
+		}
+		kept = append(kept, s)
+	}
+	cfg.Searches = kept
+	for len(strings.Join(cfg.Searches, " ")) > maxDNSSearchListChars {
+		cfg.Searches, trimmed = cfg.Searches[:len(cfg.Searches)-1], true
+	}
+	if trimmed {
+		warns = append(warns, dnsWarning{"DNSConfigForming", "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: " + strings.Join(cfg.Searches, " ")})
+	}
+	return warns
+}
+
+// podHostnameAndDomain returns the pod's hostname (podHostname) and its
+// domain, <subdomain>.<namespace>.svc.<clusterDomain> when spec.subdomain
+// is set, else "" (the kubelet's GeneratePodHostNameAndDomain).
+func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (string, string) {
+	domain := ""
+	if pod.Spec.Subdomain != "" {
+		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
+	}
+	return podHostname(pod), domain
+}
+
+// sandboxHostname is the kernel hostname of the pod: its hostname, or with
+// setHostnameAsFQDN and a domain, hostname.domain, which must fit the
+// kernel's 64 characters (the kubelet's GetNodenameForKernel).
+func sandboxHostname(pod *v1.Pod, clusterDomain string) (string, error) {
+	host, domain := podHostnameAndDomain(pod, clusterDomain)
+	if domain == "" || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
+		return host, nil
+	}
+	fqdn := host + "." + domain
+	if len(fqdn) > maxFQDNLength {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)", fqdn, maxFQDNLength, len(fqdn))
+	}
+	return fqdn, nil
+}
+
+// validateDNS checks spec.dnsPolicy None's needs, spec.dnsConfig and
+// spec.hostAliases as the API server does.
+func validateDNS(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	cfgPath := fldPath.Child("dnsConfig")
+	if spec.DNSPolicy == v1.DNSNone && spec.DNSConfig == nil {
+		errs = append(errs, field.Required(cfgPath, fmt.Sprintf("must provide `dnsConfig` when `dnsPolicy` is %s", v1.DNSNone)))
+	}
+	if c := spec.DNSConfig; c != nil {
+		nsPath := cfgPath.Child("nameservers")
+		if len(c.Nameservers) > maxDNSNameservers {
+			errs = append(errs, field.Invalid(nsPath, c.Nameservers, fmt.Sprintf("must not have more than %d nameservers", maxDNSNameservers)))
+		}
+		for i, ns := range c.Nameservers {
+			errs = append(errs, validation.IsValidIP(nsPath.Index(i), ns)...)
+		}
+		if spec.DNSPolicy == v1.DNSNone && len(c.Nameservers) == 0 {
+			errs = append(errs, field.Required(nsPath, fmt.Sprintf("must provide at least one DNS nameserver when `dnsPolicy` is %s", v1.DNSNone)))
+		}
+		sPath := cfgPath.Child("searches")
+		if len(c.Searches) > maxDNSSearchPaths {
+			errs = append(errs, field.Invalid(sPath, c.Searches, fmt.Sprintf("must not have more than %d search paths", maxDNSSearchPaths)))
+		}
+		if len(strings.Join(c.Searches, " ")) > maxDNSSearchListChars {
+			errs = append(errs, field.Invalid(sPath, c.Searches, fmt.Sprintf("must not have more than %d characters (including spaces) in the search list", maxDNSSearchListChars)))
+		}
+		for i, s := range c.Searches {
+			// A trailing dot is fine.
+			for _, msg := range validation.IsDNS1123Subdomain(strings.TrimSuffix(s, ".")) {
+				errs = append(errs, field.Invalid(sPath.Index(i), s, msg))
+			}
+		}
+		for i, o := range c.Options {
+			if o.Name == "" {
+				errs = append(errs, field.Required(cfgPath.Child("options").Index(i).Child("name"), "must not be empty"))
+			}
+		}
+	}
+	for i, ha := range spec.HostAliases {
+		haPath := fldPath.Child("hostAliases").Index(i)
+		errs = append(errs, validation.IsValidIP(haPath.Child("ip"), ha.IP)...)
+		for j, h := range ha.Hostnames {
+			for _, msg := range validation.IsDNS1123Subdomain(h) {
+				errs = append(errs, field.Invalid(haPath.Child("hostnames").Index(j), h, msg))
+			}
+		}
+	}
+	return errs
+}
+
+// podDNS reads the node's resolv.conf (a missing file counts as empty) and
+// returns the pod's resolver configuration and warnings.
+func (a *Agent) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, []dnsWarning, error) {
+	resolv, err := os.ReadFile(a.cfg.ResolvConf)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, nil, fmt.Errorf("read resolver config %s: %w", a.cfg.ResolvConf, err)
+	}
+	cfg, warns := podDNSConfig(pod, resolv)
+	return cfg, warns, nil
+}

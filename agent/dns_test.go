@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+const testHostResolv = "nameserver 10.0.0.2\nsearch corp.example. example .\noptions ndots:2 edns0\n"
+
+func TestPodDNSConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		policy      v1.DNSPolicy
+		hostNetwork bool
+		dnsConfig   *v1.PodDNSConfig
+		want        *runtimeapi.DNSConfig
+		wantWarn    []string
+	}{{
+		name:   "Default is the node's resolver",
+		policy: v1.DNSDefault,
+		want:   &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:2", "edns0"}},
+	}, {
+		name:     "ClusterFirst falls back with a warning",
+		policy:   v1.DNSClusterFirst,
+		want:     &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:2", "edns0"}},
+		wantWarn: []string{"MissingClusterDNS"},
+	}, {
+		name:        "ClusterFirst on the host network is Default",
+		policy:      v1.DNSClusterFirst,
+		hostNetwork: true,
+	}, {
+		name:        "ClusterFirstWithHostNet on the host network falls back with a warning",
+		policy:      v1.DNSClusterFirstWithHostNet,
+		hostNetwork: true,
+		wantWarn:    []string{"MissingClusterDNS"},
+	}, {
+		name:      "None is the pod's dnsConfig only",
+		policy:    v1.DNSNone,
+		dnsConfig: &v1.PodDNSConfig{Nameservers: []string{"1.2.3.4"}, Searches: []string{"ns1.svc.cluster-domain.example"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}, {Name: "edns0"}}},
+		want:      &runtimeapi.DNSConfig{Servers: []string{"1.2.3.4"}, Searches: []string{"ns1.svc.cluster-domain.example"}, Options: []string{"ndots:2", "edns0"}},
+	}, {
+		name:      "dnsConfig is merged: appended, deduplicated, options by name",
+		policy:    v1.DNSDefault,
+		dnsConfig: &v1.PodDNSConfig{Nameservers: []string{"10.0.0.2", "10.0.0.9"}, Searches: []string{"example", "more.example"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("5")}, {Name: "rotate"}}},
+		want:      &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.9"}, Searches: []string{"corp.example", "example", "more.example"}, Options: []string{"ndots:5", "edns0", "rotate"}},
+	}, {
+		name:        "dnsConfig on the host network is merged too",
+		policy:      v1.DNSClusterFirst,
+		hostNetwork: true,
+		dnsConfig:   &v1.PodDNSConfig{Nameservers: []string{"10.0.0.9"}},
+		want:        &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.9"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:2", "edns0"}},
+	}, {
+		name:      "more than 3 nameservers are cut",
+		policy:    v1.DNSDefault,
+		dnsConfig: &v1.PodDNSConfig{Nameservers: []string{"10.0.0.3", "10.0.0.4", "10.0.0.5"}},
+		want:      &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2", "10.0.0.3", "10.0.0.4"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:2", "edns0"}},
+		wantWarn:  []string{"DNSConfigForming"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{DNSPolicy: tc.policy, HostNetwork: tc.hostNetwork, DNSConfig: tc.dnsConfig}}
+			got, warns := podDNSConfig(pod, []byte(testHostResolv))
+			assert.Equal(t, tc.want, got)
+			var reasons []string
+			for _, w := range warns {
+				reasons = append(reasons, w.reason)
+			}
+			assert.Equal(t, tc.wantWarn, reasons)
+		})
+	}
+}
+
+func TestFitDNSLimits_Searches(t *testing.T) {
+	var many []string
+	for i := range 40 {
+		many = append(many, fmt.Sprintf("d%d.example", i))
+	}
+	long := strings.Repeat("a", 254)
+	var wide []string
+	for i := range 30 {
+		wide = append(wide, fmt.Sprintf("%02d%s", i, strings.Repeat("b", 98))) // 100 chars each
+	}
+	for _, tc := range []struct {
+		name     string
+		searches []string
+		want     []string
+		warn     bool
+	}{
+		{name: "within limits", searches: []string{"a.example", "b.example"}, want: []string{"a.example", "b.example"}},
+		{name: "32 at most", searches: many, want: many[:32], warn: true},
+		{name: "over 253 characters dropped", searches: []string{"a.example", long, "b.example"}, want: []string{"a.example", "b.example"}, warn: true},
+		{name: "2048 characters in all", searches: wide, want: wide[:20], warn: true}, // 20*100+19 spaces
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &runtimeapi.DNSConfig{Searches: append([]string(nil), tc.searches...)}
+			warns := fitDNSLimits(cfg)
+			assert.Equal(t, tc.want, cfg.Searches)
+			if tc.warn {
+				require.Len(t, warns, 1)
+				assert.Equal(t, "DNSConfigForming", warns[0].reason)
+				assert.Contains(t, warns[0].message, "the applied search line is: "+strings.Join(tc.want, " "))
+			} else {
+				assert.Empty(t, warns)
+			}
+		})
+	}
+}
+
+func TestSandboxHostname(t *testing.T) {
+	for _, tc := range []struct {
+		name, hostname, subdomain string
+		fqdn                      bool
+		want, wantErr             string
+	}{
+		{name: "pod name", want: "web"},
+		{name: "spec.hostname", hostname: "front", want: "front"},
+		{name: "subdomain without FQDN", hostname: "front", subdomain: "sub", want: "front"},
+		{name: "FQDN", hostname: "front", subdomain: "sub", fqdn: true, want: "front.sub.shop.svc.cluster.local"},
+		{name: "FQDN needs a subdomain", hostname: "front", fqdn: true, want: "front"},
+		{name: "FQDN too long", hostname: strings.Repeat("h", 40), subdomain: "sub", fqdn: true,
+			wantErr: "FQDN " + strings.Repeat("h", 40) + ".sub.shop.svc.cluster.local is too long (64 characters is the max, 67 characters requested)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Hostname: tc.hostname, Subdomain: tc.subdomain, SetHostnameAsFQDN: ptr.To(tc.fqdn)}}
+			pod.Name, pod.Namespace = "web", "shop"
+			got, err := sandboxHostname(pod, "cluster.local")
+			if tc.wantErr != "" {
+				assert.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestValidateDNS(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*v1.PodSpec)
+		want   []string
+	}{{
+		name:   "None without dnsConfig",
+		mutate: func(s *v1.PodSpec) { s.DNSPolicy = v1.DNSNone },
+		want:   []string{"spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"},
+	}, {
+		name: "None without nameservers",
+		mutate: func(s *v1.PodSpec) {
+			s.DNSPolicy = v1.DNSNone
+			s.DNSConfig = &v1.PodDNSConfig{Searches: []string{"a.example"}}
+		},
+		want: []string{"spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"},
+	}, {
+		name: "None with dnsConfig",
+		mutate: func(s *v1.PodSpec) {
+			s.DNSPolicy = v1.DNSNone
+			s.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.2.3.4"}, Searches: []string{"a.example."}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("1")}}}
+		},
+	}, {
+		name: "limits and values",
+		mutate: func(s *v1.PodSpec) {
+			s.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "2.2.2.2", "3.3.3.3", "nope"}, Searches: []string{"Bad_Domain"}, Options: []v1.PodDNSConfigOption{{}}}
+		},
+		want: []string{
+			`spec.dnsConfig.nameservers: Invalid value: ["1.1.1.1","2.2.2.2","3.3.3.3","nope"]: must not have more than 3 nameservers`,
+			`spec.dnsConfig.nameservers[3]: Invalid value: "nope": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`,
+			`spec.dnsConfig.searches[0]: Invalid value: "Bad_Domain": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`spec.dnsConfig.options[0].name: Required value: must not be empty`,
+		},
+	}, {
+		name: "hostAliases",
+		mutate: func(s *v1.PodSpec) {
+			s.HostAliases = []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"foo.local", "bar"}}, {IP: "300.1.1.1", Hostnames: []string{"Bad_Name"}}}
+		},
+		want: []string{
+			`spec.hostAliases[1].ip: Invalid value: "300.1.1.1": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`,
+			`spec.hostAliases[1].hostnames[0]: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &v1.PodSpec{DNSPolicy: v1.DNSClusterFirst}
+			tc.mutate(spec)
+			var got []string
+			for _, e := range validateDNS(spec, field.NewPath("spec")) {
+				got = append(got, e.Error())
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestGeneratePodSandboxConfig_DNSNone(t *testing.T) {
+	a := testAgent(t, testHostResolv)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+spec:
+  hostname: front
+  subdomain: sub
+  setHostnameAsFQDN: true
+  dnsPolicy: None
+  dnsConfig:
+    nameservers: [192.0.2.1]
+    searches: [ns1.svc.cluster-domain.example, my.dns.search.suffix]
+    options:
+    - {name: ndots, value: "2"}
+    - {name: edns0}
+  containers:
+  - {name: web, image: reg/web:1}
+`)
+	cfg, err := a.generatePodSandboxConfig(pod, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "front.sub.shop.svc.cluster.local", cfg.Hostname)
+	assert.Equal(t, &runtimeapi.DNSConfig{Servers: []string{"192.0.2.1"}, Searches: []string{"ns1.svc.cluster-domain.example", "my.dns.search.suffix"}, Options: []string{"ndots:2", "edns0"}}, cfg.DnsConfig)
+}

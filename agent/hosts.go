@@ -1,0 +1,132 @@
+package agent
+
+// The pod's /etc/hosts, managed as the kubelet does (kubelet_pods.go
+// makeHostsMount): one file per pod, <podDir>/etc-hosts, bind-mounted at
+// /etc/hosts in every container. A pod on the pod network gets localhost
+// lines and a line naming its own IP; a host-network pod gets the node's
+// file. spec.hostAliases are appended to either.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// etcHostsPath is where the hosts file is mounted in containers, and the
+// node's own hosts file.
+const etcHostsPath = "/etc/hosts"
+
+// nodeHostsFile is the node's hosts file host-network pods start from; a
+// variable so that tests can point it elsewhere.
+var nodeHostsFile = etcHostsPath
+
+// Headers of the managed file, the kubelet's, so that tools that recognise
+// a Kubernetes-managed /etc/hosts recognise ours.
+const (
+	managedHostsHeader            = "# Kubernetes-managed hosts file.\n"
+	managedHostsHeaderHostNetwork = "# Kubernetes-managed hosts file (host network).\n"
+)
+
+// managedHostsContent is the hosts file of a pod on the pod network:
+// localhost lines, then "<ip>\t<hostname>.<domain>\t<hostname>" (or
+// "<ip>\t<hostname>" without a domain) for every pod IP, then the host
+// aliases.
+func managedHostsContent(podIPs []string, hostname, domain string, aliases []v1.HostAlias) []byte {
+	var b bytes.Buffer
+	b.WriteString(managedHostsHeader)
+	b.WriteString("127.0.0.1\tlocalhost\n")
+	b.WriteString("::1\tlocalhost ip6-localhost ip6-loopback\n")
+	b.WriteString("fe00::0\tip6-localnet\n")
+	b.WriteString("fe00::0\tip6-mcastprefix\n")
+	b.WriteString("fe00::1\tip6-allnodes\n")
+	b.WriteString("fe00::2\tip6-allrouters\n")
+	names := hostname
+	if domain != "" {
+		names = hostname + "." + domain + "\t" + hostname
+	}
+	for _, ip := range podIPs {
+		fmt.Fprintf(&b, "%s\t%s\n", ip, names)
+	}
+	writeHostAliases(&b, aliases)
+	return b.Bytes()
+}
+
+// hostNetworkHostsContent is the hosts file of a host-network pod: the
+// node's file, then the host aliases.
+func hostNetworkHostsContent(nodeHosts []byte, aliases []v1.HostAlias) []byte {
+	var b bytes.Buffer
+	b.WriteString(managedHostsHeaderHostNetwork)
+	b.Write(nodeHosts)
+	writeHostAliases(&b, aliases)
+	return b.Bytes()
+}
+
+// writeHostAliases appends a blank line, a comment and one line per alias
+// entry: the IP and all its hostnames, tab separated.
+func writeHostAliases(b *bytes.Buffer, aliases []v1.HostAlias) {
+	if len(aliases) == 0 {
+		return
+	}
+	b.WriteString("\n# Entries added by HostAliases.\n")
+	for _, ha := range aliases {
+		fmt.Fprintf(b, "%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
+	}
+}
+
+// hostsFilePath is <podDir>/etc-hosts.
+func (a *Agent) hostsFilePath(pod *v1.Pod) string {
+	return filepath.Join(a.podDir(pod), "etc-hosts")
+}
+
+// hostsMount writes the pod's hosts file and returns the mount of it at
+// /etc/hosts for container c. It returns nil when the container mounts a
+// volume at /etc/hosts itself, or when a pod-network pod has no IP yet
+// (the kubelet mounts the file only once the pod has one).
+func (a *Agent) hostsMount(pod *v1.Pod, c *v1.Container, podIP string) (*runtimeapi.Mount, error) {
+	for _, m := range c.VolumeMounts {
+		if filepath.Clean(m.MountPath) == etcHostsPath {
+			return nil, nil
+		}
+	}
+	var content []byte
+	if pod.Spec.HostNetwork {
+		node, err := os.ReadFile(nodeHostsFile)
+		if err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("read %s: %w", nodeHostsFile, err)
+		}
+		content = hostNetworkHostsContent(node, pod.Spec.HostAliases)
+	} else {
+		if podIP == "" {
+			return nil, nil
+		}
+		host, domain := podHostnameAndDomain(pod, a.cfg.ClusterDomain)
+		content = managedHostsContent([]string{podIP}, host, domain, pod.Spec.HostAliases)
+	}
+	path := a.hostsFilePath(pod)
+	if err := writeFileIfChanged(path, content, 0o644); err != nil {
+		return nil, fmt.Errorf("write hosts file: %w", err)
+	}
+	return &runtimeapi.Mount{ContainerPath: etcHostsPath, HostPath: path}, nil
+}
+
+// writeFileIfChanged writes content to path unless the file already holds
+// it. Running containers of the pod bind-mount the file, so it is
+// rewritten in place (a rename would leave them the old inode); it changes
+// only with a new sandbox, whose containers are all new.
+func writeFileIfChanged(path string, content []byte, perm os.FileMode) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, content, perm); err != nil {
+		return err
+	}
+	return os.Chmod(path, perm) // WriteFile's perm is masked by the umask
+}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+)
+
+const localhostLines = "# Kubernetes-managed hosts file.\n" +
+	"127.0.0.1\tlocalhost\n" +
+	"::1\tlocalhost ip6-localhost ip6-loopback\n" +
+	"fe00::0\tip6-localnet\n" +
+	"fe00::0\tip6-mcastprefix\n" +
+	"fe00::1\tip6-allnodes\n" +
+	"fe00::2\tip6-allrouters\n"
+
+func TestManagedHostsContent(t *testing.T) {
+	aliases := []v1.HostAlias{
+		{IP: "127.0.0.1", Hostnames: []string{"foo.local", "bar.local"}},
+		{IP: "10.1.2.3", Hostnames: []string{"foo.remote", "bar.remote"}},
+	}
+	for _, tc := range []struct {
+		name, hostname, domain string
+		aliases                []v1.HostAlias
+		want                   string
+	}{{
+		name:     "hostname only",
+		hostname: "web",
+		want:     localhostLines + "10.89.0.5\tweb\n",
+	}, {
+		name:     "with domain",
+		hostname: "front",
+		domain:   "sub.shop.svc.cluster.local",
+		want:     localhostLines + "10.89.0.5\tfront.sub.shop.svc.cluster.local\tfront\n",
+	}, {
+		name:     "with host aliases",
+		hostname: "hostaliases-pod",
+		aliases:  aliases,
+		want: localhostLines + "10.89.0.5\thostaliases-pod\n" +
+			"\n# Entries added by HostAliases.\n" +
+			"127.0.0.1\tfoo.local\tbar.local\n" +
+			"10.1.2.3\tfoo.remote\tbar.remote\n",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, string(managedHostsContent([]string{"10.89.0.5"}, tc.hostname, tc.domain, tc.aliases)))
+		})
+	}
+}
+
+func TestHostNetworkHostsContent(t *testing.T) {
+	got := hostNetworkHostsContent([]byte("127.0.0.1 localhost\n10.0.0.1 node1\n"), []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"foo"}}})
+	assert.Equal(t, "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n10.0.0.1 node1\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo\n", string(got))
+}
+
+func TestHostsMount(t *testing.T) {
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir()}, Deps{})
+	pod := &v1.Pod{Spec: v1.PodSpec{Subdomain: "sub", HostAliases: []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"foo"}}}}}
+	pod.Name, pod.Namespace, pod.UID = "web", "shop", "uid-1"
+	c := &v1.Container{Name: "app"}
+
+	t.Run("no pod IP yet: no mount", func(t *testing.T) {
+		m, err := a.hostsMount(pod, c, "")
+		require.NoError(t, err)
+		assert.Nil(t, m)
+	})
+	t.Run("pod network", func(t *testing.T) {
+		m, err := a.hostsMount(pod, c, "10.89.0.5")
+		require.NoError(t, err)
+		require.NotNil(t, m)
+		assert.Equal(t, "/etc/hosts", m.ContainerPath)
+		assert.Equal(t, filepath.Join(a.podDir(pod), "etc-hosts"), m.HostPath)
+		b, err := os.ReadFile(m.HostPath)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "10.89.0.5\tweb.sub.shop.svc.cluster.local\tweb\n")
+		assert.Contains(t, string(b), "10.1.2.3\tfoo\n")
+		st, err := os.Stat(m.HostPath)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+	})
+	t.Run("the container mounts /etc/hosts itself", func(t *testing.T) {
+		own := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/etc/hosts/"}}}
+		m, err := a.hostsMount(pod, own, "10.89.0.5")
+		require.NoError(t, err)
+		assert.Nil(t, m)
+	})
+	t.Run("host network", func(t *testing.T) {
+		node := filepath.Join(t.TempDir(), "hosts")
+		require.NoError(t, os.WriteFile(node, []byte("10.0.0.1 node1\n"), 0o644))
+		old := nodeHostsFile
+		nodeHostsFile = node
+		t.Cleanup(func() { nodeHostsFile = old })
+		hn := pod.DeepCopy()
+		hn.Spec.HostNetwork = true
+		m, err := a.hostsMount(hn, c, "")
+		require.NoError(t, err)
+		require.NotNil(t, m)
+		b, err := os.ReadFile(m.HostPath)
+		require.NoError(t, err)
+		assert.Equal(t, "# Kubernetes-managed hosts file (host network).\n10.0.0.1 node1\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo\n", string(b))
+	})
+}

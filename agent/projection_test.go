@@ -1,0 +1,420 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// fakeMounter records tmpfs mounts instead of mounting (house style rule
+// 12); the directories stay plain.
+type fakeMounter struct {
+	mounts map[string]int64 // dir → size
+}
+
+var _ volumeMounter = (*fakeMounter)(nil)
+
+func newFakeMounter() *fakeMounter { return &fakeMounter{mounts: map[string]int64{}} }
+
+func (f *fakeMounter) mountTmpfs(dir string, size int64) (bool, error) {
+	f.mounts[dir] = size
+	return true, nil
+}
+
+func (f *fakeMounter) unmount(dir string) error {
+	delete(f.mounts, dir)
+	return nil
+}
+
+func (f *fakeMounter) isMountPoint(dir string) bool {
+	_, ok := f.mounts[dir]
+	return ok
+}
+
+// readVolume returns the user-visible files of a volume dir (following
+// the symlinks) and checks the kubelet layout on the way.
+func readVolume(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	target, err := os.Readlink(filepath.Join(dir, dataDirName))
+	require.NoError(t, err, "..data symlink")
+	assert.True(t, strings.HasPrefix(target, "..20"), "version dir %q is timestamped", target)
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "..") {
+			continue
+		}
+		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+		require.NoError(t, err, "%s is a symlink", e.Name())
+		assert.Equal(t, filepath.Join(dataDirName, e.Name()), link)
+		_ = filepath.Walk(filepath.Join(dir, dataDirName, e.Name()), func(p string, fi os.FileInfo, err error) error {
+			require.NoError(t, err)
+			if fi.IsDir() {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			rel, _ := filepath.Rel(filepath.Join(dir, dataDirName), p)
+			out[rel] = string(data)
+			return nil
+		})
+	}
+	return out
+}
+
+func TestAtomicWriter(t *testing.T) {
+	dir := t.TempDir()
+	w := &atomicWriter{dir: dir, now: func() time.Time { return time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC) }}
+
+	changed, err := w.write(map[string]fileProjection{
+		"a":        {data: []byte("1"), mode: 0o644},
+		"sub/b":    {data: []byte("2"), mode: 0o400},
+		"sub/c/d":  {data: []byte("3"), mode: 0o600},
+		"dot.file": {data: []byte("4"), mode: 0o644},
+	})
+	require.NoError(t, err)
+	assert.True(t, changed)
+	assert.Equal(t, map[string]string{"a": "1", "sub/b": "2", "sub/c/d": "3", "dot.file": "4"}, readVolume(t, dir))
+	version, _ := os.Readlink(filepath.Join(dir, dataDirName))
+	assert.Regexp(t, `^\.\.2026_11_22_05_00_00\.\d+$`, version)
+	fi, err := os.Stat(filepath.Join(dir, "sub", "b"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o400), fi.Mode().Perm())
+
+	// The same payload changes nothing, not even the version.
+	changed, err = w.write(map[string]fileProjection{
+		"a":        {data: []byte("1"), mode: 0o644},
+		"sub/b":    {data: []byte("2"), mode: 0o400},
+		"sub/c/d":  {data: []byte("3"), mode: 0o600},
+		"dot.file": {data: []byte("4"), mode: 0o644},
+	})
+	require.NoError(t, err)
+	assert.False(t, changed)
+	again, _ := os.Readlink(filepath.Join(dir, dataDirName))
+	assert.Equal(t, version, again)
+
+	// A new payload: the old content stays readable until ..data swaps;
+	// then stale names and the old version are gone.
+	var during map[string]string
+	w.beforeSwap = func() { during = readVolume(t, dir) }
+	changed, err = w.write(map[string]fileProjection{"a": {data: []byte("new"), mode: 0o644}, "e": {data: []byte("5"), mode: 0o644}})
+	require.NoError(t, err)
+	assert.True(t, changed)
+	assert.Equal(t, map[string]string{"a": "1", "sub/b": "2", "sub/c/d": "3", "dot.file": "4"}, during)
+	assert.Equal(t, map[string]string{"a": "new", "e": "5"}, readVolume(t, dir))
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	require.Len(t, names, 4, "%v", names) // version, ..data, a, e
+	_, err = os.Stat(filepath.Join(dir, version))
+	assert.True(t, os.IsNotExist(err), "old version removed")
+
+	// A mode change alone is a change.
+	changed, err = w.write(map[string]fileProjection{"a": {data: []byte("new"), mode: 0o600}, "e": {data: []byte("5"), mode: 0o644}})
+	require.NoError(t, err)
+	assert.True(t, changed)
+
+	// Escaping paths are refused.
+	for _, bad := range []string{"../x", "/abs", "..data", "a/../../x"} {
+		_, err := w.write(map[string]fileProjection{bad: {data: nil, mode: 0o644}})
+		assert.Error(t, err, bad)
+	}
+}
+
+// projectionAgent is an agent with a fake mounter and config data.
+func projectionAgent(t *testing.T) (*Agent, *fakeMounter) {
+	t.Helper()
+	a := envTestAgent(t)
+	m := newFakeMounter()
+	a.mounter = m
+	return a, m
+}
+
+func TestSetupVolumes_DataVolumes(t *testing.T) {
+	a, mounter := projectionAgent(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: shop
+  uid: 11111111-2222-3333-4444-555555555555
+  labels: {app: web, tier: front}
+  annotations: {note: hi}
+spec:
+  volumes:
+  - name: cfg
+    configMap: {name: settings, defaultMode: 0440}
+  - name: some
+    configMap:
+      name: settings
+      items: [{key: mode, path: conf/mode.txt, mode: 0600}, {key: nope, path: x}]
+      optional: true
+  - name: sec
+    secret: {secretName: creds, items: [{key: password, path: pw}]}
+  - name: none
+    secret: {secretName: missing, optional: true}
+  - name: info
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: annotations, fieldRef: {fieldPath: metadata.annotations}}
+      - {path: name, fieldRef: {fieldPath: metadata.name}}
+      - {path: ns, fieldRef: {fieldPath: metadata.namespace}}
+      - {path: uid, fieldRef: {fieldPath: metadata.uid}}
+      - {path: tier, fieldRef: {fieldPath: "metadata.labels['tier']"}}
+      - {path: mem, resourceFieldRef: {containerName: app, resource: limits.memory, divisor: 1Mi}}
+      - {path: cpu, resourceFieldRef: {containerName: app, resource: requests.cpu, divisor: 1m}}
+  - name: all
+    projected:
+      defaultMode: 0400
+      sources:
+      - configMap: {name: settings, items: [{key: level, path: level}]}
+      - secret: {name: creds, items: [{key: user, path: user}]}
+      - downwardAPI: {items: [{path: podname, fieldRef: {fieldPath: metadata.name}}]}
+  - name: mem
+    emptyDir: {medium: Memory, sizeLimit: 16Mi}
+  containers:
+  - name: app
+    image: img
+    resources:
+      requests: {cpu: 250m}
+      limits: {memory: 64Mi}
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: sec, mountPath: /sec, readOnly: false}
+    - {name: mem, mountPath: /mem}
+`)
+	paths, err := a.setupVolumes(pod)
+	require.NoError(t, err)
+	base := filepath.Join(a.podDir(pod), "volumes")
+	assert.Equal(t, filepath.Join(base, "kubernetes.io~configmap", "cfg"), paths["cfg"])
+	assert.Equal(t, filepath.Join(base, "kubernetes.io~secret", "sec"), paths["sec"])
+	assert.Equal(t, filepath.Join(base, "kubernetes.io~downward-api", "info"), paths["info"])
+	assert.Equal(t, filepath.Join(base, "kubernetes.io~projected", "all"), paths["all"])
+
+	cfg := readVolume(t, paths["cfg"])
+	assert.Equal(t, map[string]string{"mode": "fast", "level": "3", "bad=key": "x", "1st-ok": "y"}, cfg)
+	fi, err := os.Stat(filepath.Join(paths["cfg"], "mode"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o440), fi.Mode().Perm())
+
+	assert.Equal(t, map[string]string{"conf/mode.txt": "fast"}, readVolume(t, paths["some"]))
+	fi, err = os.Stat(filepath.Join(paths["some"], "conf", "mode.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	assert.Equal(t, map[string]string{"pw": "s3cret"}, readVolume(t, paths["sec"]))
+	assert.Equal(t, map[string]string{}, readVolume(t, paths["none"]))
+	assert.Equal(t, map[string]string{
+		"labels":      "app=\"web\"\ntier=\"front\"",
+		"annotations": "note=\"hi\"",
+		"name":        "web", "ns": "shop", "uid": "11111111-2222-3333-4444-555555555555",
+		"tier": "front", "mem": "64", "cpu": "250",
+	}, readVolume(t, paths["info"]))
+	assert.Equal(t, map[string]string{"level": "3", "user": "admin", "podname": "web"}, readVolume(t, paths["all"]))
+	fi, err = os.Stat(filepath.Join(paths["all"], "user"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o400), fi.Mode().Perm())
+
+	// Secrets and memory emptyDirs are tmpfs; the memory one sized by
+	// sizeLimit (smaller than the pod's 64Mi limit), secrets by the pod.
+	assert.Equal(t, map[string]int64{
+		paths["sec"]:  64 << 20,
+		paths["none"]: 64 << 20,
+		paths["all"]:  64 << 20,
+		paths["mem"]:  16 << 20,
+	}, mounter.mounts)
+
+	// Data volumes are mounted read-only whatever the mount says.
+	cfgCRI, err := a.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "", paths)
+	require.NoError(t, err)
+	ro := map[string]bool{}
+	for _, m := range cfgCRI.Mounts {
+		ro[m.ContainerPath] = m.Readonly
+	}
+	assert.Equal(t, map[string]bool{"/cfg": true, "/sec": true, "/mem": false}, ro)
+
+	// Teardown unmounts before removing.
+	require.NoError(t, a.cleanupPodDirs(pod))
+	assert.Empty(t, mounter.mounts)
+	_, err = os.Stat(a.podDir(pod))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestSetupVolumes_MissingSources(t *testing.T) {
+	a, _ := projectionAgent(t)
+	for _, tc := range []struct {
+		name, volume, want string
+	}{
+		{"configmap", `configMap: {name: nope}`, `MountVolume.SetUp failed for volume "v" : configmap "nope" not found`},
+		{"secret", `secret: {secretName: nope}`, `MountVolume.SetUp failed for volume "v" : secret "nope" not found`},
+		{"configmap key", `configMap: {name: settings, items: [{key: nope, path: p}]}`, `MountVolume.SetUp failed for volume "v" : configmap references non-existent config key: nope`},
+		{"secret key", `secret: {secretName: creds, items: [{key: nope, path: p}]}`, `MountVolume.SetUp failed for volume "v" : references non-existent secret key: nope`},
+		{"projected", "projected: {sources: [{configMap: {name: a}}, {secret: {name: b}}]}", `MountVolume.SetUp failed for volume "v" : [configmap "a" not found, secret "b" not found]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  volumes:\n  - name: v\n    "+tc.volume+"\n  containers:\n  - {name: app, image: img}\n")
+			_, err := a.setupVolumes(pod)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+}
+
+func TestRefreshDataVolumes_FollowsLabelsAndData(t *testing.T) {
+	a, _ := projectionAgent(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec:
+  volumes:
+  - name: info
+    downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}
+  - name: cfg
+    configMap: {name: settings, items: [{key: mode, path: mode}]}
+  containers:
+  - {name: app, image: img}
+`)
+	w := &podWorker{logger: a.logger}
+	// Nothing set up yet: refresh does nothing.
+	a.refreshDataVolumes(w, pod)
+	_, err := os.Stat(a.podDir(pod))
+	assert.True(t, os.IsNotExist(err))
+
+	paths, err := a.setupVolumes(pod)
+	require.NoError(t, err)
+	v1Version, _ := os.Readlink(filepath.Join(paths["info"], dataDirName))
+
+	// Same labels: untouched.
+	a.refreshDataVolumes(w, pod)
+	same, _ := os.Readlink(filepath.Join(paths["info"], dataDirName))
+	assert.Equal(t, v1Version, same)
+
+	pod.Labels["version"] = "2"
+	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("shop", "settings"), Data: map[string]string{"mode": "slow"}}}, nil)
+	a.refreshDataVolumes(w, pod)
+	assert.Equal(t, map[string]string{"labels": "app=\"web\"\nversion=\"2\""}, readVolume(t, paths["info"]))
+	assert.Equal(t, map[string]string{"mode": "slow"}, readVolume(t, paths["cfg"]))
+}
+
+func TestEmptyDirMemorySize(t *testing.T) {
+	alloc := v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
+	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+	withLimits := func(limits ...string) *v1.Pod {
+		p := &v1.Pod{}
+		for _, l := range limits {
+			c := v1.Container{}
+			if l != "" {
+				c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse(l)}
+			}
+			p.Spec.Containers = append(p.Spec.Containers, c)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name      string
+		pod       *v1.Pod
+		sizeLimit *resource.Quantity
+		want      int64
+	}{
+		{"no limits: allocatable", withLimits(""), nil, 1 << 30},
+		{"sizeLimit below allocatable", withLimits(""), q("16Mi"), 16 << 20},
+		{"pod limit sums containers", withLimits("64Mi", "32Mi", ""), nil, 96 << 20},
+		{"sizeLimit above pod limit", withLimits("64Mi"), q("128Mi"), 64 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, emptyDirMemorySize(tc.pod, tc.sizeLimit, alloc))
+		})
+	}
+}
+
+func TestValidateDataVolumes(t *testing.T) {
+	for _, tc := range []struct {
+		name, volume string
+		want         []string
+	}{
+		{"configmap without name and bad items", `configMap: {defaultMode: 01000, items: [{key: "a b", path: ../x, mode: -1}]}`, []string{
+			`spec.volumes[0].configMap.name: Required value`,
+			`spec.volumes[0].configMap.defaultMode: Invalid value: 512: must be a number between 0 and 0777 (octal), both inclusive`,
+			`spec.volumes[0].configMap.items[0].key: Invalid value: "a b"`,
+			`spec.volumes[0].configMap.items[0].path: Invalid value: "../x": must not contain '..'`,
+			`spec.volumes[0].configMap.items[0].mode: Invalid value: -1`,
+		}},
+		{"downward status field", `downwardAPI: {items: [{path: ip, fieldRef: {fieldPath: status.podIP}}]}`, []string{
+			`spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value: "status.podIP"`,
+		}},
+		{"downward resource without container", `downwardAPI: {items: [{path: m, resourceFieldRef: {resource: limits.memory, divisor: 3}}]}`, []string{
+			`spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName: Required value`,
+			`spec.volumes[0].downwardAPI.items[0].resourceFieldRef.divisor: Invalid value: "3": only divisor's values 1, 1k`,
+		}},
+		{"service account token", `projected: {sources: [{serviceAccountToken: {path: token}}]}`, []string{
+			`spec.volumes[0].projected.sources[0].serviceAccountToken: Forbidden: not supported by minikubelet: there is no API server to issue service account tokens`,
+		}},
+		{"projected duplicate paths", `projected: {sources: [{configMap: {name: a, items: [{key: k, path: p}]}}, {secret: {name: b, items: [{key: k, path: p}]}}]}`, []string{
+			`spec.volumes[0].projected.sources[1].secret.items[0].path: Invalid value: "p": conflicting duplicate paths`,
+		}},
+		{"item user", `secret: {secretName: s, items: [{key: k, path: p, user: 5}]}`, []string{
+			`spec.volumes[0].secret.items[0].user: Forbidden: not supported by minikubelet yet: alpha in Kubernetes (AtomicWriteVolumeUserFields)`,
+		}},
+		{"hugepages emptyDir", `emptyDir: {medium: HugePages}`, []string{
+			`spec.volumes[0].emptyDir.medium: Forbidden: not supported by minikubelet yet: medium "HugePages"`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  volumes:\n  - name: v\n    "+tc.volume+"\n  containers:\n  - {name: app, image: img}\n"), "x.yaml", "node-1")
+			require.Error(t, err)
+			lines := strings.Split(err.Error(), "\n")
+			require.Len(t, lines, len(tc.want), err.Error())
+			for i, w := range tc.want {
+				assert.Contains(t, lines[i], w)
+			}
+		})
+	}
+}
+
+// TestAgent_MissingConfigMapWaits runs a pod whose ConfigMap is missing:
+// the container waits with CreateContainerConfigError and a FailedMount
+// event, and starts once the ConfigMap arrives.
+func TestAgent_MissingConfigMapWaits(t *testing.T) {
+	h := newHarness(t)
+	h.agent.mounter = newFakeMounter()
+	go func() { _ = h.agent.Run(t.Context()) }()
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  volumes:
+  - {name: cfg, configMap: {name: settings}}
+  containers:
+  - name: app
+    image: img
+    volumeMounts: [{name: cfg, mountPath: /cfg}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	got := h.rec.waitStatus(t, "CreateContainerConfigError", func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+			p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	assert.Equal(t, `MountVolume.SetUp failed for volume "cfg" : configmap "settings" not found`, got.Status.ContainerStatuses[0].State.Waiting.Message)
+	assert.Contains(t, h.rec.reasons(), "FailedMount")
+
+	h.agent.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("default", "settings"), Data: map[string]string{"k": "v"}}}, nil)
+	h.stepUntil(t, "running", time.Minute, func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	})
+}

@@ -1,0 +1,615 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+// securedPod is a pod with one container and the given security contexts.
+func securedPod(psc *v1.PodSecurityContext, sc *v1.SecurityContext) *v1.Pod {
+	p := basePod()
+	p.Namespace, p.UID = "default", "uid-1"
+	p.Spec.SecurityContext = psc
+	p.Spec.Containers[0].SecurityContext = sc
+	return p
+}
+
+func TestSandboxSecurityContext(t *testing.T) {
+	runtimeDefault := &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	tests := []struct {
+		name   string
+		mutate func(*v1.Pod)
+		want   *runtimeapi.LinuxSandboxSecurityContext
+	}{
+		{
+			name:   "nothing set: RuntimeDefault seccomp, pid per container",
+			mutate: func(*v1.Pod) {},
+			want: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+				Seccomp:          runtimeDefault,
+			},
+		},
+		{
+			name: "pod user, group, fsGroup then supplementalGroups",
+			mutate: func(p *v1.Pod) {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{
+					RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000),
+					FSGroup: ptr.To[int64](2000), SupplementalGroups: []int64{4000, 5000},
+					// The sandbox runs RuntimeDefault whatever the pod asks.
+					SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined},
+				}
+			},
+			want: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions:   &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+				RunAsUser:          &runtimeapi.Int64Value{Value: 1000},
+				RunAsGroup:         &runtimeapi.Int64Value{Value: 3000},
+				SupplementalGroups: []int64{2000, 4000, 5000},
+				Seccomp:            runtimeDefault,
+			},
+		},
+		{
+			name: "shareProcessNamespace: pid POD",
+			mutate: func(p *v1.Pod) {
+				p.Spec.ShareProcessNamespace = ptr.To(true)
+			},
+			want: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD},
+				Seccomp:          runtimeDefault,
+			},
+		},
+		{
+			name: "hostPID wins over shareProcessNamespace; host namespaces",
+			mutate: func(p *v1.Pod) {
+				p.Spec.HostPID, p.Spec.HostNetwork, p.Spec.HostIPC = true, true, true
+				p.Spec.ShareProcessNamespace = ptr.To(true)
+			},
+			want: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_NODE},
+				Seccomp:          runtimeDefault,
+			},
+		},
+		{
+			name: "a privileged init container makes the sandbox privileged",
+			mutate: func(p *v1.Pod) {
+				p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox", SecurityContext: &v1.SecurityContext{Privileged: ptr.To(true)}}}
+			},
+			want: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+				Privileged:       true,
+				Seccomp:          runtimeDefault,
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := securedPod(nil, nil)
+			tc.mutate(p)
+			assert.Equal(t, tc.want, sandboxSecurityContext(p))
+		})
+	}
+}
+
+func TestPodSysctls(t *testing.T) {
+	assert.Nil(t, podSysctls(securedPod(nil, nil)))
+	p := securedPod(&v1.PodSecurityContext{Sysctls: []v1.Sysctl{
+		{Name: "kernel.shm_rmid_forced", Value: "1"},
+		{Name: "net/ipv4/conf/eth0.100/rp_filter", Value: "2"},
+	}}, nil)
+	assert.Equal(t, map[string]string{"kernel.shm_rmid_forced": "1", "net.ipv4.conf.eth0/100.rp_filter": "2"}, podSysctls(p))
+}
+
+func TestContainerSecurityContext(t *testing.T) {
+	unconfined := &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+	// base is what every container gets when nothing is set.
+	base := func() *runtimeapi.LinuxContainerSecurityContext {
+		return &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+			MaskedPaths:      defaultMaskedPaths,
+			ReadonlyPaths:    defaultReadonlyPaths,
+			Seccomp:          unconfined,
+		}
+	}
+	tests := []struct {
+		name    string
+		psc     *v1.PodSecurityContext
+		sc      *v1.SecurityContext
+		want    func(*runtimeapi.LinuxContainerSecurityContext)
+		wantErr string
+	}{
+		{name: "nothing set", want: func(*runtimeapi.LinuxContainerSecurityContext) {}},
+		{
+			name: "pod level user, group, groups, seccomp",
+			psc: &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000), FSGroup: ptr.To[int64](2000),
+				SupplementalGroups: []int64{4000}, SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}},
+			want: func(w *runtimeapi.LinuxContainerSecurityContext) {
+				w.RunAsUser = &runtimeapi.Int64Value{Value: 1000}
+				w.RunAsGroup = &runtimeapi.Int64Value{Value: 3000}
+				w.SupplementalGroups = []int64{2000, 4000}
+				w.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+			},
+		},
+		{
+			name: "container overrides pod user, group and seccomp",
+			psc: &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000),
+				SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}},
+			sc: &v1.SecurityContext{RunAsUser: ptr.To[int64](2000), RunAsGroup: ptr.To[int64](4000),
+				SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined}},
+			want: func(w *runtimeapi.LinuxContainerSecurityContext) {
+				w.RunAsUser = &runtimeapi.Int64Value{Value: 2000}
+				w.RunAsGroup = &runtimeapi.Int64Value{Value: 4000}
+			},
+		},
+		{
+			name: "capabilities",
+			sc:   &v1.SecurityContext{Capabilities: &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN", "SYS_TIME"}, Drop: []v1.Capability{"ALL"}}},
+			want: func(w *runtimeapi.LinuxContainerSecurityContext) {
+				w.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"NET_ADMIN", "SYS_TIME"}, DropCapabilities: []string{"ALL"}}
+			},
+		},
+		{
+			name: "privileged, read-only root",
+			sc:   &v1.SecurityContext{Privileged: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true)},
+			want: func(w *runtimeapi.LinuxContainerSecurityContext) {
+				w.Privileged, w.ReadonlyRootfs = true, true
+			},
+		},
+		{
+			name: "allowPrivilegeEscalation false: no_new_privs",
+			sc:   &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)},
+			want: func(w *runtimeapi.LinuxContainerSecurityContext) { w.NoNewPrivs = true },
+		},
+		{
+			name: "allowPrivilegeEscalation true: no no_new_privs",
+			sc:   &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(true)},
+			want: func(*runtimeapi.LinuxContainerSecurityContext) {},
+		},
+		{
+			name: "procMount Unmasked: nothing masked",
+			sc:   &v1.SecurityContext{ProcMount: ptr.To(v1.UnmaskedProcMount)},
+			want: func(w *runtimeapi.LinuxContainerSecurityContext) {
+				w.MaskedPaths, w.ReadonlyPaths = []string{}, []string{}
+			},
+		},
+		{
+			name: "procMount Default: the kubelet's paths",
+			sc:   &v1.SecurityContext{ProcMount: ptr.To(v1.DefaultProcMount)},
+			want: func(*runtimeapi.LinuxContainerSecurityContext) {},
+		},
+		{
+			name: "seccomp Localhost under the profile root",
+			psc:  &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/audit.json")}},
+			want: func(w *runtimeapi.LinuxContainerSecurityContext) {
+				w.Seccomp = &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: "/var/lib/minikubelet/seccomp/profiles/audit.json"}
+			},
+		},
+		{
+			name:    "seccomp Localhost without a profile",
+			sc:      &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}},
+			wantErr: "localhostProfile must be set if seccompProfile type is Localhost",
+		},
+	}
+	a := &Agent{cfg: Config{RootDir: "/var/lib/minikubelet"}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := securedPod(tc.psc, tc.sc)
+			got, err := a.containerSecurityContext(p, &p.Spec.Containers[0])
+			if tc.wantErr != "" {
+				require.EqualError(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			want := base()
+			tc.want(want)
+			assert.Equal(t, want, got)
+		})
+	}
+
+	t.Run("seccomp profile root flag", func(t *testing.T) {
+		a := &Agent{cfg: Config{RootDir: "/r", SeccompProfileRoot: "/etc/seccomp"}}
+		p := securedPod(nil, &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("x.json")}})
+		got, err := a.containerSecurityContext(p, &p.Spec.Containers[0])
+		require.NoError(t, err)
+		assert.Equal(t, "/etc/seccomp/x.json", got.Seccomp.LocalhostRef)
+	})
+}
+
+func TestVerifyRunAsNonRoot(t *testing.T) {
+	root, user := int64(0), int64(1000)
+	tests := []struct {
+		name     string
+		psc      *v1.PodSecurityContext
+		sc       *v1.SecurityContext
+		uid      *int64
+		username string
+		wantErr  string
+	}{
+		{name: "not asked: root image is fine", uid: &root},
+		{name: "runAsNonRoot false", sc: &v1.SecurityContext{RunAsNonRoot: ptr.To(false)}, uid: &root},
+		{
+			name: "image runs as root", psc: &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}, uid: &root,
+			wantErr: `container has runAsNonRoot and image will run as root (pod: "web_default(uid-1)", container: web)`,
+		},
+		{name: "image runs as 1000", psc: &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}, uid: &user},
+		{
+			name: "image has a user name", sc: &v1.SecurityContext{RunAsNonRoot: ptr.To(true)}, username: "nginx",
+			wantErr: `container has runAsNonRoot and image has non-numeric user (nginx), cannot verify user is non-root (pod: "web_default(uid-1)", container: web)`,
+		},
+		{
+			name: "runAsUser overrides a root image",
+			psc:  &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000)}, uid: &root,
+		},
+		{
+			name: "runAsUser 0 breaks the policy", sc: &v1.SecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](0)}, uid: &user,
+			wantErr: `container's runAsUser breaks non-root policy (pod: "web_default(uid-1)", container: web)`,
+		},
+		{
+			name: "container runAsNonRoot false overrides the pod's", psc: &v1.PodSecurityContext{RunAsNonRoot: ptr.To(true)},
+			sc: &v1.SecurityContext{RunAsNonRoot: ptr.To(false)}, uid: &root,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := securedPod(tc.psc, tc.sc)
+			err := verifyRunAsNonRoot(p, &p.Spec.Containers[0], tc.uid, tc.username)
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.EqualError(t, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// setImage puts an image with the given user into the fake image service.
+func setImage(h *harness, name string, uid *int64, username string) {
+	h.fake.Images.Lock()
+	defer h.fake.Images.Unlock()
+	img := &runtimeapi.Image{Id: name, RepoTags: []string{name}, Username: username}
+	if uid != nil {
+		img.Uid = &runtimeapi.Int64Value{Value: *uid}
+	}
+	h.fake.Images.FakeImageService.Images[name] = img
+}
+
+func TestApplyImageUser(t *testing.T) {
+	h := newHarness(t)
+	uid := int64(1001)
+	setImage(h, "reg.local/numeric:1", &uid, "")
+	setImage(h, "reg.local/named:1", nil, "nginx")
+	setImage(h, "reg.local/root:1", nil, "")
+	tests := []struct {
+		name, image  string
+		sc           *v1.SecurityContext
+		wantUser     *runtimeapi.Int64Value
+		wantUsername string
+	}{
+		{name: "numeric image user", image: "reg.local/numeric:1", wantUser: &runtimeapi.Int64Value{Value: 1001}},
+		{name: "named image user", image: "reg.local/named:1", wantUsername: "nginx"},
+		{name: "no image user is root", image: "reg.local/root:1", wantUser: &runtimeapi.Int64Value{Value: 0}},
+		{name: "runAsUser wins", image: "reg.local/named:1", sc: &v1.SecurityContext{RunAsUser: ptr.To[int64](7)}, wantUser: &runtimeapi.Int64Value{Value: 7}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := securedPod(nil, tc.sc)
+			p.Spec.Containers[0].Image = tc.image
+			c := &p.Spec.Containers[0]
+			sc, err := h.agent.containerSecurityContext(p, c)
+			require.NoError(t, err)
+			cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: sc}}
+			require.NoError(t, h.agent.applyImageUser(context.Background(), newPodWorker(h.agent, p), c, cfg))
+			assert.Equal(t, tc.wantUser, sc.RunAsUser)
+			assert.Equal(t, tc.wantUsername, sc.RunAsUsername)
+		})
+	}
+}
+
+func TestAgent_RunAsNonRootWithRootImageIsCreateContainerConfigError(t *testing.T) {
+	h := newHarness(t)
+	setImage(h, "reg.local/root:1", nil, "")
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: nonroot, uid: u-1}
+spec:
+  securityContext: {runAsNonRoot: true}
+  containers: [{name: app, image: reg.local/root:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	p := h.rec.waitStatus(t, "CreateContainerConfigError", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError"
+	})
+	assert.Equal(t, `container has runAsNonRoot and image will run as root (pod: "nonroot_default(u-1)", container: app)`,
+		p.Status.ContainerStatuses[0].State.Waiting.Message)
+	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer app")
+}
+
+func TestAdmitSysctls(t *testing.T) {
+	tests := []struct {
+		name        string
+		sysctls     []string
+		allowed     []string
+		hostNetwork bool
+		wantMsg     string
+	}{
+		{name: "none"},
+		{name: "safe", sysctls: []string{"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_wmem"}},
+		{name: "safe with slashes", sysctls: []string{"net/ipv4/tcp_syncookies"}},
+		{name: "unsafe", sysctls: []string{"net.core.somaxconn"}, wantMsg: `forbidden sysctl: "net.core.somaxconn" not allowlisted`},
+		{name: "unsafe allowed by name", sysctls: []string{"net.core.somaxconn"}, allowed: []string{"net.core.somaxconn"}},
+		{name: "unsafe allowed by glob", sysctls: []string{"net.core.somaxconn", "kernel.msgmax"}, allowed: []string{"net.core.*", "kernel.msg*"}},
+		{name: "glob does not cover others", sysctls: []string{"net.ipv4.tcp_sack"}, allowed: []string{"net.core.*"}, wantMsg: `forbidden sysctl: "net.ipv4.tcp_sack" not allowlisted`},
+		{name: "net sysctl with host network", sysctls: []string{"net.ipv4.tcp_syncookies"}, hostNetwork: true, wantMsg: `forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host net enabled`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			psc := &v1.PodSecurityContext{}
+			for _, s := range tc.sysctls {
+				psc.Sysctls = append(psc.Sysctls, v1.Sysctl{Name: s, Value: "1"})
+			}
+			p := securedPod(psc, nil)
+			p.Spec.HostNetwork = tc.hostNetwork
+			reason, msg := admitSysctls(p, tc.allowed)
+			assert.Equal(t, tc.wantMsg, msg)
+			if tc.wantMsg != "" {
+				assert.Equal(t, "SysctlForbidden", reason)
+			} else {
+				assert.Empty(t, reason)
+			}
+		})
+	}
+}
+
+func TestValidateAllowedUnsafeSysctls(t *testing.T) {
+	assert.NoError(t, ValidateAllowedUnsafeSysctls([]string{"net.core.*", "kernel.msgmax", "net/ipv4/tcp_sack", "kernel.shm*"}))
+	assert.ErrorContains(t, ValidateAllowedUnsafeSysctls([]string{"kernel.panic"}), "not known to be namespaced")
+	assert.ErrorContains(t, ValidateAllowedUnsafeSysctls([]string{"vm.*"}), "not known to be namespaced")
+	assert.ErrorContains(t, ValidateAllowedUnsafeSysctls([]string{"net.*.x"}), "prefix followed by *")
+}
+
+func TestAgent_AdmissionRefusesSecurity(t *testing.T) {
+	tests := []struct {
+		name       string
+		manifest   string
+		allowPriv  bool
+		wantReason string
+		wantMsg    string
+	}{
+		{
+			name: "privileged without --allow-privileged",
+			manifest: `
+apiVersion: v1
+kind: Pod
+metadata: {name: priv}
+spec:
+  containers: [{name: app, image: reg.local/x:1, securityContext: {privileged: true}}]
+`,
+			wantReason: "PrivilegedForbidden",
+			wantMsg:    `container "app" is privileged (spec.containers[0].securityContext.privileged), which this node refuses: start the agent with --allow-privileged to allow it`,
+		},
+		{
+			name: "privileged with --allow-privileged",
+			manifest: `
+apiVersion: v1
+kind: Pod
+metadata: {name: priv}
+spec:
+  containers: [{name: app, image: reg.local/x:1, securityContext: {privileged: true}}]
+`,
+			allowPriv: true,
+		},
+		{
+			name: "unsafe sysctl",
+			manifest: `
+apiVersion: v1
+kind: Pod
+metadata: {name: sysctl}
+spec:
+  securityContext: {sysctls: [{name: net.core.somaxconn, value: "1024"}]}
+  containers: [{name: app, image: reg.local/x:1}]
+`,
+			wantReason: "SysctlForbidden",
+			wantMsg:    `forbidden sysctl: "net.core.somaxconn" not allowlisted`,
+		},
+		{
+			name: "supplementalGroupsPolicy Strict",
+			manifest: `
+apiVersion: v1
+kind: Pod
+metadata: {name: strict}
+spec:
+  securityContext: {supplementalGroups: [4000], supplementalGroupsPolicy: Strict}
+  containers: [{name: app, image: reg.local/x:1}]
+`,
+			wantReason: "SupplementalGroupsPolicyNotSupported",
+			wantMsg:    "SupplementalGroupsPolicy=Strict is not supported in this node",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.agent.cfg.AllowPrivileged = tc.allowPriv
+			pod := testPod(t, tc.manifest)
+			h.agent.SetPods([]*v1.Pod{pod})
+			if tc.wantReason == "" {
+				h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+				return
+			}
+			got, ok := h.agent.GetPod(pod.UID)
+			require.True(t, ok)
+			assert.Equal(t, v1.PodFailed, got.Status.Phase)
+			assert.Equal(t, tc.wantReason, got.Status.Reason)
+			assert.Contains(t, got.Status.Message, tc.wantMsg)
+			assert.Empty(t, without(h.fake.Calls(), observeCalls...))
+		})
+	}
+}
+
+func TestValidatePod_Security(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*v1.Pod)
+		want   []string
+	}{
+		{name: "valid", mutate: func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](2000),
+				Sysctls:             []v1.Sysctl{{Name: "net/ipv4/tcp_syncookies", Value: "1"}},
+				FSGroupChangePolicy: ptr.To(v1.FSGroupChangeOnRootMismatch),
+				SeccompProfile:      &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("a/b.json")}}
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &v1.Capabilities{Add: []v1.Capability{"NET_ADMIN"}}}
+		}},
+		{name: "negative ids", mutate: func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](-1), SupplementalGroups: []int64{-2}}
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsGroup: ptr.To[int64](-3)}
+		}, want: []string{
+			"spec.containers[0].securityContext.runAsGroup: Invalid value: -3: must be between 0 and 2147483647, inclusive",
+			"spec.securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+			"spec.securityContext.supplementalGroups[0]: Invalid value: -2: must be between 0 and 2147483647, inclusive",
+		}},
+		{name: "shareProcessNamespace with hostPID", mutate: func(p *v1.Pod) {
+			p.Spec.ShareProcessNamespace, p.Spec.HostPID = ptr.To(true), true
+			p.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: ptr.To[int64](1)}
+		}, want: []string{"spec.shareProcessNamespace: Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled"}},
+		{name: "sysctls", mutate: func(p *v1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "Bad Name"}, {Name: "kernel.msgmax"}, {Name: "kernel.msgmax"}, {Name: "net.core.somaxconn"}}}
+		}, want: []string{
+			`spec.securityContext.sysctls[0].name: Invalid value: "Bad Name": must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`,
+			`spec.securityContext.sysctls[2].name: Duplicate value: "kernel.msgmax"`,
+			`spec.securityContext.sysctls[3].name: Invalid value: "net.core.somaxconn": may not be specified when 'hostNetwork' is true`,
+		}},
+		{name: "seccomp", mutate: func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}}
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("../x")}}
+		}, want: []string{
+			`spec.containers[0].securityContext.seccompProfile.localhostProfile: Invalid value: "../x": must not contain '..'`,
+			"spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost",
+		}},
+		{name: "procMount Unmasked", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: ptr.To(v1.UnmaskedProcMount)}
+		}, want: []string{"spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"}},
+		{name: "no escalation yet privileged", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Privileged: ptr.To(true)}
+		}, want: []string{"spec.containers[0].securityContext: Invalid value: \"\": cannot set `allowPrivilegeEscalation` to false and `privileged` to true"}},
+		{name: "refused fields", mutate: func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0"}}
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+		}, want: []string{
+			"spec.securityContext.seLinuxOptions: Forbidden: not supported by minikubelet: SELinux is not used on minikubelet's nodes",
+			"spec.containers[0].securityContext.appArmorProfile: Forbidden: not supported by minikubelet: AppArmor is not available on minikubelet's nodes",
+		}},
+		{name: "supplementalGroupsPolicy Merge is the default", mutate: func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: ptr.To(v1.SupplementalGroupsPolicyMerge)}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := securedPod(nil, nil)
+			SetPodDefaults(p, "test.yaml", "node-1")
+			tc.mutate(p)
+			var got []string
+			for _, e := range ValidatePod(p) {
+				got = append(got, e.Error())
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestCheckSupport_SecurityTables sets every refused field of the security
+// tables, one at a time, and expects one Forbidden error at its path.
+func TestCheckSupport_SecurityTables(t *testing.T) {
+	targets := []struct {
+		tbl  *ruleTable
+		get  func(*v1.Pod) reflect.Value
+		path string
+	}{
+		{&podSecurityContextRules, func(p *v1.Pod) reflect.Value { return reflect.ValueOf(p.Spec.SecurityContext).Elem() }, "spec.securityContext"},
+		{&securityContextRules, func(p *v1.Pod) reflect.Value { return reflect.ValueOf(p.Spec.Containers[0].SecurityContext).Elem() }, "spec.containers[0].securityContext"},
+	}
+	for _, tg := range targets {
+		for _, name := range jsonFieldNames(tg.tbl.typ) {
+			r := tg.tbl.rules[name]
+			if r.supported {
+				continue
+			}
+			t.Run(tg.path+"."+name, func(t *testing.T) {
+				p := securedPod(&v1.PodSecurityContext{}, &v1.SecurityContext{})
+				setJSONField(t, tg.get(p), name, r.unset)
+				errs := checkSupport(p)
+				require.Len(t, errs, 1, "%v", errs)
+				assert.Equal(t, field.ErrorTypeForbidden, errs[0].Type)
+				assert.Equal(t, tg.path+"."+name, errs[0].Field)
+				assert.Equal(t, r.note, errs[0].Detail)
+			})
+		}
+	}
+}
+
+func TestApplyFSGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chown to another group needs root")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o777))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", "f"), []byte("x"), 0o600))
+	require.NoError(t, os.Symlink("sub/f", filepath.Join(dir, "link")))
+
+	require.NoError(t, applyFSGroup(dir, 2000, nil))
+	check := func(p string, wantMode os.FileMode) {
+		t.Helper()
+		fi, err := os.Lstat(p)
+		require.NoError(t, err)
+		assert.Equal(t, uint32(2000), fi.Sys().(*syscall.Stat_t).Gid, p)
+		if wantMode != 0 {
+			assert.Equal(t, wantMode, fi.Mode()&(os.ModePerm|os.ModeSetgid), p)
+		}
+	}
+	check(dir, 0o777|os.ModeSetgid)
+	check(filepath.Join(dir, "sub"), 0o770|os.ModeSetgid)
+	check(filepath.Join(dir, "sub", "f"), 0o660)
+	check(filepath.Join(dir, "link"), 0)
+
+	// OnRootMismatch: the root already matches, so a new file is left alone.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "new"), []byte("x"), 0o600))
+	require.NoError(t, os.Chown(filepath.Join(dir, "new"), -1, 0))
+	require.NoError(t, applyFSGroup(dir, 2000, ptr.To(v1.FSGroupChangeOnRootMismatch)))
+	fi, err := os.Stat(filepath.Join(dir, "new"))
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0), fi.Sys().(*syscall.Stat_t).Gid)
+	// Always walks again.
+	require.NoError(t, applyFSGroup(dir, 2000, ptr.To(v1.FSGroupChangeAlways)))
+	check(filepath.Join(dir, "new"), 0o660)
+
+	// Read-only volumes get g+r only.
+	ro := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ro, "key"), []byte("x"), 0o400))
+	require.NoError(t, applyFSGroupReadOnly(ro, 3000, nil))
+	fi, err = os.Stat(filepath.Join(ro, "key"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o440), fi.Mode().Perm())
+}
+
+func TestNormalizeSysctl(t *testing.T) {
+	for in, want := range map[string]string{
+		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
+		"kernel/shm_rmid_forced":           "kernel.shm_rmid_forced",
+		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
+		"net.ipv4.conf.eno2/100.rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
+	} {
+		assert.Equal(t, want, normalizeSysctl(in), in)
+	}
+}
