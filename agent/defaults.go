@@ -69,6 +69,15 @@ func SetPodDefaults(pod *v1.Pod, source, nodeName string) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = v1.DefaultSchedulerName
 	}
+	// The ServiceAccount admission plugin's default (no token is mounted:
+	// there is no API server to issue one).
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
+	}
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = "default"
+	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	if spec.EnableServiceLinks == nil {
 		enable := v1.DefaultEnableServiceLinks
 		spec.EnableServiceLinks = &enable

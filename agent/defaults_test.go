@@ -270,3 +270,12 @@ func TestSetPodDefaults_UID(t *testing.T) {
 		})
 	}
 }
+
+// A pod without a service account gets "default", as the API server's
+// ServiceAccount admission sets it (the dapi-envars-pod example reads it).
+func TestSetPodDefaults_ServiceAccount(t *testing.T) {
+	pods, err := PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: sa}\nspec:\n  containers: [{name: c, image: reg/c:1}]\n"), "x.yaml", "node")
+	require.NoError(t, err)
+	assert.Equal(t, "default", pods[0].Spec.ServiceAccountName)
+	assert.Equal(t, "default", pods[0].Spec.DeprecatedServiceAccount)
+}

@@ -144,7 +144,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"overhead":                      ruleRefused(reasonNever + ": set by the RuntimeClass admission controller"),
 	"topologySpreadConstraints":     ruleInert("there is no scheduler on a lone node"),
 	"setHostnameAsFQDN":             ruleLimited("with a subdomain, the hostname is <hostname>.<subdomain>.<namespace>.svc.<--cluster-domain> (at most 64 characters)"),
-	"os":                            ruleRefused(reasonNotYet),
+	"os":                            ruleLimited("only name: linux (this node's OS); windows is refused"),
 	"hostUsers":                     fieldRule{note: reasonNever + ": user namespaces need containerd 2.0", unset: true},
 	"schedulingGates":               ruleRefused(reasonNever + ": there is no scheduler to lift the gates"),
 	"resourceClaims":                ruleRefused(reasonNotYet),
@@ -179,9 +179,9 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"terminationMessagePolicy": ruleOK,
 	"imagePullPolicy":          ruleOK,
 	"securityContext":          ruleOK,
-	"stdin":                    ruleRefused(reasonNotYet),
-	"stdinOnce":                ruleRefused(reasonNotYet),
-	"tty":                      ruleRefused(reasonNotYet),
+	"stdin":                    ruleLimited("the container gets an open stdin (CRI stdin); attaching to it is not supported yet"),
+	"stdinOnce":                ruleLimited("passed to the runtime (CRI stdin_once)"),
+	"tty":                      ruleLimited("the container gets a terminal (CRI tty); its output is logged"),
 }}
 
 // initContainerOverrides are the rules of spec.initContainers[*] that differ

@@ -136,6 +136,9 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 		errs = append(errs, validateContainer(&spec.Containers[i], spec, volumes, names, fldPath.Child("containers").Index(i))...)
 	}
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
+	if spec.OS != nil && spec.OS.Name != v1.Linux {
+		errs = append(errs, field.NotSupported(fldPath.Child("os", "name"), spec.OS.Name, []string{string(v1.Linux)}))
+	}
 	errs = append(errs, validateNodeSelector(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	errs = append(errs, validateNodeAffinity(spec.Affinity, fldPath.Child("affinity"))...)
 	errs = append(errs, validatePodSecurity(spec, fldPath)...) // security.go

@@ -113,6 +113,13 @@ render() {
 	sed "${expr[@]}" "$tmpl"
 }
 
+# mirror_upstreams prints "UPSTREAM SERVER" for each registry whose pulls
+# try the local registry first (hack/containerd/mirror.toml), where
+# hack/images pushes the stand-ins of the documentation examples' images.
+mirror_upstreams() {
+	printf '%s\n' "docker.io https://registry-1.docker.io" "registry.k8s.io https://registry.k8s.io" "gcr.io https://gcr.io"
+}
+
 # install_file SRC DST MODE: copy SRC to DST atomically unless DST already has
 # the same content. Prints "changed" or "unchanged".
 install_file() {

@@ -4,7 +4,10 @@
 #
 #   1. Write the drop-in /etc/containerd/conf.d/minikubelet.toml (from
 #      hack/containerd/minikubelet.toml) and the registry's
-#      /etc/containerd/certs.d/REGISTRY/hosts.toml (plain HTTP).
+#      /etc/containerd/certs.d/REGISTRY/hosts.toml (plain HTTP); with
+#      DOCS_MIRRORS=true, also certs.d/{docker.io,registry.k8s.io,gcr.io}
+#      (hack/containerd/mirror.toml): pulls from those try the local
+#      registry's stand-ins first (the documentation examples' images).
 #   2. Make /etc/containerd/config.toml import conf.d/*.toml: write a minimal
 #      one if there is none, else back it up and add the import, printing
 #      the diff. Warn about CRI settings in it that the drop-in supersedes.
@@ -14,7 +17,8 @@
 #      background with a pid file and /var/log/minikubelet-containerd.log).
 #   5. Wait until the socket answers and the CRI plugin is loaded.
 #
-# Env: REGISTRY (default 127.0.0.1:5000), SYSTEMD_CGROUP (default false).
+# Env: REGISTRY (default 127.0.0.1:5000), SYSTEMD_CGROUP (default false),
+# DOCS_MIRRORS (default false: a real machine pulls the real images).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -22,6 +26,7 @@ require_root
 
 REGISTRY=${REGISTRY:-127.0.0.1:5000}
 SYSTEMD_CGROUP=${SYSTEMD_CGROUP:-false}
+DOCS_MIRRORS=${DOCS_MIRRORS:-false}
 ETC=/etc/containerd
 CONFIG=$ETC/config.toml
 DROPIN_DIR=$ETC/conf.d
@@ -55,6 +60,20 @@ case $(install_file "$tmp/hosts" "$ETC/certs.d/$REGISTRY/hosts.toml" 0644) in
 changed) step "registry hosts: wrote $ETC/certs.d/$REGISTRY/hosts.toml (plain HTTP to $REGISTRY)" ;;
 *) step "registry hosts: $ETC/certs.d/$REGISTRY/hosts.toml already up to date" ;;
 esac
+# Mirrors: docker.io, registry.k8s.io and gcr.io try the local registry
+# first, so the documentation examples run unmodified on the stand-ins
+# hack/images pushes there; everything else still comes from upstream.
+if [[ $DOCS_MIRRORS == true ]]; then
+	while read -r upstream server; do
+		render "$HACK/containerd/mirror.toml" REGISTRY="$REGISTRY" UPSTREAM="$upstream" SERVER="$server" >"$tmp/mirror"
+		case $(install_file "$tmp/mirror" "$ETC/certs.d/$upstream/hosts.toml" 0644) in
+		changed) step "mirror: wrote $ETC/certs.d/$upstream/hosts.toml ($upstream pulls try $REGISTRY first, then $server)" ;;
+		*) step "mirror: $ETC/certs.d/$upstream/hosts.toml already up to date" ;;
+		esac
+	done < <(mirror_upstreams)
+else
+	step "mirror: DOCS_MIRRORS=$DOCS_MIRRORS, leaving $ETC/certs.d/{docker.io,registry.k8s.io,gcr.io} alone"
+fi
 
 # Step 2: config.toml imports the drop-in directory.
 if [[ ! -e $CONFIG ]]; then

@@ -6,7 +6,8 @@
 #   DIR/root, DIR/state        its metadata, snapshots and runtime state
 #   DIR/containerd.sock(.ttrpc) its API sockets
 #   DIR/net.d                  its CNI conf dir, empty (the test installs a conflist)
-#   DIR/certs.d                hosts.toml for the local registry (plain HTTP)
+#   DIR/certs.d                hosts.toml for the local registry (plain HTTP), and
+#                              mirrors of docker.io, registry.k8s.io and gcr.io to it
 #   DIR/runc                   runc state of its containers
 #   DIR/containerd.log, DIR/containerd.pid
 #
@@ -41,6 +42,14 @@ mkdir -p "$DIR"/{root,state,net.d,runc,opt} "$DIR/certs.d/$REGISTRY"
 chmod 0711 "$DIR"
 render "$HACK/containerd/private.toml" DIR="$DIR" REGISTRY="$REGISTRY" SYSTEMD_CGROUP="$SYSTEMD_CGROUP" >"$DIR/config.toml"
 render "$HACK/containerd/hosts.toml" REGISTRY="$REGISTRY" >"$DIR/certs.d/$REGISTRY/hosts.toml"
+# docker.io, registry.k8s.io and gcr.io pull from the local registry only:
+# the stand-ins for the documentation examples' images (hack/images). The
+# upstream is replaced by the local registry too, so a test never reaches
+# out of the machine for an image the registry lacks.
+while read -r upstream _; do
+	mkdir -p "$DIR/certs.d/$upstream"
+	render "$HACK/containerd/mirror.toml" REGISTRY="$REGISTRY" UPSTREAM="$upstream" SERVER="http://$REGISTRY" >"$DIR/certs.d/$upstream/hosts.toml"
+done < <(mirror_upstreams)
 
 # setsid detaches it from this shell so it outlives the script; the tests
 # stop it with stop-containerd.sh.

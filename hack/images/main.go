@@ -4,6 +4,8 @@
 //	<registry>/minikubelet/pause:3.10       static Go pause (./pause), the sandbox image
 //	<registry>/minikubelet/busybox:1.36     the host's static busybox with its applets
 //	<registry>/minikubelet/testserver:v1    busybox + the HTTP test server (./testserver)
+//	<registry>/library/nginx:latest, ...    stand-ins for the images of the Kubernetes
+//	                                        documentation's examples (standins.go, ./standin)
 //
 // Builds are reproducible: file times, owners and config timestamps are
 // fixed and the Go binaries are built with -trimpath, so the same sources,
@@ -14,6 +16,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,6 +65,8 @@ type imageSpec struct {
 	layers []layerSpec
 	// entrypoint and cmd go into the image config.
 	entrypoint, cmd []string
+	// workingDir ("/" when empty) and stopSignal go into the image config.
+	workingDir, stopSignal string
 }
 
 // layerSpec is one layer's content and the description put in its history.
@@ -100,6 +105,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	standinBin, err := buildBinary(ctx, root, o.cacheDir, "standin", o.arch)
+	if err != nil {
+		return err
+	}
 	busybox, applets, err := readBusybox(ctx, o.busybox)
 	if err != nil {
 		return err
@@ -123,6 +132,11 @@ func run(ctx context.Context, o options) error {
 			entrypoint: []string{"/testserver"},
 		},
 	}
+	standinImages, err := standinSpecs(bb, standinBin)
+	if err != nil {
+		return err
+	}
+	specs = append(specs, standinImages...)
 	for _, s := range specs {
 		img, err := buildImage(s, o.arch)
 		if err != nil {
@@ -148,7 +162,8 @@ func buildImage(s imageSpec, arch string) (v1.Image, error) {
 			Entrypoint: s.entrypoint,
 			Cmd:        s.cmd,
 			Env:        []string{defaultPath},
-			WorkingDir: "/",
+			WorkingDir: cmp.Or(s.workingDir, "/"),
+			StopSignal: s.stopSignal,
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	})
