@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -89,21 +90,84 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	return ref, nil
 }
 
-// mountsFor maps the container's volumeMounts onto host paths.
-func mountsFor(c *v1.Container, volPaths map[string]string) ([]*runtimeapi.Mount, error) {
+// mountsFor maps the container's volumeMounts onto host paths: subPath
+// (or subPathExpr, expanded against the container's environment) selects a
+// path inside the volume, created as a directory when missing, which must
+// stay inside the volume even through symlinks; mountPropagation becomes
+// the CRI propagation mode.
+func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]string) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
 	for _, m := range c.VolumeMounts {
 		hp, ok := volPaths[m.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
 		}
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = expandVars(m.SubPathExpr, func(name string) (string, bool) {
+				v, ok := env[name]
+				return v, ok
+			})
+			if strings.Contains(sub, "$(") {
+				return nil, fmt.Errorf("volumeMount %q: subPathExpr %q refers to an undefined variable", m.Name, m.SubPathExpr)
+			}
+		}
+		if sub != "" {
+			p, err := subPathHostPath(hp, sub)
+			if err != nil {
+				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
+			}
+			hp = p
+		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: m.MountPath,
 			HostPath:      hp,
 			Readonly:      m.ReadOnly,
+			Propagation:   mountPropagation(m.MountPropagation),
 		})
 	}
 	return out, nil
+}
+
+// subPathHostPath resolves sub inside the volume at root, creating it as a
+// directory when missing (the kubelet does), and refuses a path that leaves
+// the volume, through ".." or through a symlink.
+func subPathHostPath(root, sub string) (string, error) {
+	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") || strings.Contains(sub, "/../") || strings.HasSuffix(sub, "/..") {
+		return "", fmt.Errorf("subPath %q must be a relative path inside the volume", sub)
+	}
+	p := filepath.Join(root, sub)
+	if _, err := os.Lstat(p); os.IsNotExist(err) {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return "", fmt.Errorf("create subPath %q: %w", sub, err)
+		}
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	if real != realRoot && !strings.HasPrefix(real, realRoot+"/") {
+		return "", fmt.Errorf("subPath %q resolves to %s, outside the volume", sub, real)
+	}
+	return real, nil
+}
+
+// mountPropagation maps the API's mode to the CRI's (None is private).
+func mountPropagation(m *v1.MountPropagationMode) runtimeapi.MountPropagation {
+	if m == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	}
+	switch *m {
+	case v1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+	case v1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+	}
+	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
 // linuxResources converts CPU and memory requests and limits as the kubelet
@@ -162,9 +226,19 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
-	mounts, err := mountsFor(c, volPaths)
+	mounts, err := mountsFor(c, volPaths, envMap)
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
+	// Propagation needs the source on a shared mount: make the pod's own
+	// volume directory one (hostPath volumes are the host's business).
+	for i, m := range c.VolumeMounts {
+		root := volPaths[m.Name]
+		if mounts[i].Propagation != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
+			if err := makeRShared(root); err != nil {
+				return nil, newReasonError(ErrCreateContainerConfig, "volumeMount %q: %v", m.Name, err)
+			}
+		}
 	}
 	a.readOnlyDataMounts(pod, mounts) // projection.go
 	// The effective security context (security.go).

@@ -227,3 +227,27 @@ func TestRestartCountFromLogs(t *testing.T) {
 	}
 	assert.Equal(t, 4, restartCountFromLogs(dir))
 }
+
+func TestMountsFor_SubPath(t *testing.T) {
+	vol := t.TempDir()
+	outside := t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(vol, "escape")))
+	hc := v1.MountPropagationHostToContainer
+	c := &v1.Container{VolumeMounts: []v1.VolumeMount{
+		{Name: "v", MountPath: "/a", SubPath: "web/html"},
+		{Name: "v", MountPath: "/b", SubPathExpr: "logs/$(POD_NAME)", MountPropagation: &hc},
+	}}
+	ms, err := mountsFor(c, map[string]string{"v": vol}, map[string]string{"POD_NAME": "web-1"})
+	require.NoError(t, err)
+	realVol, _ := filepath.EvalSymlinks(vol)
+	assert.Equal(t, filepath.Join(realVol, "web/html"), ms[0].HostPath)
+	assert.DirExists(t, filepath.Join(vol, "web/html"), "a missing subPath is created")
+	assert.Equal(t, runtimeapi.MountPropagation_PROPAGATION_PRIVATE, ms[0].Propagation)
+	assert.Equal(t, filepath.Join(realVol, "logs/web-1"), ms[1].HostPath)
+	assert.Equal(t, runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, ms[1].Propagation)
+
+	_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/c", SubPath: "escape"}}}, map[string]string{"v": vol}, nil)
+	require.ErrorContains(t, err, "outside the volume", "a symlink may not lead out of the volume")
+	_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/d", SubPathExpr: "$(NOPE)"}}}, map[string]string{"v": vol}, nil)
+	require.ErrorContains(t, err, "undefined variable")
+}

@@ -255,9 +255,9 @@ var volumeMountRules = ruleTable{typ: reflect.TypeFor[v1.VolumeMount](), path: "
 	"readOnly":          ruleOK,
 	"recursiveReadOnly": ruleRefused(reasonNotYet),
 	"mountPath":         ruleLimited("absolute, unique per container"),
-	"subPath":           ruleRefused(reasonNotYet),
-	"mountPropagation":  ruleRefused(reasonNotYet),
-	"subPathExpr":       ruleRefused(reasonNotYet),
+	"subPath":           ruleLimited("a relative path inside the volume, created as a directory when missing; it may not leave the volume, even through symlinks"),
+	"mountPropagation":  ruleLimited("None, HostToContainer; Bidirectional only in privileged containers"),
+	"subPathExpr":       ruleLimited("expanded with the container's environment, $(VAR) style"),
 	"bindMountOptions":  ruleRefused(reasonNotYet),
 }}
 

@@ -290,6 +290,7 @@ func validateContainer(c *v1.Container, spec *v1.PodSpec, volumes map[string]boo
 	errs = append(errs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...) // datasupport.go
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
+	errs = append(errs, validateBidirectionalMounts(c, fldPath.Child("volumeMounts"))...)
 	errs = append(errs, validateContainerSecurity(c.SecurityContext, spec, fldPath.Child("securityContext"))...) // security.go
 
 	errs = append(errs, validateProbe(c.LivenessProbe, c, true, fldPath.Child("livenessProbe"))...)
@@ -506,6 +507,43 @@ func validateVolumeMounts(mounts []v1.VolumeMount, volumes map[string]bool, fldP
 		}
 		if m.MountPath != "" {
 			paths[path.Clean(m.MountPath)] = true
+		}
+		// The API's rules for subPath and propagation.
+		if m.SubPath != "" && m.SubPathExpr != "" {
+			errs = append(errs, field.Invalid(idxPath.Child("subPathExpr"), m.SubPathExpr, "subPathExpr and subPath are mutually exclusive"))
+		}
+		for _, sp := range []struct{ name, v string }{{"subPath", m.SubPath}, {"subPathExpr", m.SubPathExpr}} {
+			if sp.v == "" {
+				continue
+			}
+			if path.IsAbs(sp.v) {
+				errs = append(errs, field.Invalid(idxPath.Child(sp.name), sp.v, "must be a relative path"))
+			}
+			for _, part := range strings.Split(sp.v, "/") {
+				if part == ".." {
+					errs = append(errs, field.Invalid(idxPath.Child(sp.name), sp.v, "must not contain '..'"))
+					break
+				}
+			}
+		}
+		if mp := m.MountPropagation; mp != nil {
+			supported := []string{string(v1.MountPropagationNone), string(v1.MountPropagationHostToContainer), string(v1.MountPropagationBidirectional)}
+			if !slices.Contains(supported, string(*mp)) {
+				errs = append(errs, field.NotSupported(idxPath.Child("mountPropagation"), *mp, supported))
+			}
+		}
+	}
+	return errs
+}
+
+// validateBidirectionalMounts applies the API's rule: Bidirectional mount
+// propagation only in privileged containers.
+func validateBidirectionalMounts(c *v1.Container, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+	for i, m := range c.VolumeMounts {
+		if m.MountPropagation != nil && *m.MountPropagation == v1.MountPropagationBidirectional && !privileged {
+			errs = append(errs, field.Forbidden(fldPath.Index(i).Child("mountPropagation"), "Bidirectional mount propagation is available only to privileged containers"))
 		}
 	}
 	return errs

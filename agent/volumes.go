@@ -141,6 +141,10 @@ func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
 	if err := a.unmountPodVolumes(pod); err != nil {
 		return err
 	}
+	// And the shared bind mounts of volumes with mount propagation.
+	if err := unmountUnder(a.podDir(pod)); err != nil {
+		return err
+	}
 	return errors.Join(
 		os.RemoveAll(a.podDir(pod)),
 		os.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),
