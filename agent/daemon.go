@@ -1,17 +1,20 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,6 +57,13 @@ type Daemon struct {
 	store *PodStore
 	dir   *DirSource
 
+	// applyMu serialises apply, so the agent gets the merged sets in the
+	// order the sources changed (API requests and the Run loop both apply).
+	applyMu sync.Mutex
+	// configApplied is the merged ConfigMaps and Secrets last handed to the
+	// agent (guarded by applyMu); nil before the first apply.
+	configApplied *configSet
+
 	// mu guards the fields below.
 	mu sync.Mutex
 	// sources holds the latest update of each source, by name.
@@ -76,8 +86,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.dir != nil {
 		go d.dir.Run(ctx, updates)
 	}
-	apiPods, apiErrs := d.store.List()
-	d.apply(SourceUpdate{Source: sourceAPI, Pods: apiPods, Errors: apiErrs})
+	d.apply(d.store.Snapshot())
 
 	// Orphans are collected only once the whole desired set is known: the
 	// first directory scan must have arrived.
@@ -114,23 +123,72 @@ func (d *Daemon) Run(ctx context.Context) error {
 // the agent. A file pod and an API pod of the same namespace/name cannot
 // both run: the API refuses names a file already uses, so a clash means a
 // file came later — the running API pod stays and the file is reported.
+// For ConfigMaps and Secrets it is the other way round: the file's object
+// wins (the manifest directory is the node's configuration), and the API's
+// is reported and kept on disk until it is deleted.
 func (d *Daemon) apply(u SourceUpdate) {
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
 	d.mu.Lock()
 	d.sources[u.Source] = u
 	for _, fe := range u.Errors {
 		d.a.logger.Warn("Manifest ignored", "source", u.Source, "path", fe.Path, "err", fe.Err)
 	}
 	merged := d.mergedLocked()
-	file := d.sources[sourceFile]
+	config := d.mergedConfigLocked(true)
 	d.mu.Unlock()
 	// ConfigMaps and Secrets first: the pods' volumes and env use them.
-	if u.Source == sourceFile {
-		d.a.SetConfigData(file.ConfigMaps, file.Secrets)
+	// Every worker is triggered by a new set: only hand over a change.
+	if d.configApplied == nil || !apiequality.Semantic.DeepEqual(*d.configApplied, config) {
+		d.a.SetConfigData(config.ConfigMaps, config.Secrets)
+		d.configApplied = &config
 	}
 	d.a.SetPods(merged)
 }
 
-// mergedLocked is the union of all sources; d.mu is held.
+// configSet is the ConfigMaps and Secrets of the node.
+type configSet struct {
+	ConfigMaps []*v1.ConfigMap
+	Secrets    []*v1.Secret
+}
+
+// mergedConfigLocked is the union of the sources' ConfigMaps and Secrets,
+// the file's winning a clash (logged when report is set); d.mu is held.
+func (d *Daemon) mergedConfigLocked(report bool) configSet {
+	var out configSet
+	file, apiSrc := d.sources[sourceFile], d.sources[sourceAPI]
+	fileCMs := map[string]bool{}
+	for _, cm := range file.ConfigMaps {
+		fileCMs[cm.Namespace+"/"+cm.Name] = true
+		out.ConfigMaps = append(out.ConfigMaps, cm)
+	}
+	for _, cm := range apiSrc.ConfigMaps {
+		if key := cm.Namespace + "/" + cm.Name; fileCMs[key] {
+			if report {
+				d.a.logger.Warn("A manifest file defines a ConfigMap that was submitted through the API; the file's is used", "configMap", key)
+			}
+			continue
+		}
+		out.ConfigMaps = append(out.ConfigMaps, cm)
+	}
+	fileSecrets := map[string]bool{}
+	for _, sec := range file.Secrets {
+		fileSecrets[sec.Namespace+"/"+sec.Name] = true
+		out.Secrets = append(out.Secrets, sec)
+	}
+	for _, sec := range apiSrc.Secrets {
+		if key := sec.Namespace + "/" + sec.Name; fileSecrets[key] {
+			if report {
+				d.a.logger.Warn("A manifest file defines a Secret that was submitted through the API; the file's is used", "secret", key)
+			}
+			continue
+		}
+		out.Secrets = append(out.Secrets, sec)
+	}
+	return out
+}
+
+// mergedLocked is the union of all sources' pods; d.mu is held.
 func (d *Daemon) mergedLocked() []*v1.Pod {
 	seen := map[string]bool{}
 	var out []*v1.Pod
@@ -329,8 +387,7 @@ func (d *Daemon) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	if err != nil {
 		return nil, storeError(pod, err)
 	}
-	pods, errs := d.store.List()
-	d.apply(SourceUpdate{Source: sourceAPI, Pods: pods, Errors: errs})
+	d.apply(d.store.Snapshot())
 	if p, err := d.GetPod(stored.Namespace, stored.Name); err == nil {
 		return p, nil
 	}
@@ -378,8 +435,7 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	if err := d.store.Delete(namespace, name); err != nil && !errors.Is(err, ErrPodNotFound) {
 		return nil, err
 	}
-	pods, errs := d.store.List()
-	d.apply(SourceUpdate{Source: sourceAPI, Pods: pods, Errors: errs})
+	d.apply(d.store.Snapshot())
 	if w != nil {
 		return w.snapshot(), nil
 	}
@@ -624,3 +680,138 @@ func (d *Daemon) Version() api.VersionInfo {
 
 // WriteMetrics implements api.Backend.
 func (d *Daemon) WriteMetrics(w io.Writer) error { return d.a.WriteMetrics(w) }
+
+// Resources of the ConfigMaps and Secrets, for API errors.
+var (
+	configMapsResource = schema.GroupResource{Resource: "configmaps"}
+	secretsResource    = schema.GroupResource{Resource: "secrets"}
+)
+
+// fileDefines reports whether the manifest directory defines the ConfigMap
+// (secret false) or Secret namespace/name.
+func (d *Daemon) fileDefines(secret bool, namespace, name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	file := d.sources[sourceFile]
+	if secret {
+		return slices.ContainsFunc(file.Secrets, func(s *v1.Secret) bool { return s.Namespace == namespace && s.Name == name })
+	}
+	return slices.ContainsFunc(file.ConfigMaps, func(c *v1.ConfigMap) bool { return c.Namespace == namespace && c.Name == name })
+}
+
+// configStoreError maps the store's errors about a ConfigMap or Secret to
+// API errors.
+func configStoreError(kind string, gr schema.GroupResource, name string, err error) error {
+	var cie *ConfigInvalidError
+	switch {
+	case errors.Is(err, ErrConfigDataExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, ErrConfigDataNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.As(err, &cie):
+		return apierrors.NewInvalid(schema.GroupKind{Kind: kind}, name, cie.Errs)
+	}
+	return err
+}
+
+// CreateConfigMap implements api.Backend: the ConfigMap is defaulted,
+// validated as in a manifest file, persisted under the root dir and handed
+// to the agent before this returns, so a pod created next sees it. A name
+// the manifest directory already defines is AlreadyExists.
+func (d *Daemon) CreateConfigMap(ctx context.Context, cm *v1.ConfigMap) (*v1.ConfigMap, error) {
+	if cm.Namespace == "" {
+		cm.Namespace = metav1.NamespaceDefault
+	}
+	if cm.Name != "" && d.fileDefines(false, cm.Namespace, cm.Name) {
+		return nil, apierrors.NewAlreadyExists(configMapsResource, cm.Name)
+	}
+	stored, err := d.store.AddConfigMap(cm)
+	if err != nil {
+		return nil, configStoreError("ConfigMap", configMapsResource, cm.Name, err)
+	}
+	d.apply(d.store.Snapshot())
+	return stored, nil
+}
+
+// CreateSecret implements api.Backend, as CreateConfigMap.
+func (d *Daemon) CreateSecret(ctx context.Context, secret *v1.Secret) (*v1.Secret, error) {
+	if secret.Namespace == "" {
+		secret.Namespace = metav1.NamespaceDefault
+	}
+	if secret.Name != "" && d.fileDefines(true, secret.Namespace, secret.Name) {
+		return nil, apierrors.NewAlreadyExists(secretsResource, secret.Name)
+	}
+	stored, err := d.store.AddSecret(secret)
+	if err != nil {
+		return nil, configStoreError("Secret", secretsResource, secret.Name, err)
+	}
+	d.apply(d.store.Snapshot())
+	return stored, nil
+}
+
+// DeleteConfigMap implements api.Backend. One defined in the manifest
+// directory is Forbidden: its file is what to edit. Pods that use it keep
+// running; their volumes keep the last content, and containers started
+// later fail as the kubelet's do (CreateContainerConfigError) unless the
+// reference is optional.
+func (d *Daemon) DeleteConfigMap(ctx context.Context, namespace, name string) error {
+	if d.fileDefines(false, namespace, name) {
+		return apierrors.NewForbidden(configMapsResource, name,
+			errors.New("it is defined in the manifest directory: remove it from its file to delete it"))
+	}
+	if err := d.store.DeleteConfigMap(namespace, name); err != nil {
+		return configStoreError("ConfigMap", configMapsResource, name, err)
+	}
+	d.apply(d.store.Snapshot())
+	return nil
+}
+
+// DeleteSecret implements api.Backend, as DeleteConfigMap.
+func (d *Daemon) DeleteSecret(ctx context.Context, namespace, name string) error {
+	if d.fileDefines(true, namespace, name) {
+		return apierrors.NewForbidden(secretsResource, name,
+			errors.New("it is defined in the manifest directory: remove it from its file to delete it"))
+	}
+	if err := d.store.DeleteSecret(namespace, name); err != nil {
+		return configStoreError("Secret", secretsResource, name, err)
+	}
+	d.apply(d.store.Snapshot())
+	return nil
+}
+
+// ListConfigMaps implements api.Backend: the node's ConfigMaps of a
+// namespace ("" = all) from both sources, as the pods see them, sorted by
+// namespace and name.
+func (d *Daemon) ListConfigMaps(namespace string) []*v1.ConfigMap {
+	d.mu.Lock()
+	set := d.mergedConfigLocked(false)
+	d.mu.Unlock()
+	var out []*v1.ConfigMap
+	for _, cm := range set.ConfigMaps {
+		if namespace == "" || cm.Namespace == namespace {
+			out = append(out, cm.DeepCopy())
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.ConfigMap) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// ListSecrets implements api.Backend, as ListConfigMaps. The data is
+// included, as the API server does; the socket is root's only.
+func (d *Daemon) ListSecrets(namespace string) []*v1.Secret {
+	d.mu.Lock()
+	set := d.mergedConfigLocked(false)
+	d.mu.Unlock()
+	var out []*v1.Secret
+	for _, s := range set.Secrets {
+		if namespace == "" || s.Namespace == namespace {
+			out = append(out, s.DeepCopy())
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.Secret) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
@@ -86,4 +88,73 @@ func TestDirSource_ConfigData(t *testing.T) {
 	assert.Equal(t, "fast", u.ConfigMaps[0].Data["mode"])
 	require.Len(t, u.Errors, 1)
 	assert.Contains(t, u.Errors[0].Err.Error(), "ConfigMap default/settings is already defined in")
+}
+
+// The daemon hands the agent the ConfigMaps and Secrets of both sources:
+// the manifest directory's win a clash (logged), the API's are persisted,
+// refused with field errors when invalid, and cannot shadow or delete the
+// directory's.
+func TestDaemon_MergesConfigData(t *testing.T) {
+	h := newHarness(t)
+	store, err := NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
+	require.NoError(t, err)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	ctx := context.Background()
+
+	// The API's first, then a manifest file defining the same name.
+	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"from": "api"}})
+	require.NoError(t, err)
+	_, err = d.CreateSecret(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"password": "pw"}})
+	require.NoError(t, err)
+	got, err := h.agent.configData().configMap("default", "shared")
+	require.NoError(t, err, "a created ConfigMap is the agent's before CreateConfigMap returns")
+	assert.Equal(t, "api", got.Data["from"])
+	sec, err := h.agent.configData().secret("default", "creds")
+	require.NoError(t, err)
+	assert.Equal(t, []byte("pw"), sec.Data["password"])
+	fi, err := os.Stat(filepath.Join(h.agent.cfg.RootDir, "configdata", "secrets", "default", "creds.json"))
+	require.NoError(t, err, "the node's secrets are mirrored under the root dir")
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	fileCM := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "default"}, Data: map[string]string{"from": "file"}}
+	d.apply(SourceUpdate{Source: sourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
+	got, err = h.agent.configData().configMap("default", "shared")
+	require.NoError(t, err)
+	assert.Equal(t, "file", got.Data["from"], "the manifest directory wins a clash")
+	cms := d.ListConfigMaps("")
+	require.Len(t, cms, 1)
+	assert.Equal(t, "file", cms[0].Data["from"])
+	require.Len(t, d.ListSecrets("default"), 1)
+	assert.Empty(t, d.ListSecrets("prod"))
+
+	// A pod update of the API source keeps the data (the whole set travels).
+	_, err = d.CreatePod(ctx, apiPod("", "web", "hi"))
+	require.NoError(t, err)
+	_, err = h.agent.configData().secret("default", "creds")
+	require.NoError(t, err)
+
+	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
+	require.NoError(t, err)
+	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
+	assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
+	d.apply(SourceUpdate{Source: sourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
+	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "default"}})
+	assert.True(t, apierrors.IsAlreadyExists(err), "a name the manifest directory uses: %v", err)
+	err = d.DeleteConfigMap(ctx, "default", "shared")
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+
+	_, err = d.CreateSecret(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "reg"}, Type: v1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{v1.DockerConfigJsonKey: []byte("{not json")}})
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	var se apierrors.APIStatus
+	require.ErrorAs(t, err, &se)
+	require.Len(t, se.Status().Details.Causes, 1)
+	assert.Equal(t, "data[.dockerconfigjson]", se.Status().Details.Causes[0].Field)
+
+	require.NoError(t, d.DeleteSecret(ctx, "default", "creds"))
+	_, err = h.agent.configData().secret("default", "creds")
+	assert.Error(t, err, "a deleted Secret is gone from the agent")
+	assert.True(t, apierrors.IsNotFound(d.DeleteSecret(ctx, "default", "creds")))
+	_, err = os.Stat(filepath.Join(h.agent.cfg.RootDir, "configdata", "secrets", "default", "creds.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -5,6 +5,11 @@ package agent
 // One file per pod, <dir>/<namespace>_<name>.yaml, holding the pod as
 // submitted; reading it back yields the same defaulted pod with the same UID,
 // so a restarted daemon adopts the running pod instead of recreating it.
+//
+// The ConfigMaps and Secrets accepted through the API live beside them, in
+// <dir>/configmaps/<namespace>_<name>.yaml and <dir>/secrets/…, written the
+// same way (atomically, mode 0600 in 0700 directories), defaulted as the
+// API server would (a Secret's stringData already merged into data).
 
 import (
 	"bytes"
@@ -30,6 +35,19 @@ var (
 	// ErrPodNotFound classifies PodStore.Delete of a pod the store does not
 	// hold.
 	ErrPodNotFound = errors.New("pod not found")
+	// ErrConfigDataExists classifies PodStore.AddConfigMap or AddSecret of
+	// a namespace/name the store already holds.
+	ErrConfigDataExists = errors.New("already exists")
+	// ErrConfigDataNotFound classifies PodStore.DeleteConfigMap or
+	// DeleteSecret of an object the store does not hold.
+	ErrConfigDataNotFound = errors.New("not found")
+)
+
+// Subdirectories of the store directory for the API's ConfigMaps and
+// Secrets. List skips directories, so they never read as pods.
+const (
+	storeConfigMapDir = "configmaps"
+	storeSecretDir    = "secrets"
 )
 
 // storeTempPrefix starts the name of a file being written; a crash can leave
@@ -79,13 +97,20 @@ func NewPodStore(dir, nodeName string) (*PodStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pod store: %w", err)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read pod store: %w", err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), storeTempPrefix) {
-			_ = os.Remove(filepath.Join(dir, e.Name())) // a leftover; List ignores it anyway
+	// The subdirectories of ConfigMaps and Secrets appear with their first
+	// object (addConfig).
+	for _, d := range []string{dir, filepath.Join(dir, storeConfigMapDir), filepath.Join(dir, storeSecretDir)} {
+		entries, err := os.ReadDir(d)
+		if errors.Is(err, fs.ErrNotExist) && d != dir {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read pod store: %w", err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), storeTempPrefix) {
+				_ = os.Remove(filepath.Join(d, e.Name())) // a leftover; List ignores it anyway
+			}
 		}
 	}
 	return &PodStore{dir: dir, nodeName: nodeName, updates: make(chan SourceUpdate, 1)}, nil
@@ -204,16 +229,25 @@ func (s *PodStore) List() ([]*v1.Pod, []FileError) {
 	return pods, errs
 }
 
-// Updates delivers a SourceUpdate{Source: "api"} with the complete set after
-// every Add and Delete. The channel has capacity 1 and the newest set wins:
+// Updates delivers a SourceUpdate{Source: "api"} with the complete set (pods,
+// ConfigMaps and Secrets) after every Add and Delete of any of them. The channel has capacity 1 and the newest set wins:
 // an unread set is replaced, never queued behind.
 func (s *PodStore) Updates() <-chan SourceUpdate { return s.updates }
+
+// Snapshot returns the complete set the store holds, as Updates delivers it.
+func (s *PodStore) Snapshot() SourceUpdate {
+	u := SourceUpdate{Source: sourceAPI}
+	u.Pods, u.Errors = s.List()
+	var errs []FileError
+	u.ConfigMaps, u.Secrets, errs = s.ListConfigData()
+	u.Errors = append(u.Errors, errs...)
+	return u
+}
 
 // notifyLocked replaces the unread update with the current set; s.mu is
 // held, so no other sender can fill the slot between drain and send.
 func (s *PodStore) notifyLocked() {
-	u := SourceUpdate{Source: sourceAPI}
-	u.Pods, u.Errors = s.List()
+	u := s.Snapshot()
 	select {
 	case <-s.updates:
 	default:

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -192,7 +193,10 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		return nil, nil
 	}
 
-	// Pull every image the pod will need while the sandbox comes up.
+	// Pull every image the pod will need while the sandbox comes up. The
+	// pulls get their own copy of the config: this goroutine goes on
+	// filling cfg (cgroup parent) while gRPC marshals the pulls' requests.
+	pullCfg := proto.Clone(cfg).(*runtimeapi.PodSandboxConfig)
 	prepulled := map[string]pullResult{}
 	var pmu sync.Mutex
 	var pulls sync.WaitGroup
@@ -214,7 +218,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		pulls.Add(1)
 		go func() {
 			defer pulls.Done()
-			ref, err := a.ensureImage(ctx, w, c, cfg)
+			ref, err := a.ensureImage(ctx, w, c, pullCfg)
 			if err != nil && errors.Is(err, ErrImagePull) {
 				a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
 			}

@@ -27,6 +27,23 @@ type Backend interface {
 	// pod's own). Static pods (from the manifest directory) cannot be
 	// deleted through the API: Forbidden, naming the file to remove.
 	DeletePod(ctx context.Context, namespace, name string, gracePeriodSeconds *int64) (*v1.Pod, error)
+	// CreateConfigMap and CreateSecret default, validate (Invalid with
+	// field errors), persist and hand to the agent a ConfigMap or Secret
+	// submitted through the API, and return it as stored (a Secret's
+	// stringData merged into data). AlreadyExists when the namespace/name
+	// is taken, by the API or the manifest directory.
+	CreateConfigMap(ctx context.Context, cm *v1.ConfigMap) (*v1.ConfigMap, error)
+	CreateSecret(ctx context.Context, secret *v1.Secret) (*v1.Secret, error)
+	// DeleteConfigMap and DeleteSecret remove one submitted through the
+	// API: NotFound when there is none; Forbidden for one from the manifest
+	// directory.
+	DeleteConfigMap(ctx context.Context, namespace, name string) error
+	DeleteSecret(ctx context.Context, namespace, name string) error
+	// ListConfigMaps and ListSecrets return those of a namespace ("" =
+	// all) from every source, sorted by namespace and name. Secrets carry
+	// their data, as from an API server.
+	ListConfigMaps(namespace string) []*v1.ConfigMap
+	ListSecrets(namespace string) []*v1.Secret
 	// Events returns the pod's events, oldest first.
 	Events(namespace, name string) ([]v1.Event, error)
 	// Details returns what describe shows beyond the pod: startup trace,

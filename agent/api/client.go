@@ -293,3 +293,95 @@ func (c *Client) Ready(ctx context.Context) error {
 	resp.Body.Close()
 	return nil
 }
+
+// configPath is the collection path of a resource ("configmaps",
+// "secrets") in a namespace ("" = all namespaces), or with name one
+// object's path.
+func configPath(resource, ns, name string) string {
+	if ns == "" {
+		return "/api/v1/" + resource
+	}
+	p := "/api/v1/namespaces/" + url.PathEscape(ns) + "/" + resource
+	if name != "" {
+		p += "/" + url.PathEscape(name)
+	}
+	return p
+}
+
+// createObject POSTs obj to the collection of resource in ns (""
+// = default) and decodes the created object into out.
+func (c *Client) createObject(ctx context.Context, resource, ns string, obj, out any) error {
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", resource, err)
+	}
+	return c.call(ctx, http.MethodPost, configPath(resource, ns, ""), nil, b, "application/json", out)
+}
+
+// CreateConfigMap submits a ConfigMap to the daemon, which persists it and
+// hands it to the pods that refer to it.
+func (c *Client) CreateConfigMap(ctx context.Context, cm *v1.ConfigMap) (*v1.ConfigMap, error) {
+	var out v1.ConfigMap
+	if err := c.createObject(ctx, "configmaps", cm.Namespace, cm, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateSecret submits a Secret to the daemon.
+func (c *Client) CreateSecret(ctx context.Context, secret *v1.Secret) (*v1.Secret, error) {
+	var out v1.Secret
+	if err := c.createObject(ctx, "secrets", secret.Namespace, secret, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetConfigMap returns one ConfigMap.
+func (c *Client) GetConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
+	var out v1.ConfigMap
+	if err := c.call(ctx, http.MethodGet, configPath("configmaps", ns, name), nil, nil, "", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetSecret returns one Secret, with its data.
+func (c *Client) GetSecret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	var out v1.Secret
+	if err := c.call(ctx, http.MethodGet, configPath("secrets", ns, name), nil, nil, "", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListConfigMaps lists the ConfigMaps of a namespace ("" = all).
+func (c *Client) ListConfigMaps(ctx context.Context, ns string) (*v1.ConfigMapList, error) {
+	var l v1.ConfigMapList
+	if err := c.call(ctx, http.MethodGet, configPath("configmaps", ns, ""), nil, nil, "", &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// ListSecrets lists the Secrets of a namespace ("" = all).
+func (c *Client) ListSecrets(ctx context.Context, ns string) (*v1.SecretList, error) {
+	var l v1.SecretList
+	if err := c.call(ctx, http.MethodGet, configPath("secrets", ns, ""), nil, nil, "", &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// DeleteConfigMap deletes a ConfigMap submitted through the API.
+func (c *Client) DeleteConfigMap(ctx context.Context, ns, name string) error {
+	return c.call(ctx, http.MethodDelete, configPath("configmaps", ns, name), nil, nil, "", nil)
+}
+
+// DeleteSecret deletes a Secret submitted through the API.
+func (c *Client) DeleteSecret(ctx context.Context, ns, name string) error {
+	return c.call(ctx, http.MethodDelete, configPath("secrets", ns, name), nil, nil, "", nil)
+}

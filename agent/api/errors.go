@@ -62,9 +62,9 @@ func notFoundPath(path string) error {
 var strictFieldRE = regexp.MustCompile(`^(unknown|duplicate) field "(.*)"$`)
 
 // strictDecodingError is the 400 BadRequest for a body with unknown or
-// duplicated fields. Like the API server with fieldValidation=Strict, the
+// duplicated fields (resource: "pods", "configmaps", …). Like the API server with fieldValidation=Strict, the
 // message names every field; the causes carry each path.
-func strictDecodingError(name string, errs []error) error {
+func strictDecodingError(resource, name string, errs []error) error {
 	msg := "strict decoding error: "
 	var causes []metav1.StatusCause
 	for i, e := range errs {
@@ -87,6 +87,6 @@ func strictDecodingError(name string, errs []error) error {
 		Code:    http.StatusBadRequest,
 		Reason:  metav1.StatusReasonBadRequest,
 		Message: msg,
-		Details: &metav1.StatusDetails{Name: name, Kind: "pods", Causes: causes},
+		Details: &metav1.StatusDetails{Name: name, Kind: resource, Causes: causes},
 	}}
 }

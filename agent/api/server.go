@@ -104,6 +104,16 @@ func (s *Server) routes() http.Handler {
 	handle(pods+"/{name}/log", route{http.MethodGet: s.podLog})
 	handle(pods+"/{name}/exec", route{http.MethodPost: s.podExec})
 	handle(pods+"/{name}/details", route{http.MethodGet: s.podDetails})
+	const (
+		configMaps = "/api/v1/namespaces/{ns}/configmaps"
+		secrets    = "/api/v1/namespaces/{ns}/secrets"
+	)
+	handle("/api/v1/configmaps", route{http.MethodGet: s.listConfigMaps})
+	handle(configMaps, route{http.MethodGet: s.listConfigMaps, http.MethodPost: s.createConfigMap})
+	handle(configMaps+"/{name}", route{http.MethodGet: s.getConfigMap, http.MethodDelete: s.deleteConfigMap})
+	handle("/api/v1/secrets", route{http.MethodGet: s.listSecrets})
+	handle(secrets, route{http.MethodGet: s.listSecrets, http.MethodPost: s.createSecret})
+	handle(secrets+"/{name}", route{http.MethodGet: s.getSecret, http.MethodDelete: s.deleteSecret})
 	handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
 	handle("/healthz", route{http.MethodGet: s.check(s.backend.Healthz)})
@@ -236,7 +246,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
 		return apierrors.NewBadRequest(fmt.Sprintf("decode pod: %v", err))
 	}
 	if len(strictErrs) > 0 {
-		return strictDecodingError(pod.Name, strictErrs)
+		return strictDecodingError(podsResource.Resource, pod.Name, strictErrs)
 	}
 	if (pod.APIVersion != "" && pod.APIVersion != "v1") || (pod.Kind != "" && pod.Kind != "Pod") {
 		return apierrors.NewBadRequest(fmt.Sprintf("the body is %s %s: this path takes apiVersion v1, kind Pod", pod.APIVersion, pod.Kind))

@@ -261,9 +261,11 @@ func TestReadManifestRefs(t *testing.T) {
 		want    []manifestRef
 		wantErr string
 	}{
-		{name: "json", data: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`, want: []manifestRef{{"def", "a"}}},
+		{name: "json", data: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`, want: []manifestRef{{"Pod", "def", "a"}}},
 		{name: "list", data: "apiVersion: v1\nkind: List\nitems:\n- {kind: Pod, metadata: {name: a}}\n- {kind: Pod, metadata: {name: b, namespace: x}}\n",
-			want: []manifestRef{{"def", "a"}, {"x", "b"}}},
+			want: []manifestRef{{"Pod", "def", "a"}, {"Pod", "x", "b"}}},
+		{name: "config data", data: "kind: ConfigMap\nmetadata: {name: c}\n---\nkind: Secret\nmetadata: {name: s, namespace: x}\n---\nkind: Pod\nmetadata: {name: p}\n",
+			want: []manifestRef{{"ConfigMap", "def", "c"}, {"Secret", "x", "s"}, {"Pod", "def", "p"}}},
 		{name: "not a pod", data: "kind: Deployment\nmetadata: {name: d}\n", wantErr: `Deployment "d" is not a Pod`},
 		{name: "no name", data: "kind: Pod\nmetadata: {}\n", wantErr: "without metadata.name"},
 		{name: "empty", data: "---\n", wantErr: "names no pod"},

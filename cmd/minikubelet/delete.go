@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,8 @@ const deleteUsage = `Usage: minikubelet delete pod NAME... [-n NS] [--grace-peri
 
 Delete pods submitted through the API (run, or a previous POST). Static pods
 from the manifest directory cannot be deleted here: remove their file.
-With -f, delete every pod the manifest FILE names ("-" reads stdin).
+With -f, delete every pod the manifest FILE names ("-" reads stdin), then its
+ConfigMaps and Secrets (those submitted through the API).
 `
 
 // deletePollInterval is how often --wait asks whether the pod is gone.
@@ -32,7 +34,7 @@ func deleteCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var grace int64
 	var wait bool
 	var timeout time.Duration
-	fs.StringVar(&file, "filename", "", "delete the pods named in this manifest")
+	fs.StringVar(&file, "filename", "", "delete the pods, ConfigMaps and Secrets named in this manifest")
 	fs.StringVar(&file, "f", "", "shorthand for --filename")
 	fs.Int64Var(&grace, "grace-period", -1, "seconds the containers get to stop (-1: the pod's own terminationGracePeriodSeconds)")
 	fs.BoolVar(&wait, "wait", false, "wait until the pods are gone")
@@ -43,7 +45,12 @@ func deleteCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 
 	type target struct{ ns, name string }
-	var targets []target
+	var (
+		targets []target
+		// configs are the ConfigMaps and Secrets -f names, deleted after
+		// the pods.
+		configs []manifestRef
+	)
 	switch {
 	case file != "" && len(pos) > 0:
 		return usageError(fs, "give either -f FILE or pod names, not both")
@@ -53,6 +60,10 @@ func deleteCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return &exitError{code: 2, err: err}
 		}
 		for _, r := range refs {
+			if r.kind != "Pod" {
+				configs = append(configs, r)
+				continue
+			}
 			targets = append(targets, target{r.namespace, r.name})
 		}
 	default:
@@ -99,6 +110,18 @@ func deleteCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			fmt.Fprintf(stdout, "pod %q deleted\n", t.name)
 		}
 	}
+	// The pods are stopped (or stopping) first: they use these.
+	for _, r := range configs {
+		del := c.DeleteConfigMap
+		if r.kind == "Secret" {
+			del = c.DeleteSecret
+		}
+		if err := del(ctx, r.namespace, r.name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s %q deleted\n", strings.ToLower(r.kind), r.name)
+	}
 	return errors.Join(errs...)
 }
 
@@ -124,8 +147,11 @@ func waitPodGone[T any](ctx context.Context, get func(context.Context, string, s
 	}
 }
 
-// manifestRef names one pod of a manifest.
-type manifestRef struct{ namespace, name string }
+// manifestRef names one object of a manifest.
+type manifestRef struct {
+	// kind is "Pod", "ConfigMap" or "Secret".
+	kind, namespace, name string
+}
 
 // manifestObject is the little of a manifest document delete needs.
 type manifestObject struct {
@@ -139,10 +165,10 @@ type manifestObject struct {
 	Items []manifestObject `json:"items"`
 }
 
-// readManifestRefs returns the pods a manifest file names (its YAML or
-// JSON documents, and the items of v1 Lists); a namespace missing from a
-// document is defaultNS. Only names are read: a manifest the daemon would
-// refuse can still name the pods to delete.
+// readManifestRefs returns the pods, ConfigMaps and Secrets a manifest file
+// names, in file order (its YAML or JSON documents, and the items of v1
+// Lists); a namespace missing from a document is defaultNS. Only names are
+// read: a manifest the daemon would refuse can still name what to delete.
 func readManifestRefs(file, defaultNS string) ([]manifestRef, error) {
 	var data []byte
 	var err error
@@ -173,21 +199,23 @@ func readManifestRefs(file, defaultNS string) ([]manifestRef, error) {
 			if o.Kind == "" && o.Metadata.Name == "" {
 				continue // an empty document
 			}
-			if o.Kind != "Pod" {
-				return nil, fmt.Errorf("%s: document %d: %s %q is not a Pod: minikubelet runs only pods", file, doc, o.Kind, o.Metadata.Name)
+			switch o.Kind {
+			case "Pod", "ConfigMap", "Secret":
+			default:
+				return nil, fmt.Errorf("%s: document %d: %s %q is not a Pod, ConfigMap or Secret: minikubelet runs only pods", file, doc, o.Kind, o.Metadata.Name)
 			}
 			if o.Metadata.Name == "" {
-				return nil, fmt.Errorf("%s: document %d: a pod without metadata.name", file, doc)
+				return nil, fmt.Errorf("%s: document %d: a %s without metadata.name", file, doc, strings.ToLower(o.Kind))
 			}
 			ns := o.Metadata.Namespace
 			if ns == "" {
 				ns = defaultNS
 			}
-			refs = append(refs, manifestRef{ns, o.Metadata.Name})
+			refs = append(refs, manifestRef{o.Kind, ns, o.Metadata.Name})
 		}
 	}
 	if len(refs) == 0 {
-		return nil, fmt.Errorf("%s names no pod", file)
+		return nil, fmt.Errorf("%s names no pod, ConfigMap or Secret", file)
 	}
 	return refs, nil
 }

@@ -154,7 +154,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&rf.foreground, "foreground", false, "run the pods in this process even when the daemon runs")
 	fs.StringVar(&rf.socket, "socket", clientSocket(), "the daemon's API socket (run submits there when the daemon answers)")
 	fs.DurationVar(&rf.timeout, "timeout", 5*time.Minute, "with the daemon: give up waiting for Running/Ready after this long (the pod stays)")
-	fs.BoolVar(&rf.rm, "rm", false, "with the daemon: delete the pods when run exits")
+	fs.BoolVar(&rf.rm, "rm", false, "with the daemon: delete the pods (and the ConfigMaps and Secrets run created) when run exits")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -200,15 +200,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// user wants this process to run them.
 	if !rf.foreground && !flagGiven(fs, "runtime-endpoint") {
 		if c := api.NewClient(rf.socket); c.Ready(ctx) == nil || isDaemonUp(ctx, c) {
-			if len(cms)+len(secrets) > 0 {
-				// TODO(minikubelet): submit them once the API takes them (issue #7).
-				return &exitError{code: 2, err: errors.New("ConfigMap and Secret documents cannot be submitted to the minikubelet daemon yet: run with --foreground")}
-			}
-			raw, err := agent.DecodeManifest(data, file)
+			// The objects as written: the daemon defaults and validates
+			// them again, as it would any API request.
+			raw, rawCMs, rawSecrets, err := agent.DecodeObjects(data, file)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			return runThroughDaemon(ctx, c, raw, rf, p, stderr)
+			return runThroughDaemon(ctx, c, daemonObjects{pods: raw, configMaps: rawCMs, secrets: rawSecrets,
+				preparedCMs: cms, preparedSecrets: secrets}, rf, p, stderr)
 		}
 	}
 	for _, pod := range pods {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/minikubelet/minikubelet/agent/api"
@@ -29,14 +30,63 @@ func isDaemonUp(ctx context.Context, c *api.Client) bool {
 	return err == nil
 }
 
-// runThroughDaemon submits the pods to the daemon and follows them, with
-// the same progress lines as the foreground mode, until every pod is
-// Running (or Ready when it has readiness probes): exit 0. A pod reaching a
-// failure state (CrashLoopBackOff, ImagePullBackOff, ErrImagePull, Failed,
-// rejected) or the timeout ends it non-zero with the reason. The pods stay
-// with the daemon unless --rm.
-func runThroughDaemon(ctx context.Context, c *api.Client, pods []*v1.Pod, rf runFlags, p *printer, stderr io.Writer) (retErr error) {
+// daemonObjects is what run submits to the daemon, as written in the file.
+type daemonObjects struct {
+	pods       []*v1.Pod
+	configMaps []*v1.ConfigMap
+	secrets    []*v1.Secret
+	// preparedCMs and preparedSecrets are configMaps and secrets, in the
+	// same order, defaulted as the daemon stores them: one the daemon
+	// already holds with the same content counts as submitted.
+	preparedCMs     []*v1.ConfigMap
+	preparedSecrets []*v1.Secret
+}
+
+// configRef names a ConfigMap or Secret run created, for --rm.
+type configRef struct{ kind, namespace, name string }
+
+// runThroughDaemon submits the ConfigMaps and Secrets, then the pods, to
+// the daemon and follows the pods, with the same progress lines as the
+// foreground mode, until every pod is Running (or Ready when it has
+// readiness probes): exit 0. A pod reaching a failure state
+// (CrashLoopBackOff, ImagePullBackOff, ErrImagePull, Failed, rejected) or
+// the timeout ends it non-zero with the reason. Everything stays with the
+// daemon unless --rm, which deletes the pods and the ConfigMaps and
+// Secrets this run created.
+func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf runFlags, p *printer, stderr io.Writer) (retErr error) {
+	pods := objs.pods
 	p.line("node", "daemon", 0, "submitting to the minikubelet daemon at "+c.Socket())
+	// Step: ConfigMaps and Secrets first, so the pods' first start sees them.
+	created, err := submitConfigData(ctx, c, objs, p)
+	// Their removal is deferred before any return: a failed submission
+	// takes back what this run created (rollback), and so does --rm.
+	accepted := 0
+	defer func() {
+		if !rf.rm && (retErr == nil || accepted > 0) {
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		for _, r := range created {
+			del := c.DeleteConfigMap
+			if r.kind == "Secret" {
+				del = c.DeleteSecret
+			}
+			if err := del(dctx, r.namespace, r.name); err != nil && !apierrors.IsNotFound(err) {
+				retErr = errors.Join(retErr, fmt.Errorf("delete %s %s/%s: %w", r.kind, r.namespace, r.name, err))
+				continue
+			}
+			why := "--rm"
+			if !rf.rm {
+				why = "no pod was accepted"
+			}
+			p.line(r.namespace+"/"+r.name, "deleted", 0, strings.ToLower(r.kind)+", "+why)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+
 	for _, pod := range pods {
 		if pod.Namespace == "" {
 			pod.Namespace = "default"
@@ -48,9 +98,11 @@ func runThroughDaemon(ctx context.Context, c *api.Client, pods []*v1.Pod, rf run
 			}
 			return &exitError{code: 1, err: fmt.Errorf("submit pod %s/%s: %w", pod.Namespace, pod.Name, err)}
 		}
+		accepted++
 		p.line(podKey(got), "accepted", 0, fmt.Sprintf("uid %s, qos %s", got.UID, got.Status.QOSClass))
 	}
 	if rf.rm {
+		// Runs before the deferred removal of the ConfigMaps and Secrets.
 		defer func() {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer cancel()
@@ -160,4 +212,57 @@ func failureOf(pod *v1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// submitConfigData creates the file's ConfigMaps and Secrets in the daemon
+// and returns those it created. One the daemon already holds with the same
+// content is left as it is ("unchanged": a second run of the file after
+// `delete pod`); with other content, run stops, as it does for a pod that
+// exists.
+func submitConfigData(ctx context.Context, c *api.Client, objs daemonObjects, p *printer) ([]configRef, error) {
+	var created []configRef
+	exists := func(kind, ns, name string) error {
+		return &exitError{code: 1, err: fmt.Errorf("%s %s/%s already exists with other content: delete it first (minikubelet delete -f FILE)", kind, ns, name)}
+	}
+	for i, cm := range objs.configMaps {
+		if cm.Namespace == "" {
+			cm.Namespace = "default"
+		}
+		_, err := c.CreateConfigMap(ctx, cm)
+		if apierrors.IsAlreadyExists(err) && i < len(objs.preparedCMs) {
+			cur, gerr := c.GetConfigMap(ctx, cm.Namespace, cm.Name)
+			want := objs.preparedCMs[i]
+			if gerr != nil || !apiequality.Semantic.DeepEqual(cur.Data, want.Data) || !apiequality.Semantic.DeepEqual(cur.BinaryData, want.BinaryData) {
+				return created, exists("ConfigMap", cm.Namespace, cm.Name)
+			}
+			p.line(cm.Namespace+"/"+cm.Name, "unchanged", 0, "configmap already held by the daemon")
+			continue
+		}
+		if err != nil {
+			return created, &exitError{code: 1, err: fmt.Errorf("submit ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)}
+		}
+		created = append(created, configRef{"ConfigMap", cm.Namespace, cm.Name})
+		p.line(cm.Namespace+"/"+cm.Name, "accepted", 0, fmt.Sprintf("configmap, %d keys", len(cm.Data)+len(cm.BinaryData)))
+	}
+	for i, sec := range objs.secrets {
+		if sec.Namespace == "" {
+			sec.Namespace = "default"
+		}
+		got, err := c.CreateSecret(ctx, sec)
+		if apierrors.IsAlreadyExists(err) && i < len(objs.preparedSecrets) {
+			cur, gerr := c.GetSecret(ctx, sec.Namespace, sec.Name)
+			want := objs.preparedSecrets[i]
+			if gerr != nil || cur.Type != want.Type || !apiequality.Semantic.DeepEqual(cur.Data, want.Data) {
+				return created, exists("Secret", sec.Namespace, sec.Name)
+			}
+			p.line(sec.Namespace+"/"+sec.Name, "unchanged", 0, "secret already held by the daemon")
+			continue
+		}
+		if err != nil {
+			return created, &exitError{code: 1, err: fmt.Errorf("submit Secret %s/%s: %w", sec.Namespace, sec.Name, err)}
+		}
+		created = append(created, configRef{"Secret", sec.Namespace, sec.Name})
+		p.line(sec.Namespace+"/"+sec.Name, "accepted", 0, fmt.Sprintf("secret, type %s, %d keys", got.Type, len(got.Data)))
+	}
+	return created, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -125,7 +126,7 @@ spec:
 // describe, the manifest directory, the socket's mode and /metrics against
 // it.
 func TestDaemon_Client(t *testing.T) {
-	d := newDaemon(t, []string{"e2e-d-ready", "e2e-d-crash", "e2e-d-crash-unready", "e2e-d-logs", "e2e-d-static", "e2e-d-noimage"},
+	d := newDaemon(t, []string{"e2e-d-ready", "e2e-d-crash", "e2e-d-crash-unready", "e2e-d-logs", "e2e-d-static", "e2e-d-noimage", "e2e-d-config"},
 		"--container-log-max-size", "32Ki")
 	d.start(t)
 
@@ -161,6 +162,12 @@ func TestDaemon_Client(t *testing.T) {
 	t.Run("DescribeUnknownImage", func(t *testing.T) {
 		t.Parallel()
 		testDescribeUnknownImage(t, d)
+	})
+	t.Run("RunConfigData", func(t *testing.T) {
+		t.Parallel()
+		const pod = "e2e-d-config"
+		path := runConfigData(t, d, pod)
+		deleteConfigData(t, d, pod, path)
 	})
 }
 
@@ -686,4 +693,148 @@ func grepLines(text, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// configDataManifest is a ConfigMap, a Secret and a pod using both as env
+// and as volumes; the objects are named after the pod.
+func configDataManifest(pod string) string {
+	return strings.ReplaceAll(`
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: POD-settings
+data:
+  mode: fast
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: POD-creds
+stringData:
+  password: s3cret
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: POD
+spec:
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: cfg, configMap: {name: POD-settings}}
+  - {name: sec, secret: {secretName: POD-creds}}
+  containers:
+  - name: app
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: ["sleep", "3600"]
+    env:
+    - {name: MODE, valueFrom: {configMapKeyRef: {name: POD-settings, key: mode}}}
+    - {name: PASSWORD, valueFrom: {secretKeyRef: {name: POD-creds, key: password}}}
+    volumeMounts:
+    - {name: cfg, mountPath: /etc/config}
+    - {name: sec, mountPath: /etc/secret}
+`, "POD", pod)
+}
+
+// runConfigData: `run` through the daemon submits the file's ConfigMap
+// and Secret before the pod, which sees them as env and as volumes; the
+// daemon keeps them under its root dir (secrets 0600). It returns the
+// manifest's path.
+func runConfigData(t *testing.T, d *daemon, pod string) string {
+	t.Helper()
+	path := writeManifest(t, configDataManifest(pod))
+	p := d.startCLI(t, "run", path)
+	code := waitExit(t, p, 3*time.Minute)
+	out := p.output()
+	errOut, _ := p.stderr.snapshot()
+	require.Equal(t, 0, code, "run's exit code\nstdout:\n%s\nstderr:\n%s", out, tail(errOut, 4000))
+	assert.Regexp(t, `default/`+pod+`-settings\s+accepted\s+configmap, 1 keys`, out)
+	assert.Regexp(t, `default/`+pod+`-creds\s+accepted\s+secret, type Opaque, 1 keys`, out)
+	assert.Less(t, strings.Index(out, pod+"-creds"), strings.Index(out, "default/"+pod+" "), "the Secret is submitted before the pod:\n%s", out)
+
+	checkConfigDataInPod(t, d, pod)
+
+	for _, f := range []struct {
+		path string
+		mode os.FileMode
+	}{
+		{filepath.Join(d.root, "api-pods", "configmaps", "default_"+pod+"-settings.yaml"), 0o600},
+		{filepath.Join(d.root, "api-pods", "secrets", "default_"+pod+"-creds.yaml"), 0o600},
+		{filepath.Join(d.root, "configdata", "secrets", "default", pod+"-creds.json"), 0o600},
+		{filepath.Join(d.root, "configdata", "configmaps", "default", pod+"-settings.json"), 0o644},
+	} {
+		fi, err := os.Stat(f.path)
+		if assert.NoError(t, err, "kept under the root dir") {
+			assert.Equal(t, f.mode, fi.Mode().Perm(), f.path)
+		}
+	}
+
+	c, cancel := shortCtx()
+	defer cancel()
+	sec, err := d.api().GetSecret(c, "default", pod+"-creds")
+	require.NoError(t, err)
+	assert.Equal(t, "s3cret", string(sec.Data["password"]))
+	assert.Equal(t, v1.SecretTypeOpaque, sec.Type)
+	return path
+}
+
+// checkConfigDataInPod reads the ConfigMap's and the Secret's values
+// inside the pod's container, as env and as files.
+func checkConfigDataInPod(t *testing.T, d *daemon, pod string) {
+	t.Helper()
+	r := d.cli(t, "exec", pod, "--", "sh", "-c", `echo "$MODE $PASSWORD"; cat /etc/config/mode; echo; cat /etc/secret/password`)
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Equal(t, "fast s3cret\nfast\ns3cret", r.stdout)
+}
+
+// deleteConfigData: `delete -f` removes the pod, then the ConfigMap and
+// the Secret, from the API and from the root dir.
+func deleteConfigData(t *testing.T, d *daemon, pod, path string) {
+	t.Helper()
+	r := d.cli(t, "delete", "-f", path, "--wait", "--timeout", "90s")
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Equal(t, fmt.Sprintf("pod %q deleted\nconfigmap %q deleted\nsecret %q deleted\n", pod, pod+"-settings", pod+"-creds"), r.stdout)
+	assert.Empty(t, podSandboxes(t, pod), "sandboxes left after delete --wait")
+	c, cancel := shortCtx()
+	defer cancel()
+	_, err := d.api().GetConfigMap(c, "default", pod+"-settings")
+	assert.True(t, apierrors.IsNotFound(err), "the ConfigMap after delete -f: %v", err)
+	_, err = d.api().GetSecret(c, "default", pod+"-creds")
+	assert.True(t, apierrors.IsNotFound(err), "the Secret after delete -f: %v", err)
+	for _, f := range []string{
+		filepath.Join(d.root, "api-pods", "secrets", "default_"+pod+"-creds.yaml"),
+		filepath.Join(d.root, "configdata", "secrets", "default", pod+"-creds.json"),
+	} {
+		_, err := os.Stat(f)
+		assert.ErrorIs(t, err, os.ErrNotExist, f)
+	}
+}
+
+// TestDaemon_ConfigDataSurvivesKill9: the ConfigMaps and Secrets submitted
+// through the API are persisted: after kill -9 and a restart the daemon
+// serves them again, and the pod using them keeps running (same
+// container) and still reads them.
+func TestDaemon_ConfigDataSurvivesKill9(t *testing.T) {
+	const pod = "e2e-d-config-k9"
+	d := newDaemon(t, []string{pod})
+	d.start(t)
+	path := runConfigData(t, d, pod)
+	before := containerID(t, pod, "app")
+
+	d.kill9(t)
+	d.start(t)
+	got := d.waitPod(t, pod, "Running after the restart", 90*time.Second, isRunning)
+	require.Len(t, got.Status.ContainerStatuses, 1)
+	assert.Equal(t, "containerd://"+before, got.Status.ContainerStatuses[0].ContainerID, "the container was adopted, not recreated")
+	c, cancel := shortCtx()
+	cms, err := d.api().ListConfigMaps(c, "default")
+	cancel()
+	require.NoError(t, err)
+	require.Len(t, cms.Items, 1)
+	assert.Equal(t, "fast", cms.Items[0].Data["mode"])
+	checkConfigDataInPod(t, d, pod)
+	// Several relist periods: the restarted daemon does not restart it.
+	time.Sleep(3 * time.Second)
+	assert.Equal(t, before, containerID(t, pod, "app"))
+
+	deleteConfigData(t, d, pod, path)
 }

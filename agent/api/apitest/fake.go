@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +25,11 @@ import (
 
 var _ api.Backend = (*Backend)(nil)
 
-var podsResource = schema.GroupResource{Resource: "pods"}
+var (
+	podsResource       = schema.GroupResource{Resource: "pods"}
+	configMapsResource = schema.GroupResource{Resource: "configmaps"}
+	secretsResource    = schema.GroupResource{Resource: "secrets"}
+)
 
 // Backend is an in-memory api.Backend. Set its fields before use, or use
 // the helpers; every method records its call in Calls.
@@ -40,6 +45,12 @@ type Backend struct {
 	events  map[string][]v1.Event
 	details map[string]*api.PodDetails
 	logs    map[string]string
+	// configMaps and secrets by "ns/name".
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+	// staticConfig marks "ConfigMap ns/name" and "Secret ns/name" as
+	// defined in the manifest directory (delete is Forbidden).
+	staticConfig map[string]bool
 	// calls records "Method ns/name" of each call.
 	calls []string
 
@@ -61,6 +72,7 @@ func New() *Backend {
 	return &Backend{
 		pods: map[string]*v1.Pod{}, static: map[string]string{}, events: map[string][]v1.Event{},
 		details: map[string]*api.PodDetails{}, logs: map[string]string{},
+		configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, staticConfig: map[string]bool{},
 		Info: api.VersionInfo{Version: "test", RuntimeName: "fake", RuntimeVersion: "1", RuntimeAPIVersion: "v1", NodeName: "node1"},
 	}
 }
@@ -200,6 +212,119 @@ func (b *Backend) DeletePod(ctx context.Context, namespace, name string, grace *
 		delete(b.pods, k)
 	})
 	return out, nil
+}
+
+// SetStaticConfig marks a ConfigMap or Secret (kind) as coming from the
+// manifest directory, so that deleting it is Forbidden.
+func (b *Backend) SetStaticConfig(kind, ns, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.staticConfig[kind+" "+key(ns, name)] = true
+}
+
+// CreateConfigMap implements api.Backend: AlreadyExists for a known one,
+// Invalid for one without a name.
+func (b *Backend) CreateConfigMap(ctx context.Context, cm *v1.ConfigMap) (*v1.ConfigMap, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("CreateConfigMap", cm.Namespace, cm.Name)
+	if cm.Name == "" {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "",
+			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	k := key(cm.Namespace, cm.Name)
+	if _, ok := b.configMaps[k]; ok {
+		return nil, apierrors.NewAlreadyExists(configMapsResource, cm.Name)
+	}
+	b.configMaps[k] = cm.DeepCopy()
+	return cm.DeepCopy(), nil
+}
+
+// CreateSecret implements api.Backend as CreateConfigMap; stringData is
+// merged into data and the type defaults to Opaque.
+func (b *Backend) CreateSecret(ctx context.Context, secret *v1.Secret) (*v1.Secret, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("CreateSecret", secret.Namespace, secret.Name)
+	if secret.Name == "" {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "",
+			field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	k := key(secret.Namespace, secret.Name)
+	if _, ok := b.secrets[k]; ok {
+		return nil, apierrors.NewAlreadyExists(secretsResource, secret.Name)
+	}
+	s := secret.DeepCopy()
+	if s.Type == "" {
+		s.Type = v1.SecretTypeOpaque
+	}
+	for k, v := range s.StringData {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+	b.secrets[k] = s
+	return s.DeepCopy(), nil
+}
+
+// DeleteConfigMap implements api.Backend: Forbidden for static ones.
+func (b *Backend) DeleteConfigMap(ctx context.Context, namespace, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("DeleteConfigMap", namespace, name)
+	if b.staticConfig["ConfigMap "+key(namespace, name)] {
+		return apierrors.NewForbidden(configMapsResource, name, errors.New("defined in the manifest directory"))
+	}
+	if _, ok := b.configMaps[key(namespace, name)]; !ok {
+		return apierrors.NewNotFound(configMapsResource, name)
+	}
+	delete(b.configMaps, key(namespace, name))
+	return nil
+}
+
+// DeleteSecret implements api.Backend: Forbidden for static ones.
+func (b *Backend) DeleteSecret(ctx context.Context, namespace, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("DeleteSecret", namespace, name)
+	if b.staticConfig["Secret "+key(namespace, name)] {
+		return apierrors.NewForbidden(secretsResource, name, errors.New("defined in the manifest directory"))
+	}
+	if _, ok := b.secrets[key(namespace, name)]; !ok {
+		return apierrors.NewNotFound(secretsResource, name)
+	}
+	delete(b.secrets, key(namespace, name))
+	return nil
+}
+
+// ListConfigMaps implements api.Backend.
+func (b *Backend) ListConfigMaps(namespace string) []*v1.ConfigMap {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("ListConfigMaps", namespace, "")
+	var out []*v1.ConfigMap
+	for _, k := range slices.Sorted(maps.Keys(b.configMaps)) {
+		if cm := b.configMaps[k]; namespace == "" || cm.Namespace == namespace {
+			out = append(out, cm.DeepCopy())
+		}
+	}
+	return out
+}
+
+// ListSecrets implements api.Backend.
+func (b *Backend) ListSecrets(namespace string) []*v1.Secret {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("ListSecrets", namespace, "")
+	var out []*v1.Secret
+	for _, k := range slices.Sorted(maps.Keys(b.secrets)) {
+		if s := b.secrets[k]; namespace == "" || s.Namespace == namespace {
+			out = append(out, s.DeepCopy())
+		}
+	}
+	return out
 }
 
 // Events implements api.Backend.

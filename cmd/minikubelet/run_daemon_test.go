@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/api"
+)
+
+const configManifest = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: fast}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: pw}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  containers: [{name: c, image: reg/c:1}]
+`
+
+// daemonObjectsOf decodes a manifest as run does.
+func daemonObjectsOf(t *testing.T, data string) daemonObjects {
+	t.Helper()
+	pods, cms, secrets, err := agent.DecodeObjects([]byte(data), "m.yaml")
+	require.NoError(t, err)
+	_, pcms, psecrets, err := agent.PrepareObjects([]byte(data), "m.yaml", "")
+	require.NoError(t, err)
+	return daemonObjects{pods: pods, configMaps: cms, secrets: secrets, preparedCMs: pcms, preparedSecrets: psecrets}
+}
+
+// run submits a file's ConfigMaps and Secrets before its pods; one the
+// daemon holds with the same content is "unchanged", with other content
+// run stops; a failed submission takes back what it created.
+func TestRunThroughDaemon_ConfigData(t *testing.T) {
+	b, sock := startDaemon(t)
+	c := api.NewClient(sock)
+	ctx := context.Background()
+	var out bytes.Buffer
+
+	objs := daemonObjectsOf(t, configManifest)
+	created, err := submitConfigData(ctx, c, objs, newPrinter(&out))
+	require.NoError(t, err)
+	assert.Equal(t, []configRef{{"ConfigMap", "default", "settings"}, {"Secret", "default", "creds"}}, created)
+	assert.Contains(t, out.String(), "default/creds")
+	assert.Contains(t, out.String(), "secret, type Opaque, 1 keys")
+
+	// The same file again: nothing to create.
+	created, err = submitConfigData(ctx, c, daemonObjectsOf(t, configManifest), newPrinter(&out))
+	require.NoError(t, err)
+	assert.Empty(t, created)
+	assert.Contains(t, out.String(), "unchanged")
+
+	// Other content: refused, naming the object.
+	_, err = submitConfigData(ctx, c, daemonObjectsOf(t, `apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: other}
+`), newPrinter(io.Discard))
+	assert.ErrorContains(t, err, "Secret default/creds already exists with other content")
+
+	// A pod the daemon refuses: the ConfigMaps and Secrets this run
+	// created are deleted again.
+	require.NoError(t, c.DeleteConfigMap(ctx, "default", "settings"))
+	require.NoError(t, c.DeleteSecret(ctx, "default", "creds"))
+	bad := daemonObjectsOf(t, configManifest)
+	bad.pods[0].Spec.Containers = nil
+	err = runThroughDaemon(ctx, c, bad, runFlags{timeout: time.Second}, newPrinter(&out), io.Discard)
+	require.ErrorContains(t, err, "submit pod default/app")
+	assert.Empty(t, b.ListConfigMaps(""), "rolled back")
+	assert.Empty(t, b.ListSecrets(""), "rolled back")
+	assert.Contains(t, b.Calls(), "CreateConfigMap default/settings")
+}
+
+// delete -f deletes the pods, then the ConfigMaps and Secrets of the file.
+func TestDeleteCommand_FileConfigData(t *testing.T) {
+	b, sock := startDaemon(t)
+	ctx := context.Background()
+	b.SetPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}})
+	_, err := b.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}})
+	require.NoError(t, err)
+	_, err = b.CreateSecret(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}})
+	require.NoError(t, err)
+	manifest := filepath.Join(t.TempDir(), "app.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(configManifest), 0o644))
+
+	out, _, err := cli(t, ctx, sock, "delete", "-f", manifest)
+	require.NoError(t, err)
+	assert.Equal(t, "pod \"app\" deleted\nconfigmap \"settings\" deleted\nsecret \"creds\" deleted\n", out)
+	assert.Empty(t, b.ListConfigMaps(""))
+	assert.Empty(t, b.ListSecrets(""))
+
+	_, _, err = cli(t, ctx, sock, "delete", "-f", manifest)
+	assert.ErrorContains(t, err, `configmaps "settings" not found`)
+}
