@@ -555,37 +555,7 @@ func validateProbe(p *v1.Probe, c *v1.Container, successMustBeOne bool, fldPath 
 	if p == nil {
 		return nil
 	}
-	var errs field.ErrorList
-
-	var handlers []string
-	forEachJSONField(reflect.ValueOf(&p.ProbeHandler).Elem(), func(name string, fv reflect.Value) {
-		if !fv.IsNil() {
-			handlers = append(handlers, name)
-		}
-	})
-	switch len(handlers) {
-	case 0:
-		errs = append(errs, field.Required(fldPath, "must specify a handler type"))
-	case 1:
-	default:
-		for _, h := range handlers[1:] {
-			errs = append(errs, field.Forbidden(fldPath.Child(h), "may not specify more than 1 handler type"))
-		}
-	}
-	if e := p.Exec; e != nil && len(e.Command) == 0 {
-		errs = append(errs, field.Required(fldPath.Child("exec", "command"), ""))
-	}
-	if h := p.HTTPGet; h != nil {
-		errs = append(errs, validateProbePort(h.Port, c, fldPath.Child("httpGet", "port"))...)
-		if h.Scheme != "" && !slices.Contains(supportedURISchemes, string(h.Scheme)) {
-			errs = append(errs, field.NotSupported(fldPath.Child("httpGet", "scheme"), h.Scheme, supportedURISchemes))
-		}
-		for j, hdr := range h.HTTPHeaders {
-			for _, msg := range validation.IsHTTPHeaderName(hdr.Name) {
-				errs = append(errs, field.Invalid(fldPath.Child("httpGet", "httpHeaders").Index(j).Child("name"), hdr.Name, msg))
-			}
-		}
-	}
+	errs := validateHandler(reflect.ValueOf(&p.ProbeHandler).Elem(), p.Exec, p.HTTPGet, c, fldPath)
 	if t := p.TCPSocket; t != nil {
 		errs = append(errs, validateProbePort(t.Port, c, fldPath.Child("tcpSocket", "port"))...)
 	}
@@ -618,16 +588,13 @@ func validateProbe(p *v1.Probe, c *v1.Container, successMustBeOne bool, fldPath 
 	return errs
 }
 
-// validateLifecycleHandler checks a postStart/preStop hook, which may be
-// nil: exactly one handler, a command, valid ports and headers, a sleep that
-// is not negative (the API's rules).
-func validateLifecycleHandler(h *v1.LifecycleHandler, c *v1.Container, fldPath *field.Path) field.ErrorList {
-	if h == nil {
-		return nil
-	}
+// validateHandler checks what probes and lifecycle hooks share (the API's
+// rules): exactly one handler set in hv (the handler struct), a command for
+// exec, a valid port, scheme and header names for httpGet.
+func validateHandler(hv reflect.Value, exec *v1.ExecAction, get *v1.HTTPGetAction, c *v1.Container, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	var handlers []string
-	forEachJSONField(reflect.ValueOf(h).Elem(), func(name string, fv reflect.Value) {
+	forEachJSONField(hv, func(name string, fv reflect.Value) {
 		if !fv.IsNil() {
 			handlers = append(handlers, name)
 		}
@@ -641,20 +608,31 @@ func validateLifecycleHandler(h *v1.LifecycleHandler, c *v1.Container, fldPath *
 			errs = append(errs, field.Forbidden(fldPath.Child(n), "may not specify more than 1 handler type"))
 		}
 	}
-	if e := h.Exec; e != nil && len(e.Command) == 0 {
+	if exec != nil && len(exec.Command) == 0 {
 		errs = append(errs, field.Required(fldPath.Child("exec", "command"), ""))
 	}
-	if g := h.HTTPGet; g != nil {
-		errs = append(errs, validateProbePort(g.Port, c, fldPath.Child("httpGet", "port"))...)
-		if g.Scheme != "" && !slices.Contains(supportedURISchemes, string(g.Scheme)) {
-			errs = append(errs, field.NotSupported(fldPath.Child("httpGet", "scheme"), g.Scheme, supportedURISchemes))
+	if get != nil {
+		errs = append(errs, validateProbePort(get.Port, c, fldPath.Child("httpGet", "port"))...)
+		if get.Scheme != "" && !slices.Contains(supportedURISchemes, string(get.Scheme)) {
+			errs = append(errs, field.NotSupported(fldPath.Child("httpGet", "scheme"), get.Scheme, supportedURISchemes))
 		}
-		for j, hdr := range g.HTTPHeaders {
+		for j, hdr := range get.HTTPHeaders {
 			for _, msg := range validation.IsHTTPHeaderName(hdr.Name) {
 				errs = append(errs, field.Invalid(fldPath.Child("httpGet", "httpHeaders").Index(j).Child("name"), hdr.Name, msg))
 			}
 		}
 	}
+	return errs
+}
+
+// validateLifecycleHandler checks a postStart/preStop hook, which may be
+// nil: exactly one handler, a command, valid ports and headers, a sleep that
+// is not negative (the API's rules).
+func validateLifecycleHandler(h *v1.LifecycleHandler, c *v1.Container, fldPath *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	errs := validateHandler(reflect.ValueOf(h).Elem(), h.Exec, h.HTTPGet, c, fldPath)
 	if sl := h.Sleep; sl != nil && sl.Seconds < 0 {
 		errs = append(errs, field.Invalid(fldPath.Child("sleep", "seconds"), sl.Seconds, "must be greater than or equal to 0"))
 	}
