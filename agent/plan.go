@@ -76,6 +76,12 @@ func (pv probeView) probeKill(pod *v1.Pod, c *v1.Container, sidecar bool) (killR
 	return killReason{Name: c.Name, Message: msg, Probe: probe}, true, restart
 }
 
+// changesRuntime reports whether executing the plan touches the runtime.
+func (p podActions) changesRuntime() bool {
+	return p.KillPod || p.CreateSandbox || p.NextInitContainer >= 0 ||
+		len(p.InitContainersToStart) > 0 || len(p.ContainersToStart) > 0 || len(p.ContainersToKill) > 0
+}
+
 // String renders the plan for debug logs and test failures.
 func (p podActions) String() string {
 	return fmt.Sprintf("{killPod:%v create:%v attempt:%d sandbox:%q nextInit:%d initFailed:%v sidecars:%v start:%v kill:%v}",

@@ -146,11 +146,16 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		wg.Wait()
 	}
 
-	// Step 7: prune and publish.
-	st2, err := a.observePod(ctx, pod)
-	if err != nil {
-		w.logger.Warn("Observe pod failed", "err", err)
-		return a.cfg.ErrorBackoff
+	// Step 7: prune and publish. A sync that changed nothing (the common
+	// resync of a running pod) reuses its first observation instead of
+	// asking the runtime again.
+	st2 := st
+	if act.changesRuntime() {
+		st2, err = a.observePod(ctx, pod)
+		if err != nil {
+			w.logger.Warn("Observe pod failed", "err", err)
+			return a.cfg.ErrorBackoff
+		}
 	}
 	if pruned := a.pruneContainers(ctx, w, st2); pruned {
 		if s, err := a.observePod(ctx, pod); err == nil {

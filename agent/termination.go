@@ -20,6 +20,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/api"
 )
 
 // Limits of the kubelet (pkg/kubelet/container/runtime.go).
@@ -242,27 +244,16 @@ func tailStart(f *os.File, n int) (int64, error) {
 	return 0, nil
 }
 
-// parseCRILogLine splits one CRI log record,
-// "<RFC3339Nano> <stdout|stderr> <tags> <content>" (kubelet-facts §6.5),
-// into its content and whether it is a partial line (first tag P). ok is
-// false for a malformed record.
+// parseCRILogLine splits one CRI log record (kubelet-facts §6.5) into its
+// content and whether it is a partial line, through the API's parser (the
+// one `minikubelet logs` uses, fuzzed there). ok is false for a malformed
+// record.
 func parseCRILogLine(line []byte) (content []byte, partial, ok bool) {
-	fields := bytes.SplitN(line, []byte(" "), 4)
-	if len(fields) < 3 {
+	l, err := api.ParseCRILogLine(line)
+	if err != nil {
 		return nil, false, false
 	}
-	tag, _, _ := bytes.Cut(fields[2], []byte(":"))
-	switch string(tag) {
-	case "P":
-		partial = true
-	case "F":
-	default:
-		return nil, false, false
-	}
-	if len(fields) == 4 {
-		content = fields[3]
-	}
-	return content, partial, true
+	return l.Content, l.Partial, true
 }
 
 // maxCachedTerminationMessages bounds terminationMessageCache; past it the

@@ -119,6 +119,30 @@ func (f *nodeFlags) node() (agent.NodeInfo, error) {
 	return agent.DetectNode(f.nodeName, labels, kube, system)
 }
 
+// agentConfig is the agent's configuration from the node flags, shared by
+// run and serve.
+func (f *nodeFlags) agentConfig(node agent.NodeInfo, runtimeName string) agent.Config {
+	return agent.Config{
+		NodeName:        f.nodeName,
+		RootDir:         f.rootDir,
+		PodLogDir:       f.podLogDir,
+		RuntimeName:     runtimeName,
+		RuntimeTimeout:  f.runtimeTimeout,
+		BackoffInitial:  f.backoffInitial,
+		BackoffMax:      f.backoffMax,
+		Network:         f.network(),
+		Node:            node,
+		PodPidsLimit:    f.podPidsLimit,
+		NodePidsLimit:   f.nodePidsLimit,
+		AllowPrivileged: f.allowPriv,
+		ClusterDomain:   f.clusterDomain,
+		PullSecretFile:  f.pullSecretFile,
+		// Security contexts (agent/security.go).
+		AllowedUnsafeSysctls: f.allowedUnsafeSysctls(),
+		SeccompProfileRoot:   f.seccompRoot,
+	}
+}
+
 func (f *nodeFlags) network() cni.Config {
 	return cni.Config{
 		PodCIDR:    f.podCIDR,
@@ -239,25 +263,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.line("node", "cgroups", time.Since(t3), detail)
 	}
 
-	a := agent.New(agent.Config{
-		NodeName:        nf.nodeName,
-		RootDir:         nf.rootDir,
-		PodLogDir:       nf.podLogDir,
-		RuntimeName:     client.RuntimeName(),
-		RuntimeTimeout:  nf.runtimeTimeout,
-		BackoffInitial:  nf.backoffInitial,
-		BackoffMax:      nf.backoffMax,
-		Network:         nf.network(),
-		Node:            node,
-		PodPidsLimit:    nf.podPidsLimit,
-		NodePidsLimit:   nf.nodePidsLimit,
-		AllowPrivileged: nf.allowPriv,
-		ClusterDomain:   nf.clusterDomain,
-		PullSecretFile:  nf.pullSecretFile,
-		// Security contexts (agent/security.go).
-		AllowedUnsafeSysctls: nf.allowedUnsafeSysctls(),
-		SeccompProfileRoot:   nf.seccompRoot,
-	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
+	a := agent.New(nf.agentConfig(node, client.RuntimeName()), agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
 	} else if path != "" {

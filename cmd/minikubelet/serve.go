@@ -117,26 +117,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			logger.Warn("OOM scores", "notice", n)
 		}
 	}
-	a := agent.New(agent.Config{
-		NodeName:        nf.nodeName,
-		RootDir:         nf.rootDir,
-		PodLogDir:       nf.podLogDir,
-		RuntimeName:     client.RuntimeName(),
-		RuntimeTimeout:  nf.runtimeTimeout,
-		BackoffInitial:  nf.backoffInitial,
-		BackoffMax:      nf.backoffMax,
-		Network:         nf.network(),
-		Node:            node,
-		PodPidsLimit:    nf.podPidsLimit,
-		NodePidsLimit:   nf.nodePidsLimit,
-		AllowPrivileged: nf.allowPriv,
-		ClusterDomain:   nf.clusterDomain,
-		PullSecretFile:  nf.pullSecretFile,
-		ProtectedPaths:  []string{filepath.Dir(sf.socket)},
-		// Security contexts (agent/security.go).
-		AllowedUnsafeSysctls: nf.allowedUnsafeSysctls(),
-		SeccompProfileRoot:   nf.seccompRoot,
-	}, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg})
+	acfg := nf.agentConfig(node, client.RuntimeName())
+	acfg.ProtectedPaths = []string{filepath.Dir(sf.socket)}
+	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg})
 	inst.OnCall(a.ObserveRuntimeOp)
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
