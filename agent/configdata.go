@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -369,7 +370,7 @@ func decodeConfigObject(data []byte, kind string, itemPath *field.Path) ([]manif
 	}
 	strictErrs, err := strictjson.UnmarshalStrict(data, obj)
 	if err != nil {
-		return nil, []string{withItem(itemPath, jsonErrorText(err))}
+		return nil, []string{decodeProblem(data, reflect.TypeOf(obj), itemPath, err)}
 	}
 	if problems := strictProblems(strictErrs, itemPath); len(problems) > 0 {
 		return nil, problems

@@ -10,10 +10,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
@@ -102,14 +107,89 @@ func DecodeManifest(data []byte, source string) ([]*v1.Pod, error) {
 	return pods, nil
 }
 
-// LoadManifestFile reads the manifest at path and decodes it with
-// DecodeManifest, using path as the source.
+// LoadManifestFile reads the manifest at path (ReadManifestFile) and
+// decodes it with DecodeManifest, using path as the source.
 func LoadManifestFile(path string) ([]*v1.Pod, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadManifestFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeManifest(data, path)
+}
+
+// Limits on one manifest input, checked before it is parsed, so that a
+// hostile input costs little to refuse.
+const (
+	// MaxManifestBytes bounds a manifest file (and any input of
+	// DecodeManifest and friends). A Pod object in etcd is limited to about
+	// 1.5 MiB, and the API's request bodies to 1 MiB; a file may hold
+	// several pods with their ConfigMaps and Secrets, hence a little more.
+	MaxManifestBytes = 4 << 20
+	// maxManifestDocuments bounds the YAML documents of one input and the
+	// items of a List. A node runs at most 110 pods (the kubelet's maxPods
+	// default); with a ConfigMap and a Secret for each that is 330 objects,
+	// and 500 leaves room. Every document is parsed, defaulted and validated,
+	// so a stream of 100 000 tiny documents would otherwise cost seconds of
+	// CPU at every rescan of the manifest directory.
+	maxManifestDocuments = 500
+)
+
+// tooLargeProblem is the problem of an input of size bytes over
+// MaxManifestBytes.
+func tooLargeProblem(what string, size int64) string {
+	return fmt.Sprintf("the %s is larger than %d bytes (%d MiB), the limit of a manifest: a Pod is far smaller; split it into several files or remove what it does not need",
+		what, MaxManifestBytes, MaxManifestBytes>>20) + sizeSuffix(size)
+}
+
+// sizeSuffix is " (N bytes)" for a known size, else "".
+func sizeSuffix(size int64) string {
+	if size <= 0 {
+		return ""
+	}
+	return " (" + strconv.FormatInt(size, 10) + " bytes)"
+}
+
+// ReadManifestFile reads the manifest file at path, following symlinks. A
+// file larger than MaxManifestBytes is refused from its size, before it is
+// read, with a *ManifestError; so is anything but a regular file (a FIFO
+// would block the read forever). Other failures are I/O errors ("read
+// manifest: …").
+func ReadManifestFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
-	return DecodeManifest(data, path)
+	if !fi.Mode().IsRegular() {
+		what := "something else"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeDir != 0:
+			what = "a directory"
+		case t&fs.ModeNamedPipe != 0:
+			what = "a named pipe"
+		case t&fs.ModeSocket != 0:
+			what = "a socket"
+		case t&fs.ModeDevice != 0:
+			what = "a device"
+		}
+		return nil, fmt.Errorf("read manifest: %s is %s, not a regular file: give a YAML or JSON file", path, what)
+	}
+	if fi.Size() > MaxManifestBytes {
+		return nil, &ManifestError{Source: path, Problems: []string{tooLargeProblem("file", fi.Size())}}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	defer f.Close()
+	// The file may have grown since Stat.
+	data, err := io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if len(data) > MaxManifestBytes {
+		return nil, &ManifestError{Source: path, Problems: []string{tooLargeProblem("file", 0)}}
+	}
+	return data, nil
 }
 
 // PrepareManifest decodes data (DecodeManifest), applies defaults
@@ -261,12 +341,20 @@ func decodeManifest(data []byte) ([]manifestPod, []string) {
 // documents when withConfig is set (PrepareObjects); otherwise they are
 // refused by kind.
 func decodeDocuments(data []byte, withConfig bool) ([]manifestPod, []string) {
+	// The file sources check the size before reading; this guards the
+	// other callers.
+	if len(data) > MaxManifestBytes {
+		return nil, []string{tooLargeProblem("input", int64(len(data)))}
+	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 BOM
 
 	var docs []yamlDoc
 	if isJSON(data) {
 		docs = []yamlDoc{{json: data}}
 	} else {
+		if n := countYAMLDocuments(data); n > maxManifestDocuments {
+			return nil, []string{fmt.Sprintf("the input has %d YAML documents, more than the %d a manifest may hold: split it into several files", n, maxManifestDocuments)}
+		}
 		docs = splitYAML(data)
 	}
 	if len(docs) == 0 {
@@ -349,6 +437,24 @@ func splitYAML(data []byte) []yamlDoc {
 	return docs
 }
 
+// countYAMLDocuments counts the documents splitYAML would parse, empty
+// ones included, without parsing any.
+func countYAMLDocuments(data []byte) int {
+	n := 1
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i+1], data[i+1:]
+		} else {
+			data = nil
+		}
+		if isDocSeparator(line) {
+			n++
+		}
+	}
+	return n
+}
+
 // isDocSeparator reports whether line is a YAML document separator: `---`
 // alone or followed by a comment.
 func isDocSeparator(line []byte) bool {
@@ -373,6 +479,9 @@ func convertYAMLDoc(chunk []byte, firstLine int) (yamlDoc, bool) {
 	j, err := yaml.YAMLToJSON(chunk)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		if !yamlLineRE.MatchString(msg) {
+			msg = locateYAMLError(msg, chunk, firstLine)
+		}
 		return yamlDoc{problems: []string{fixLines(msg)}}, true
 	}
 	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
@@ -384,13 +493,74 @@ func convertYAMLDoc(chunk []byte, firstLine int) (yamlDoc, bool) {
 	if yamlv3.Unmarshal(chunk, &node) == nil {
 		var problems []string
 		findDuplicateKeys(&node, "", func(path string, line int) {
-			problems = append(problems, fmt.Sprintf("%s: duplicate field (line %d)", path, line+firstLine))
+			problems = append(problems, fmt.Sprintf("%s: duplicate field (line %d)", displayPath(path), line+firstLine))
 		})
 		if len(problems) > 0 {
 			return yamlDoc{problems: problems}, true
 		}
 	}
 	return yamlDoc{json: j}, true
+}
+
+// yamlAnchorErrorRE matches the parser's errors about one alias, which are
+// located at the alias's first use.
+var yamlAnchorErrorRE = regexp.MustCompile(`^yaml: (unknown anchor|anchor) '([^']*)' (referenced|value contains itself)$`)
+
+// locateYAMLError gives a YAML error that has no line one: the line of the
+// offending byte when the error says which (a control character, invalid
+// UTF-8, an alias), the last line for a truncated document, else the
+// document's first line, said as such. Lines count from 1 in the stream;
+// chunk starts at line firstLine (0-based).
+func locateYAMLError(msg string, chunk []byte, firstLine int) string {
+	body := strings.TrimPrefix(msg, "yaml: ")
+	lineOf := func(off int) string {
+		return "yaml: line " + strconv.Itoa(firstLine+1+bytes.Count(chunk[:off], []byte("\n"))) + ": " + body
+	}
+	switch {
+	case strings.Contains(msg, "control characters are not allowed"):
+		if off := bytes.IndexFunc(chunk, isYAMLControl); off >= 0 {
+			return lineOf(off)
+		}
+	case strings.Contains(msg, "UTF-8"):
+		for off := 0; off < len(chunk); {
+			r, n := utf8.DecodeRune(chunk[off:])
+			if r == utf8.RuneError && n <= 1 {
+				return lineOf(off)
+			}
+			off += n
+		}
+	case strings.Contains(msg, "end of stream"):
+		return lineOf(len(bytes.TrimRight(chunk, "\n")))
+	}
+	if m := yamlAnchorErrorRE.FindStringSubmatch(msg); m != nil {
+		if off := bytes.Index(chunk, []byte("*"+m[2])); off >= 0 {
+			return lineOf(off)
+		}
+	}
+	// The document starts at its first line that is not blank or a comment.
+	start := firstLine + 1
+	for _, l := range bytes.SplitAfter(chunk, []byte("\n")) {
+		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
+			break
+		}
+		start++
+	}
+	return "yaml: in the document starting at line " + strconv.Itoa(start) + ": " + body
+}
+
+// isYAMLControl reports a character YAML does not allow in a stream: the
+// C0 controls but tab, newline and carriage return, DEL, and the C1
+// controls but NEL.
+func isYAMLControl(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
+		return false
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+		return true
+	case r == 0xfffe || r == 0xffff:
+		return true
+	}
+	return false
 }
 
 // findDuplicateKeys walks a YAML node tree and calls report for every mapping
@@ -439,12 +609,13 @@ func decodeObject(data []byte, itemPath *field.Path) ([]manifestPod, []string) {
 		return []string{prefixField(e, itemPath).Error()}
 	}
 	var tm typeMeta
-	if err := json.Unmarshal(data, &tm); err != nil {
+	// Case-sensitive, as the strict decoding of the object that follows.
+	if err := unmarshalStrict(data, &tm); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field == "" {
 			return nil, []string{withItem(itemPath, "expected an object (a Pod), got "+typeErr.Value)}
 		}
-		return nil, []string{withItem(itemPath, err.Error())}
+		return nil, []string{decodeProblem(data, reflect.TypeFor[typeMeta](), itemPath, err)}
 	}
 
 	switch {
@@ -490,9 +661,12 @@ func decodeList(data []byte) ([]manifestPod, []string) {
 	}
 	strictErrs, err := strictjson.UnmarshalStrict(data, &list)
 	if err != nil {
-		return nil, []string{jsonErrorText(err)}
+		return nil, []string{decodeProblem(data, reflect.TypeOf(list), nil, err)}
 	}
 	problems := strictProblems(strictErrs, nil)
+	if n := len(list.Items); n > maxManifestDocuments {
+		return nil, append(problems, field.TooMany(field.NewPath("items"), n, maxManifestDocuments).Error())
+	}
 	var pods []manifestPod
 	for i, item := range list.Items {
 		itemPods, itemProblems := decodeObject(item, field.NewPath("items").Index(i))
@@ -507,7 +681,7 @@ func decodePod(data []byte, itemPath *field.Path) ([]manifestPod, []string) {
 	pod := &v1.Pod{}
 	strictErrs, err := strictjson.UnmarshalStrict(data, pod)
 	if err != nil {
-		return nil, []string{withItem(itemPath, jsonErrorText(err))}
+		return nil, []string{decodeProblem(data, reflect.TypeFor[v1.Pod](), itemPath, err)}
 	}
 	if problems := strictProblems(strictErrs, itemPath); len(problems) > 0 {
 		return nil, problems
@@ -533,9 +707,20 @@ func strictProblems(errs []error, itemPath *field.Path) []string {
 		if itemPath != nil {
 			path = itemPath.String() + "." + path
 		}
-		problems = append(problems, path+": "+kind)
+		problems = append(problems, displayPath(path)+": "+kind)
 	}
 	return problems
+}
+
+// displayPath quotes a field path that holds what would make the message
+// ambiguous (a field or key named with spaces, colons, quotes or invisible
+// characters): `"a: b": unknown field`.
+func displayPath(p string) string {
+	odd := func(r rune) bool { return unicode.IsSpace(r) || r == ':' || r == '"' || !unicode.IsPrint(r) }
+	if p == "" || strings.ContainsFunc(p, odd) {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 // jsonErrorText makes a JSON decoding error readable: the Go type names of

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -38,9 +37,6 @@ const (
 	// dirDebounce coalesces the burst of events an editor's save makes
 	// (write temp, rename, chmod) into one scan.
 	dirDebounce = 100 * time.Millisecond
-	// maxManifestBytes bounds a manifest file; a Pod object in etcd is
-	// limited to about 1.5 MiB, so anything larger is a mistake.
-	maxManifestBytes = 4 << 20
 )
 
 // SourceUpdate is the full desired set of one pod source.
@@ -288,28 +284,13 @@ var errNotAFile = errors.New("not a regular file")
 // readFile reads one manifest file and prepares its pods (PrepareManifest,
 // with the path as the source: the path is part of the derived UID).
 func (s *DirSource) readFile(path string) ([]*v1.Pod, []*v1.ConfigMap, []*v1.Secret, error) {
-	fi, err := os.Stat(path) // follows symlinks, as the kubelet does
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read manifest: %w", err)
-	}
-	if fi.IsDir() {
+	// Follows symlinks, as the kubelet does.
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, nil, nil, errNotAFile
 	}
-	if !fi.Mode().IsRegular() {
-		// A FIFO would block the read forever.
-		return nil, nil, nil, fmt.Errorf("read manifest: %s is not a regular file", fi.Mode().Type())
-	}
-	f, err := os.Open(path)
+	data, err := ReadManifestFile(path)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read manifest: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read manifest: %w", err)
-	}
-	if len(data) > maxManifestBytes {
-		return nil, nil, nil, &ManifestError{Source: path, Problems: []string{fmt.Sprintf("the file is larger than %d bytes", maxManifestBytes)}}
+		return nil, nil, nil, err
 	}
 	return PrepareObjects(data, path, s.nodeName)
 }
