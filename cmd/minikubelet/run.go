@@ -207,9 +207,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 2, err: err}
 	}
 	t0 := time.Now()
-	data, err := os.ReadFile(file)
+	data, err := agent.ReadManifestFile(file) // refuses a huge file before reading it
+	if errors.Is(err, agent.ErrInvalidManifest) {
+		return &exitError{code: 2, err: fmt.Errorf("invalid manifest (nothing was created):\n%w", err)}
+	}
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("read manifest: %w", err)}
+		return &exitError{code: 2, err: err}
 	}
 	// ConfigMap and Secret documents may sit next to the pods.
 	pods, cms, secrets, err := agent.PrepareObjects(data, file, nf.nodeName)
