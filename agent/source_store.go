@@ -135,6 +135,11 @@ func (s *PodStore) Add(pod *v1.Pod) (*v1.Pod, error) {
 	}
 	data, err := encodeStoredPod(p)
 	if err != nil {
+		// The YAML encoder fails on some of what validation refuses (a
+		// label key of more than 1 024 bytes): report that instead.
+		if _, verr := s.preparePod(p.DeepCopy()); verr != nil {
+			return nil, verr
+		}
 		return nil, err
 	}
 	// Prepared from the bytes written, exactly as List will read them back.
@@ -266,7 +271,11 @@ func (s *PodStore) prepare(data []byte) (*v1.Pod, error) {
 	if len(pods) != 1 {
 		return nil, &ManifestError{Source: "api", Problems: []string{fmt.Sprintf("a stored pod file must hold one Pod, not %d", len(pods))}}
 	}
-	p := pods[0]
+	return s.preparePod(pods[0])
+}
+
+// preparePod is prepare for a decoded pod.
+func (s *PodStore) preparePod(p *v1.Pod) (*v1.Pod, error) {
 	if p.Namespace == "" {
 		p.Namespace = v1.NamespaceDefault
 	}

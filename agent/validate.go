@@ -9,6 +9,7 @@ package agent
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"path"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"unicode"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -37,8 +39,37 @@ func ValidatePod(pod *v1.Pod) field.ErrorList {
 	errs = append(errs, validatePodMeta(pod)...)
 	errs = append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
 	errs = append(errs, checkSupport(pod)...)
+	// A refusal quotes the bad value: keep a hostile one from making the
+	// message (returned by the API, logged, shown in the pod list) huge.
+	for _, e := range errs {
+		if s, ok := e.BadValue.(string); ok {
+			e.BadValue = truncateValue(s)
+		}
+	}
 	return errs
 }
+
+// Limits Kubernetes does not have, chosen because a lone node runs what it
+// accepts and has nobody upstream to refuse the absurd.
+const (
+	// maxContainersPerList bounds spec.containers and spec.initContainers.
+	// The pod worker creates and starts a pod's containers one after the
+	// other through the CRI (about 0.1–0.2 s each here), each with its own
+	// process, cgroup, log file and probes: a pod of 100 containers already
+	// takes 10–20 s to start; 1 000 would hold the node for minutes, which
+	// is a mistake or an attack, never a pod.
+	maxContainersPerList = 100
+	// maxEnvEntryBytes is the kernel's limit on one environment string
+	// "NAME=value" (MAX_ARG_STRLEN, 32 pages, with its NUL): execve fails
+	// with E2BIG on a longer one, after the sandbox exists.
+	maxEnvEntryBytes = 128 << 10
+	// maxExecBytes bounds a container's literal command, args and env
+	// together (each string with its NUL, env as "NAME=value"). The kernel
+	// refuses an execve whose arguments and environment exceed a quarter of
+	// the stack limit (2 MiB with the usual 8 MiB), and the image's own
+	// environment and the values of references come on top: half of it.
+	maxExecBytes = 1 << 20
+)
 
 // uidRE is what minikubelet accepts as a pod UID: it becomes part of
 // directory and cgroup names.
@@ -120,6 +151,18 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 
 	if len(spec.Containers) == 0 {
 		errs = append(errs, field.Required(fldPath.Child("containers"), ""))
+	}
+	for _, l := range []struct {
+		name string
+		n    int
+	}{{"initContainers", len(spec.InitContainers)}, {"containers", len(spec.Containers)}} {
+		if l.n > maxContainersPerList {
+			// Validating each of them would only repeat the one problem.
+			errs = append(errs, field.TooMany(fldPath.Child(l.name), l.n, maxContainersPerList))
+		}
+	}
+	if len(errs) > 0 && (len(spec.InitContainers) > maxContainersPerList || len(spec.Containers) > maxContainersPerList) {
+		return errs
 	}
 	// Container names are unique across init and app containers.
 	names := map[string]bool{}
@@ -287,6 +330,7 @@ func validateContainer(c *v1.Container, spec *v1.PodSpec, volumes map[string]boo
 
 	errs = append(errs, validatePorts(c.Ports, spec.HostNetwork, fldPath.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, fldPath.Child("env"))...)
+	errs = append(errs, validateExecSize(c, fldPath)...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...) // datasupport.go
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
@@ -428,6 +472,44 @@ func validateEnv(env []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateExecSize refuses what the kernel would refuse at the container's
+// start (maxEnvEntryBytes, maxExecBytes), before anything is created.
+func validateExecSize(c *v1.Container, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	total := 0
+	for i, ev := range c.Env {
+		n := len(ev.Name) + 1 + len(ev.Value) + 1
+		total += n
+		if n > maxEnvEntryBytes {
+			errs = append(errs, &field.Error{Type: field.ErrorTypeTooLong, Field: fldPath.Child("env").Index(i).Child("value").String(),
+				BadValue: field.OmitValueType{}, Detail: fmt.Sprintf(
+					"NAME=value may not be more than %d bytes (the kernel's limit on one environment string), got %d: pass large data in a volume (configMap, secret or emptyDir)",
+					maxEnvEntryBytes-1, n-1)})
+		}
+	}
+	for _, list := range [][]string{c.Command, c.Args} {
+		for _, a := range list {
+			total += len(a) + 1
+		}
+	}
+	if total > maxExecBytes {
+		errs = append(errs, &field.Error{Type: field.ErrorTypeTooLong, Field: fldPath.Child("env").String(),
+			BadValue: field.OmitValueType{}, Detail: fmt.Sprintf(
+				"command, args and env together may not be more than %d bytes (the kernel refuses to start a process with much more), got %d: pass large data in a volume (configMap, secret or emptyDir)",
+				maxExecBytes, total)})
+	}
+	return errs
+}
+
+// Largest quantities: what the node accounts in an int64 (bytes of memory,
+// millicores of cpu). A larger one would wrap or saturate in the cgroup
+// settings and the admission's sums; the parser already saturates memory
+// given with a binary suffix, so the largest int64 itself is refused.
+var (
+	maxMemoryQuantity = resource.NewQuantity(math.MaxInt64, resource.BinarySI)
+	maxCPUQuantity    = resource.NewMilliQuantity(math.MaxInt64, resource.DecimalSI)
+)
+
 // validateResources checks the requests and limits of one container.
 func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -456,6 +538,14 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 			}
 			if q.Sign() < 0 {
 				errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
+			}
+			switch {
+			case name == v1.ResourceMemory && q.Cmp(*maxMemoryQuantity) >= 0:
+				// The parser saturates a larger value (99999Ei) to the
+				// largest int64: that value means an overflow.
+				errs = append(errs, field.Invalid(p, q.String(), "must be less than 8Ei (9223372036854775808 bytes): larger values overflow"))
+			case name == v1.ResourceCPU && q.Cmp(*maxCPUQuantity) > 0:
+				errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be less than or equal to %dm", int64(math.MaxInt64))))
 			}
 		}
 	}

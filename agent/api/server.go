@@ -215,6 +215,11 @@ func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
 	case "application/json":
 		return body, nil
 	case "application/yaml", "application/x-yaml", "text/yaml":
+		// The converter reads the first document only: refuse the others
+		// rather than drop them.
+		if n := yamlDocuments(body); n > 1 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body holds %d YAML documents: send one object per request (minikubelet run FILE submits every object of a file)", n))
+		}
 		j, err := yaml.YAMLToJSONStrict(body)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode YAML body: %v", err))
@@ -225,6 +230,36 @@ func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
 		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
 		Message: fmt.Sprintf("the body of the request was in an unknown format %q: accepted media types are application/json and application/yaml", mt),
 	}}
+}
+
+// yamlDocuments counts the documents of a YAML stream that hold more than
+// blank lines and comments; documents are separated by "---" lines.
+func yamlDocuments(body []byte) int {
+	n, content := 0, false
+	for len(body) > 0 {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		if rest, ok := bytes.CutPrefix(line, []byte("---")); ok {
+			if rest = bytes.TrimSpace(rest); len(rest) == 0 || rest[0] == '#' {
+				if content {
+					n++
+				}
+				content = false
+				continue
+			}
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
+			content = true
+		}
+	}
+	if content {
+		n++
+	}
+	return n
 }
 
 func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
@@ -239,6 +274,12 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
 	j, err := bodyJSON(r, body)
 	if err != nil {
 		return err
+	}
+	// Another kind would fail the strict decoding on its own fields: say
+	// what is wrong first.
+	var tm metav1.TypeMeta
+	if json.Unmarshal(j, &tm) == nil && ((tm.APIVersion != "" && tm.APIVersion != "v1") || (tm.Kind != "" && tm.Kind != "Pod")) {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is %s %s: this path takes apiVersion v1, kind Pod", tm.APIVersion, tm.Kind))
 	}
 	var pod v1.Pod
 	strictErrs, err := strictjson.UnmarshalStrict(j, &pod)
