@@ -279,7 +279,7 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
 	// what is wrong first.
 	var tm metav1.TypeMeta
 	if json.Unmarshal(j, &tm) == nil && ((tm.APIVersion != "" && tm.APIVersion != "v1") || (tm.Kind != "" && tm.Kind != "Pod")) {
-		return apierrors.NewBadRequest(fmt.Sprintf("the body is %s %s: this path takes apiVersion v1, kind Pod", tm.APIVersion, tm.Kind))
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is apiVersion %q, kind %q: this path takes apiVersion v1, kind Pod", tm.APIVersion, tm.Kind))
 	}
 	var pod v1.Pod
 	strictErrs, err := strictjson.UnmarshalStrict(j, &pod)
