@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
+
+	"github.com/minikubelet/minikubelet/agent/decodeerr"
 )
 
 // errConfigNotFound classifies a missing ConfigMap or Secret; optional
@@ -370,7 +372,7 @@ func decodeConfigObject(data []byte, kind string, itemPath *field.Path) ([]manif
 	}
 	strictErrs, err := strictjson.UnmarshalStrict(data, obj)
 	if err != nil {
-		return nil, []string{decodeProblem(data, reflect.TypeOf(obj), itemPath, err)}
+		return nil, []string{decodeerr.Problem(data, reflect.TypeOf(obj), itemPath, err)}
 	}
 	if problems := strictProblems(strictErrs, itemPath); len(problems) > 0 {
 		return nil, problems

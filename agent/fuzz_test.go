@@ -36,7 +36,7 @@ var (
 		"unknown field", "duplicate field", "Invalid type: ",
 	}, "|") + `)`)
 	yamlLinePrefixRE = regexp.MustCompile(`^yaml: (in the document starting at )?line [1-9][0-9]*: `)
-	wholeDocumentRE  = regexp.MustCompile(`^(no Pod found: |expected an object \(a Pod\), got |items\[[0-9]+\]: expected an object \(a Pod\), got |the input is larger than |the input has [0-9]+ YAML documents, more than )`)
+	wholeDocumentRE  = regexp.MustCompile(`^(no Pod found: |expected an object \(a Pod\), got |items\[[0-9]+\]: expected an object \(a Pod\), got |the input has [0-9]+ (bytes|YAML documents), more than )`)
 )
 
 // unlocated returns the problems of err that are not located (see above).

@@ -18,13 +18,14 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/minikubelet/minikubelet/agent/decodeerr"
 )
 
 // ErrInvalidManifest classifies every error returned by DecodeManifest,
@@ -134,19 +135,15 @@ const (
 	maxManifestDocuments = 500
 )
 
-// tooLargeProblem is the problem of an input of size bytes over
-// MaxManifestBytes.
+// tooLargeProblem is the problem of an input (what: "file" or "input") of
+// size bytes over MaxManifestBytes; size 0 when only a lower bound is known.
 func tooLargeProblem(what string, size int64) string {
-	return fmt.Sprintf("the %s is larger than %d bytes (%d MiB), the limit of a manifest: a Pod is far smaller; split it into several files or remove what it does not need",
-		what, MaxManifestBytes, MaxManifestBytes>>20) + sizeSuffix(size)
-}
-
-// sizeSuffix is " (N bytes)" for a known size, else "".
-func sizeSuffix(size int64) string {
-	if size <= 0 {
-		return ""
+	has := "more than " + strconv.Itoa(MaxManifestBytes) + " bytes"
+	if size > 0 {
+		has = strconv.FormatInt(size, 10) + " bytes"
 	}
-	return " (" + strconv.FormatInt(size, 10) + " bytes)"
+	return fmt.Sprintf("the %s has %s, more than the %d (%d MiB) a manifest may have: a Pod is far smaller; split it into several files or remove what it does not need",
+		what, has, MaxManifestBytes, MaxManifestBytes>>20)
 }
 
 // ReadManifestFile reads the manifest file at path, following symlinks. A
@@ -479,9 +476,7 @@ func convertYAMLDoc(chunk []byte, firstLine int) (yamlDoc, bool) {
 	j, err := yaml.YAMLToJSON(chunk)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		if !yamlLineRE.MatchString(msg) {
-			msg = locateYAMLError(msg, chunk, firstLine)
-		}
+		msg = decodeerr.LocateYAML(msg, chunk, firstLine)
 		return yamlDoc{problems: []string{fixLines(msg)}}, true
 	}
 	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
@@ -500,67 +495,6 @@ func convertYAMLDoc(chunk []byte, firstLine int) (yamlDoc, bool) {
 		}
 	}
 	return yamlDoc{json: j}, true
-}
-
-// yamlAnchorErrorRE matches the parser's errors about one alias, which are
-// located at the alias's first use.
-var yamlAnchorErrorRE = regexp.MustCompile(`^yaml: (unknown anchor|anchor) '([^']*)' (referenced|value contains itself)$`)
-
-// locateYAMLError gives a YAML error that has no line one: the line of the
-// offending byte when the error says which (a control character, invalid
-// UTF-8, an alias), the last line for a truncated document, else the
-// document's first line, said as such. Lines count from 1 in the stream;
-// chunk starts at line firstLine (0-based).
-func locateYAMLError(msg string, chunk []byte, firstLine int) string {
-	body := strings.TrimPrefix(msg, "yaml: ")
-	lineOf := func(off int) string {
-		return "yaml: line " + strconv.Itoa(firstLine+1+bytes.Count(chunk[:off], []byte("\n"))) + ": " + body
-	}
-	switch {
-	case strings.Contains(msg, "control characters are not allowed"):
-		if off := bytes.IndexFunc(chunk, isYAMLControl); off >= 0 {
-			return lineOf(off)
-		}
-	case strings.Contains(msg, "UTF-8"):
-		for off := 0; off < len(chunk); {
-			r, n := utf8.DecodeRune(chunk[off:])
-			if r == utf8.RuneError && n <= 1 {
-				return lineOf(off)
-			}
-			off += n
-		}
-	case strings.Contains(msg, "end of stream"):
-		return lineOf(len(bytes.TrimRight(chunk, "\n")))
-	}
-	if m := yamlAnchorErrorRE.FindStringSubmatch(msg); m != nil {
-		if off := bytes.Index(chunk, []byte("*"+m[2])); off >= 0 {
-			return lineOf(off)
-		}
-	}
-	// The document starts at its first line that is not blank or a comment.
-	start := firstLine + 1
-	for _, l := range bytes.SplitAfter(chunk, []byte("\n")) {
-		if t := bytes.TrimSpace(l); len(t) > 0 && t[0] != '#' {
-			break
-		}
-		start++
-	}
-	return "yaml: in the document starting at line " + strconv.Itoa(start) + ": " + body
-}
-
-// isYAMLControl reports a character YAML does not allow in a stream: the
-// C0 controls but tab, newline and carriage return, DEL, and the C1
-// controls but NEL.
-func isYAMLControl(r rune) bool {
-	switch {
-	case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
-		return false
-	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
-		return true
-	case r == 0xfffe || r == 0xffff:
-		return true
-	}
-	return false
 }
 
 // findDuplicateKeys walks a YAML node tree and calls report for every mapping
@@ -610,12 +544,12 @@ func decodeObject(data []byte, itemPath *field.Path) ([]manifestPod, []string) {
 	}
 	var tm typeMeta
 	// Case-sensitive, as the strict decoding of the object that follows.
-	if err := unmarshalStrict(data, &tm); err != nil {
+	if err := decodeerr.UnmarshalStrict(data, &tm); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field == "" {
 			return nil, []string{withItem(itemPath, "expected an object (a Pod), got "+typeErr.Value)}
 		}
-		return nil, []string{decodeProblem(data, reflect.TypeFor[typeMeta](), itemPath, err)}
+		return nil, []string{decodeerr.Problem(data, reflect.TypeFor[typeMeta](), itemPath, err)}
 	}
 
 	switch {
@@ -661,7 +595,7 @@ func decodeList(data []byte) ([]manifestPod, []string) {
 	}
 	strictErrs, err := strictjson.UnmarshalStrict(data, &list)
 	if err != nil {
-		return nil, []string{decodeProblem(data, reflect.TypeOf(list), nil, err)}
+		return nil, []string{decodeerr.Problem(data, reflect.TypeOf(list), nil, err)}
 	}
 	problems := strictProblems(strictErrs, nil)
 	if n := len(list.Items); n > maxManifestDocuments {
@@ -681,7 +615,7 @@ func decodePod(data []byte, itemPath *field.Path) ([]manifestPod, []string) {
 	pod := &v1.Pod{}
 	strictErrs, err := strictjson.UnmarshalStrict(data, pod)
 	if err != nil {
-		return nil, []string{decodeProblem(data, reflect.TypeFor[v1.Pod](), itemPath, err)}
+		return nil, []string{decodeerr.Problem(data, reflect.TypeFor[v1.Pod](), itemPath, err)}
 	}
 	if problems := strictProblems(strictErrs, itemPath); len(problems) > 0 {
 		return nil, problems

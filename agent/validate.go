@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minikubelet/minikubelet/agent/decodeerr"
 )
 
 // ValidatePod returns every problem of pod as field errors, before anything
@@ -43,7 +45,7 @@ func ValidatePod(pod *v1.Pod) field.ErrorList {
 	// message (returned by the API, logged, shown in the pod list) huge.
 	for _, e := range errs {
 		if s, ok := e.BadValue.(string); ok {
-			e.BadValue = truncateValue(s)
+			e.BadValue = decodeerr.TruncateValue(s)
 		}
 	}
 	return errs

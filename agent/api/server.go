@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/minikubelet/minikubelet/agent/decodeerr"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options leaves it 0.
@@ -222,7 +225,7 @@ func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
 		}
 		j, err := yaml.YAMLToJSONStrict(body)
 		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode YAML body: %v", err))
+			return nil, apierrors.NewBadRequest("decode YAML body: " + decodeerr.LocateYAML(err.Error(), body, 0))
 		}
 		return j, nil
 	}
@@ -284,7 +287,8 @@ func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
 	var pod v1.Pod
 	strictErrs, err := strictjson.UnmarshalStrict(j, &pod)
 	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("decode pod: %v", err))
+		// Where: "spec.containers[0].resources.limits[memory]: Invalid value: …".
+		return apierrors.NewBadRequest("decode pod: " + decodeerr.Problem(j, reflect.TypeFor[v1.Pod](), nil, err))
 	}
 	if len(strictErrs) > 0 {
 		return strictDecodingError(podsResource.Resource, pod.Name, strictErrs)

@@ -200,6 +200,20 @@ func load(partial bool) ([]Case, error) {
 		inputs[e.Name()] = data
 	}
 
+	// Every expected message belongs to a case.
+	for _, e := range entries {
+		ext := path.Ext(e.Name())
+		if ext != ".err" && ext != ".api" {
+			continue
+		}
+		base := strings.TrimSuffix(e.Name(), ext)
+		_, y := inputs[base+".yaml"]
+		_, j := inputs[base+".json"]
+		if !y && !j {
+			return nil, fmt.Errorf("cases/%s belongs to no case: remove it", e.Name())
+		}
+	}
+
 	var cases []Case
 	names := map[string]bool{}
 	for _, fileName := range slices.Sorted(mapKeys(inputs)) {
