@@ -4,10 +4,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	v1 "k8s.io/api/core/v1"
+	strictjson "sigs.k8s.io/json"
+
+	"github.com/minikubelet/minikubelet/agent/decodeerr"
 )
 
 // A problem of a refused manifest is "located" when it says where in the
@@ -36,7 +42,10 @@ var (
 		"unknown field", "duplicate field", "Invalid type: ",
 	}, "|") + `)`)
 	yamlLinePrefixRE = regexp.MustCompile(`^yaml: (in the document starting at )?line [1-9][0-9]*: `)
-	wholeDocumentRE  = regexp.MustCompile(`^(no Pod found: |expected an object \(a Pod\), got |items\[[0-9]+\]: expected an object \(a Pod\), got |the input has [0-9]+ (bytes|YAML documents), more than )`)
+	// apiLocatedRE is what else the API's decoding may say: a syntax
+	// error's offset, or that the body is no object.
+	apiLocatedRE    = regexp.MustCompile(`( \(at byte [0-9]+\)$|^Invalid type: got [a-z]+( \S+)?, expected object$)`)
+	wholeDocumentRE = regexp.MustCompile(`^(no Pod found: |expected an object \(a Pod\), got |items\[[0-9]+\]: expected an object \(a Pod\), got |the input has [0-9]+ (bytes|YAML documents), more than )`)
 )
 
 // unlocated returns the problems of err that are not located (see above).
@@ -147,7 +156,17 @@ func FuzzPrepareObjects(f *testing.F) {
 			}
 		}
 
-		// The API's chain: decode, then default and validate each pod.
+		// The API's decoding of a JSON body (api.Server.createPod): its
+		// refusal names a field, a byte offset, or that it is no object.
+		var apiPod v1.Pod
+		if _, err := strictjson.UnmarshalStrict(data, &apiPod); err != nil {
+			msg := decodeerr.Problem(data, reflect.TypeFor[v1.Pod](), nil, err)
+			if !fieldProblemRE.MatchString(msg) && !apiLocatedRE.MatchString(msg) {
+				t.Fatalf("API decode error names no field or offset: %s", msg)
+			}
+		}
+
+		// The API's store: decode, then default and validate each pod.
 		raw, err := DecodeManifest(data, "api")
 		if err != nil {
 			if bad := unlocated(err); len(bad) > 0 {
