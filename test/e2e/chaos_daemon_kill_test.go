@@ -71,7 +71,7 @@ func TestChaosDaemonKill(t *testing.T) {
 	require.NoFileExists(t, leakedPath, "the leaked reservation is released at start")
 	out, _ := d.out.snapshot()
 	require.Contains(t, out, "Released 1 leaked pod IPs", "the daemon reports what it released")
-	require.Contains(t, out, leakedIP+" (sandbox deadbeef0000)")
+	require.Contains(t, out, leakedIP+" (sandbox deadbeef0000")
 
 	c := d.api()
 	for round := range chaosRounds {

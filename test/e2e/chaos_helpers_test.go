@@ -91,7 +91,12 @@ func observeRuntime(r *privateRuntime) (runtimeView, error) {
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			v.running[uid] = append(v.running[uid], entry)
 		} else {
-			v.other[uid] = append(v.other[uid], entry+"/"+c.State.String())
+			entry += "/" + c.State.String()
+			if st, err := r.rt.ContainerStatus(ctx, c.Id, false); err == nil {
+				s := st.GetStatus()
+				entry += fmt.Sprintf("(started=%v exit=%d reason=%q message=%q)", s.GetStartedAt() != 0, s.GetExitCode(), s.GetReason(), s.GetMessage())
+			}
+			v.other[uid] = append(v.other[uid], entry)
 		}
 	}
 	return v, nil
