@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -120,6 +121,27 @@ func isSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
+// interruptedStart reports whether instance c never ran because its start
+// was cut short on the agent's side: created but never started (the agent
+// died between CreateContainer and StartContainer), or a StartError whose
+// cause is the agent's call being cancelled (it died, or stopped, during
+// StartContainer). Such an instance is not a failure of the container: it
+// is replaced without counting a restart or backing off, whatever the
+// restart policy (startOne), so a crash of the agent neither fails a
+// Never pod nor leaves a created container behind for good.
+func interruptedStart(c *containerInfo) bool {
+	if c == nil || c.startedAt != 0 {
+		return false
+	}
+	switch c.state {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return true
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return c.reason == "StartError" && strings.Contains(c.message, "context canceled")
+	}
+	return false
+}
+
 // shouldRestart is the kubelet's ShouldContainerBeRestarted for a container
 // whose newest instance is c (nil: never created). Sidecars restart
 // whatever the pod's policy.
@@ -127,7 +149,7 @@ func shouldRestart(pod *v1.Pod, spec *v1.Container, c *containerInfo) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
-	if c == nil {
+	if c == nil || interruptedStart(c) {
 		return true
 	}
 	switch c.state {
@@ -231,8 +253,11 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 				return act
 			case running:
 				return act // wait for it to finish
-			case ic.state == runtimeapi.ContainerState_CONTAINER_EXITED && ic.exitCode == 0:
+			case ic.state == runtimeapi.ContainerState_CONTAINER_EXITED && ic.exitCode == 0 && !interruptedStart(ic):
 				continue
+			case interruptedStart(ic):
+				act.NextInitContainer = i // its start was cut short: start it again
+				return act
 			}
 			// Failed (or created/unknown): init containers behave as
 			// OnFailure under Always.

@@ -77,6 +77,39 @@ func TestComputePodActions(t *testing.T) {
 			state:     func(*v1.Pod) *podState { return &podState{} },
 			want:      podActions{CreateSandbox: true, NextInitContainer: -1, ContainersToStart: []int{0, 1}},
 		},
+		"Never pod, app start interrupted by the agent's death: started again": {
+			mutatePod: func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			state: func(p *v1.Pod) *podState {
+				a := ctr(p, "a", exited, 128, 2)
+				a.reason, a.message = "StartError", "failed to create containerd task: failed to create shim task: context canceled: unknown"
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "b", running, 0, 3), a}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: -1, ContainersToStart: []int{0}},
+		},
+		"Never pod, a real StartError: not started again": {
+			mutatePod: func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			state: func(p *v1.Pod) *podState {
+				a := ctr(p, "a", exited, 128, 2)
+				a.reason, a.message = "StartError", `exec: "nope": executable file not found in $PATH`
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "b", running, 0, 3), a}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: -1},
+		},
+		"init container created but never started (agent died): started again": {
+			state: func(p *v1.Pod) *podState {
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "setup", created, 0, 1)}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: 0},
+		},
+		"Never pod, init start interrupted: not a failure": {
+			mutatePod: func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever },
+			state: func(p *v1.Pod) *podState {
+				s := ctr(p, "setup", exited, 128, 1)
+				s.reason, s.message = "StartError", "context canceled"
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{s}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: 0},
+		},
 		"init running: wait": {
 			state: func(p *v1.Pod) *podState {
 				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "setup", running, 0, 1)}}

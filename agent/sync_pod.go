@@ -315,6 +315,19 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	// Without any earlier instance (removed by GC, or a reboot), the
 	// restart count continues from the log files, as the kubelet does.
 	restartCount := restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
+	if interruptedStart(prev) {
+		// The start the agent did not finish (see interruptedStart): the
+		// instance goes, and its replacement takes its place and count.
+		if err := a.runtime.RemoveContainer(ctx, prev.id); err != nil && !cri.IsNotFound(err) {
+			w.logger.Warn("Remove container whose start was interrupted failed", "containerID", prev.id, "err", err)
+			res.fail()
+			return
+		}
+		w.logger.Info("Replacing a container whose start was interrupted", "container", c.Name, "containerID", prev.id, "state", prev.state.String())
+		a.termMessages.forget(prev.id)
+		restartCount = prev.restartCount
+		prev = nil
+	}
 	if prev != nil {
 		restartCount = prev.restartCount + 1
 		// Crash back-off, measured from the previous instance's finish.

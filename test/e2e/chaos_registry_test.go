@@ -97,7 +97,9 @@ func TestChaosRegistryStopped(t *testing.T) {
 		"server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", g.addr, g.addr)), 0o644))
 	g.stop(t)
 
-	d := r.newDaemon(t, []string{"chaos-registry"}, "--backoff-initial", "1s", "--backoff-max", "4s")
+	// A pull back-off (12 s) longer than the worker's retry after an error
+	// (10 s, the kubelet's) so that the retry finds it: ImagePullBackOff.
+	d := r.newDaemon(t, []string{"chaos-registry"}, "--backoff-initial", "12s", "--backoff-max", "12s")
 	d.start(t)
 	pod := chaosPod("chaos-registry")
 	pod.Spec.Containers[0].Image = image
