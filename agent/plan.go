@@ -2,7 +2,6 @@ package agent
 
 import (
 	"fmt"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -121,25 +120,14 @@ func isSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
-// interruptedStart reports whether instance c never ran because its start
-// was cut short on the agent's side: created but never started (the agent
-// died between CreateContainer and StartContainer), or a StartError whose
-// cause is the agent's call being cancelled (it died, or stopped, during
-// StartContainer). Such an instance is not a failure of the container: it
-// is replaced without counting a restart or backing off, whatever the
-// restart policy (startOne), so a crash of the agent neither fails a
-// Never pod nor leaves a created container behind for good.
+// interruptedStart reports whether instance c never ran because the
+// previous agent process died while starting it (observePod decides, see
+// Agent.startInterrupted). Such an instance is not a failure of the
+// container: it is replaced without counting a restart or backing off,
+// whatever the restart policy (startOne), so a crash of the agent neither
+// fails a Never pod nor leaves a created container behind for good.
 func interruptedStart(c *containerInfo) bool {
-	if c == nil || c.startedAt != 0 {
-		return false
-	}
-	switch c.state {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return true
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return c.reason == "StartError" && strings.Contains(c.message, "context canceled")
-	}
-	return false
+	return c != nil && c.startInterrupted
 }
 
 // shouldRestart is the kubelet's ShouldContainerBeRestarted for a container

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
@@ -82,6 +83,7 @@ func TestComputePodActions(t *testing.T) {
 			state: func(p *v1.Pod) *podState {
 				a := ctr(p, "a", exited, 128, 2)
 				a.reason, a.message = "StartError", "failed to create containerd task: failed to create shim task: context canceled: unknown"
+				a.startInterrupted = true
 				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "b", running, 0, 3), a}}
 			},
 			want: podActions{SandboxID: "sb1", NextInitContainer: -1, ContainersToStart: []int{0}},
@@ -97,7 +99,9 @@ func TestComputePodActions(t *testing.T) {
 		},
 		"init container created but never started (agent died): started again": {
 			state: func(p *v1.Pod) *podState {
-				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "setup", created, 0, 1)}}
+				s := ctr(p, "setup", created, 0, 1)
+				s.startInterrupted = true
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{s}}
 			},
 			want: podActions{SandboxID: "sb1", NextInitContainer: 0},
 		},
@@ -106,6 +110,7 @@ func TestComputePodActions(t *testing.T) {
 			state: func(p *v1.Pod) *podState {
 				s := ctr(p, "setup", exited, 128, 1)
 				s.reason, s.message = "StartError", "context canceled"
+				s.startInterrupted = true
 				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{s}}
 			},
 			want: podActions{SandboxID: "sb1", NextInitContainer: 0},
@@ -328,3 +333,27 @@ func TestShouldRestart_DeletedPod(t *testing.T) {
 }
 
 func metav1Now() metav1.Time { return metav1.Now() }
+
+// Only what an earlier agent process left mid-start is an interrupted
+// start; a StartError of this process is a real failure.
+func TestStartInterrupted(t *testing.T) {
+	a := &Agent{started: time.Unix(100, 0)}
+	before, after := time.Unix(50, 0).UnixNano(), time.Unix(150, 0).UnixNano()
+	for name, tc := range map[string]struct {
+		c    containerInfo
+		want bool
+	}{
+		"created before this process, never started":  {containerInfo{state: created, createdAt: before}, true},
+		"created by this process (a start in flight)": {containerInfo{state: created, createdAt: after}, false},
+		"start cancelled before this process":         {containerInfo{state: exited, reason: "StartError", message: "failed to create shim task: context canceled: unknown", finishedAt: before}, true},
+		"shim start killed before this process":       {containerInfo{state: exited, reason: "StartError", message: "failed to start shim: start failed: : signal: killed: unknown", finishedAt: before}, true},
+		"start cancelled in this process":             {containerInfo{state: exited, reason: "StartError", message: "context canceled", finishedAt: after}, false},
+		"a real StartError":                           {containerInfo{state: exited, reason: "StartError", message: `exec: "nope": executable file not found in $PATH`, finishedAt: before}, false},
+		"ran and exited":                              {containerInfo{state: exited, startedAt: before, finishedAt: before, reason: "Error"}, false},
+		"running":                                     {containerInfo{state: running, startedAt: before}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, a.startInterrupted(&tc.c))
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -42,6 +43,9 @@ type containerInfo struct {
 	message      string
 	image        string
 	imageRef     string
+	// startInterrupted: a start the previous agent process did not finish
+	// (Agent.startInterrupted).
+	startInterrupted bool
 }
 
 // podState is what the runtime holds for one pod: the source of truth for
@@ -162,6 +166,7 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 				// read once per exited instance.
 				ci.message = joinTerminationMessage(s.Message, a.termMessages.get(c.Id, func() string { return terminationMessageFromStatus(s) }))
 			}
+			ci.startInterrupted = a.startInterrupted(ci)
 			if s.ImageRef != "" {
 				ci.imageRef = s.ImageRef
 			}
@@ -177,4 +182,26 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 		return a.restartCount > b.restartCount
 	})
 	return st, nil
+}
+
+// startInterrupted reports whether c never ran because an earlier agent
+// process died while starting it: created before this process started and
+// never started (it died between CreateContainer and StartContainer), or a
+// StartError from before this process started whose cause is the caller
+// going away (its context cancelled, or the shim's start killed with it).
+// Only instances older than this process qualify: a start that fails now
+// is a real failure, counted and backed off as the kubelet does.
+func (a *Agent) startInterrupted(c *containerInfo) bool {
+	if c.startedAt != 0 {
+		return false
+	}
+	started := a.started.UnixNano()
+	switch c.state {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return c.createdAt < started
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return c.reason == "StartError" && c.finishedAt != 0 && c.finishedAt < started &&
+			(strings.Contains(c.message, "context canceled") || strings.Contains(c.message, "signal: killed"))
+	}
+	return false
 }

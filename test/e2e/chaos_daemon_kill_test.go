@@ -218,6 +218,13 @@ func deleteRound(t *testing.T, r *privateRuntime, d *daemon, names []string) {
 				diffs = append(diffs, fmt.Sprintf("orphan pod cgroups %v", cg))
 			}
 		}
+		// Pods whose POST the kill cut (their UID is unknown here) leave
+		// nothing either: the daemon makes <root>/pods/<uid> before a pod
+		// cgroup and removes it last.
+		left, _ := os.ReadDir(filepath.Join(d.root, "pods"))
+		for _, e := range left {
+			diffs = append(diffs, fmt.Sprintf("pod dir left: %s (cgroups %v)", e.Name(), podCgroups(e.Name())))
+		}
 		return strings.Join(diffs, "\n")
 	})
 }
