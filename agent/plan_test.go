@@ -338,19 +338,20 @@ func metav1Now() metav1.Time { return metav1.Now() }
 // start; a StartError of this process is a real failure.
 func TestStartInterrupted(t *testing.T) {
 	a := &Agent{started: time.Unix(100, 0)}
-	before, after := time.Unix(50, 0).UnixNano(), time.Unix(150, 0).UnixNano()
+	before, soon, later := time.Unix(50, 0).UnixNano(), time.Unix(102, 0).UnixNano(), time.Unix(150, 0).UnixNano()
 	for name, tc := range map[string]struct {
 		c    containerInfo
 		want bool
 	}{
-		"created before this process, never started":  {containerInfo{state: created, createdAt: before}, true},
-		"created by this process (a start in flight)": {containerInfo{state: created, createdAt: after}, false},
-		"start cancelled before this process":         {containerInfo{state: exited, reason: "StartError", message: "failed to create shim task: context canceled: unknown", finishedAt: before}, true},
-		"shim start killed before this process":       {containerInfo{state: exited, reason: "StartError", message: "failed to start shim: start failed: : signal: killed: unknown", finishedAt: before}, true},
-		"start cancelled in this process":             {containerInfo{state: exited, reason: "StartError", message: "context canceled", finishedAt: after}, false},
-		"a real StartError":                           {containerInfo{state: exited, reason: "StartError", message: `exec: "nope": executable file not found in $PATH`, finishedAt: before}, false},
-		"ran and exited":                              {containerInfo{state: exited, startedAt: before, finishedAt: before, reason: "Error"}, false},
-		"running":                                     {containerInfo{state: running, startedAt: before}, false},
+		"created, never started":                                {containerInfo{state: created, createdAt: before}, true},
+		"created after this process started (in-flight create)": {containerInfo{state: created, createdAt: later}, true},
+		"start cancelled":                                       {containerInfo{state: exited, reason: "StartError", message: "failed to create shim task: context canceled: unknown", finishedAt: before}, true},
+		"shim start killed before this process":                 {containerInfo{state: exited, reason: "StartError", message: "failed to start shim: start failed: : signal: killed: unknown", finishedAt: before}, true},
+		"shim start killed just after this process started":     {containerInfo{state: exited, reason: "StartError", message: "signal: killed", finishedAt: soon}, true},
+		"killed during start, later: a real failure":            {containerInfo{state: exited, reason: "StartError", message: "signal: killed", finishedAt: later}, false},
+		"a real StartError":                                     {containerInfo{state: exited, reason: "StartError", message: `exec: "nope": executable file not found in $PATH`, finishedAt: before}, false},
+		"ran and exited":                                        {containerInfo{state: exited, startedAt: before, finishedAt: before, reason: "Error"}, false},
+		"running":                                               {containerInfo{state: running, startedAt: before}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, tc.want, a.startInterrupted(&tc.c))

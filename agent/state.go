@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -184,24 +185,40 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 	return st, nil
 }
 
-// startInterrupted reports whether c never ran because an earlier agent
-// process died while starting it: created before this process started and
-// never started (it died between CreateContainer and StartContainer), or a
-// StartError from before this process started whose cause is the caller
-// going away (its context cancelled, or the shim's start killed with it).
-// Only instances older than this process qualify: a start that fails now
-// is a real failure, counted and backed off as the kubelet does.
+// startInterrupted reports whether c never ran because an agent process
+// died (or stopped) while starting it:
+//
+//   - created but never started: a pod's syncs are serial, so when its
+//     worker looks, its own start has ended; a created instance is one a
+//     dead process (or a start that never reached the runtime) left, which
+//     nobody will start. Its creation may even complete after this process
+//     started, when the dead process's CreateContainer was still in flight.
+//   - a StartError whose cause is the caller going away: "context canceled"
+//     (this process cancels only when it stops), or the shim's start
+//     "signal: killed" with it, within interruptedStartSlack of this
+//     process's start (later, that text may be a real failure, such as the
+//     OOM killer during start, which must be counted and backed off).
 func (a *Agent) startInterrupted(c *containerInfo) bool {
 	if c.startedAt != 0 {
 		return false
 	}
-	started := a.started.UnixNano()
 	switch c.state {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return c.createdAt < started
+		return true
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return c.reason == "StartError" && c.finishedAt != 0 && c.finishedAt < started &&
-			(strings.Contains(c.message, "context canceled") || strings.Contains(c.message, "signal: killed"))
+		if c.reason != "StartError" {
+			return false
+		}
+		if strings.Contains(c.message, "context canceled") {
+			return true
+		}
+		return strings.Contains(c.message, "signal: killed") && c.finishedAt != 0 &&
+			c.finishedAt < a.started.Add(interruptedStartSlack).UnixNano()
 	}
 	return false
 }
+
+// interruptedStartSlack is how long after this process's start a StartError
+// "signal: killed" is still taken for the dead process's start, killed with
+// its context.
+const interruptedStartSlack = 5 * time.Second
