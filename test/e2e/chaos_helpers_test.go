@@ -26,7 +26,9 @@ func chaosPod(name string) *v1.Pod {
 			Containers: []v1.Container{{
 				Name:    "c",
 				Image:   suite.registry + "/minikubelet/busybox:1.36",
-				Command: []string{"sleep", "3600"},
+				// Exits on SIGTERM at once (a plain sleep as PID 1 ignores
+				// it and waits for the SIGKILL a second later).
+				Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
 			}},
 		},
 	}
