@@ -182,6 +182,9 @@ func TestChaosContainerdKill(t *testing.T) {
 		}
 		return true
 	})
+	v, err := observeRuntime(r)
+	require.NoError(t, err)
+	require.Empty(t, ipLeaks(r.reservations(t), v), "IPs after the containerd restart:\n%s", v)
 	out, _ := d.out.snapshot()
 	// An exec probe the runtime cannot run errored, it did not fail; an
 	// HTTP probe may miss once under load, never failureThreshold times.
