@@ -15,7 +15,7 @@ import (
 // a reservation seconds old may belong to a RunPodSandbox still in flight:
 // typically one of a daemon generation killed a moment ago, which containerd
 // finishes or rolls back (CNI DEL) within about a second of the client
-// going away. Young candidates are looked at again once this old.
+// going away. Younger candidates are watched until they resolve or age.
 const ipamSettle = 5 * time.Second
 
 // ReleasedIP is a host-local reservation RepairIPLeaks released.
@@ -54,19 +54,25 @@ func ReleasedIPs(ips []ReleasedIP) string {
 // The race accepted: a RunPodSandbox of another CRI client (not this agent,
 // which has created nothing yet) whose CNI ADD wrote its reservation more
 // than ipamSettle before its sandbox entered the runtime's store would lose
-// its IP. Younger reservations are checked again once ipamSettle old (the
-// start waits at most that long, only when there are young candidates).
+// its IP. Younger reservations are watched until they resolve or reach that
+// age (the start waits only when there are young candidates, about a second
+// after a crash of the previous process, ipamSettle for a true fresh leak).
 func (a *Agent) RepairIPLeaks(ctx context.Context) ([]ReleasedIP, error) {
 	var released []ReleasedIP
-	for pass := 0; pass < 2; pass++ {
+	// Young candidates are watched until they resolve (their sandbox
+	// appears, or containerd's rollback releases them) or age; new ones
+	// could keep coming from another client, so the watch is bounded.
+	giveUp := a.clock.Now().Add(2 * ipamSettle)
+	waited := false
+	for {
 		leaked, err := a.leakedReservations(ctx)
 		if err != nil {
 			return released, err
 		}
-		wait := time.Duration(0)
+		young := 0
 		for _, r := range leaked {
-			if age := a.clock.Since(r.Written); age < ipamSettle {
-				wait = max(wait, ipamSettle-age)
+			if a.clock.Since(r.Written) < ipamSettle {
+				young++
 				continue
 			}
 			ok, err := cni.ReleaseHostLocal(a.cfg.Network, "", r)
@@ -79,21 +85,27 @@ func (a *Agent) RepairIPLeaks(ctx context.Context) ([]ReleasedIP, error) {
 				a.metrics.ipsReleased.Inc()
 			}
 		}
-		if wait == 0 || pass == 1 {
-			if wait > 0 {
-				a.logger.Info("Leaving young host-local reservations of unknown sandboxes for the next start", "network", a.cfg.Network.Name)
-			}
-			break
+		if young == 0 {
+			return released, nil
 		}
-		a.logger.Info("Waiting for host-local reservations of unknown sandboxes to settle", "wait", wait.Round(time.Millisecond))
+		if !a.clock.Now().Before(giveUp) {
+			a.logger.Info("Leaving young host-local reservations of unknown sandboxes for the next start", "count", young, "network", a.cfg.Network.Name)
+			return released, nil
+		}
+		if !waited {
+			a.logger.Info("Waiting for host-local reservations of unknown sandboxes to settle", "count", young, "network", a.cfg.Network.Name)
+			waited = true
+		}
 		select {
-		case <-a.clock.After(wait):
+		case <-a.clock.After(ipamPoll):
 		case <-ctx.Done():
 			return released, ctx.Err()
 		}
 	}
-	return released, nil
 }
+
+// ipamPoll is how often young candidates are looked at again.
+const ipamPoll = 200 * time.Millisecond
 
 // leakedReservations lists the reservations of the pod network whose
 // container ID is not a sandbox of the runtime. The store is read before
