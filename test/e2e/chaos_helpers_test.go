@@ -24,8 +24,8 @@ func chaosPod(name string) *v1.Pod {
 		Spec: v1.PodSpec{
 			TerminationGracePeriodSeconds: &zero,
 			Containers: []v1.Container{{
-				Name:    "c",
-				Image:   suite.registry + "/minikubelet/busybox:1.36",
+				Name:  "c",
+				Image: suite.registry + "/minikubelet/busybox:1.36",
 				// Exits on SIGTERM at once (a plain sleep as PID 1 ignores
 				// it and waits for the SIGKILL a second later).
 				Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"},
