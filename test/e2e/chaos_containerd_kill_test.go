@@ -110,13 +110,21 @@ func TestChaosContainerdKill(t *testing.T) {
 	pids := containerPids(t, uids["chaos-ctrd-victim"], victim)
 	require.NotEmpty(t, pids, "processes of the victim container %s", shortID(victim))
 
+	mark, _ := d.out.snapshot()
 	r.kill9(t)
 	down := time.Now()
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	// Probes and relists fail for a few periods while the runtime is away.
-	time.Sleep(3 * time.Second)
+	// The outage lasts until the daemon has felt it: an exec probe (1 s
+	// period) of each pod errored for want of a runtime.
+	waitFor(t, "exec probes erroring while containerd is down", 20*time.Second, func() string {
+		out, _ := d.out.snapshot()
+		if n := strings.Count(out[len(mark):], "Liveness probe errored: exec"); n < len(names) {
+			return fmt.Sprintf("%d exec probe errors since the kill", n)
+		}
+		return ""
+	})
 	r.start(t)
 	r.waitCRI(t, time.Minute)
 	back := time.Now()
