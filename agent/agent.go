@@ -189,6 +189,9 @@ type Agent struct {
 	// mounter mounts the tmpfs of secret and memory emptyDir volumes; nil
 	// is the host's (volumeMounter).
 	mounter volumeMounter
+	// started is when this agent was built: container starts left
+	// unfinished before it are a dead process's (startInterrupted).
+	started time.Time
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -221,6 +224,7 @@ func New(cfg Config, deps Deps) *Agent {
 	if a.observer == nil {
 		a.observer = nopObserver{}
 	}
+	a.started = a.clock.Now()
 	return a
 }
 

@@ -455,6 +455,7 @@ spec:
 	})
 	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, "network is not ready")
 	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, "NetworkPluginNotReady")
+	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, `pod network "minikubelet" (10.88.0.0/16) has no conflist`, "names the network and what is missing")
 	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "RunPodSandbox", "no sandbox before the network is ready")
 	assert.Contains(t, h.rec.reasons(), "NetworkNotReady")
 

@@ -74,6 +74,12 @@ func (a *Agent) ensurePodCgroup(pod *v1.Pod) (string, error) {
 	if a.cgroups == nil {
 		return "", nil
 	}
+	// The pod dir first: it marks the pod cgroup as this agent's for
+	// orphan collection (collectOrphans), which must not remove the empty
+	// pod cgroup of a pod another agent on the machine is creating.
+	if err := os.MkdirAll(a.podDir(pod), 0o750); err != nil {
+		return "", fmt.Errorf("create pod dir: %w", err)
+	}
 	qos := podQOSClass(pod)
 	name := podCgroupName(pod, qos)
 	if err := a.cgroups.Ensure(name, podCgroupResources(pod, qos, a.cfg.PodPidsLimit)); err != nil {

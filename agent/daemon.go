@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -269,14 +270,28 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 			if !ok || live[uid] || desired[uid] {
 				continue
 			}
-			// A cgroup that still has processes belongs to a pod some
-			// other runtime on this machine runs (a second containerd, a
-			// test's): it is not ours to kill.
+			// Only pod cgroups this agent made (it creates the pod dir
+			// under its root dir first, and removes it last): another
+			// agent on the machine (a test's, with its own containerd)
+			// may be starting that pod right now. A cgroup that still has
+			// processes is never ours to kill either.
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
+			if _, err := os.Stat(a.podDir(pod)); err != nil {
+				continue
+			}
 			if pids, err := a.cgroups.Pids(n); err != nil || len(pids) > 0 {
 				continue
 			}
 			a.logger.Info("Removing an orphaned pod cgroup", "cgroup", a.cgroups.Path(n))
 			if err := a.cgroups.Destroy(n); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := unmountUnder(a.podDir(pod)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := os.RemoveAll(a.podDir(pod)); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -20,6 +20,7 @@ type metrics struct {
 	runtimeOpsErrors  *prometheus.CounterVec
 	probeTotal        *prometheus.CounterVec
 	restarts          prometheus.Counter
+	ipsReleased       prometheus.Counter
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -54,8 +55,12 @@ func newMetrics(a *Agent) *metrics {
 		Name: "minikubelet_container_restarts_total",
 		Help: "Containers started again after an earlier instance exited.",
 	})
+	m.ipsReleased = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "minikubelet_ipam_leaked_ips_released_total",
+		Help: "Host-local IP reservations of sandboxes the runtime no longer knows, released at start.",
+	})
 	m.registry.MustRegister(m.podStartSLI, m.runningPods, m.runningContainers, m.runtimeOpsSeconds,
-		m.runtimeOpsErrors, m.probeTotal, m.restarts)
+		m.runtimeOpsErrors, m.probeTotal, m.restarts, m.ipsReleased)
 	return m
 }
 

@@ -120,6 +120,16 @@ func isSidecar(c *v1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
+// interruptedStart reports whether instance c never ran because the
+// previous agent process died while starting it (observePod decides, see
+// Agent.startInterrupted). Such an instance is not a failure of the
+// container: it is replaced without counting a restart or backing off,
+// whatever the restart policy (startOne), so a crash of the agent neither
+// fails a Never pod nor leaves a created container behind for good.
+func interruptedStart(c *containerInfo) bool {
+	return c != nil && c.startInterrupted
+}
+
 // shouldRestart is the kubelet's ShouldContainerBeRestarted for a container
 // whose newest instance is c (nil: never created). Sidecars restart
 // whatever the pod's policy.
@@ -127,7 +137,7 @@ func shouldRestart(pod *v1.Pod, spec *v1.Container, c *containerInfo) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
-	if c == nil {
+	if c == nil || interruptedStart(c) {
 		return true
 	}
 	switch c.state {
@@ -231,8 +241,11 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 				return act
 			case running:
 				return act // wait for it to finish
-			case ic.state == runtimeapi.ContainerState_CONTAINER_EXITED && ic.exitCode == 0:
+			case ic.state == runtimeapi.ContainerState_CONTAINER_EXITED && ic.exitCode == 0 && !interruptedStart(ic):
 				continue
+			case interruptedStart(ic):
+				act.NextInitContainer = i // its start was cut short: start it again
+				return act
 			}
 			// Failed (or created/unknown): init containers behave as
 			// OnFailure under Always.

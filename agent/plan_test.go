@@ -2,6 +2,7 @@ package agent
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
@@ -76,6 +77,43 @@ func TestComputePodActions(t *testing.T) {
 			mutatePod: func(p *v1.Pod) { p.Spec.InitContainers = nil },
 			state:     func(*v1.Pod) *podState { return &podState{} },
 			want:      podActions{CreateSandbox: true, NextInitContainer: -1, ContainersToStart: []int{0, 1}},
+		},
+		"Never pod, app start interrupted by the agent's death: started again": {
+			mutatePod: func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			state: func(p *v1.Pod) *podState {
+				a := ctr(p, "a", exited, 128, 2)
+				a.reason, a.message = "StartError", "failed to create containerd task: failed to create shim task: context canceled: unknown"
+				a.startInterrupted = true
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "b", running, 0, 3), a}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: -1, ContainersToStart: []int{0}},
+		},
+		"Never pod, a real StartError: not started again": {
+			mutatePod: func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever; p.Spec.InitContainers = nil },
+			state: func(p *v1.Pod) *podState {
+				a := ctr(p, "a", exited, 128, 2)
+				a.reason, a.message = "StartError", `exec: "nope": executable file not found in $PATH`
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "b", running, 0, 3), a}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: -1},
+		},
+		"init container created but never started (agent died): started again": {
+			state: func(p *v1.Pod) *podState {
+				s := ctr(p, "setup", created, 0, 1)
+				s.startInterrupted = true
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{s}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: 0},
+		},
+		"Never pod, init start interrupted: not a failure": {
+			mutatePod: func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever },
+			state: func(p *v1.Pod) *podState {
+				s := ctr(p, "setup", exited, 128, 1)
+				s.reason, s.message = "StartError", "context canceled"
+				s.startInterrupted = true
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{s}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: 0},
 		},
 		"init running: wait": {
 			state: func(p *v1.Pod) *podState {
@@ -295,3 +333,28 @@ func TestShouldRestart_DeletedPod(t *testing.T) {
 }
 
 func metav1Now() metav1.Time { return metav1.Now() }
+
+// Only what an earlier agent process left mid-start is an interrupted
+// start; a StartError of this process is a real failure.
+func TestStartInterrupted(t *testing.T) {
+	a := &Agent{started: time.Unix(100, 0)}
+	before, soon, later := time.Unix(50, 0).UnixNano(), time.Unix(102, 0).UnixNano(), time.Unix(150, 0).UnixNano()
+	for name, tc := range map[string]struct {
+		c    containerInfo
+		want bool
+	}{
+		"created, never started":                                {containerInfo{state: created, createdAt: before}, true},
+		"created after this process started (in-flight create)": {containerInfo{state: created, createdAt: later}, true},
+		"start cancelled":                                       {containerInfo{state: exited, reason: "StartError", message: "failed to create shim task: context canceled: unknown", finishedAt: before}, true},
+		"shim start killed before this process":                 {containerInfo{state: exited, reason: "StartError", message: "failed to start shim: start failed: : signal: killed: unknown", finishedAt: before}, true},
+		"shim start killed just after this process started":     {containerInfo{state: exited, reason: "StartError", message: "signal: killed", finishedAt: soon}, true},
+		"killed during start, later: a real failure":            {containerInfo{state: exited, reason: "StartError", message: "signal: killed", finishedAt: later}, false},
+		"a real StartError":                                     {containerInfo{state: exited, reason: "StartError", message: `exec: "nope": executable file not found in $PATH`, finishedAt: before}, false},
+		"ran and exited":                                        {containerInfo{state: exited, startedAt: before, finishedAt: before, reason: "Error"}, false},
+		"running":                                               {containerInfo{state: running, startedAt: before}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, a.startInterrupted(&tc.c))
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -42,6 +44,9 @@ type containerInfo struct {
 	message      string
 	image        string
 	imageRef     string
+	// startInterrupted: a start the previous agent process did not finish
+	// (Agent.startInterrupted).
+	startInterrupted bool
 }
 
 // podState is what the runtime holds for one pod: the source of truth for
@@ -162,6 +167,7 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 				// read once per exited instance.
 				ci.message = joinTerminationMessage(s.Message, a.termMessages.get(c.Id, func() string { return terminationMessageFromStatus(s) }))
 			}
+			ci.startInterrupted = a.startInterrupted(ci)
 			if s.ImageRef != "" {
 				ci.imageRef = s.ImageRef
 			}
@@ -178,3 +184,41 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 	})
 	return st, nil
 }
+
+// startInterrupted reports whether c never ran because an agent process
+// died (or stopped) while starting it:
+//
+//   - created but never started: a pod's syncs are serial, so when its
+//     worker looks, its own start has ended; a created instance is one a
+//     dead process (or a start that never reached the runtime) left, which
+//     nobody will start. Its creation may even complete after this process
+//     started, when the dead process's CreateContainer was still in flight.
+//   - a StartError whose cause is the caller going away: "context canceled"
+//     (this process cancels only when it stops), or the shim's start
+//     "signal: killed" with it, within interruptedStartSlack of this
+//     process's start (later, that text may be a real failure, such as the
+//     OOM killer during start, which must be counted and backed off).
+func (a *Agent) startInterrupted(c *containerInfo) bool {
+	if c.startedAt != 0 {
+		return false
+	}
+	switch c.state {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return true
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		if c.reason != "StartError" {
+			return false
+		}
+		if strings.Contains(c.message, "context canceled") {
+			return true
+		}
+		return strings.Contains(c.message, "signal: killed") && c.finishedAt != 0 &&
+			c.finishedAt < a.started.Add(interruptedStartSlack).UnixNano()
+	}
+	return false
+}
+
+// interruptedStartSlack is how long after this process's start a StartError
+// "signal: killed" is still taken for the dead process's start, killed with
+// its context.
+const interruptedStartSlack = 5 * time.Second

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -111,7 +112,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 			if err != nil {
 				msg = cri.Message(err)
 			}
-			text := fmt.Sprintf("network is not ready: container runtime network not ready: NetworkReady=false reason:%s message:%s", reason, msg)
+			text := fmt.Sprintf("network is not ready: container runtime network not ready: NetworkReady=false reason:%s message:%s; %s", reason, msg, a.podNetworkHint())
 			w.event(v1.EventTypeWarning, "NetworkNotReady", "%s", text)
 			w.setNetworkNotReady(text)
 			w.setStatus(a.computePodStatus(w, pod, st))
@@ -172,6 +173,19 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		return a.cfg.ErrorBackoff
 	}
 	return a.cfg.ResyncPeriod
+}
+
+// podNetworkHint names the node's pod network and its conflist in the
+// not-ready message, and says what brings it back. The agent installs the
+// conflist at start and, like the kubelet, leaves the runtime's CNI config
+// alone afterwards: a conflist removed at runtime is the operator's doing.
+func (a *Agent) podNetworkHint() string {
+	n := a.cfg.Network
+	path := cni.ConfPath(n)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return fmt.Sprintf("pod network %q (%s) has no conflist: %s is missing; restore it or restart minikubelet, which reinstalls it", n.Name, n.PodCIDR, path)
+	}
+	return fmt.Sprintf("pod network %q (%s): the runtime has not loaded %s yet", n.Name, n.PodCIDR, path)
 }
 
 // ensureSandbox returns the sandbox to start containers in, creating it if
@@ -301,6 +315,19 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	// Without any earlier instance (removed by GC, or a reboot), the
 	// restart count continues from the log files, as the kubelet does.
 	restartCount := restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
+	if interruptedStart(prev) {
+		// The start the agent did not finish (see interruptedStart): the
+		// instance goes, and its replacement takes its place and count.
+		if err := a.runtime.RemoveContainer(ctx, prev.id); err != nil && !cri.IsNotFound(err) {
+			w.logger.Warn("Remove container whose start was interrupted failed", "containerID", prev.id, "err", err)
+			res.fail()
+			return
+		}
+		w.logger.Info("Replacing a container whose start was interrupted", "container", c.Name, "containerID", prev.id, "state", prev.state.String())
+		a.termMessages.forget(prev.id)
+		restartCount = prev.restartCount
+		prev = nil
+	}
 	if prev != nil {
 		restartCount = prev.restartCount + 1
 		// Crash back-off, measured from the previous instance's finish.

@@ -1,13 +1,6 @@
 package cni
 
-import (
-	"errors"
-	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
-)
+import "path/filepath"
 
 // HostLocalDir is the directory where host-local keeps c's reservations:
 // <DataDir or /var/lib/cni/networks>/<Name>.
@@ -28,28 +21,13 @@ func HostLocalDir(c Config) string {
 // Tests use it to prove teardown released the IP, and IP-leak repair to find
 // reservations whose sandbox is gone.
 func HostLocalReservations(c Config) (map[string]string, error) {
-	dir := HostLocalDir(c)
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]string{}, nil
-	}
+	list, err := ListHostLocal(c)
 	if err != nil {
-		return nil, fmt.Errorf("list host-local reservations: %w", err)
+		return nil, err
 	}
-	res := make(map[string]string, len(entries))
-	for _, e := range entries {
-		if !e.Type().IsRegular() || net.ParseIP(e.Name()) == nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if errors.Is(err, os.ErrNotExist) {
-			continue // released while we listed
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read host-local reservation: %w", err)
-		}
-		id, _, _ := strings.Cut(string(b), "\n")
-		res[e.Name()] = strings.TrimSpace(id)
+	res := make(map[string]string, len(list))
+	for _, r := range list {
+		res[r.IP] = r.ID
 	}
 	return res, nil
 }

@@ -273,6 +273,15 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.line("node", "kubepods", 0, fmt.Sprintf("%s (cpu %s, memory %s allocatable)", path, node.Allocatable.Cpu(), node.Allocatable.Memory()))
 	}
 
+	// Step: IPs a crash left reserved, before any sandbox is created.
+	t4 := time.Now()
+	released, err := a.RepairIPLeaks(ctx)
+	if err != nil {
+		p.line("node", "notice", 0, fmt.Sprintf("IP leak repair incomplete (leaked pod IPs stay reserved until the next start): %v", err))
+	} else if len(released) > 0 {
+		p.line("node", "ipam", time.Since(t4), fmt.Sprintf("released %d leaked IPs: %s", len(released), agent.ReleasedIPs(released)))
+	}
+
 	// Step: pod network.
 	t2 := time.Now()
 	nctx, cancel := context.WithTimeout(ctx, nf.networkTimeout)

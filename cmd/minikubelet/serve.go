@@ -126,6 +126,16 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	} else if path != "" {
 		logger.Info("QoS cgroups ready", "kubepods", path, "driver", cg.Driver(), "mode", cg.Mode())
 	}
+	// IPs a crash left reserved, before anything creates a sandbox (the
+	// API and the sources start below).
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	released, err := a.RepairIPLeaks(rctx)
+	rcancel()
+	if err != nil {
+		logger.Warn("IP leak repair incomplete; leaked pod IPs stay reserved until the next start", "err", err)
+	} else if len(released) > 0 {
+		logger.Info(fmt.Sprintf("Released %d leaked pod IPs", len(released)), "ips", agent.ReleasedIPs(released))
+	}
 	// The pod network may come up later (a conflist edited by hand, a
 	// runtime still starting): pods wait for it with a reason, the daemon
 	// keeps serving.

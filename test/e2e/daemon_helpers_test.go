@@ -24,6 +24,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/cri"
 )
 
 // Helpers for daemon_test.go: a `minikubelet serve` process with its own
@@ -42,6 +43,8 @@ type daemon struct {
 	logDir    string // --pod-log-dir
 	manifests string // --manifest-dir
 	extra     []string
+	node      []string    // node flags; agentArgs() when nil
+	rt        *cri.Client // runtime for cleanup checks; suite.rt when nil
 
 	out  *syncBuffer // stdout and stderr of every generation
 	cmd  *exec.Cmd   // the current generation
@@ -56,13 +59,24 @@ type daemon struct {
 // removed through CRI (and the test fails: something was left behind).
 func newDaemon(t *testing.T, pods []string, extra ...string) *daemon {
 	t.Helper()
+	return newDaemonOn(t, nil, nil, pods, extra...)
+}
+
+// newDaemonOn is newDaemon on another runtime: node are the node flags
+// (nil: agentArgs(), the suite's runtime) and rt the runtime cleanup
+// checks for leftovers (nil: suite.rt).
+func newDaemonOn(t *testing.T, node []string, rt *cri.Client, pods []string, extra ...string) *daemon {
+	t.Helper()
+	if rt == nil {
+		rt = suite.rt
+	}
 	// Registered first so that it runs last, after the daemon's teardown.
 	t.Cleanup(func() {
 		c, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		var left []string
 		for _, pod := range pods {
-			left = append(left, removeLeftovers(c, t, pod)...)
+			left = append(left, removeLeftovers(c, t, rt, pod)...)
 		}
 		if len(left) > 0 {
 			t.Errorf("cleanup: the daemon left runtime objects behind (removed now through CRI): %v", left)
@@ -78,6 +92,8 @@ func newDaemon(t *testing.T, pods []string, extra ...string) *daemon {
 		logDir:    filepath.Join(base, "pod-logs"),
 		manifests: filepath.Join(base, "manifests"),
 		extra:     extra,
+		node:      node,
+		rt:        rt,
 		out:       newSyncBuffer(),
 	}
 	require.NoError(t, os.MkdirAll(d.manifests, 0o755))
@@ -95,26 +111,26 @@ func newDaemon(t *testing.T, pods []string, extra ...string) *daemon {
 
 // removeLeftovers stops and removes the sandboxes and containers labelled
 // with the pod name and describes what it removed.
-func removeLeftovers(c context.Context, t *testing.T, pod string) []string {
+func removeLeftovers(c context.Context, t *testing.T, rt *cri.Client, pod string) []string {
 	sel := map[string]string{"io.kubernetes.pod.name": pod}
 	var left []string
-	cs, err := suite.rt.ListContainers(c, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	cs, err := rt.ListContainers(c, &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
 		t.Logf("cleanup %s: %v", pod, err)
 	}
 	for _, ctr := range cs {
 		left = append(left, fmt.Sprintf("%s container %s %s", pod, shortID(ctr.Id), ctr.State))
-		_ = suite.rt.StopContainer(c, ctr.Id, 0)
-		_ = suite.rt.RemoveContainer(c, ctr.Id)
+		_ = rt.StopContainer(c, ctr.Id, 0)
+		_ = rt.RemoveContainer(c, ctr.Id)
 	}
-	sbs, err := suite.rt.ListPodSandbox(c, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	sbs, err := rt.ListPodSandbox(c, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		t.Logf("cleanup %s: %v", pod, err)
 	}
 	for _, sb := range sbs {
 		left = append(left, fmt.Sprintf("%s sandbox %s %s", pod, shortID(sb.Id), sb.State))
-		_ = suite.rt.StopPodSandbox(c, sb.Id)
-		_ = suite.rt.RemovePodSandbox(c, sb.Id)
+		_ = rt.StopPodSandbox(c, sb.Id)
+		_ = rt.RemovePodSandbox(c, sb.Id)
 	}
 	return left
 }
@@ -122,7 +138,11 @@ func removeLeftovers(c context.Context, t *testing.T, pod string) []string {
 // args are serve's flags: the suite's node flags with this daemon's own
 // directories and socket (later flags win).
 func (d *daemon) args() []string {
-	args := append([]string{"serve"}, agentArgs()...)
+	node := d.node
+	if node == nil {
+		node = agentArgs()
+	}
+	args := append([]string{"serve"}, node...)
 	args = append(args,
 		"--socket", d.sock,
 		"--root-dir", d.root,

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/minikubelet/minikubelet/cni"
+)
+
+// ipamSettle is how old an unowned host-local reservation must be before
+// RepairIPLeaks releases it. containerd's RunPodSandbox runs CNI ADD (which
+// writes the reservation) before the sandbox is in its store and listed, so
+// a reservation seconds old may belong to a RunPodSandbox still in flight:
+// typically one of a daemon generation killed a moment ago, which containerd
+// finishes or rolls back (CNI DEL) within about a second of the client
+// going away. Younger candidates are watched until they resolve or age.
+const ipamSettle = 5 * time.Second
+
+// ReleasedIP is a host-local reservation RepairIPLeaks released.
+type ReleasedIP struct {
+	IP        string
+	SandboxID string
+}
+
+// ReleasedIPs formats released IPs for a log or progress line:
+// "10.88.0.5 (sandbox abc123def456), …".
+func ReleasedIPs(ips []ReleasedIP) string {
+	parts := make([]string, len(ips))
+	for i, r := range ips {
+		parts[i] = fmt.Sprintf("%s (sandbox %s)", r.IP, shortID(r.SandboxID))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RepairIPLeaks releases the host-local reservations of the node's pod
+// network that belong to no sandbox the runtime knows: IPs a crash of
+// containerd (or a CNI DEL that failed) left behind, which would otherwise
+// stay taken forever. Call it at start, before the agent creates any
+// sandbox.
+//
+// CNI GC (spec 1.1, libcni GCNetworkList) would be the standard way, but the
+// plugins pinned here (v1.9.1) implement GC as a no-op in bridge, portmap
+// and host-local alike, and containerd 1.6's libcni cannot load a 1.1.0
+// conflist; so the store is reconciled directly, the way host-local's DEL
+// releases: under its lock, only files still owned by the dead sandbox.
+//
+// A sandbox of any state counts as live: containerd releases a NOTREADY
+// sandbox's IP itself at StopPodSandbox or RemovePodSandbox (CNI DEL), and
+// its network namespace may still hold the address until then. Only
+// sandboxes the runtime no longer knows at all are leaked.
+//
+// The race accepted: a RunPodSandbox of another CRI client (not this agent,
+// which has created nothing yet) whose CNI ADD wrote its reservation more
+// than ipamSettle before its sandbox entered the runtime's store would lose
+// its IP. Younger reservations are watched until they resolve or reach that
+// age (the start waits only when there are young candidates, about a second
+// after a crash of the previous process, ipamSettle for a true fresh leak).
+func (a *Agent) RepairIPLeaks(ctx context.Context) ([]ReleasedIP, error) {
+	var released []ReleasedIP
+	// Young candidates are watched until they resolve (their sandbox
+	// appears, or containerd's rollback releases them) or age; new ones
+	// could keep coming from another client, so the watch is bounded.
+	giveUp := a.clock.Now().Add(2 * ipamSettle)
+	waited := false
+	for {
+		leaked, err := a.leakedReservations(ctx)
+		if err != nil {
+			return released, err
+		}
+		young := 0
+		for _, r := range leaked {
+			if a.clock.Since(r.Written) < ipamSettle {
+				young++
+				continue
+			}
+			ok, err := cni.ReleaseHostLocal(a.cfg.Network, "", r)
+			if err != nil {
+				return released, fmt.Errorf("release leaked IP %s of sandbox %s: %w", r.IP, shortID(r.ID), err)
+			}
+			if ok {
+				released = append(released, ReleasedIP{IP: r.IP, SandboxID: r.ID})
+				a.logger.Info("Released a leaked pod IP", "ip", r.IP, "sandboxID", r.ID, "network", a.cfg.Network.Name)
+				a.metrics.ipsReleased.Inc()
+			}
+		}
+		if young == 0 {
+			return released, nil
+		}
+		if !a.clock.Now().Before(giveUp) {
+			a.logger.Info("Leaving young host-local reservations of unknown sandboxes for the next start", "count", young, "network", a.cfg.Network.Name)
+			return released, nil
+		}
+		if !waited {
+			a.logger.Info("Waiting for host-local reservations of unknown sandboxes to settle", "count", young, "network", a.cfg.Network.Name)
+			waited = true
+		}
+		select {
+		case <-a.clock.After(ipamPoll):
+		case <-ctx.Done():
+			return released, ctx.Err()
+		}
+	}
+}
+
+// ipamPoll is how often young candidates are looked at again.
+const ipamPoll = 200 * time.Millisecond
+
+// leakedReservations lists the reservations of the pod network whose
+// container ID is not a sandbox of the runtime. The store is read before
+// the runtime is listed, so a sandbox created in between is seen.
+func (a *Agent) leakedReservations(ctx context.Context) ([]cni.Reservation, error) {
+	res, err := cni.ListHostLocal(a.cfg.Network)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) == 0 {
+		return nil, nil
+	}
+	sbs, err := a.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	known := make(map[string]bool, len(sbs))
+	for _, sb := range sbs {
+		known[sb.Id] = true
+	}
+	var leaked []cni.Reservation
+	for _, r := range res {
+		if r.ID == "" || known[r.ID] {
+			continue
+		}
+		leaked = append(leaked, r)
+	}
+	return leaked, nil
+}
