@@ -36,7 +36,8 @@ procs_with_arg() {
 	for f in /proc/[0-9]*/cmdline; do
 		pid=${f#/proc/}
 		pid=${pid%/cmdline}
-		tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$1" && echo "$pid"
+		# The process may be gone by now: the redirection's error is hidden too.
+		{ tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qxF -- "$1" && echo "$pid"
 	done
 	return 0
 }
