@@ -29,7 +29,7 @@ step "containerd under test: ${flavors[*]}"
 
 "$HACK/install-deps.sh"
 for flavor in "${flavors[@]}"; do
-	[[ $flavor == 1.6 ]] || "$HACK/install-containerd2.sh" >/dev/null
+	[[ $flavor == 1.6 ]] || "$HACK/install-containerd2.sh"
 done
 "$HACK/start-registry.sh" "$REGISTRY"
 (cd "$HACK/.." && go run ./hack/images --registry "$REGISTRY")

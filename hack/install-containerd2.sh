@@ -10,7 +10,7 @@
 # directory holds, and a matching stamp skips the build. A build goes to a
 # temporary directory that replaces the old one only once complete, under a
 # lock, so a concurrent run waits instead of building twice or seeing half a
-# directory. Prints the bin directory as the last line of stdout.
+# directory. hack/lib.sh's containerd2_bin names the bin directory.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -34,7 +34,6 @@ built() {
 
 if built; then
 	step "containerd $VERSION: already built ($BIN, $(go env GOVERSION))"
-	echo "$BIN"
 	exit 0
 fi
 
@@ -46,7 +45,6 @@ if ! flock -n 9; then
 fi
 if built; then
 	step "containerd $VERSION: built meanwhile by another run ($BIN)"
-	echo "$BIN"
 	exit 0
 fi
 
@@ -75,4 +73,3 @@ fi
 mv "$tmp" "$DEST"
 [[ -z $old ]] || rm -rf "$old"
 step "containerd $VERSION: installed into $BIN"
-echo "$BIN"
