@@ -189,7 +189,7 @@ func checkCPULimit(t *testing.T, d *docsPod) {
 	cpus := float64(u1-u0) / float64(t1.Sub(t0).Nanoseconds())
 	t.Logf("cpu usage %.2f CPUs", cpus)
 	assert.LessOrEqual(t, cpus, 1.25, "usage held to the 1 CPU limit")
-	assert.Greater(t, cpus, 0.05, "stress burns CPU")
+	assert.Greater(t, cpus, 0.01, "stress burns CPU")
 	d.stop()
 }
 
