@@ -11,24 +11,45 @@ import (
 )
 
 // watchContainerEvents streams the runtime's container events (CRI
-// GetContainerEvents, containerd ≥ 1.7) and sends the UID of each affected
-// pod to out, so a crash is seen at once instead of at the next relist. The
-// relist stays the safety net: events can be lost while the stream
-// reconnects. A runtime without the API is detected once and left alone.
+// GetContainerEvents: containerd ≥ 1.7, and 2.x) and sends the UID of each
+// affected pod to out, so a start or crash is seen at once instead of at the
+// next relist. The relist stays the safety net: events can be lost while the
+// stream reconnects. A runtime without the API (containerd 1.6 answers
+// Unimplemented) is detected once and left alone.
+//
+// The first event proves the stream live: it is logged once ("Following the
+// runtime's container events") and counted per connection, as the kubelet's
+// evented PLEG counts its connections; each event's age on arrival is
+// observed as the kubelet's connection latency.
 func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) {
 	delay := 100 * time.Millisecond
+	following := false
 	for ctx.Err() == nil {
 		ch := make(chan *runtimeapi.ContainerEventResponse, 64)
 		done := make(chan error, 1)
 		sctx, cancel := context.WithCancel(ctx)
 		go func() { done <- a.runtime.GetContainerEvents(sctx, ch, nil) }()
 		var err error
+		live := false
 	recv:
 		for {
 			select {
 			case ev := <-ch:
 				delay = 100 * time.Millisecond
+				if !live {
+					live = true
+					a.metrics.eventedConns.Inc()
+					if !following {
+						following = true
+						a.logger.Info("Following the runtime's container events", "relistPeriod", a.cfg.RelistPeriod)
+					}
+				}
+				if at := ev.GetCreatedAt(); at > 0 {
+					a.metrics.eventedLatency.Observe(a.clock.Since(time.Unix(0, at)).Seconds())
+				}
 				uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())
+				a.logger.Debug("Runtime container event", "type", ev.GetContainerEventType(),
+					"containerID", ev.GetContainerId(), "podUID", uid)
 				if uid == "" {
 					continue
 				}
@@ -41,11 +62,12 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) 
 			}
 		}
 		cancel()
-		if cri.IsUnimplemented(err) {
-			a.logger.Info("Runtime does not stream container events; relying on the periodic relist", "period", a.cfg.RelistPeriod)
+		if ctx.Err() != nil {
 			return
 		}
-		if ctx.Err() != nil {
+		a.metrics.eventedConnErrors.Inc()
+		if cri.IsUnimplemented(err) {
+			a.logger.Info("Runtime does not stream container events; relying on the periodic relist", "period", a.cfg.RelistPeriod)
 			return
 		}
 		a.logger.Debug("Container event stream ended; reconnecting", "err", err, "in", delay)

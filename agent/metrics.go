@@ -21,6 +21,9 @@ type metrics struct {
 	probeTotal        *prometheus.CounterVec
 	restarts          prometheus.Counter
 	ipsReleased       prometheus.Counter
+	eventedConns      prometheus.Counter
+	eventedConnErrors prometheus.Counter
+	eventedLatency    prometheus.Histogram
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -59,8 +62,25 @@ func newMetrics(a *Agent) *metrics {
 		Name: "minikubelet_ipam_leaked_ips_released_total",
 		Help: "Host-local IP reservations of sandboxes the runtime no longer knows, released at start.",
 	})
+	// The kubelet's evented PLEG metrics (CRI GetContainerEvents). A
+	// connection counts once its first event arrived: a runtime without the
+	// API (containerd 1.6) accepts the stream and only then answers
+	// Unimplemented, an error here.
+	m.eventedConns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubelet_evented_pleg_connection_success_count",
+		Help: "The number of times a streaming client was obtained to receive CRI Events.",
+	})
+	m.eventedConnErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubelet_evented_pleg_connection_error_count",
+		Help: "The number of errors encountered during the establishment of streaming connection with the CRI runtime.",
+	})
+	m.eventedLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "kubelet_evented_pleg_connection_latency_seconds",
+		Help:    "The latency of streaming connection with the CRI runtime, measured in seconds.",
+		Buckets: prometheus.DefBuckets,
+	})
 	m.registry.MustRegister(m.podStartSLI, m.runningPods, m.runningContainers, m.runtimeOpsSeconds,
-		m.runtimeOpsErrors, m.probeTotal, m.restarts, m.ipsReleased)
+		m.runtimeOpsErrors, m.probeTotal, m.restarts, m.ipsReleased, m.eventedConns, m.eventedConnErrors, m.eventedLatency)
 	return m
 }
 

@@ -92,14 +92,46 @@ http_ok() {
 	[[ $code == 200 ]]
 }
 
-# containerd_answers SOCKET: true if a containerd serves its API on SOCKET.
-containerd_answers() {
-	[[ -S $1 ]] && timeout 5 ctr --address "$1" version >/dev/null 2>&1
+# containerd2_version prints the pinned containerd 2.x release (without the
+# leading v), from hack/containerd/VERSION2: the one place to change it.
+containerd2_version() {
+	local v
+	v=$(<"$(dirname "${BASH_SOURCE[0]}")/containerd/VERSION2")
+	v=${v//[[:space:]]/}
+	printf '%s\n' "${v#v}"
 }
 
-# cri_plugin_ok SOCKET: true if that containerd loaded its CRI plugin.
+# containerd2_bin prints the directory hack/install-containerd2.sh builds the
+# pinned containerd 2.x into (containerd, containerd-shim-runc-v2, ctr). It
+# lies outside the repository and beside nothing of Debian's containerd.
+containerd2_bin() { printf '%s\n' "$MKL_STATE/containerd-$(containerd2_version)/bin"; }
+
+# containerd_flavor VALUE: the containerd a CONTAINERD value selects, as its
+# canonical name: "1.6" for the system's (Debian's) containerd (values "",
+# 1, 1.6, system), or the pinned 2.x's major.minor (values 2, 2.x, that
+# major.minor or the full pinned version). Anything else is an error that
+# names the accepted values.
+containerd_flavor() {
+	local v2 minor
+	v2=$(containerd2_version)
+	minor=${v2%.*}
+	case ${1:-} in
+	"" | 1 | 1.6 | system) echo 1.6 ;;
+	2 | 2.x | "$minor" | "$v2" | "v$v2") echo "$minor" ;;
+	*) die "CONTAINERD=$1: use 1.6 (the system containerd) or 2 / $minor (containerd $v2, pinned in hack/containerd/VERSION2)" ;;
+	esac
+}
+
+# containerd_answers SOCKET: true if a containerd serves its API on SOCKET.
+# CTR (default ctr from PATH) is the ctr to ask with.
+containerd_answers() {
+	[[ -S $1 ]] && timeout 5 "${CTR:-ctr}" --address "$1" version >/dev/null 2>&1
+}
+
+# cri_plugin_ok SOCKET: true if that containerd loaded its CRI plugin (the
+# CRI gRPC service, io.containerd.grpc.v1 cri, in 1.x and 2.x alike).
 cri_plugin_ok() {
-	timeout 5 ctr --address "$1" plugins ls 2>/dev/null |
+	timeout 5 "${CTR:-ctr}" --address "$1" plugins ls 2>/dev/null |
 		awk '$1 == "io.containerd.grpc.v1" && $2 == "cri" { found = ($4 == "ok") } END { exit !found }'
 }
 

@@ -3,6 +3,8 @@
 # tests that keeps everything under DIR and runs beside the system one:
 #
 #   DIR/config.toml            rendered from hack/containerd/private.toml
+#                              (containerd 1.6) or private-v2.toml (2.x)
+#   DIR/flavor                 which containerd runs there (1.6 or 2.x's major.minor)
 #   DIR/root, DIR/state        its metadata, snapshots and runtime state
 #   DIR/containerd.sock(.ttrpc) its API sockets
 #   DIR/net.d                  its CNI conf dir, empty (the test installs a conflist)
@@ -13,7 +15,11 @@
 #
 # Waits until the socket answers with the CRI plugin loaded, then prints the
 # socket path as the last line of stdout. Stop it with hack/stop-containerd.sh DIR.
-# Env: REGISTRY (default 127.0.0.1:5000), SYSTEMD_CGROUP (default false).
+# Env: REGISTRY (default 127.0.0.1:5000), SYSTEMD_CGROUP (default false),
+# CONTAINERD: 1.6 (default: the system's containerd in /usr/bin) or 2 (the
+# pinned containerd 2.x that hack/install-containerd2.sh built; also its
+# major.minor, e.g. 2.4). Each runs with its own runc shim, named by absolute
+# path in the config (runtime_path), never the other's.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,17 +36,35 @@ SOCKET=$DIR/containerd.sock
 # sun_path holds 108 bytes; the ttrpc socket adds 6 and containerd's shims
 # derive further names from the address.
 ((${#SOCKET} + 6 < 100)) || die "DIR too long for a unix socket path: $SOCKET"
-command -v containerd >/dev/null || die "containerd missing; run hack/install-deps.sh first"
+FLAVOR=$(containerd_flavor "${CONTAINERD:-}")
+if [[ $FLAVOR == 1.6 ]]; then
+	CONTAINERD_BIN=$(command -v containerd) || die "containerd missing; run hack/install-deps.sh first"
+	TEMPLATE=$HACK/containerd/private.toml
+else
+	CONTAINERD_BIN=$(containerd2_bin)/containerd
+	[[ -x $CONTAINERD_BIN ]] || die "containerd $(containerd2_version) is not built; run hack/install-containerd2.sh first"
+	TEMPLATE=$HACK/containerd/private-v2.toml
+fi
+# The shim and ctr of the same build, beside the daemon.
+BIN=$(dirname "$(realpath "$CONTAINERD_BIN")")
+SHIM=$BIN/containerd-shim-runc-v2
+[[ -x $SHIM ]] || die "$SHIM missing: containerd $FLAVOR needs its own runc shim beside it"
+export CTR=$BIN/ctr
+[[ -x $CTR ]] || die "$CTR missing: needed to check that containerd $FLAVOR answers"
 
 if pid=$(pidfile_alive "$DIR/containerd.pid") && containerd_answers "$SOCKET"; then
-	step "private containerd: already running (pid $pid)"
+	running=$(cat "$DIR/flavor" 2>/dev/null || echo 1.6)
+	[[ $running == "$FLAVOR" ]] ||
+		die "$DIR already runs containerd $running (pid $pid), not $FLAVOR; stop it first: hack/stop-containerd.sh $DIR"
+	step "private containerd $FLAVOR: already running (pid $pid)"
 	echo "$SOCKET"
 	exit 0
 fi
 
 mkdir -p "$DIR"/{root,state,net.d,runc,opt} "$DIR/certs.d/$REGISTRY"
 chmod 0711 "$DIR"
-render "$HACK/containerd/private.toml" DIR="$DIR" REGISTRY="$REGISTRY" SYSTEMD_CGROUP="$SYSTEMD_CGROUP" >"$DIR/config.toml"
+render "$TEMPLATE" DIR="$DIR" REGISTRY="$REGISTRY" SYSTEMD_CGROUP="$SYSTEMD_CGROUP" SHIM="$SHIM" >"$DIR/config.toml"
+echo "$FLAVOR" >"$DIR/flavor"
 render "$HACK/containerd/hosts.toml" REGISTRY="$REGISTRY" >"$DIR/certs.d/$REGISTRY/hosts.toml"
 # docker.io, registry.k8s.io and gcr.io pull from the local registry only:
 # the stand-ins for the documentation examples' images (hack/images). The
@@ -52,8 +76,10 @@ while read -r upstream _; do
 done < <(mirror_upstreams)
 
 # setsid detaches it from this shell so it outlives the script; the tests
-# stop it with stop-containerd.sh.
-setsid containerd --config "$DIR/config.toml" </dev/null >>"$DIR/containerd.log" 2>&1 &
+# stop it with stop-containerd.sh. Its own directory leads PATH, so whatever
+# it looks up there (the shim, should a runtime lack runtime_path) is of
+# the same build.
+PATH=$BIN:$PATH setsid "$CONTAINERD_BIN" --config "$DIR/config.toml" </dev/null >>"$DIR/containerd.log" 2>&1 &
 pid=$!
 echo "$pid" >"$DIR/containerd.pid"
 
@@ -62,5 +88,5 @@ if ! wait_for 60 "private containerd on $SOCKET" containerd_answers "$SOCKET" ||
 	kill_wait "$pid" 10
 	die "private containerd did not come up on $SOCKET (log: $DIR/containerd.log)"
 fi
-step "private containerd: started (pid $pid, config $DIR/config.toml, log $DIR/containerd.log)"
+step "private containerd $FLAVOR: started (pid $pid, $CONTAINERD_BIN, config $DIR/config.toml, log $DIR/containerd.log)"
 echo "$SOCKET"

@@ -6,6 +6,7 @@
 #   1. stop containerd (SIGTERM, SIGKILL after 10 s);
 #   2. kill and delete its containers with runc (processes and cgroups);
 #   3. kill its leftover shims and remove their sockets in /run/containerd/s;
+#      (containerd 1.6 and 2.x alike: the layouts differ where noted)
 #   4. release host-local IPs and CNI result caches held by its sandboxes;
 #   5. unmount everything under DIR, deepest first (lazy), which also frees
 #      the pods' network namespaces and with them their veths;
@@ -35,7 +36,8 @@ procs_with_arg() {
 	for f in /proc/[0-9]*/cmdline; do
 		pid=${f#/proc/}
 		pid=${pid%/cmdline}
-		tr '\0' '\n' <"$f" 2>/dev/null | grep -qxF -- "$1" && echo "$pid"
+		# The process may be gone by now: the redirection's error is hidden too.
+		{ tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qxF -- "$1" && echo "$pid"
 	done
 	return 0
 }
@@ -70,15 +72,21 @@ done
 step "containers: $( ((killed)) && echo "killed and deleted $killed" || echo "none left")"
 
 # Step 3: shims, recognised by their -address argument; their sockets live
-# outside DIR and are named in each task bundle's "address" file.
+# outside DIR and are named in each task bundle: containerd 1.x writes an
+# "address" file, 2.x a bootstrap.json with an "address" field.
 mapfile -t shims < <(procs_with_arg "$SOCKET")
 for pid in "${shims[@]}"; do
 	kill_wait "$pid" 5
 done
 sockets=0
-for f in "$DIR"/state/io.containerd.runtime.v2.task/*/*/address; do
-	[[ -f $f ]] || continue
-	sock=$(<"$f")
+for bundle in "$DIR"/state/io.containerd.runtime.v2.task/*/*/; do
+	[[ -d $bundle ]] || continue
+	sock=
+	if [[ -f $bundle/address ]]; then
+		sock=$(<"$bundle/address")
+	elif [[ -f $bundle/bootstrap.json ]]; then
+		sock=$(grep -o '"address"[[:space:]]*:[[:space:]]*"[^"]*"' "$bundle/bootstrap.json" | head -n1 | sed 's/.*"\([^"]*\)"$/\1/')
+	fi
 	sock=${sock#unix://}
 	if [[ $sock == /run/containerd/s/* && -S $sock ]]; then
 		rm -f "$sock"

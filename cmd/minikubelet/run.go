@@ -255,11 +255,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var cg cgroups.Manager
 	if nf.cgroupsPerQOS {
 		t3 := time.Now()
-		cg, err = newCgroupManager(ctx, client, fs, nf.cgroupDriver, logger)
+		var source string
+		cg, source, err = newCgroupManager(ctx, client, fs, nf.cgroupDriver, logger)
 		if err != nil {
 			return err
 		}
-		detail := fmt.Sprintf("driver %s, %s", cg.Driver(), cg.Mode())
+		detail := fmt.Sprintf("driver %s (%s), %s", cg.Driver(), source, cg.Mode())
 		if n := agent.CheckOOMScoreAdj(); n != "" {
 			p.line("node", "notice", 0, n)
 		}
@@ -460,10 +461,11 @@ func containerSummary(c v1.ContainerStatus) string {
 
 // newCgroupManager picks the cgroup driver (the runtime's, via CRI
 // RuntimeConfig, where it answers; else the flag) and builds the manager.
-func newCgroupManager(ctx context.Context, rt cri.Runtime, fs *flag.FlagSet, flagDriver string, logger *slog.Logger) (cgroups.Manager, error) {
+// It also says where the driver came from, for the startup report.
+func newCgroupManager(ctx context.Context, rt cri.Runtime, fs *flag.FlagSet, flagDriver string, logger *slog.Logger) (cgroups.Manager, string, error) {
 	want, err := cgroups.ParseDriver(flagDriver)
 	if err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("--cgroup-driver: %w", err)}
+		return nil, "", &exitError{code: 2, err: fmt.Errorf("--cgroup-driver: %w", err)}
 	}
 	flagSet := false
 	fs.Visit(func(f *flag.Flag) { flagSet = flagSet || f.Name == "cgroup-driver" })
@@ -480,11 +482,16 @@ func newCgroupManager(ctx context.Context, rt cri.Runtime, fs *flag.FlagSet, fla
 	case cri.IsUnimplemented(err):
 		// containerd 1.6: the flag decides.
 	default:
-		return nil, fmt.Errorf("ask the runtime for its cgroup driver: %w", err)
+		return nil, "", fmt.Errorf("ask the runtime for its cgroup driver: %w", err)
 	}
 	drv, err := cgroups.ChooseDriver(fromRuntime, want, flagSet)
 	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+		return nil, "", &exitError{code: 2, err: err}
 	}
-	return cgroups.New(cgroups.Config{Driver: drv, Logger: logger})
+	source := "the runtime's, from CRI RuntimeConfig"
+	if fromRuntime == "" {
+		source = "--cgroup-driver; the runtime does not report its own"
+	}
+	m, err := cgroups.New(cgroups.Config{Driver: drv, Logger: logger})
+	return m, source, err
 }

@@ -110,9 +110,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	var cg cgroups.Manager
 	if nf.cgroupsPerQOS {
-		if cg, err = newCgroupManager(ctx, client, fs, nf.cgroupDriver, logger); err != nil {
+		var source string
+		if cg, source, err = newCgroupManager(ctx, client, fs, nf.cgroupDriver, logger); err != nil {
 			return err
 		}
+		logger.Info("Cgroup driver", "driver", cg.Driver(), "from", source, "mode", cg.Mode())
 		if n := agent.CheckOOMScoreAdj(); n != "" {
 			logger.Warn("OOM scores", "notice", n)
 		}

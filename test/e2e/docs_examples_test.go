@@ -174,7 +174,10 @@ func checkCounter(t *testing.T, d *docsPod) {
 }
 
 // cpu-request-limit.yaml: stress burns 2 CPUs but the limit holds it to
-// about 1 (quota 100000/100000, shares of 500m).
+// at most about 1 (quota 100000/100000, shares of 500m). How much below 1
+// it gets depends on what else the machine runs (with the e2e suite running
+// against two containerds beside other work, 0.3 was seen), so the bound
+// checked is the limit's: at most 1 CPU, and some use to show stress runs.
 func checkCPULimit(t *testing.T, d *docsPod) {
 	d.running()
 	cg := d.podCgroup() + "/" + d.id("cpu-demo-ctr")
@@ -185,7 +188,8 @@ func checkCPULimit(t *testing.T, d *docsPod) {
 	u1, t1 := cgroupInt(t, "cpuacct", cg, "cpuacct.usage"), time.Now()
 	cpus := float64(u1-u0) / float64(t1.Sub(t0).Nanoseconds())
 	t.Logf("cpu usage %.2f CPUs", cpus)
-	assert.InDelta(t, 1.0, cpus, 0.25, "usage held near the 1 CPU limit")
+	assert.LessOrEqual(t, cpus, 1.25, "usage held to the 1 CPU limit")
+	assert.Greater(t, cpus, 0.01, "stress burns CPU")
 	d.stop()
 }
 

@@ -331,6 +331,12 @@ spec:
     livenessProbe:
       grpc:
         port: 9090
+      # The first probe runs at startedAt + initialDelaySeconds; the server
+      # listens a few milliseconds after its process starts, and where the
+      # runtime streams container events (containerd 2.x) the agent sees
+      # the start at once, so without a delay the first probe can find the
+      # port still closed.
+      initialDelaySeconds: 1
       periodSeconds: 1
       failureThreshold: 2
 `)

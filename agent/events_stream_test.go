@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cri/critest"
+)
+
+// stream is one scripted GetContainerEvents connection: it delivers events,
+// then ends with err, or stays open until cancelled when err is nil.
+type stream struct {
+	events []*runtimeapi.ContainerEventResponse
+	err    error
+}
+
+// eventRuntime is the fake runtime with scripted event streams; once the
+// script is used up, a connection stays open until cancelled.
+type eventRuntime struct {
+	*critest.FakeRuntime
+	mu      sync.Mutex
+	streams []stream
+	calls   int
+}
+
+func (r *eventRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, _ func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	r.mu.Lock()
+	r.calls++
+	var s stream
+	if len(r.streams) > 0 {
+		s, r.streams = r.streams[0], r.streams[1:]
+	}
+	r.mu.Unlock()
+	for _, ev := range s.events {
+		select {
+		case ch <- ev:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if s.err != nil {
+		return s.err
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// lockedBuffer is a log sink safe for the watcher's goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func containerEvent(uid string, typ runtimeapi.ContainerEventType) *runtimeapi.ContainerEventResponse {
+	ev := &runtimeapi.ContainerEventResponse{ContainerId: "c-" + uid, ContainerEventType: typ, CreatedAt: time.Now().UnixNano()}
+	if uid != "" {
+		ev.PodSandboxStatus = &runtimeapi.PodSandboxStatus{Metadata: &runtimeapi.PodSandboxMetadata{Uid: uid}}
+	}
+	return ev
+}
+
+// metricOf reads one unlabelled sample from the agent's metrics text.
+func metricOf(t *testing.T, a *Agent, name string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, a.WriteMetrics(&buf))
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(buf.String())
+	require.NotNil(t, m, "metric %s missing:\n%s", name, buf.String())
+	return m[1]
+}
+
+func TestWatchContainerEvents(t *testing.T) {
+	unimplemented := status.Error(codes.Unimplemented, "unknown method GetContainerEvents for service runtime.v1.RuntimeService")
+	broken := status.Error(codes.Unavailable, "error reading from server: EOF")
+	tests := []struct {
+		name    string
+		streams []stream
+		// wantUIDs arrive on out in this order.
+		wantUIDs []types.UID
+		// returns: the watcher gives up by itself (no API).
+		returns             bool
+		wantConns, wantErrs string
+		wantLog, wantNoLog  string
+		wantFollowing       int
+		wantCallsAtLeast    int
+	}{
+		{
+			name:      "containerd 1.6: Unimplemented, left to the relist",
+			streams:   []stream{{err: unimplemented}},
+			returns:   true,
+			wantConns: "0", wantErrs: "1",
+			wantLog:       "Runtime does not stream container events; relying on the periodic relist",
+			wantNoLog:     "Following the runtime's container events",
+			wantFollowing: 0, wantCallsAtLeast: 1,
+		},
+		{
+			name: "containerd 2.x: each pod's event is forwarded, events without a sandbox are not",
+			streams: []stream{{events: []*runtimeapi.ContainerEventResponse{
+				containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT),
+				containerEvent("", runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT),
+				containerEvent("uid-b", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT),
+			}}},
+			wantUIDs:  []types.UID{"uid-a", "uid-b"},
+			wantConns: "1", wantErrs: "0",
+			wantLog:       "Following the runtime's container events",
+			wantNoLog:     "does not stream",
+			wantFollowing: 1, wantCallsAtLeast: 1,
+		},
+		{
+			name: "a broken stream (containerd restarted) is reconnected",
+			streams: []stream{
+				{events: []*runtimeapi.ContainerEventResponse{containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)}, err: broken},
+				{err: broken},
+				{events: []*runtimeapi.ContainerEventResponse{containerEvent("uid-b", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)}},
+			},
+			wantUIDs:  []types.UID{"uid-a", "uid-b"},
+			wantConns: "2", wantErrs: "2",
+			wantLog:       "Following the runtime's container events",
+			wantNoLog:     "does not stream",
+			wantFollowing: 1, wantCallsAtLeast: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := &eventRuntime{FakeRuntime: critest.New().Runtime, streams: tt.streams}
+			logs := &lockedBuffer{}
+			a := New(Config{NodeName: "node-1", RootDir: t.TempDir()},
+				Deps{Runtime: rt, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			out := make(chan types.UID)
+			returned := make(chan struct{})
+			go func() {
+				a.watchContainerEvents(ctx, out)
+				close(returned)
+			}()
+
+			for _, want := range tt.wantUIDs {
+				select {
+				case got := <-out:
+					assert.Equal(t, want, got)
+				case <-returned:
+					t.Fatalf("watcher returned before delivering %s", want)
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no event for %s within 5s", want)
+				}
+			}
+			if tt.returns {
+				select {
+				case <-returned:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the watcher kept going on a runtime without the API")
+				}
+			} else {
+				select {
+				case <-returned:
+					t.Fatal("the watcher returned while the stream was open")
+				case uid := <-out:
+					t.Fatalf("unexpected event for %s", uid)
+				case <-time.After(100 * time.Millisecond):
+				}
+				cancel()
+				select {
+				case <-returned:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the watcher did not stop when its context ended")
+				}
+			}
+			rt.mu.Lock()
+			calls := rt.calls
+			rt.mu.Unlock()
+			assert.GreaterOrEqual(t, calls, tt.wantCallsAtLeast, "GetContainerEvents calls")
+			assert.Equal(t, tt.wantConns, metricOf(t, a, "kubelet_evented_pleg_connection_success_count"))
+			assert.Equal(t, tt.wantErrs, metricOf(t, a, "kubelet_evented_pleg_connection_error_count"))
+			assert.Contains(t, logs.String(), tt.wantLog)
+			assert.NotContains(t, logs.String(), tt.wantNoLog)
+			assert.Equal(t, tt.wantFollowing, strings.Count(logs.String(), "Following the runtime's container events"),
+				"the live stream is logged once, not per connection")
+		})
+	}
+}
