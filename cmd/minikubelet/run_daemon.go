@@ -118,6 +118,7 @@ func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf
 
 	deadline := time.After(rf.timeout)
 	seenSteps := map[string]int{}
+	runningSeen := map[string]time.Time{}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -136,7 +137,7 @@ func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf
 			p.PodStatus(got)
 			if why := failureOf(got); why != "" {
 				failed = append(failed, fmt.Sprintf("%s: %s", podKey(got), why))
-			} else if reached(got) {
+			} else if reached(got, runningSeen, time.Now()) {
 				done++
 			}
 		}
@@ -159,8 +160,12 @@ func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf
 // reached reports whether the pod is where run stops following it: done,
 // or Ready when a container has a readiness probe, or else Running with
 // every container up for stableAfter — a container that exits at once is
-// seen Running for an instant, until the next relist.
-func reached(pod *v1.Pod) bool {
+// seen Running for an instant, until the next relist. The time counts from
+// the later of the runtime's StartedAt and when run first saw that
+// instance running (recorded in seen, by container ID): on a loaded
+// machine StartContainer can return long after StartedAt, and the first
+// crash must still have time to show.
+func reached(pod *v1.Pod, seen map[string]time.Time, now time.Time) bool {
 	if pod.Status.Phase == v1.PodSucceeded {
 		return true
 	}
@@ -177,13 +182,27 @@ func reached(pod *v1.Pod) bool {
 			return false
 		}
 	}
+	ok := true
 	for _, cs := range pod.Status.ContainerStatuses {
 		r := cs.State.Running
-		if r == nil || time.Since(r.StartedAt.Time) < stableAfter {
-			return false
+		if r == nil {
+			ok = false
+			continue
+		}
+		since := r.StartedAt.Time
+		first, known := seen[cs.ContainerID]
+		if !known {
+			first = now
+			seen[cs.ContainerID] = now
+		}
+		if first.After(since) {
+			since = first
+		}
+		if now.Sub(since) < stableAfter {
+			ok = false
 		}
 	}
-	return true
+	return ok
 }
 
 // stableAfter is how long a container without a readiness probe must run

@@ -109,3 +109,44 @@ func TestDeleteCommand_FileConfigData(t *testing.T) {
 	_, _, err = cli(t, ctx, sock, "delete", "-f", manifest)
 	assert.ErrorContains(t, err, `configmaps "settings" not found`)
 }
+
+// TestReached: a container without a readiness probe counts as up only
+// after stableAfter, measured from the later of its StartedAt and when run
+// first saw it running.
+func TestReached(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := func(startedAt time.Time) *v1.Pod {
+		return &v1.Pod{
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}},
+			Status: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{
+				Name: "c", ContainerID: "containerd://abc",
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(startedAt)}},
+			}}},
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		startedAt time.Time
+		firstSeen time.Duration // after t0; <0: not seen before
+		now       time.Duration // after t0
+		want      bool
+	}{
+		{name: "just started", startedAt: t0, firstSeen: -1, now: time.Second, want: false},
+		{name: "started long ago, first seen now", startedAt: t0, firstSeen: -1, now: 10 * time.Second, want: false},
+		{name: "started long ago, seen long enough", startedAt: t0, firstSeen: 6 * time.Second, now: 10 * time.Second, want: true},
+		{name: "seen early, not yet stable", startedAt: t0, firstSeen: 0, now: 2 * time.Second, want: false},
+		{name: "seen early, stable", startedAt: t0, firstSeen: 0, now: stableAfter, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := map[string]time.Time{}
+			if tc.firstSeen >= 0 {
+				seen["containerd://abc"] = t0.Add(tc.firstSeen)
+			}
+			require.Equal(t, tc.want, reached(pod(tc.startedAt), seen, t0.Add(tc.now)))
+		})
+	}
+	// A pod not Running never counts, whatever the times.
+	p := pod(t0)
+	p.Status.Phase = v1.PodPending
+	require.False(t, reached(p, map[string]time.Time{}, t0.Add(time.Hour)))
+}
