@@ -47,6 +47,7 @@ type serveFlags struct {
 	logMaxSize     string
 	logMaxFiles    int
 	dialRetryLimit time.Duration
+	profiling      bool
 }
 
 // serveCommand is `minikubelet serve`.
@@ -67,6 +68,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&sf.logMaxSize, "container-log-max-size", "10Mi", "rotate a container log above this size")
 	fs.IntVar(&sf.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included")
 	fs.DurationVar(&sf.dialRetryLimit, "runtime-wait", 0, "how long to wait for the runtime at start (0: forever)")
+	fs.BoolVar(&sf.profiling, "enable-profiling", false, "serve Go runtime profiles at /debug/pprof/ on the API socket (go tool pprof; for debugging and make bench)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -147,7 +149,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		LogRotation:       agent.LogRotationConfig{MaxSize: maxSize, MaxFiles: sf.logMaxFiles, Period: 10 * time.Second},
 	})
 
-	srv := api.NewServer(d, logger, api.Options{})
+	srv := api.NewServer(d, logger, api.Options{Profiling: sf.profiling})
 	ul, err := api.ListenUnix(sf.socket)
 	if err != nil {
 		return err
