@@ -285,7 +285,9 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 				a.restartAfterTeardown[uid] = p
 				continue
 			}
-			w.update(p)
+			if w.specChanged(p) {
+				w.update(p)
+			}
 			continue
 		}
 		if _, ok := a.rejected[uid]; ok {

@@ -105,6 +105,26 @@ func (w *podWorker) update(p *v1.Pod) {
 	w.trigger()
 }
 
+// specChanged reports whether p differs from the newest spec, ignoring the
+// deletion mark setDeletion put there (sources never carry it). Sources
+// hand over their whole set at every change: an unchanged pod must neither
+// wake its worker (100 pods submitted one after another would sync every
+// running pod 100 times) nor lose the grace period of its deletion.
+func (w *podWorker) specChanged(p *v1.Pod) bool {
+	w.mu.Lock()
+	cur := w.spec
+	w.mu.Unlock()
+	if cur == p {
+		return false
+	}
+	if cur.DeletionTimestamp != nil || cur.DeletionGracePeriodSeconds != nil {
+		c := *cur // a shallow copy: only its own deletion fields are set
+		c.DeletionTimestamp, c.DeletionGracePeriodSeconds = p.DeletionTimestamp, p.DeletionGracePeriodSeconds
+		cur = &c
+	}
+	return !equality.Semantic.DeepEqual(cur, p)
+}
+
 // terminate asks the worker to tear the pod down and exit.
 func (w *podWorker) terminate() {
 	w.mu.Lock()

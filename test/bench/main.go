@@ -173,7 +173,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	rt, err := cri.Dial(ctx, o.endpoint, cri.Options{})
+	// Generous per-call timeouts: a loaded machine must slow the floor
+	// down, not fail it.
+	rt, err := cri.Dial(ctx, o.endpoint, cri.Options{Timeout: 3 * time.Minute})
 	if err != nil {
 		return err
 	}
