@@ -348,6 +348,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 		scen, kind = "ready", kindReady
 	}
 	var rawStarted, rawReady, mklStarted, mklReady, mklDelta []time.Duration
+	var rawPhases, mklPhases []phases
 	for i := range b.o.reps {
 		// Raw.
 		t0 := time.Now()
@@ -358,6 +359,9 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 			rawReady = append(rawReady, time.Since(t0))
 		}
 		rawStarted = append(rawStarted, started)
+		if p != nil {
+			rawPhases = append(rawPhases, p.phases)
+		}
 		if rerr := b.raw.remove(ctx, p); err == nil {
 			err = rerr
 		}
@@ -371,6 +375,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 			return fmt.Errorf("%s minikubelet #%d: %w", scen, i+1, err)
 		}
 		mklStarted = append(mklStarted, t.started)
+		mklPhases = append(mklPhases, t.phases)
 		if ready {
 			mklReady = append(mklReady, t.ready)
 			mklDelta = append(mklDelta, t.ready-t.started)
@@ -387,6 +392,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 	if !ready {
 		r := newRow("1 start", "submit → container started", "ms", summarize(ms(rawStarted)), summarize(ms(mklStarted)))
 		b.rep.Rows = append(b.rep.Rows, r.target("≤ 1.05 × raw", r.Ratio <= 1.05))
+		b.rep.Rows = append(b.rep.Rows, phaseRows("1 start", rawPhases, mklPhases)...)
 		return nil
 	}
 	b.rep.Rows = append(b.rep.Rows,
@@ -655,4 +661,33 @@ func (b *bench) profile(ctx context.Context, file string, d time.Duration) chan 
 		done <- b.d.getDebug(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), filepath.Join(b.o.profileDir, file))
 	}()
 	return done
+}
+
+// phaseRows are the breakdown of the starts, one row per phase.
+func phaseRows(scenario string, raw, mkl []phases) []Row {
+	pick := []struct {
+		name string
+		get  func(phases) time.Duration
+	}{
+		{"… before RunPodSandbox (API, store, observe; raw: cgroup, dirs)", func(p phases) time.Duration { return p.pre }},
+		{"… RunPodSandbox + PodSandboxStatus", func(p phases) time.Duration { return p.sandbox }},
+		{"… sandbox → CreateContainer (image, config, files)", func(p phases) time.Duration { return p.prep }},
+		{"… CreateContainer", func(p phases) time.Duration { return p.create }},
+		{"… StartContainer", func(p phases) time.Duration { return p.start }},
+		{"… StartContainer returned → seen through the API", func(p phases) time.Duration { return p.observe }},
+	}
+	var rows []Row
+	for _, f := range pick {
+		var r, m []time.Duration
+		for _, p := range raw {
+			r = append(r, f.get(p))
+		}
+		for _, p := range mkl {
+			if p != (phases{}) {
+				m = append(m, f.get(p))
+			}
+		}
+		rows = append(rows, newRow(scenario, f.name, "ms", summarize(ms(r)), summarize(ms(m))))
+	}
+	return rows
 }

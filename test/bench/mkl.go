@@ -232,6 +232,9 @@ func failedReason(p *v1.Pod) string {
 // startTimes is what one API-observed single pod start measured.
 type startTimes struct {
 	started, ready time.Duration
+	// phases is the start's breakdown from the daemon's startup trace
+	// (zero when the trace lacks a step).
+	phases phases
 }
 
 // mklStart submits the pod and polls GetPod every poll until its container
@@ -259,6 +262,7 @@ func mklStart(ctx context.Context, c *api.Client, pod *v1.Pod, wantReady bool, p
 			}
 		}
 		if t.started != 0 && (!wantReady || t.ready != 0) {
+			t.phases = tracePhases(ctx, c, pod, t0, t.started)
 			return t, nil
 		}
 		if r := failedReason(p); r != "" {
@@ -297,5 +301,36 @@ func mklDelete(ctx context.Context, c *api.Client, names []string, grace int64) 
 			return fmt.Errorf("pods still listed after deletion: %s: %w", strings.Join(left, " "), ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// tracePhases reads the pod's startup trace (each step's end and duration,
+// by the daemon's clock, which is this machine's) into phases.
+func tracePhases(ctx context.Context, c *api.Client, pod *v1.Pod, t0 time.Time, observed time.Duration) phases {
+	d, err := c.Details(ctx, pod.Namespace, pod.Name)
+	if err != nil {
+		return phases{}
+	}
+	steps := map[string]api.Step{}
+	for _, s := range d.Steps {
+		if _, seen := steps[s.Name]; !seen {
+			steps[s.Name] = s
+		}
+	}
+	sb, ok1 := steps["sandbox"]
+	cr, ok2 := steps["created"]
+	st, ok3 := steps["started"]
+	if !ok1 || !ok2 || !ok3 {
+		return phases{}
+	}
+	sbStart := sb.At.Add(-sb.Duration)
+	crStart := cr.At.Add(-cr.Duration)
+	return phases{
+		pre:     sbStart.Sub(t0),
+		sandbox: sb.Duration,
+		prep:    crStart.Sub(sb.At),
+		create:  cr.Duration,
+		start:   st.Duration,
+		observe: observed - st.At.Sub(t0),
 	}
 }

@@ -65,6 +65,17 @@ type rawPod struct {
 	containerID string
 	ip          string
 	cgroup      cgroups.Name
+	// phases of the start, for the breakdown.
+	phases phases
+}
+
+// phases splits a pod start into the steps both sides share: before
+// RunPodSandbox, RunPodSandbox with its status, between the sandbox and
+// CreateContainer, CreateContainer, StartContainer, and from the start's
+// return to the state being observed (0 for the floor: its call returning
+// is the observation).
+type phases struct {
+	pre, sandbox, prep, create, start, observe time.Duration
 }
 
 func newUID() string {
@@ -78,6 +89,7 @@ func newUID() string {
 // start creates and starts the pod and returns it once StartContainer
 // returned.
 func (r *rawClient) start(ctx context.Context, name string) (*rawPod, error) {
+	begin := time.Now()
 	p := &rawPod{name: name, uid: newUID()}
 	labels := map[string]string{
 		labelPodName: name, labelPodNS: benchNS, labelPodUID: p.uid, labelBench: "raw",
@@ -122,6 +134,7 @@ func (r *rawClient) start(ctx context.Context, name string) (*rawPod, error) {
 		<-imgc
 		return p, err
 	}
+	t0 := time.Now()
 	id, err := r.rt.RunPodSandbox(ctx, sbCfg, "")
 	if err != nil {
 		<-imgc
@@ -134,6 +147,7 @@ func (r *rawClient) start(ctx context.Context, name string) (*rawPod, error) {
 		return p, fmt.Errorf("PodSandboxStatus: %w", err)
 	}
 	p.ip = st.GetStatus().GetNetwork().GetIp()
+	t1 := time.Now()
 	img := <-imgc
 	if img.err != nil {
 		return p, fmt.Errorf("ImageStatus: %w", img.err)
@@ -174,14 +188,18 @@ func (r *rawClient) start(ctx context.Context, name string) (*rawPod, error) {
 			},
 		},
 	}
+	t2 := time.Now()
 	cid, err := r.rt.CreateContainer(ctx, id, ctrCfg, sbCfg)
 	if err != nil {
 		return p, fmt.Errorf("CreateContainer: %w", err)
 	}
 	p.containerID = cid
+	t3 := time.Now()
 	if err := r.rt.StartContainer(ctx, cid); err != nil {
 		return p, fmt.Errorf("StartContainer: %w", err)
 	}
+	t4 := time.Now()
+	p.phases = phases{pre: t0.Sub(begin), sandbox: t1.Sub(t0), prep: t2.Sub(t1), create: t3.Sub(t2), start: t4.Sub(t3)}
 	return p, nil
 }
 
