@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -48,6 +49,21 @@ type serveFlags struct {
 	logMaxFiles    int
 	dialRetryLimit time.Duration
 	profiling      bool
+}
+
+// serveGCPercent is the daemon's garbage collection target unless GOGC is
+// set: collect when the heap grew by a quarter instead of Go's default
+// doubling. The daemon's live heap is small (about 10 MiB with 100 pods)
+// but probes allocate steadily; with the default the garbage between
+// collections is as large as the live heap. Collecting four times as often
+// costs well under 1 % of a core (make bench measures both).
+const serveGCPercent = 25
+
+// setServeGC applies serveGCPercent unless the user chose with GOGC.
+func setServeGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
+	}
 }
 
 // serveCommand is `minikubelet serve`.
@@ -101,6 +117,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	setServeGC(os.Getenv)
 
 	client, err := dialWithRetry(ctx, nf, sf.dialRetryLimit, logger)
 	if err != nil {
