@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -122,7 +123,17 @@ func (w *podWorker) specChanged(p *v1.Pod) bool {
 		c.DeletionTimestamp, c.DeletionGracePeriodSeconds = p.DeletionTimestamp, p.DeletionGracePeriodSeconds
 		cur = &c
 	}
-	return !equality.Semantic.DeepEqual(cur, p)
+	// reflect.DeepEqual is the cheap common case (an unchanged pod decoded
+	// again); the semantic comparison decides the rest.
+	return !reflect.DeepEqual(cur, p) && !equality.Semantic.DeepEqual(cur, p)
+}
+
+// admissionView is the pod as admission counts it, its spec (shared,
+// read-only) and phase, without snapshot's deep copy.
+func (w *podWorker) admissionView() *v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return &v1.Pod{ObjectMeta: w.spec.ObjectMeta, Spec: w.spec.Spec, Status: v1.PodStatus{Phase: w.status.Phase}}
 }
 
 // terminate asks the worker to tear the pod down and exit.
