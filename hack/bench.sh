@@ -12,7 +12,7 @@
 # the README's performance section. Results: bench-results.json and
 # bench-results.md in the repository root.
 # Env: REGISTRY (default 127.0.0.1:5000), BENCH_PROFILE_DIR (capture the
-# daemon's pprof profiles there).
+# daemon's pprof profiles and keep its log there).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -45,6 +45,9 @@ BRIDGE=mklb$subnet
 DIR=$(mktemp -d /tmp/mklb-XXXXXX)
 CTR=$DIR/ctr
 cleanup() {
+	if [[ -n ${BENCH_PROFILE_DIR:-} && -f $DIR/work/daemon/minikubelet.log ]]; then
+		cp "$DIR/work/daemon/minikubelet.log" "$BENCH_PROFILE_DIR/" || true
+	fi
 	"$HACK/stop-containerd.sh" "$CTR" || warn "stopping the private containerd failed"
 	ip link del "$BRIDGE" 2>/dev/null || true
 	rm -rf --one-file-system "$DIR"
