@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
 
@@ -611,4 +612,51 @@ spec:
 	assert.Equal(t, "2", w.pod().Labels["v"])
 	require.Eventually(t, func() bool { return len(h.fake.Calls()) > 0 }, 5*time.Second, 10*time.Millisecond,
 		"the changed pod was not synced")
+}
+
+// Tearing down a pod lists every sandbox again (for the burstable tier's
+// shares) only when the pod was Burstable: a mass deletion of BestEffort
+// pods does not list the node's sandboxes once per pod.
+func TestAgent_TeardownRefreshesBurstableTierOnlyForBurstable(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		resources string
+		lists     int
+	}{
+		{name: "BestEffort", resources: "{}", lists: 1},
+		{name: "Burstable", resources: "{requests: {cpu: 100m}}", lists: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.agent.cgroups = cgroupstest.NewFake()
+			pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: demo}
+spec:
+  containers:
+  - {name: web, image: reg.local/web:1, resources: `+tc.resources+`}
+`)
+			h.agent.SetPods([]*v1.Pod{pod})
+			h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+			done := h.agent.PodDone(pod.UID)
+			require.NotNil(t, done)
+			time.Sleep(50 * time.Millisecond) // let the sync that published Running finish
+			h.fake.Reset()
+			h.agent.SetPods(nil)
+			h.clock.Step(time.Minute) // nothing waits on the fake clock but grace periods
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("teardown did not finish")
+			}
+			lists := 0
+			for _, c := range h.fake.Calls() {
+				if c == "ListPodSandbox" {
+					lists++
+				}
+			}
+			assert.Equal(t, tc.lists, lists, "ListPodSandbox calls during teardown: %v", h.fake.Calls())
+		})
+	}
 }
