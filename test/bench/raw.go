@@ -223,20 +223,25 @@ func waitTCP(ctx context.Context, ip string, port int) error {
 
 // stop is the raw deletion of one pod: StopContainer with the grace
 // period, StopPodSandbox (CNI DEL), RemovePodSandbox.
+// Each call is retried once, as a kubelet's next sync would: a loaded
+// containerd 1.6 occasionally loses a shim connection ("ttrpc: closed").
 func (r *rawClient) stop(ctx context.Context, p *rawPod, grace int64) error {
 	var errs []error
-	if p.containerID != "" {
-		if err := r.rt.StopContainer(ctx, p.containerID, grace); err != nil && !cri.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("StopContainer: %w", err))
+	retry := func(what string, call func() error) {
+		err := call()
+		if err != nil && !cri.IsNotFound(err) {
+			err = call()
+		}
+		if err != nil && !cri.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
+	if p.containerID != "" {
+		retry("StopContainer", func() error { return r.rt.StopContainer(ctx, p.containerID, grace) })
+	}
 	if p.sandboxID != "" {
-		if err := r.rt.StopPodSandbox(ctx, p.sandboxID); err != nil && !cri.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("StopPodSandbox: %w", err))
-		}
-		if err := r.rt.RemovePodSandbox(ctx, p.sandboxID); err != nil && !cri.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("RemovePodSandbox: %w", err))
-		}
+		retry("StopPodSandbox", func() error { return r.rt.StopPodSandbox(ctx, p.sandboxID) })
+		retry("RemovePodSandbox", func() error { return r.rt.RemovePodSandbox(ctx, p.sandboxID) })
 	}
 	return errors.Join(errs...)
 }
