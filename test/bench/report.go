@@ -181,7 +181,7 @@ func (r *Report) markdown() string {
 			row.Scenario, row.Metric, row.Unit, rm, rp, mm, mp, ratio, row.Target, met)
 	}
 	m := r.Machine
-	fmt.Fprintf(&b, "\nMachine: %s, %d cores, kernel %s, containerd %s, %s; load average at start %s; %s (run took %.0f s).\n",
+	fmt.Fprintf(&b, "\nMachine: %s, %d cores, kernel %s, %s, %s; load average at start %s; %s (run took %.0f s).\n",
 		m.CPU, m.Cores, m.Kernel, m.Containerd, m.Go, m.Load, m.Date, m.Duration)
 	if len(r.Settings) > 0 {
 		keys := make([]string, 0, len(r.Settings))

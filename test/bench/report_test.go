@@ -60,7 +60,7 @@ func TestMarkdown(t *testing.T) {
 	md := rep.markdown()
 	require.Contains(t, md, "| 1 start | submit → container started | ms | 100 | 150 | 103 | 160 | 1.03 | ≤ 1.05 × raw | ✓ |")
 	require.Contains(t, md, "| 3 steady | agent RSS | MiB | n/a | n/a | 35.2 | 36.0 | – | max ≤ 40 MiB | ✗ |")
-	require.Contains(t, md, "Machine: Test CPU, 2 cores, kernel 6.1.0, containerd containerd 1.6.20, go1.24")
+	require.Contains(t, md, "Machine: Test CPU, 2 cores, kernel 6.1.0, containerd 1.6.20, go1.24")
 }
 
 func TestReplaceSection(t *testing.T) {
