@@ -8,7 +8,7 @@ E2E_FLAGS ?=
 BIN := bin/minikubelet
 REGISTRY ?= 127.0.0.1:5000
 
-.PHONY: help build test test-unit test-e2e test-privileged demo verify fmt vet tidy clean
+.PHONY: help build test test-unit test-e2e test-privileged demo verify fmt vet tidy clean bench
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ test-unit: verify ## unit tests with -race; no root, no containerd
 
 test-e2e: ## end-to-end suite against a private containerd, real runc, CNI plugins and registry (root)
 	E2E_FLAGS="$(E2E_FLAGS)" REGISTRY=$(REGISTRY) hack/e2e.sh
+
+bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-readme rewrites the README's results
+	BENCH_FLAGS="$(BENCH_FLAGS)" REGISTRY=$(REGISTRY) hack/bench.sh
 
 demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
 	hack/setup.sh

@@ -271,13 +271,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 	}
 	admit := a.cfg.Node.Allocatable != nil
 	// Pods being torn down still count until their worker ends, as in the
-	// kubelet.
+	// kubelet. The list is built for the first new pod only: most sets
+	// (every deletion, every unchanged resend) admit nothing.
 	var admitted []*v1.Pod
-	if admit {
-		for _, w := range a.workers {
-			admitted = append(admitted, w.snapshot())
-		}
-	}
+	admittedBuilt := false
 	// New pods are admitted in the source's order, each counting for the
 	// next (the kubelet sorts them by creation time).
 	for _, p := range pods {
@@ -289,7 +286,9 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 				a.restartAfterTeardown[uid] = p
 				continue
 			}
-			w.update(p)
+			if w.specChanged(p) {
+				w.update(p)
+			}
 			continue
 		}
 		if _, ok := a.rejected[uid]; ok {
@@ -305,6 +304,12 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			continue
 		}
 		if admit {
+			if !admittedBuilt {
+				for _, w := range a.workers {
+					admitted = append(admitted, w.admissionView())
+				}
+				admittedBuilt = true
+			}
 			if ok, reason, msg := admitPod(a.cfg.Node, p, admitted); !ok {
 				a.reject(p, reason, msg)
 				continue

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
 
@@ -571,4 +572,92 @@ spec:
 `)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+}
+
+// A source hands over its whole set at every change. A pod whose spec did
+// not change is not synced again, and keeps the grace period of a deletion
+// in progress; a changed spec is handed to its worker.
+func TestAgent_SetPodsWakesOnlyChangedPods(t *testing.T) {
+	h := newHarness(t)
+	const manifest = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: demo, uid: 11111111-2222-3333-4444-555555555555}
+spec:
+  containers:
+  - {name: web, image: reg.local/web:1}
+`
+	h.agent.SetPods([]*v1.Pod{testPod(t, manifest)})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	time.Sleep(50 * time.Millisecond) // let the sync that published Running finish
+	h.fake.Reset()
+
+	// The same pod, decoded again: nothing to do.
+	h.agent.SetPods([]*v1.Pod{testPod(t, manifest)})
+	require.Never(t, func() bool { return len(h.fake.Calls()) > 0 }, 200*time.Millisecond, 10*time.Millisecond,
+		"an unchanged pod was synced again")
+
+	// A deletion mark survives an unchanged set.
+	w, _ := h.agent.findPod("demo", "web")
+	require.NotNil(t, w)
+	grace := int64(1)
+	w.setDeletion(&grace, h.clock.Now())
+	h.agent.SetPods([]*v1.Pod{testPod(t, manifest)})
+	require.NotNil(t, w.pod().DeletionGracePeriodSeconds)
+	assert.Equal(t, int64(1), *w.pod().DeletionGracePeriodSeconds)
+
+	// A changed spec (same UID) is handed over.
+	changed := testPod(t, strings.Replace(manifest, "name: web, namespace", "name: web, labels: {v: '2'}, namespace", 1))
+	require.Equal(t, w.pod().UID, changed.UID)
+	h.agent.SetPods([]*v1.Pod{changed})
+	assert.Equal(t, "2", w.pod().Labels["v"])
+	require.Eventually(t, func() bool { return len(h.fake.Calls()) > 0 }, 5*time.Second, 10*time.Millisecond,
+		"the changed pod was not synced")
+}
+
+// Tearing down a pod lists every sandbox again (for the burstable tier's
+// shares) only when the pod was Burstable: a mass deletion of BestEffort
+// pods does not list the node's sandboxes once per pod.
+func TestAgent_TeardownRefreshesBurstableTierOnlyForBurstable(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		resources string
+		lists     int
+	}{
+		{name: "BestEffort", resources: "{}", lists: 1},
+		{name: "Burstable", resources: "{requests: {cpu: 100m}}", lists: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.agent.cgroups = cgroupstest.NewFake()
+			pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: demo}
+spec:
+  containers:
+  - {name: web, image: reg.local/web:1, resources: `+tc.resources+`}
+`)
+			h.agent.SetPods([]*v1.Pod{pod})
+			h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+			done := h.agent.PodDone(pod.UID)
+			require.NotNil(t, done)
+			time.Sleep(50 * time.Millisecond) // let the sync that published Running finish
+			h.fake.Reset()
+			h.agent.SetPods(nil)
+			h.clock.Step(time.Minute) // nothing waits on the fake clock but grace periods
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("teardown did not finish")
+			}
+			lists := 0
+			for _, c := range h.fake.Calls() {
+				if c == "ListPodSandbox" {
+					lists++
+				}
+			}
+			assert.Equal(t, tc.lists, lists, "ListPodSandbox calls during teardown: %v", h.fake.Calls())
+		})
+	}
 }

@@ -87,7 +87,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.dir != nil {
 		go d.dir.Run(ctx, updates)
 	}
-	d.apply(d.store.Snapshot())
+	d.applyStore()
 
 	// Orphans are collected only once the whole desired set is known: the
 	// first directory scan must have arrived.
@@ -114,10 +114,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return <-agentDone
 		case u := <-updates:
 			d.apply(u)
-		case u := <-d.store.Updates():
-			d.apply(u)
+		case <-d.store.Updates():
+			d.applyStore()
 		}
 	}
+}
+
+// applyStore hands the API store's current set to the agent. The set is
+// read under applyMu: concurrent API calls each apply what the store holds
+// when their turn comes, so a set read before a deletion can never be
+// applied after it (the deleted pod would come back, and then no longer be
+// deletable through the API). The store's own update is read the same way.
+func (d *Daemon) applyStore() {
+	d.applyMu.Lock()
+	defer d.applyMu.Unlock()
+	d.applyLocked(d.store.Snapshot())
 }
 
 // apply records one source's new set and hands the merged desired set to
@@ -130,6 +141,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) apply(u SourceUpdate) {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
+	d.applyLocked(u)
+}
+
+// applyLocked is apply with applyMu held.
+func (d *Daemon) applyLocked(u SourceUpdate) {
 	d.mu.Lock()
 	d.sources[u.Source] = u
 	for _, fe := range u.Errors {
@@ -402,7 +418,7 @@ func (d *Daemon) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	if err != nil {
 		return nil, storeError(pod, err)
 	}
-	d.apply(d.store.Snapshot())
+	d.applyStore()
 	if p, err := d.GetPod(stored.Namespace, stored.Name); err == nil {
 		return p, nil
 	}
@@ -450,7 +466,7 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	if err := d.store.Delete(namespace, name); err != nil && !errors.Is(err, ErrPodNotFound) {
 		return nil, err
 	}
-	d.apply(d.store.Snapshot())
+	d.applyStore()
 	if w != nil {
 		return w.snapshot(), nil
 	}
@@ -744,7 +760,7 @@ func (d *Daemon) CreateConfigMap(ctx context.Context, cm *v1.ConfigMap) (*v1.Con
 	if err != nil {
 		return nil, configStoreError("ConfigMap", configMapsResource, cm.Name, err)
 	}
-	d.apply(d.store.Snapshot())
+	d.applyStore()
 	return stored, nil
 }
 
@@ -760,7 +776,7 @@ func (d *Daemon) CreateSecret(ctx context.Context, secret *v1.Secret) (*v1.Secre
 	if err != nil {
 		return nil, configStoreError("Secret", secretsResource, secret.Name, err)
 	}
-	d.apply(d.store.Snapshot())
+	d.applyStore()
 	return stored, nil
 }
 
@@ -777,7 +793,7 @@ func (d *Daemon) DeleteConfigMap(ctx context.Context, namespace, name string) er
 	if err := d.store.DeleteConfigMap(namespace, name); err != nil {
 		return configStoreError("ConfigMap", configMapsResource, name, err)
 	}
-	d.apply(d.store.Snapshot())
+	d.applyStore()
 	return nil
 }
 
@@ -790,7 +806,7 @@ func (d *Daemon) DeleteSecret(ctx context.Context, namespace, name string) error
 	if err := d.store.DeleteSecret(namespace, name); err != nil {
 		return configStoreError("Secret", secretsResource, name, err)
 	}
-	d.apply(d.store.Snapshot())
+	d.applyStore()
 	return nil
 }
 

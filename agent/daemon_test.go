@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,4 +159,47 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(d.DeleteSecret(ctx, "default", "creds")))
 	_, err = os.Stat(filepath.Join(h.agent.cfg.RootDir, "configdata", "secrets", "default", "creds.json"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// Pods created and deleted through the API concurrently: once every call
+// returned, the agent wants exactly what the store holds. Each call hands
+// the store's set to the agent; a set read before a concurrent deletion
+// must never be applied after it (the deleted pod came back, running,
+// and could no longer be deleted through the API).
+func TestDaemon_ConcurrentCreateDeleteKeepsNewestSet(t *testing.T) {
+	for round := range 3 {
+		h := newHarness(t)
+		store, err := NewPodStore(t.TempDir(), "node-1")
+		require.NoError(t, err)
+		d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+		const n = 16
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pod := testPod(t, fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p%d\nspec:\n  containers:\n  - name: c\n    image: busybox\n", i))
+				if _, err := d.CreatePod(context.Background(), pod); err != nil {
+					errs[i] = err
+					return
+				}
+				_, errs[i] = d.DeletePod(context.Background(), pod.Namespace, pod.Name, nil)
+			}()
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		h.agent.mu.Lock()
+		var alive []string
+		for _, w := range h.agent.workers {
+			if !w.isTerminating() {
+				alive = append(alive, w.spec.Name)
+			}
+		}
+		for _, p := range h.agent.restartAfterTeardown {
+			alive = append(alive, p.Name+" (restart after teardown)")
+		}
+		h.agent.mu.Unlock()
+		require.Empty(t, alive, "round %d: pods deleted through the API are still wanted", round)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
@@ -103,6 +104,36 @@ func (w *podWorker) update(p *v1.Pod) {
 	w.spec = p
 	w.mu.Unlock()
 	w.trigger()
+}
+
+// specChanged reports whether p differs from the newest spec, ignoring the
+// deletion mark setDeletion put there (sources never carry it). Sources
+// hand over their whole set at every change: an unchanged pod must neither
+// wake its worker (100 pods submitted one after another would sync every
+// running pod 100 times) nor lose the grace period of its deletion.
+func (w *podWorker) specChanged(p *v1.Pod) bool {
+	w.mu.Lock()
+	cur := w.spec
+	w.mu.Unlock()
+	if cur == p {
+		return false
+	}
+	if cur.DeletionTimestamp != nil || cur.DeletionGracePeriodSeconds != nil {
+		c := *cur // a shallow copy: only its own deletion fields are set
+		c.DeletionTimestamp, c.DeletionGracePeriodSeconds = p.DeletionTimestamp, p.DeletionGracePeriodSeconds
+		cur = &c
+	}
+	// reflect.DeepEqual is the cheap common case (an unchanged pod decoded
+	// again); the semantic comparison decides the rest.
+	return !reflect.DeepEqual(cur, p) && !equality.Semantic.DeepEqual(cur, p)
+}
+
+// admissionView is the pod as admission counts it, its spec (shared,
+// read-only) and phase, without snapshot's deep copy.
+func (w *podWorker) admissionView() *v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return &v1.Pod{ObjectMeta: w.spec.ObjectMeta, Spec: w.spec.Spec, Status: v1.PodStatus{Phase: w.status.Phase}}
 }
 
 // terminate asks the worker to tear the pod down and exit.

@@ -89,6 +89,18 @@ type PodStore struct {
 	// updates has capacity 1 and holds the newest unread set: a sender
 	// (holding mu) drains the stale one first, so Add and Delete never block.
 	updates chan SourceUpdate
+
+	// decoded caches List's work per file: a file whose bytes did not
+	// change is not decoded and validated again (every Add and Delete
+	// lists the whole store). Guarded by decodedMu.
+	decodedMu sync.Mutex
+	decoded   map[string]decodedPod
+}
+
+// decodedPod is one stored file as List last prepared it.
+type decodedPod struct {
+	data []byte
+	pod  *v1.Pod
 }
 
 // NewPodStore opens (creating it 0700) the store directory dir, e.g.
@@ -216,11 +228,14 @@ func (s *PodStore) List() ([]*v1.Pod, []FileError) {
 		}
 		path := filepath.Join(s.dir, name)
 		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted while we listed
+		}
 		if err != nil {
 			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("read stored pod: %w", err)})
 			continue
 		}
-		p, err := s.prepare(data)
+		p, err := s.prepareCached(name, data)
 		if err != nil {
 			errs = append(errs, FileError{Path: path, Err: err})
 			continue
@@ -232,6 +247,28 @@ func (s *PodStore) List() ([]*v1.Pod, []FileError) {
 		pods = append(pods, p)
 	}
 	return pods, errs
+}
+
+// prepareCached is prepare, reusing the result for unchanged bytes; the
+// caller gets its own copy. Failures are not cached.
+func (s *PodStore) prepareCached(name string, data []byte) (*v1.Pod, error) {
+	s.decodedMu.Lock()
+	c, ok := s.decoded[name]
+	s.decodedMu.Unlock()
+	if ok && bytes.Equal(c.data, data) {
+		return c.pod.DeepCopy(), nil
+	}
+	p, err := s.prepare(data)
+	if err != nil {
+		return nil, err
+	}
+	s.decodedMu.Lock()
+	if s.decoded == nil || len(s.decoded) > 4096 {
+		s.decoded = map[string]decodedPod{} // bounded: deleted files' entries go here
+	}
+	s.decoded[name] = decodedPod{data: data, pod: p.DeepCopy()}
+	s.decodedMu.Unlock()
+	return p, nil
 }
 
 // Updates delivers a SourceUpdate{Source: "api"} with the complete set (pods,

@@ -562,7 +562,11 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 			errs = append(errs, err)
 		}
 	}
-	a.refreshBurstableTier(ctx)
+	// Only a Burstable pod's requests count in the burstable tier: tearing
+	// down 100 BestEffort pods must not list every sandbox 100 times.
+	if podQOSClass(pod) == v1.PodQOSBurstable {
+		a.refreshBurstableTier(ctx)
+	}
 	if err := a.cleanupPodDirs(pod); err != nil {
 		errs = append(errs, err)
 	}

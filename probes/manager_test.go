@@ -346,6 +346,47 @@ func TestWorker_SuccessThreshold(t *testing.T) {
 	assert.Equal(t, 0, h.exited(ready))
 }
 
+// A readiness probe that fails at its first run (the server is still
+// opening its port) is retried quickly during its first period, quietly:
+// the container is Ready within milliseconds instead of a period later, and
+// only the first failure is reported.
+func TestWorker_ReadinessQuickRetryUntilFirstSuccess(t *testing.T) {
+	h := newHarness(t, probes.Config{})
+	h.exec.Script("c1", probestest.Exit(1, "refused"), probestest.Exit(1, "refused"), probestest.Exit(0, ""))
+	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)}),
+		running("app", "c1", t0), ready)
+	require.Equal(t, 1, h.exec.CallCount(), "the first run is at once")
+	ev := <-h.events
+	assert.Equal(t, probes.ReasonUnhealthy, ev.Reason)
+
+	h.step(10*time.Millisecond, ready) // first quick retry: fails, quietly
+	require.Equal(t, 2, h.exec.CallCount())
+	h.noUpdate()
+	h.step(15*time.Millisecond, ready) // the delay grew by half: succeeds
+	require.Equal(t, 3, h.exec.CallCount())
+	u := h.nextUpdate()
+	assert.Equal(t, probes.Success, u.Result)
+	assert.True(t, h.m.Ready(podUID, "app"))
+	assert.Empty(t, h.events, "quick retries report no failure event")
+
+	st, ok := h.m.Status(podUID, "app", probes.Readiness)
+	require.True(t, ok)
+	assert.Equal(t, 3, st.Runs)
+}
+
+// Liveness keeps the kubelet's schedule: a failure is not retried early.
+func TestWorker_LivenessNoQuickRetry(t *testing.T) {
+	h := newHarness(t, probes.Config{})
+	h.exec.Script("c1", probestest.Exit(1, "down"), probestest.Exit(1, "down"))
+	h.start(podWith(v1.Container{Name: "app", LivenessProbe: execProbe("live", 0, 10, 1, 3)}),
+		running("app", "c1", t0), live)
+	require.Equal(t, 1, h.exec.CallCount())
+	h.clk.Step(time.Second)
+	require.Never(t, func() bool { return h.exec.CallCount() > 1 }, 50*time.Millisecond, 5*time.Millisecond)
+	h.step(9*time.Second, live)
+	assert.Equal(t, 2, h.exec.CallCount(), "the next run is one period after the first")
+}
+
 func TestWorker_InitialDelayFromStartedAt(t *testing.T) {
 	h := newHarness(t, probes.Config{})
 	// Started 20s ago with a 30s delay: the first run is 10s from now,

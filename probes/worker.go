@@ -158,6 +158,9 @@ func (w *worker) run() {
 		timer.Stop()
 	}
 
+	first := next
+	var quickDelay time.Duration
+	quiet := false
 	for {
 		if !due {
 			m.hook(w, "waiting")
@@ -166,7 +169,7 @@ func (w *worker) run() {
 				return
 			case <-w.trigger:
 				// Off schedule: the timer keeps running.
-				if !w.doProbe() {
+				if !w.doProbe(false) {
 					return
 				}
 				continue
@@ -174,21 +177,58 @@ func (w *worker) run() {
 			}
 		}
 		due = false
-		if !w.doProbe() {
+		if !w.doProbe(quiet) {
 			return
 		}
 		now = m.clock.Now()
 		for !next.After(now) {
 			next = next.Add(w.timing.period)
 		}
-		timer.Reset(next.Sub(now))
+		wait := next.Sub(now)
+		quiet = false
+		if d, ok := w.quickRetry(now, first, &quickDelay); ok && d < wait {
+			wait, quiet = d, true
+		}
+		timer.Reset(wait)
 	}
 }
 
+// Quick retries of a readiness probe that has not succeeded yet.
+const (
+	quickRetryFirst = 10 * time.Millisecond
+	quickRetryMax   = 200 * time.Millisecond
+)
+
+// quickRetry returns how soon to run again a readiness probe that has not
+// succeeded yet, during the first period after its first scheduled run:
+// a server still opening its port when the first run comes is seen Ready
+// within milliseconds instead of a whole period later (the kubelet waits the
+// period). The pod was not Ready before and a failed retry changes nothing,
+// so the retries are quiet (no Unhealthy event; the first run reported the
+// failure) and regular runs keep their grid. The delay starts at
+// quickRetryFirst and grows by half each time, up to quickRetryMax.
+func (w *worker) quickRetry(now, first time.Time, delay *time.Duration) (time.Duration, bool) {
+	if w.kind != Readiness || !now.Before(first.Add(w.timing.period)) {
+		return 0, false
+	}
+	w.m.mu.Lock()
+	pending := !w.stopped && w.result == Failure && w.st.Successes == 0 && w.st.Runs > 0 && w.cp.started()
+	w.m.mu.Unlock()
+	if !pending {
+		return 0, false
+	}
+	if *delay == 0 {
+		*delay = quickRetryFirst
+	} else {
+		*delay = min(*delay*3/2, quickRetryMax)
+	}
+	return *delay, true
+}
+
 // doProbe runs the probe once (with retries on errors), counts the result
-// toward the thresholds and publishes a change. It returns false when the
-// worker has nothing more to do.
-func (w *worker) doProbe() (keepGoing bool) {
+// toward the thresholds and publishes a change. A quiet run reports no
+// failure event. It returns false when the worker has nothing more to do.
+func (w *worker) doProbe(quiet bool) (keepGoing bool) {
 	m := w.m
 	m.mu.Lock()
 	switch {
@@ -231,7 +271,9 @@ func (w *worker) doProbe() (keepGoing bool) {
 		w.recordError(now, err)
 		return true
 	}
-	w.emitRunEvent(res, out)
+	if !quiet || res == Success || res == Warning {
+		w.emitRunEvent(res, out)
+	}
 
 	cached := res.cached()
 	m.mu.Lock()

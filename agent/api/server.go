@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"reflect"
 	"slices"
@@ -42,6 +43,9 @@ type Options struct {
 	// LogPollInterval is how often a followed log is checked for new lines
 	// (0: 100ms).
 	LogPollInterval time.Duration
+	// Profiling serves Go's runtime profiles under /debug/pprof/ (the
+	// daemon's --enable-profiling, for the benchmark and for debugging).
+	Profiling bool
 }
 
 // Server serves the API over a Backend.
@@ -123,6 +127,13 @@ func (s *Server) routes() http.Handler {
 	handle("/readyz", route{http.MethodGet: s.check(s.backend.Readyz)})
 	handle("/metrics", route{http.MethodGet: s.metrics})
 	handle("/version", route{http.MethodGet: s.version})
+	if s.opts.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	handle("/", route{
 		http.MethodGet: s.notFound, http.MethodPost: s.notFound, http.MethodPut: s.notFound,
 		http.MethodPatch: s.notFound, http.MethodDelete: s.notFound,

@@ -213,6 +213,26 @@ func TestServer_Metrics(t *testing.T) {
 	assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", hdr.Get("Content-Type"))
 }
 
+func TestServer_Profiling(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		on   bool
+		code int
+	}{
+		{name: "off by default", on: false, code: 404},
+		{name: "on with Profiling", on: true, code: 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, srv := newTestServer(t, api.Options{Profiling: tc.on})
+			code, body, _ := request(t, "GET", srv.URL+"/debug/pprof/heap?debug=1", "", "")
+			assert.Equal(t, tc.code, code, body)
+			if tc.on {
+				assert.Contains(t, body, "heap profile")
+			}
+		})
+	}
+}
+
 func TestServer_Exec(t *testing.T) {
 	b, srv := newTestServer(t, api.Options{})
 	b.SetPod(testPod("default", "a", "c", "d"))

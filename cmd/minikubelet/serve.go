@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -47,6 +48,22 @@ type serveFlags struct {
 	logMaxSize     string
 	logMaxFiles    int
 	dialRetryLimit time.Duration
+	profiling      bool
+}
+
+// serveGCPercent is the daemon's garbage collection target unless GOGC is
+// set: collect when the heap grew by a quarter instead of Go's default
+// doubling. The daemon's live heap is small (about 10 MiB with 100 pods)
+// but probes allocate steadily; with the default the garbage between
+// collections is as large as the live heap. Collecting four times as often
+// costs well under 1 % of a core (make bench measures both).
+const serveGCPercent = 25
+
+// setServeGC applies serveGCPercent unless the user chose with GOGC.
+func setServeGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(serveGCPercent)
+	}
 }
 
 // serveCommand is `minikubelet serve`.
@@ -67,6 +84,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&sf.logMaxSize, "container-log-max-size", "10Mi", "rotate a container log above this size")
 	fs.IntVar(&sf.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included")
 	fs.DurationVar(&sf.dialRetryLimit, "runtime-wait", 0, "how long to wait for the runtime at start (0: forever)")
+	fs.BoolVar(&sf.profiling, "enable-profiling", false, "serve Go runtime profiles at /debug/pprof/ on the API socket (go tool pprof; for debugging and make bench)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -99,6 +117,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	setServeGC(os.Getenv)
 
 	client, err := dialWithRetry(ctx, nf, sf.dialRetryLimit, logger)
 	if err != nil {
@@ -159,7 +178,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		LogRotation:       agent.LogRotationConfig{MaxSize: maxSize, MaxFiles: sf.logMaxFiles, Period: 10 * time.Second},
 	})
 
-	srv := api.NewServer(d, logger, api.Options{})
+	srv := api.NewServer(d, logger, api.Options{Profiling: sf.profiling})
 	ul, err := api.ListenUnix(sf.socket)
 	if err != nil {
 		return err

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bench.sh [BENCH FLAGS…]: measure minikubelet against the raw CRI floor
+# (test/bench). Installs and starts what the e2e suite needs (dependencies,
+# the local registry and its images, the pod-network isolation rule), then
+# starts a private containerd of its own (hack/start-containerd.sh) with its
+# own /24 of 10.89.0.0/16 and bridge, builds bin/minikubelet and the
+# benchmark, runs it, and stops and removes everything it started.
+#
+# Extra arguments go to the benchmark (go run ./test/bench -h lists them),
+# e.g. hack/bench.sh --scenarios start,ready --reps 5. BENCH_FLAGS (split on
+# spaces) is added too; `make bench BENCH_FLAGS=--update-readme` rewrites
+# the README's performance section. Results: bench-results.json and
+# bench-results.md in the repository root.
+# Env: REGISTRY (default 127.0.0.1:5000), BENCH_PROFILE_DIR (capture the
+# daemon's pprof profiles and keep its log there).
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_root
+
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HACK/.." && pwd)
+export REGISTRY=${REGISTRY:-127.0.0.1:5000}
+export PATH=$PATH:/usr/local/go/bin
+POD_RANGE=10.89.0.0/16
+
+"$HACK/install-deps.sh"
+"$HACK/start-registry.sh" "$REGISTRY"
+(cd "$REPO" && go run ./hack/images --registry "$REGISTRY")
+"$HACK/isolate-pod-network.sh" "$POD_RANGE"
+
+# A /24 and bridge nobody on this machine uses (e2e suites pick theirs
+# from their pid in 1..253; start from the top to stay clear of them).
+subnet=""
+for n in $(seq 254 -1 1); do
+	if [[ -z $(ip -4 route show "10.89.$n.0/24" 2>/dev/null) && ! -e /sys/class/net/mklb$n ]]; then
+		subnet=$n
+		break
+	fi
+done
+[[ -n $subnet ]] || die "no free /24 in $POD_RANGE (ip route shows all 254 in use)"
+CIDR=10.89.$subnet.0/24
+BRIDGE=mklb$subnet
+
+DIR=$(mktemp -d /tmp/mklb-XXXXXX)
+CTR=$DIR/ctr
+cleanup() {
+	if [[ -n ${BENCH_PROFILE_DIR:-} && -f $DIR/work/daemon/minikubelet.log ]]; then
+		cp "$DIR/work/daemon/minikubelet.log" "$BENCH_PROFILE_DIR/" || true
+	fi
+	"$HACK/stop-containerd.sh" "$CTR" || warn "stopping the private containerd failed"
+	ip link del "$BRIDGE" 2>/dev/null || true
+	rm -rf --one-file-system "$DIR"
+}
+trap cleanup EXIT
+
+step "private containerd in $CTR, pod network $CIDR on bridge $BRIDGE"
+SOCK=$("$HACK/start-containerd.sh" "$CTR" | tail -n1)
+
+cd "$REPO"
+step "building bin/minikubelet and the benchmark"
+CGO_ENABLED=0 go build -o bin/minikubelet ./cmd/minikubelet
+go build -o "$DIR/bench" ./test/bench
+
+profile=()
+if [[ -n ${BENCH_PROFILE_DIR:-} ]]; then
+	profile=(--profile-dir "$BENCH_PROFILE_DIR")
+fi
+step "running the benchmark (several minutes; keep the machine quiet)"
+# BENCH_FLAGS is split on spaces on purpose: it holds several flags.
+# shellcheck disable=SC2086
+"$DIR/bench" \
+	--runtime-endpoint "unix://$SOCK" \
+	--minikubelet "$REPO/bin/minikubelet" \
+	--registry "$REGISTRY" \
+	--pod-cidr "$CIDR" \
+	--cni-bridge "$BRIDGE" \
+	--cni-conf-dir "$CTR/net.d" \
+	--work-dir "$DIR/work" \
+	--json "$REPO/bench-results.json" \
+	--md "$REPO/bench-results.md" \
+	--readme "$REPO/README.md" \
+	"${profile[@]}" ${BENCH_FLAGS:-} "$@"

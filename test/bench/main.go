@@ -1,0 +1,695 @@
+// Command bench measures minikubelet against the floor: a raw CRI client
+// making exactly the CRI calls the same pods need, measured in the same run,
+// interleaved (raw, minikubelet, raw, minikubelet…), against the same
+// private containerd, CNI network and image. hack/bench.sh (`make bench`)
+// sets everything up and runs it; see the README's Performance section.
+//
+// Scenarios (--scenarios, comma-separated; default all):
+//
+//	start    one-container pod, image present, --reps times sequentially:
+//	         submit → container started
+//	ready    the same with a TCP readiness probe (initialDelaySeconds 0) on
+//	         a server that listens at once: submit → Ready
+//	density  --pods pods submitted at once: time until all Running, pods/s,
+//	         per-pod p50/p99
+//	steady   the agent's RSS and CPU (from /proc) over --steady-duration with
+//	         --pods running pods (HTTP liveness and TCP readiness probes every
+//	         second), and with 0 pods
+//	delete   --pods pods deleted at once with grace period 1 s: time until
+//	         every CRI object and IP reservation is gone
+//
+// minikubelet's times are what a user observes through the daemon's API:
+// from just before the POST to the first GET (or list) that shows the
+// state, polled every --poll (single pods) or --list-poll (100 pods); the
+// API has no watch, so the poll interval bounds the resolution.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/cni"
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+// options are the command line.
+type options struct {
+	endpoint       string
+	bin            string
+	registry       string
+	podCIDR        string
+	bridge         string
+	cniConfDir     string
+	workDir        string
+	scenarios      string
+	reps           int
+	pods           int
+	steadyDuration time.Duration
+	settle         time.Duration
+	poll           time.Duration
+	listPoll       time.Duration
+	criPoll        time.Duration
+	grace          int64
+	jsonOut        string
+	mdOut          string
+	readme         string
+	updateReadme   bool
+	profileDir     string
+	cgroupsPerQOS  bool
+	timeout        time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.endpoint, "runtime-endpoint", "", "CRI endpoint of the private containerd (required; hack/bench.sh starts one)")
+	fs.StringVar(&o.bin, "minikubelet", "bin/minikubelet", "the minikubelet binary to benchmark")
+	fs.StringVar(&o.registry, "registry", "127.0.0.1:5000", "local registry holding minikubelet/testserver:v1")
+	fs.StringVar(&o.podCIDR, "pod-cidr", "10.89.250.0/24", "pod CIDR of the benchmark's network (a /24 of 10.89.0.0/16)")
+	fs.StringVar(&o.bridge, "cni-bridge", "mklbench0", "bridge of the benchmark's network")
+	fs.StringVar(&o.cniConfDir, "cni-conf-dir", "", "the private containerd's CNI conf dir (required)")
+	fs.StringVar(&o.workDir, "work-dir", "", "scratch directory for the daemon's and the floor's state (required)")
+	fs.StringVar(&o.scenarios, "scenarios", "start,ready,density,steady,delete", "scenarios to run, comma-separated")
+	fs.IntVar(&o.reps, "reps", 20, "repetitions of the sequential scenarios (start, ready), per side")
+	fs.IntVar(&o.pods, "pods", 100, "pods of the density, steady and delete scenarios")
+	fs.DurationVar(&o.steadyDuration, "steady-duration", 60*time.Second, "measurement window of the steady scenario")
+	fs.DurationVar(&o.settle, "settle", 5*time.Second, "wait after the pods are Ready before the steady window opens")
+	fs.DurationVar(&o.poll, "poll", 2*time.Millisecond, "GetPod poll interval for single pods (resolution of start and ready)")
+	fs.DurationVar(&o.listPoll, "list-poll", 100*time.Millisecond, "ListPods poll interval for many pods (resolution of density; each poll serializes every pod, so polling faster loads the daemon being measured)")
+	fs.DurationVar(&o.criPoll, "cri-poll", 20*time.Millisecond, "CRI and host-local poll interval of the delete scenario (its resolution, on both sides)")
+	fs.Int64Var(&o.grace, "grace", 1, "grace period of the delete scenario, seconds")
+	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "write the results as JSON here")
+	fs.StringVar(&o.mdOut, "md", "bench-results.md", "write the results as a Markdown table here")
+	fs.StringVar(&o.readme, "readme", "README.md", "the README whose performance section --update-readme rewrites")
+	fs.BoolVar(&o.updateReadme, "update-readme", false, "replace the README's section between <!-- BEGIN PERFORMANCE --> and <!-- END PERFORMANCE --> with the results")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "also capture the daemon's CPU profiles (density, steady) and heap profile (steady) into this directory")
+	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "pods in the kubepods hierarchy (both sides), as the daemon's default")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var missing []string
+	for name, v := range map[string]string{"--runtime-endpoint": o.endpoint, "--cni-conf-dir": o.cniConfDir, "--work-dir": o.workDir} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return o, fmt.Errorf("missing %s: run the benchmark with `make bench` (hack/bench.sh), which starts a private containerd and passes them", strings.Join(missing, ", "))
+	}
+	for _, s := range strings.Split(o.scenarios, ",") {
+		if !slices.Contains(allScenarios, s) {
+			return o, fmt.Errorf("--scenarios: unknown scenario %q (want some of %s)", s, strings.Join(allScenarios, ","))
+		}
+	}
+	if o.reps < 1 || o.pods < 1 {
+		return o, errors.New("--reps and --pods must be at least 1")
+	}
+	return o, nil
+}
+
+var allScenarios = []string{"start", "ready", "density", "steady", "delete"}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// progress prints one line of progress.
+func progress(format string, args ...any) {
+	fmt.Printf("[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// bench holds what every scenario uses.
+type bench struct {
+	o     options
+	rt    *cri.Client
+	raw   *rawClient
+	d     *daemon
+	net   cni.Config
+	image string
+	rep   *Report
+	// seq numbers pod names.
+	seq int
+}
+
+func (b *bench) name(prefix string) string {
+	b.seq++
+	return fmt.Sprintf("%s-%d", prefix, b.seq)
+}
+
+func (b *bench) want(s string) bool { return slices.Contains(strings.Split(b.o.scenarios, ","), s) }
+
+func run(ctx context.Context, o options) error {
+	began := time.Now()
+	work, err := filepath.Abs(o.workDir)
+	if err != nil {
+		return err
+	}
+	// Generous per-call timeouts: a loaded machine must slow the floor
+	// down, not fail it.
+	rt, err := cri.Dial(ctx, o.endpoint, cri.Options{Timeout: 3 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	b := &bench{o: o, rt: rt, image: o.registry + "/minikubelet/testserver:v1"}
+	b.rep = &Report{
+		Machine: detectMachine(rt.RuntimeName() + " " + rt.RuntimeVersion()),
+		Settings: map[string]string{
+			"reps": strconv.Itoa(o.reps), "pods": strconv.Itoa(o.pods), "steady window": o.steadyDuration.String(),
+			"GetPod poll": o.poll.String(), "ListPods poll": o.listPoll.String(), "CRI poll": o.criPoll.String(), "delete grace": fmt.Sprintf("%ds", o.grace),
+		},
+	}
+	// The network both sides use: the daemon would install the same
+	// conflist; installing it first lets the floor run before the daemon
+	// starts and keeps the daemon from changing it.
+	b.net = cni.Config{PodCIDR: o.podCIDR, Bridge: o.bridge, ConfDir: o.cniConfDir, DataDir: filepath.Join(work, "cni-ipam")}.WithDefaults()
+	if _, _, err := cni.Install(ctx, b.net); err != nil {
+		return err
+	}
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	err = cni.WaitReady(wctx, b.net, func(ctx context.Context) (bool, string, string, error) {
+		st, err := rt.Status(ctx, false)
+		if err != nil {
+			return false, "", "", err
+		}
+		for _, c := range st.GetStatus().GetConditions() {
+			if c.Type == "NetworkReady" {
+				return c.Status, c.Reason, c.Message, nil
+			}
+		}
+		return false, "NoNetworkCondition", "", nil
+	})
+	wcancel()
+	if err != nil {
+		return err
+	}
+	// The image is present for both sides: pulled once, before anything
+	// is measured.
+	progress("pulling %s into the private containerd (not measured)", b.image)
+	if _, err := rt.PullImage(ctx, &runtimeapi.ImageSpec{Image: b.image}, nil, nil); err != nil {
+		return fmt.Errorf("pull %s: %w (is the local registry up? hack/bench.sh starts it)", b.image, err)
+	}
+	var cg cgroups.Manager
+	if o.cgroupsPerQOS {
+		if cg, err = cgroups.New(cgroups.Config{}); err != nil {
+			return err
+		}
+	}
+	b.raw = &rawClient{rt: rt, cg: cg, logDir: filepath.Join(work, "raw-logs"), fileDir: filepath.Join(work, "raw-files"), image: b.image, args: testserverArgs}
+
+	nodeArgs := []string{
+		"--runtime-endpoint", o.endpoint,
+		"--node-name", "bench-node",
+		"--pod-cidr", o.podCIDR,
+		"--cni-conf-dir", o.cniConfDir,
+		"--cni-bridge", o.bridge,
+		"--cni-data-dir", b.net.DataDir,
+		"--pod-masquerade=false",
+		"--cgroups-per-qos=" + strconv.FormatBool(o.cgroupsPerQOS),
+	}
+	progress("starting %s serve (log %s)", o.bin, filepath.Join(work, "daemon", "minikubelet.log"))
+	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), nodeArgs)
+	if err != nil {
+		return err
+	}
+	defer b.d.stop()
+	defer b.cleanup()
+
+	if err := b.warmUp(ctx); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if b.want("steady") {
+		if err := b.steadyIdle(ctx); err != nil {
+			return err
+		}
+	}
+	if b.want("start") {
+		if err := b.startScenario(ctx, false); err != nil {
+			return err
+		}
+	}
+	if b.want("ready") {
+		if err := b.startScenario(ctx, true); err != nil {
+			return err
+		}
+	}
+	if b.want("density") || b.want("delete") || b.want("steady") {
+		if err := b.manyPods(ctx); err != nil {
+			return err
+		}
+	}
+	b.rep.Machine.Duration = time.Since(began).Seconds()
+	return b.write()
+}
+
+// write stores the report and prints the table.
+func (b *bench) write() error {
+	md := b.rep.markdown()
+	fmt.Println()
+	fmt.Println(md)
+	if err := b.rep.writeJSON(b.o.jsonOut); err != nil {
+		return err
+	}
+	if err := os.WriteFile(b.o.mdOut, []byte(md), 0o644); err != nil {
+		return err
+	}
+	progress("wrote %s and %s", b.o.jsonOut, b.o.mdOut)
+	if b.o.updateReadme {
+		if err := updateReadme(b.o.readme, md); err != nil {
+			return err
+		}
+		progress("updated the performance section of %s", b.o.readme)
+	}
+	return nil
+}
+
+// cleanup removes whatever a failed scenario left (best effort).
+func (b *bench) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if l, err := b.d.c.ListPods(ctx, benchNS); err == nil && len(l.Items) > 0 {
+		var names []string
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		progress("cleanup: deleting %d pods through the API", len(names))
+		if err := mklDelete(ctx, b.d.c, names, 1); err != nil {
+			progress("cleanup: %v", err)
+		}
+	}
+	sbs, _ := b.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelBench: "raw"}})
+	var pods []*rawPod
+	for _, sb := range sbs {
+		pods = append(pods, &rawPod{name: sb.Metadata.GetName(), uid: sb.Metadata.GetUid(), sandboxID: sb.Id,
+			cgroup: cgroups.PodName(cgroups.KubepodsBestEffort, sb.Metadata.GetUid())})
+	}
+	if len(pods) > 0 {
+		progress("cleanup: removing %d raw pods", len(pods))
+		if err := b.raw.removeAll(ctx, pods); err != nil {
+			progress("cleanup: %v", err)
+		}
+	}
+}
+
+// warmUp runs one pod on each side, unmeasured: the first sandbox brings
+// up the bridge and loads the pause image.
+func (b *bench) warmUp(ctx context.Context) error {
+	progress("warm-up: one pod on each side (not measured)")
+	p, err := b.raw.start(ctx, b.name("warm-raw"))
+	if err == nil {
+		err = waitTCP(ctx, p.ip, tcpPort)
+	}
+	if rerr := b.raw.remove(ctx, p); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	name := b.name("warm-mkl")
+	if _, err := mklStart(ctx, b.d.c, podSpec(name, b.image, kindReady, 1), true, b.o.poll); err != nil {
+		return err
+	}
+	return mklDelete(ctx, b.d.c, []string{name}, 1)
+}
+
+// startScenario is scenario 1: reps sequential starts per side, ABAB.
+func (b *bench) startScenario(ctx context.Context, ready bool) error {
+	scen, kind := "start", kindStart
+	if ready {
+		scen, kind = "ready", kindReady
+	}
+	var rawStarted, rawReady, mklStarted, mklReady, mklDelta []time.Duration
+	var rawPhases, mklPhases []phases
+	for i := range b.o.reps {
+		// Raw.
+		t0 := time.Now()
+		p, err := b.raw.start(ctx, b.name(scen+"-raw"))
+		started := time.Since(t0)
+		if err == nil && ready {
+			err = waitTCP(ctx, p.ip, tcpPort)
+			rawReady = append(rawReady, time.Since(t0))
+		}
+		rawStarted = append(rawStarted, started)
+		if p != nil {
+			rawPhases = append(rawPhases, p.phases)
+		}
+		if rerr := b.raw.remove(ctx, p); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return fmt.Errorf("%s raw #%d: %w", scen, i+1, err)
+		}
+		// minikubelet.
+		name := b.name(scen + "-mkl")
+		t, err := mklStart(ctx, b.d.c, podSpec(name, b.image, kind, 1), ready, b.o.poll)
+		if err != nil {
+			return fmt.Errorf("%s minikubelet #%d: %w", scen, i+1, err)
+		}
+		mklStarted = append(mklStarted, t.started)
+		mklPhases = append(mklPhases, t.phases)
+		if ready {
+			mklReady = append(mklReady, t.ready)
+			mklDelta = append(mklDelta, t.ready-t.started)
+		}
+		if err := mklDelete(ctx, b.d.c, []string{name}, 1); err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s %d/%d: started raw %s, minikubelet %s", scen, i+1, b.o.reps, started.Round(time.Microsecond*100), t.started.Round(time.Microsecond*100))
+		if ready {
+			line += fmt.Sprintf("; ready raw %s, minikubelet %s", rawReady[i].Round(time.Microsecond*100), t.ready.Round(time.Microsecond*100))
+		}
+		progress("%s", line)
+	}
+	if !ready {
+		r := newRow("1 start", "submit → container started", "ms", summarize(ms(rawStarted)), summarize(ms(mklStarted)))
+		b.rep.Rows = append(b.rep.Rows, r.target("≤ 1.05 × raw", r.Ratio <= 1.05))
+		b.rep.Rows = append(b.rep.Rows, phaseRows("1 start", rawPhases, mklPhases)...)
+		return nil
+	}
+	b.rep.Rows = append(b.rep.Rows,
+		newRow("1 ready", "submit → container started", "ms", summarize(ms(rawStarted)), summarize(ms(mklStarted))),
+		newRow("1 ready", "submit → Ready (raw: TCP connect)", "ms", summarize(ms(rawReady)), summarize(ms(mklReady))))
+	d := summarize(ms(mklDelta))
+	r := newRow("1 ready", "Ready − started, per pod", "ms", nil, d)
+	b.rep.Rows = append(b.rep.Rows, r.target("≤ 50 ms", d.Median <= 50))
+	return nil
+}
+
+// manyPods runs scenarios 2–4 on --pods pods: raw density, raw delete,
+// minikubelet density, steady state, minikubelet delete.
+func (b *bench) manyPods(ctx context.Context) error {
+	n := b.o.pods
+	// Raw: n concurrent starts.
+	progress("density: %d raw pods at once", n)
+	rawPods := make([]*rawPod, n)
+	rawLat := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rawPods[i], errs[i] = b.raw.start(ctx, fmt.Sprintf("density-raw-%d", i))
+			rawLat[i] = time.Since(t0)
+		}()
+	}
+	wg.Wait()
+	rawTotal := time.Since(t0)
+	if err := errors.Join(errs...); err != nil {
+		_ = b.raw.removeAll(ctx, nonNil(rawPods))
+		return fmt.Errorf("density raw: %w", err)
+	}
+	progress("density: raw %d pods started in %s (%.1f pods/s)", n, rawTotal.Round(time.Millisecond), float64(n)/rawTotal.Seconds())
+	// Every raw server must answer before the deletion, as the
+	// minikubelet pods are Ready before theirs.
+	for _, p := range rawPods {
+		if err := waitTCP(ctx, p.ip, tcpPort); err != nil {
+			return err
+		}
+	}
+
+	// Raw: deletion.
+	progress("delete: %d raw pods at once, grace %d s", n, b.o.grace)
+	ids := map[string]bool{}
+	for _, p := range rawPods {
+		ids[p.sandboxID] = true
+	}
+	t0 = time.Now()
+	for i, p := range rawPods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.raw.stop(ctx, p, b.o.grace)
+		}()
+	}
+	rawGone, err := b.waitGone(ctx, t0, ids)
+	wg.Wait()
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	for _, p := range rawPods {
+		err = errors.Join(err, b.raw.release(p))
+	}
+	if err != nil {
+		return fmt.Errorf("delete raw: %w", err)
+	}
+	progress("delete: raw pods gone from CRI and IPAM in %s", rawGone.Round(time.Millisecond))
+
+	// minikubelet: n pods submitted at once.
+	progress("density: %d pods submitted at once to minikubelet", n)
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("density-mkl-%d", i)
+	}
+	var prof chan error
+	if b.o.profileDir != "" {
+		prof = b.profile(ctx, "cpu-density.pprof", 20*time.Second)
+	}
+	mklLat, mklTotal, err := b.mklDensity(ctx, names)
+	if prof != nil {
+		if perr := <-prof; perr != nil {
+			progress("profile: %v", perr)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("density minikubelet: %w", err)
+	}
+	progress("density: minikubelet %d pods Running in %s (%.1f pods/s)", n, mklTotal.Round(time.Millisecond), float64(n)/mklTotal.Seconds())
+	if b.want("density") {
+		rawTP, mklTP := float64(n)/rawTotal.Seconds(), float64(n)/mklTotal.Seconds()
+		tp := newRow("2 density", fmt.Sprintf("throughput, %d pods at once", n), "pods/s", single(rawTP), single(mklTP))
+		b.rep.Rows = append(b.rep.Rows,
+			newRow("2 density", fmt.Sprintf("all %d Running", n), "s", single(rawTotal.Seconds()), single(mklTotal.Seconds())),
+			tp.target("≥ 0.9 × raw", tp.Ratio >= 0.9),
+			newRow("2 density", "per pod: submit → Running", "ms", summarize(ms(rawLat)), summarize(ms(mklLat))))
+	}
+
+	if b.want("steady") {
+		if err := b.steadyLoaded(ctx, names); err != nil {
+			return err
+		}
+	}
+
+	// minikubelet: deletion.
+	progress("delete: %d minikubelet pods at once, grace %d s", n, b.o.grace)
+	sbs, err := b.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodNS: benchNS}})
+	if err != nil {
+		return err
+	}
+	ids = map[string]bool{}
+	for _, sb := range sbs {
+		ids[sb.Id] = true
+	}
+	t0 = time.Now()
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := b.o.grace
+			_, errs[i] = b.d.c.DeletePod(ctx, benchNS, name, &g)
+		}()
+	}
+	mklGone, err := b.waitGone(ctx, t0, ids)
+	wg.Wait()
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		return fmt.Errorf("delete minikubelet: %w", err)
+	}
+	if err := mklDelete(ctx, b.d.c, nil, b.o.grace); err != nil {
+		return err
+	}
+	apiGone := time.Since(t0)
+	progress("delete: minikubelet pods gone from CRI and IPAM in %s, from the API in %s", mklGone.Round(time.Millisecond), apiGone.Round(time.Millisecond))
+	if b.want("delete") {
+		limit := float64(b.o.grace + 1)
+		r := newRow("4 delete", fmt.Sprintf("%d pods, grace %d s: CRI objects and IPs gone", n, b.o.grace), "s", single(rawGone.Seconds()), single(mklGone.Seconds()))
+		b.rep.Rows = append(b.rep.Rows,
+			r.target(fmt.Sprintf("≤ grace + 1 s (%g s)", limit), mklGone.Seconds() <= limit),
+			newRow("4 delete", "… and the API lists none", "s", nil, single(apiGone.Seconds())))
+	}
+	return nil
+}
+
+func nonNil(ps []*rawPod) []*rawPod {
+	var out []*rawPod
+	for _, p := range ps {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitGone polls the runtime (pods of the bench namespace) and host-local's
+// store (reservations of the sandboxes in ids) until both are empty, and
+// returns the time since t0.
+func (b *bench) waitGone(ctx context.Context, t0 time.Time, ids map[string]bool) (time.Duration, error) {
+	sel := map[string]string{labelPodNS: benchNS}
+	for {
+		sbs, err := b.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+		if err != nil {
+			return 0, err
+		}
+		var ctrs []*runtimeapi.Container
+		if len(sbs) == 0 {
+			if ctrs, err = b.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel}); err != nil {
+				return 0, err
+			}
+		}
+		ips := 0
+		if len(sbs) == 0 && len(ctrs) == 0 {
+			res, err := cni.HostLocalReservations(b.net)
+			if err != nil {
+				return 0, err
+			}
+			for _, id := range res {
+				if ids[id] {
+					ips++
+				}
+			}
+			if ips == 0 {
+				return time.Since(t0), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("still %d sandboxes, %d containers, %d IP reservations: %w", len(sbs), len(ctrs), ips, ctx.Err())
+		case <-time.After(b.o.criPoll):
+		}
+	}
+}
+
+// mklDensity submits the pods at once and polls ListPods until all run;
+// per-pod times are from the common start to the first list showing the
+// pod Running.
+func (b *bench) mklDensity(ctx context.Context, names []string) ([]time.Duration, time.Duration, error) {
+	n := len(names)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.d.c.CreatePod(ctx, podSpec(name, b.image, kindSteady, b.o.grace))
+		}()
+	}
+	lat := map[string]time.Duration{}
+	var err error
+	for len(lat) < n {
+		l, lerr := b.d.c.ListPods(ctx, benchNS)
+		now := time.Since(t0)
+		if lerr != nil {
+			err = lerr
+			break
+		}
+		for i := range l.Items {
+			p := &l.Items[i]
+			if _, seen := lat[p.Name]; !seen && p.Status.Phase == "Running" {
+				lat[p.Name] = now
+			}
+			if r := failedReason(p); r != "" {
+				err = fmt.Errorf("pod %s: %s", p.Name, r)
+			}
+		}
+		if err != nil || len(lat) == n {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			err = fmt.Errorf("%d of %d pods Running: %w", len(lat), n, ctx.Err())
+		case <-time.After(b.o.listPoll):
+		}
+		if err != nil {
+			break
+		}
+	}
+	wg.Wait()
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]time.Duration, 0, n)
+	for _, d := range lat {
+		out = append(out, d)
+	}
+	return out, slices.Max(out), nil
+}
+
+// profile captures a CPU profile of the daemon in the background.
+func (b *bench) profile(ctx context.Context, file string, d time.Duration) chan error {
+	done := make(chan error, 1)
+	if err := os.MkdirAll(b.o.profileDir, 0o755); err != nil {
+		done <- err
+		return done
+	}
+	go func() {
+		done <- b.d.getDebug(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), filepath.Join(b.o.profileDir, file))
+	}()
+	return done
+}
+
+// phaseRows are the breakdown of the starts, one row per phase.
+func phaseRows(scenario string, raw, mkl []phases) []Row {
+	pick := []struct {
+		name string
+		get  func(phases) time.Duration
+	}{
+		{"… before RunPodSandbox (API, store, observe; raw: cgroup, dirs)", func(p phases) time.Duration { return p.pre }},
+		{"… RunPodSandbox + PodSandboxStatus", func(p phases) time.Duration { return p.sandbox }},
+		{"… sandbox → CreateContainer (image, config, files)", func(p phases) time.Duration { return p.prep }},
+		{"… CreateContainer", func(p phases) time.Duration { return p.create }},
+		{"… StartContainer", func(p phases) time.Duration { return p.start }},
+		{"… StartContainer returned → seen through the API", func(p phases) time.Duration { return p.observe }},
+	}
+	var rows []Row
+	for _, f := range pick {
+		var r, m []time.Duration
+		for _, p := range raw {
+			r = append(r, f.get(p))
+		}
+		for _, p := range mkl {
+			if p != (phases{}) {
+				m = append(m, f.get(p))
+			}
+		}
+		rows = append(rows, newRow(scenario, f.name, "ms", summarize(ms(r)), summarize(ms(m))))
+	}
+	return rows
+}

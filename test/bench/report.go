@@ -1,0 +1,241 @@
+package main
+
+// Statistics and the report: JSON, a Markdown table, and the README's
+// performance section between its markers.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Stat summarises samples.
+type Stat struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median"`
+	P99    float64 `json:"p99"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// summarize returns the median (mean of the middle two for an even count)
+// and the nearest-rank 99th percentile. Nil for no samples.
+func summarize(xs []float64) *Stat {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	rank := int(math.Ceil(0.99 * float64(n)))
+	return &Stat{N: n, Median: med, P99: s[rank-1], Min: s[0], Max: s[n-1]}
+}
+
+// single is a Stat of one measurement.
+func single(x float64) *Stat { return &Stat{N: 1, Median: x, P99: x, Min: x, Max: x} }
+
+// ms converts durations to milliseconds.
+func ms(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = float64(d) / float64(time.Millisecond)
+	}
+	return out
+}
+
+// Row is one line of the report.
+type Row struct {
+	Scenario string `json:"scenario"`
+	Metric   string `json:"metric"`
+	Unit     string `json:"unit"`
+	// Raw is the floor (nil: not applicable, the floor has no agent).
+	Raw *Stat `json:"raw,omitempty"`
+	// Minikubelet is measured through the daemon's API.
+	Minikubelet *Stat `json:"minikubelet"`
+	// Ratio is minikubelet's median over raw's (0: no floor).
+	Ratio float64 `json:"ratio,omitempty"`
+	// Target is the goal in words; Met whether the median meets it (nil:
+	// no target on this row).
+	Target string `json:"target,omitempty"`
+	Met    *bool  `json:"met,omitempty"`
+}
+
+// newRow fills the ratio from the medians.
+func newRow(scenario, metric, unit string, raw, mkl *Stat) Row {
+	r := Row{Scenario: scenario, Metric: metric, Unit: unit, Raw: raw, Minikubelet: mkl}
+	if raw != nil && mkl != nil && raw.Median > 0 {
+		r.Ratio = mkl.Median / raw.Median
+	}
+	return r
+}
+
+// target sets the target and whether it was met.
+func (r Row) target(text string, met bool) Row {
+	r.Target, r.Met = text, &met
+	return r
+}
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	CPU        string  `json:"cpu"`
+	Cores      int     `json:"cores"`
+	Kernel     string  `json:"kernel"`
+	Containerd string  `json:"containerd"`
+	Go         string  `json:"go"`
+	Load       string  `json:"loadavg_at_start"`
+	Date       string  `json:"date"`
+	Duration   float64 `json:"duration_seconds"`
+}
+
+// detectMachine reads the CPU model, cores, kernel and load from /proc.
+func detectMachine(containerd string) Machine {
+	m := Machine{Cores: runtime.NumCPU(), Containerd: containerd, Go: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) >= 3 {
+			m.Load = strings.Join(f[:3], " ")
+		}
+	}
+	return m
+}
+
+// Report is the whole result, as written to bench-results.json.
+type Report struct {
+	Machine  Machine           `json:"machine"`
+	Settings map[string]string `json:"settings"`
+	Rows     []Row             `json:"results"`
+	Notes    []string          `json:"notes,omitempty"`
+}
+
+func (r *Report) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// fmtNum prints a value with a precision that suits its size.
+func fmtNum(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f", x)
+	default:
+		return fmt.Sprintf("%.2f", x)
+	}
+}
+
+func fmtStat(s *Stat) (string, string) {
+	if s == nil {
+		return "n/a", "n/a"
+	}
+	if s.N == 1 {
+		return fmtNum(s.Median), "–"
+	}
+	return fmtNum(s.Median), fmtNum(s.P99)
+}
+
+// markdown renders the table, the machine and the notes.
+func (r *Report) markdown() string {
+	var b strings.Builder
+	b.WriteString("| scenario | metric | unit | raw CRI median | raw p99 | minikubelet median | minikubelet p99 | ratio | target | met |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---|:-:|\n")
+	for _, row := range r.Rows {
+		rm, rp := fmtStat(row.Raw)
+		mm, mp := fmtStat(row.Minikubelet)
+		ratio := "–"
+		if row.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f", row.Ratio)
+		}
+		met := ""
+		if row.Met != nil {
+			met = "✗"
+			if *row.Met {
+				met = "✓"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			row.Scenario, row.Metric, row.Unit, rm, rp, mm, mp, ratio, row.Target, met)
+	}
+	m := r.Machine
+	fmt.Fprintf(&b, "\nMachine: %s, %d cores, kernel %s, %s, %s; load average at start %s; %s (run took %.0f s).\n",
+		m.CPU, m.Cores, m.Kernel, m.Containerd, m.Go, m.Load, m.Date, m.Duration)
+	if len(r.Settings) > 0 {
+		keys := make([]string, 0, len(r.Settings))
+		for k := range r.Settings {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, k+"="+r.Settings[k])
+		}
+		fmt.Fprintf(&b, "Settings: %s.\n", strings.Join(parts, ", "))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\n%s\n", n)
+	}
+	return b.String()
+}
+
+// README markers of the generated performance results.
+const (
+	readmeBegin = "<!-- BEGIN PERFORMANCE -->"
+	readmeEnd   = "<!-- END PERFORMANCE -->"
+)
+
+// replaceSection returns doc with the text between the markers replaced by
+// body; both markers must be present, in order, once.
+func replaceSection(doc []byte, body string) ([]byte, error) {
+	begin := bytes.Index(doc, []byte(readmeBegin))
+	end := bytes.Index(doc, []byte(readmeEnd))
+	if begin < 0 || end < 0 || end < begin {
+		return nil, fmt.Errorf("the README has no %s … %s section: add both markers, in that order, where the results go", readmeBegin, readmeEnd)
+	}
+	if bytes.Count(doc, []byte(readmeBegin)) != 1 || bytes.Count(doc, []byte(readmeEnd)) != 1 {
+		return nil, fmt.Errorf("the README has more than one %s or %s marker: keep one of each", readmeBegin, readmeEnd)
+	}
+	var out bytes.Buffer
+	out.Write(doc[:begin+len(readmeBegin)])
+	out.WriteString("\n")
+	out.WriteString(strings.TrimSpace(body))
+	out.WriteString("\n")
+	out.Write(doc[end:])
+	return out.Bytes(), nil
+}
+
+// updateReadme rewrites the performance section of the README at path.
+func updateReadme(path, body string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := replaceSection(doc, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, out, 0o644)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want *Stat
+	}{
+		{name: "none", in: nil, want: nil},
+		{name: "one", in: []float64{3}, want: &Stat{N: 1, Median: 3, P99: 3, Min: 3, Max: 3}},
+		{name: "odd, unsorted", in: []float64{5, 1, 3}, want: &Stat{N: 3, Median: 3, P99: 5, Min: 1, Max: 5}},
+		{name: "even: mean of the middle two", in: []float64{4, 1, 2, 3}, want: &Stat{N: 4, Median: 2.5, P99: 4, Min: 1, Max: 4}},
+		{
+			// Nearest rank: ceil(0.99 × 200) = 198th of 1..200.
+			name: "p99 by nearest rank", in: seq(200),
+			want: &Stat{N: 200, Median: 100.5, P99: 198, Min: 1, Max: 200},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, summarize(tc.in))
+		})
+	}
+}
+
+func seq(n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = float64(n - i)
+	}
+	return out
+}
+
+func TestNewRowRatioAndTarget(t *testing.T) {
+	r := newRow("1 start", "x", "ms", single(100), single(104))
+	require.InDelta(t, 1.04, r.Ratio, 1e-9)
+	r = r.target("≤ 1.05 × raw", r.Ratio <= 1.05)
+	require.NotNil(t, r.Met)
+	require.True(t, *r.Met)
+
+	noFloor := newRow("3 steady", "rss", "MiB", nil, single(30))
+	require.Zero(t, noFloor.Ratio)
+	require.Nil(t, noFloor.Met)
+}
+
+func TestMarkdown(t *testing.T) {
+	rep := &Report{
+		Machine: Machine{CPU: "Test CPU", Cores: 2, Kernel: "6.1.0", Containerd: "containerd 1.6.20", Go: "go1.24", Load: "0.1 0.2 0.3", Date: "2026-01-01T00:00:00Z", Duration: 42},
+		Rows: []Row{
+			newRow("1 start", "submit → container started", "ms", &Stat{N: 20, Median: 100, P99: 150}, &Stat{N: 20, Median: 103.456, P99: 160}).target("≤ 1.05 × raw", true),
+			newRow("3 steady", "agent RSS", "MiB", nil, &Stat{N: 60, Median: 35.25, P99: 36}).target("max ≤ 40 MiB", false),
+		},
+	}
+	md := rep.markdown()
+	require.Contains(t, md, "| 1 start | submit → container started | ms | 100 | 150 | 103 | 160 | 1.03 | ≤ 1.05 × raw | ✓ |")
+	require.Contains(t, md, "| 3 steady | agent RSS | MiB | n/a | n/a | 35.2 | 36.0 | – | max ≤ 40 MiB | ✗ |")
+	require.Contains(t, md, "Machine: Test CPU, 2 cores, kernel 6.1.0, containerd 1.6.20, go1.24")
+}
+
+func TestReplaceSection(t *testing.T) {
+	doc := "# T\n\nintro\n\n" + readmeBegin + "\nold table\n" + readmeEnd + "\n\n## Next\n"
+	for _, tc := range []struct {
+		name    string
+		doc     string
+		want    string
+		wantErr string
+	}{
+		{
+			name: "replaces between the markers, keeps the rest",
+			doc:  doc,
+			want: "# T\n\nintro\n\n" + readmeBegin + "\nnew table\n" + readmeEnd + "\n\n## Next\n",
+		},
+		{name: "no markers", doc: "# T\n", wantErr: "has no <!-- BEGIN PERFORMANCE -->"},
+		{name: "markers in the wrong order", doc: readmeEnd + "\n" + readmeBegin + "\n", wantErr: "in that order"},
+		{name: "two sections", doc: doc + doc, wantErr: "more than one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := replaceSection([]byte(tc.doc), "\nnew table\n\n")
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(out))
+		})
+	}
+}
+
+func TestParseProc(t *testing.T) {
+	// The command may contain spaces and parentheses.
+	stat := "4242 (mini (kube) let) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 12 0 100 1000000 2000 18446744073709551615"
+	cpu, err := parseStatCPU(stat)
+	require.NoError(t, err)
+	require.InDelta(t, 3.25, cpu, 1e-9) // (250 + 75) ticks / 100
+
+	_, err = parseStatCPU("4242 (x) S 1 2")
+	require.ErrorContains(t, err, "malformed")
+
+	rss, err := parseStatusRSS("Name:\tminikubelet\nVmHWM:\t  40000 kB\nVmRSS:\t   30720 kB\nThreads:\t12\n")
+	require.NoError(t, err)
+	require.InDelta(t, 30.0, rss, 1e-9)
+
+	_, err = parseStatusRSS("Name:\tx\n")
+	require.ErrorContains(t, err, "no VmRSS")
+}
+
+func TestParseFlags(t *testing.T) {
+	_, err := parseFlags(nil)
+	require.ErrorContains(t, err, "missing --cni-conf-dir, --runtime-endpoint, --work-dir")
+	require.ErrorContains(t, err, "make bench")
+
+	base := []string{"--runtime-endpoint", "unix:///x.sock", "--cni-conf-dir", "/x", "--work-dir", "/w"}
+	_, err = parseFlags(append(base, "--scenarios", "start,bogus"))
+	require.ErrorContains(t, err, `unknown scenario "bogus"`)
+
+	o, err := parseFlags(append(base, "--scenarios", "start,ready", "--reps", "3"))
+	require.NoError(t, err)
+	require.Equal(t, 3, o.reps)
+	require.True(t, strings.Contains(o.scenarios, "ready"))
+}

@@ -1,0 +1,188 @@
+package main
+
+// Scenario 3: the daemon's resident memory and CPU, read from /proc, over a
+// window in which the bench does not call the daemon at all.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat
+// (100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// procCPU returns the process's utime+stime in seconds.
+func procCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a
+// /proc/PID/stat line; the command (field 2) may hold spaces and
+// parentheses, so fields are counted after its last ')'.
+func parseStatCPU(stat string) (float64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc stat line %q", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state): utime is field 14, f[11].
+	if len(f) < 13 {
+		return 0, fmt.Errorf("malformed /proc stat line %q", stat)
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	s, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("malformed /proc stat line %q", stat)
+	}
+	return float64(u+s) / clockTicks, nil
+}
+
+// procRSS returns VmRSS in MiB.
+func procRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatusRSS(string(b))
+}
+
+// parseStatusRSS reads the VmRSS line of /proc/PID/status, in MiB.
+func parseStatusRSS(status string) (float64, error) {
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, fmt.Errorf("malformed VmRSS line %q", l)
+			}
+			kb, err := strconv.ParseUint(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("malformed VmRSS line %q", l)
+			}
+			return float64(kb) / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS line in /proc status")
+}
+
+// usage is one steady-state window.
+type usage struct {
+	rss []float64 // MiB, one sample a second
+	cpu float64   // % of one core over the window
+	// cpuPerSecond is the CPU of each one-second step, % of one core.
+	cpuPerSecond []float64
+}
+
+// measure samples the daemon for d.
+func measure(ctx context.Context, pid int, d time.Duration) (usage, error) {
+	var u usage
+	c0, err := procCPU(pid)
+	if err != nil {
+		return u, err
+	}
+	t0 := time.Now()
+	prevC, prevT := c0, t0
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return u, ctx.Err()
+		case <-tick.C:
+		}
+		c, err := procCPU(pid)
+		if err != nil {
+			return u, err
+		}
+		r, err := procRSS(pid)
+		if err != nil {
+			return u, err
+		}
+		now := time.Now()
+		u.rss = append(u.rss, r)
+		u.cpuPerSecond = append(u.cpuPerSecond, 100*(c-prevC)/now.Sub(prevT).Seconds())
+		prevC, prevT = c, now
+		if now.Sub(t0) >= d {
+			u.cpu = 100 * (c - c0) / now.Sub(t0).Seconds()
+			return u, nil
+		}
+	}
+}
+
+// steadyIdle measures the daemon with no pod.
+func (b *bench) steadyIdle(ctx context.Context) error {
+	progress("steady: daemon with 0 pods, %s window (the bench stays off the API meanwhile)", b.o.steadyDuration)
+	time.Sleep(min(b.o.settle, 2*time.Second))
+	u, err := measure(ctx, b.d.pid(), b.o.steadyDuration)
+	if err != nil {
+		return fmt.Errorf("steady 0 pods: %w", err)
+	}
+	progress("steady: 0 pods: RSS %.1f MiB (max %.1f), CPU %.2f %% of one core", summarize(u.rss).Median, summarize(u.rss).Max, u.cpu)
+	b.addSteadyRows(0, u, false)
+	return nil
+}
+
+// steadyLoaded waits until the pods are Ready, lets them settle, and
+// measures the daemon.
+func (b *bench) steadyLoaded(ctx context.Context, names []string) error {
+	progress("steady: waiting for %d pods to be Ready", len(names))
+	for {
+		l, err := b.d.c.ListPods(ctx, benchNS)
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range l.Items {
+			if podReady(&l.Items[i]) {
+				ready++
+			}
+		}
+		if ready == len(names) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("steady: %d of %d pods Ready: %w", ready, len(names), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	progress("steady: %d pods Ready; settling %s, then a %s window", len(names), b.o.settle, b.o.steadyDuration)
+	time.Sleep(b.o.settle)
+	u, err := measure(ctx, b.d.pid(), b.o.steadyDuration)
+	if err != nil {
+		return fmt.Errorf("steady %d pods: %w", len(names), err)
+	}
+	progress("steady: %d pods: RSS %.1f MiB (max %.1f), CPU %.2f %% of one core", len(names), summarize(u.rss).Median, summarize(u.rss).Max, u.cpu)
+	b.addSteadyRows(len(names), u, true)
+	if b.o.profileDir != "" {
+		progress("steady: capturing a 30 s CPU profile and a heap profile into %s (after the window)", b.o.profileDir)
+		if err := <-b.profile(ctx, "cpu-steady.pprof", 30*time.Second); err != nil {
+			progress("profile: %v", err)
+		}
+		if err := b.d.getDebug(ctx, "/debug/pprof/heap", filepath.Join(b.o.profileDir, "heap-steady.pprof")); err != nil {
+			progress("profile: %v", err)
+		}
+	}
+	return nil
+}
+
+// addSteadyRows reports a window; targets apply to the loaded one.
+func (b *bench) addSteadyRows(pods int, u usage, targets bool) {
+	rss := newRow("3 steady", fmt.Sprintf("agent RSS, %d pods (1 s samples)", pods), "MiB", nil, summarize(u.rss))
+	cpu := newRow("3 steady", fmt.Sprintf("agent CPU, %d pods (mean over %s)", pods, b.o.steadyDuration), "% of a core", nil, single(u.cpu))
+	per := newRow("3 steady", fmt.Sprintf("agent CPU, %d pods (1 s samples)", pods), "% of a core", nil, summarize(u.cpuPerSecond))
+	if targets {
+		rss = rss.target("max ≤ 40 MiB", rss.Minikubelet.Max <= 40)
+		cpu = cpu.target("≤ 5 %", u.cpu <= 5)
+	}
+	b.rep.Rows = append(b.rep.Rows, rss, cpu, per)
+}
