@@ -8,7 +8,7 @@ E2E_FLAGS ?=
 BIN := bin/minikubelet
 REGISTRY ?= 127.0.0.1:5000
 
-.PHONY: help build test test-unit test-e2e test-privileged demo verify fmt vet tidy clean bench
+.PHONY: help build test test-unit test-fuzz test-e2e test-privileged demo verify fmt vet tidy clean bench
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -16,12 +16,15 @@ help: ## show this help
 build: ## build bin/minikubelet
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/minikubelet
 
-test: test-unit test-e2e ## everything CI runs: unit tests, then the end-to-end suite (needs root)
+test: test-unit test-fuzz test-e2e ## everything CI runs: unit tests, fuzzing, then the end-to-end suite (needs root)
 
 test-unit: verify ## unit tests with -race; no root, no containerd
 	$(GOTEST) -race -count=1 $(TESTFLAGS) ./...
 
-test-e2e: ## end-to-end suite against a private containerd, real runc, CNI plugins and registry (root)
+test-fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s); fails on a crash
+	hack/fuzz.sh
+
+test-e2e: ## end-to-end suite (real runc, CNI plugins, registry) against Debian's containerd 1.6, then the pinned 2.x; CONTAINERD=1.6 or CONTAINERD=2 runs one (root)
 	E2E_FLAGS="$(E2E_FLAGS)" REGISTRY=$(REGISTRY) hack/e2e.sh
 
 bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-readme rewrites the README's results
