@@ -36,7 +36,15 @@ TEST_RUN=${VM_TEST_RUN:-^(TestQoS_(Guaranteed|Burstable|BestEffort|OOMKilledIsRe
 TIME_SCALE=${VM_TIME_SCALE:-10}
 TIMEOUT=${VM_TIMEOUT:-1800}
 
-command -v qemu-system-x86_64 >/dev/null || die "qemu missing; run: apt-get install -y qemu-system-x86 qemu-utils debootstrap e2fsprogs"
+missing=()
+for tool in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:debootstrap mkfs.ext4:e2fsprogs; do
+	command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+done
+if ((${#missing[@]})); then
+	step "installing ${missing[*]} (apt-get)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
+		die "apt-get install ${missing[*]} failed; install them by hand"
+fi
 image=$("$VM/image.sh" | tail -n1)
 
 mkdir -p "$DIR"
@@ -49,7 +57,7 @@ step "building static minikubelet and e2e.test"
 
 step "test images: local registry on $REGISTRY, hack/images"
 "$REPO/hack/start-registry.sh" "$REGISTRY"
-(cd "$REPO" && go run ./hack/images --registry "$REGISTRY")
+(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") | tail -n1
 cp -a "$MKL_STATE/registry" "$DIR/registry"
 cp -a "$REPO/hack" "$DIR/repo/hack"
 install -m 0755 "$VM/payload.sh" "$DIR/payload.sh"
