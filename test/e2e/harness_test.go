@@ -91,6 +91,9 @@ func agentArgs() []string {
 	if d := os.Getenv("E2E_CGROUP_DRIVER"); d != "" {
 		args = append(args, "--cgroup-driver", d)
 	}
+	if timeScale > 1 {
+		args = append(args, "--runtime-request-timeout", scaled(2*time.Minute).String())
+	}
 	return args
 }
 
