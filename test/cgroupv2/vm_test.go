@@ -9,13 +9,13 @@ package cgroupv2
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,14 +39,6 @@ var wantCases = []string{
 	"TestProbe_ExecLivenessRestarts",
 }
 
-// event is one line of `go tool test2json`.
-type event struct {
-	Action  string
-	Test    string
-	Output  string
-	Elapsed float64
-}
-
 // guestCase is one top-level guest test with its subtests' output folded in.
 type guestCase struct {
 	name    string
@@ -55,45 +47,63 @@ type guestCase struct {
 	output  strings.Builder
 }
 
-// parseGuestOutput converts the guest's `-test.v=test2json` output into
+// marker is a line go test -v prints about a test: "=== RUN   TestX",
+// "=== CONT  TestX", "--- FAIL: TestX/sub (1.23s)"; with -test.v=test2json
+// it is framed by a leading ^V, which keeps output lines that look alike
+// from being taken for one.
+var marker = regexp.MustCompile(`^\x16\s*(?:=== (?:RUN|CONT|NAME|PAUSE)\s+(\S*)|--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\))\s*$`)
+
+// parseGuestOutput splits the guest's `-test.v=test2json` output into
 // cases in the order they started, plus the output outside any test
-// (TestMain's setup errors and the containerd log it dumps on failure).
+// (TestMain's setup errors and the containerd log it dumps on failure). A
+// case without its --- line never finished: the guest's test timeout or a
+// crash cut it off. (go tool test2json drops a failure report when the
+// output ends in a timeout panic, so the markers are read here.)
 func parseGuestOutput(t *testing.T, raw []byte) (cases []*guestCase, outside string) {
 	t.Helper()
-	cmd := exec.Command("go", "tool", "test2json")
-	cmd.Stdin = bytes.NewReader(raw)
-	out, err := cmd.Output()
-	require.NoError(t, err, "go tool test2json")
 	byName := map[string]*guestCase{}
-	var rest strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e event
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &e), "test2json line %q", sc.Text())
-		if e.Test == "" {
-			if e.Action == "output" {
-				rest.WriteString(e.Output)
-			}
-			continue
-		}
-		top, _, sub := strings.Cut(e.Test, "/")
+	caseOf := func(test string) *guestCase {
+		top, _, _ := strings.Cut(test, "/")
 		c := byName[top]
 		if c == nil {
 			c = &guestCase{name: top}
 			byName[top] = c
 			cases = append(cases, c)
 		}
-		switch e.Action {
-		case "output":
-			c.output.WriteString(e.Output)
-		case "pass", "fail", "skip":
-			if !sub {
-				c.action, c.elapsed = e.Action, e.Elapsed
+		return c
+	}
+	var rest strings.Builder
+	var cur *guestCase
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		m := marker.FindStringSubmatch(line)
+		switch {
+		case m == nil:
+			if cur != nil {
+				cur.output.WriteString(line + "\n")
+			} else {
+				rest.WriteString(line + "\n")
 			}
+		case m[1] != "" || strings.HasPrefix(strings.TrimSpace(line[1:]), "==="):
+			cur = nil
+			if m[1] != "" {
+				cur = caseOf(m[1])
+			}
+		default:
+			c := caseOf(m[3])
+			c.output.WriteString(strings.TrimPrefix(line, "\x16") + "\n")
+			if !strings.Contains(m[3], "/") {
+				c.action = strings.ToLower(m[2])
+				c.elapsed, _ = strconv.ParseFloat(m[4], 64)
+			}
+			cur = nil
 		}
 	}
 	require.NoError(t, sc.Err())
+	// Output after the last case (a timeout panic with its stacks) belongs
+	// to no test: show it with the unfinished ones.
 	return cases, rest.String()
 }
 
