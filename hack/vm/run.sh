@@ -17,7 +17,7 @@
 # (flock /tmp/mkl-qemu.lock): a guest keeps ~1.4 cores busy.
 # Env: VM_DRIVERS (default "systemd cgroupfs"), VM_TEST_RUN (go test -run
 # regexp of the cases), VM_TIME_SCALE (E2E_TIME_SCALE in the guest, default
-# 10), VM_TIMEOUT (seconds for the whole boot, default 1800), REGISTRY
+# 30), VM_TIMEOUT (seconds for the whole boot, default 1800), REGISTRY
 # (default 127.0.0.1:5000).
 set -euo pipefail
 MKL_PREFIX=vm-run
@@ -33,7 +33,7 @@ export REGISTRY=${REGISTRY:-127.0.0.1:5000}
 export PATH=$PATH:/usr/local/go/bin
 DRIVERS=${VM_DRIVERS:-systemd cgroupfs}
 TEST_RUN=${VM_TEST_RUN:-^(TestQoS_(Guaranteed|Burstable|BestEffort|OOMKilledIsRestarted|PodCgroupsRemovedOnSIGINT)|TestLifecycle_CrashLoopBackOff|TestProbe_ExecLivenessRestarts)\$}
-TIME_SCALE=${VM_TIME_SCALE:-10}
+TIME_SCALE=${VM_TIME_SCALE:-30}
 TIMEOUT=${VM_TIMEOUT:-1800}
 
 missing=()
