@@ -17,7 +17,7 @@
 # (flock /tmp/mkl-qemu.lock): a guest keeps ~1.4 cores busy.
 # Env: VM_DRIVERS (default "systemd cgroupfs"), VM_TEST_RUN (go test -run
 # regexp of the cases), VM_TIME_SCALE (E2E_TIME_SCALE in the guest, default
-# 30), VM_TIMEOUT (seconds for the whole boot, default 1800), REGISTRY
+# 30), VM_TIMEOUT (seconds for the whole boot, default 2700), REGISTRY
 # (default 127.0.0.1:5000).
 set -euo pipefail
 MKL_PREFIX=vm-run
@@ -34,7 +34,7 @@ export PATH=$PATH:/usr/local/go/bin
 DRIVERS=${VM_DRIVERS:-systemd cgroupfs}
 TEST_RUN=${VM_TEST_RUN:-^(TestQoS_(Guaranteed|Burstable|BestEffort|OOMKilledIsRestarted|PodCgroupsRemovedOnSIGINT)|TestLifecycle_CrashLoopBackOff|TestProbe_ExecLivenessRestarts)\$}
 TIME_SCALE=${VM_TIME_SCALE:-30}
-TIMEOUT=${VM_TIMEOUT:-1800}
+TIMEOUT=${VM_TIMEOUT:-2700}
 
 missing=()
 for tool in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:debootstrap mkfs.ext4:e2fsprogs; do
@@ -65,7 +65,7 @@ cat >"$DIR/run.env" <<ENV
 DRIVERS='$DRIVERS'
 TEST_RUN='$TEST_RUN'
 TIME_SCALE='$TIME_SCALE'
-TEST_TIMEOUT='$((TIMEOUT / 2))s'
+TEST_TIMEOUT='$(((TIMEOUT - 300) / $(wc -w <<<"$DRIVERS")))s'
 ENV
 
 kernel_args="root=/dev/vda rw console=ttyS0 loglevel=4 systemd.unified_cgroup_hierarchy=1 systemd.show_status=auto"
