@@ -35,6 +35,7 @@ var wantCases = []string{
 	"TestQoS_BestEffort",
 	"TestQoS_OOMKilledIsRestarted",
 	"TestQoS_PodCgroupsRemovedOnSIGINT",
+	"TestQoS_BurstableTierFollowsPods",
 	"TestLifecycle_CrashLoopBackOff",
 	"TestProbe_ExecLivenessRestarts",
 }

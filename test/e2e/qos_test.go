@@ -632,18 +632,28 @@ func TestQoS_BurstableTierFollowsPods(t *testing.T) {
 		require.False(t, sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[annotationQOSClass] == "Burstable",
 			"another Burstable sandbox is ready: %s (%s)", sb.GetMetadata().GetName(), shortID(sb.Id))
 	}
-	const tier = "/kubepods/burstable"
-	waitShares := func(want int64, why string) {
+	kubepods, tier := "/kubepods", "/kubepods/burstable"
+	if systemdDriver {
+		kubepods, tier = "/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice"
+	}
+	// cpu.shares on v1; on v2 cpu.weight, runc 1.1's conversion of them.
+	cpuFile, cpuValue := "cpu.shares", func(shares int64) int64 { return shares }
+	if cgroupV2 {
+		cpuFile, cpuValue = "cpu.weight", sharesToWeight
+	}
+	waitShares := func(shares int64, why string) {
 		t.Helper()
+		want := cpuValue(shares)
 		var got int64
-		deadline := time.Now().Add(15 * time.Second)
+		wait := scaled(15 * time.Second)
+		deadline := time.Now().Add(wait)
 		for {
-			got = cgroupInt(t, "cpu", tier, "cpu.shares")
+			got = cgroupInt(t, "cpu", tier, cpuFile)
 			if got == want {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s cpu.shares is %d, want %d (waited 15s)", why, tier, got, want)
+				t.Fatalf("%s: %s %s is %d, want %d (shares %d; waited %s)", why, tier, cpuFile, got, want, shares, wait)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -665,13 +675,18 @@ spec:
 `)
 	// Node level: kubepods from the allocatable printed by run.
 	m := a.waitFor(`node\s+kubepods\s+(\S+) \(cpu (\S+), memory (\S+) allocatable\)`, time.Minute)
-	assert.Equal(t, "/kubepods", m[1])
+	assert.Equal(t, kubepods, m[1])
 	assert.Equal(t, strconv.Itoa(runtime.NumCPU()), m[2], "allocatable cpu (no reservations)")
 	capacity := memTotal(t)
-	assert.Equal(t, milliCPUToShares(int64(runtime.NumCPU())*1000), cgroupInt(t, "cpu", "/kubepods", "cpu.shares"), "kubepods cpu.shares")
+	assert.Equal(t, cpuValue(milliCPUToShares(int64(runtime.NumCPU())*1000)), cgroupInt(t, "cpu", kubepods, cpuFile), "kubepods %s", cpuFile)
 	page := int64(os.Getpagesize())
-	assert.Equal(t, capacity/page*page, cgroupInt(t, "memory", "/kubepods", "memory.limit_in_bytes"), "kubepods memory.limit_in_bytes (MemTotal %d)", capacity)
-	assert.Equal(t, int64(-1), cgroupInt(t, "cpu", "/kubepods", "cpu.cfs_quota_us"), "kubepods has no CFS quota")
+	if cgroupV2 {
+		assert.Equal(t, capacity/page*page, cgroupInt(t, "memory", kubepods, "memory.max"), "kubepods memory.max (MemTotal %d)", capacity)
+		assert.Equal(t, "max 100000", cgroupFile(t, "cpu", kubepods, "cpu.max"), "kubepods has no CFS quota")
+	} else {
+		assert.Equal(t, capacity/page*page, cgroupInt(t, "memory", kubepods, "memory.limit_in_bytes"), "kubepods memory.limit_in_bytes (MemTotal %d)", capacity)
+		assert.Equal(t, int64(-1), cgroupInt(t, "cpu", kubepods, "cpu.cfs_quota_us"), "kubepods has no CFS quota")
+	}
 
 	a.waitRunning("e2e-qos-tier-a")
 	waitShares(milliCPUToShares(300), "pod A (300m) running")
