@@ -546,16 +546,20 @@ spec:
 	}
 	require.NotEmpty(t, exited, "no exited instance of app in CRI")
 	for _, s := range exited {
-		assert.Equal(t, "OOMKilled", s.Reason, "CRI reason of instance %s (restart count %d)", shortID(s.Id), restartCount(s.Annotations))
 		assert.Equal(t, int32(137), s.ExitCode, "exit code of instance %s", shortID(s.Id))
+		if cgroupV2 && s.Reason == "Error" {
+			// On cgroup v2 containerd may handle the task's exit before its
+			// OOM event and report Error (containerd#8180, #12260); the
+			// kernel's own count is checked below instead.
+			t.Logf("instance %s: CRI reason Error, exit 137 (containerd's OOM event came after the exit)", shortID(s.Id))
+			continue
+		}
+		assert.Equal(t, "OOMKilled", s.Reason, "CRI reason of instance %s (restart count %d)", shortID(s.Id), restartCount(s.Annotations))
 	}
 	// The allocation really reached the limit, and never got past it.
 	peakFile, limitFile := "memory.max_usage_in_bytes", "memory.limit_in_bytes"
 	if cgroupV2 {
 		peakFile, limitFile = "memory.peak", "memory.max"
-		// The kernel counted the kills in the pod cgroup (memory.events is
-		// hierarchical: the container cgroups below it).
-		assert.Regexp(t, `(?m)^oom_kill [1-9]\d*$`, cgroupFile(t, "memory", podCg, "memory.events"), "pod cgroup %s memory.events", podCg)
 	}
 	peak := cgroupInt(t, "memory", podCg, peakFile)
 	t.Logf("pod cgroup %s peak memory usage %d bytes (%.1f MiB)", podCg, peak, float64(peak)/float64(mi))
@@ -570,6 +574,18 @@ spec:
 		last = max(last, n)
 	}
 	assert.GreaterOrEqual(t, last, 1, "restarts shown")
+	if cgroupV2 {
+		// The kernel killed every instance that restarted: memory.events
+		// of the pod cgroup counts the kills in the container cgroups
+		// below it.
+		events := cgroupFile(t, "memory", podCg, "memory.events")
+		m := regexp.MustCompile(`(?m)^oom_kill (\d+)$`).FindStringSubmatch(events)
+		require.NotNil(t, m, "no oom_kill in pod cgroup %s memory.events:\n%s", podCg, events)
+		kills, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		t.Logf("pod cgroup %s: oom_kill %d, restarts shown %d", podCg, kills, last)
+		assert.GreaterOrEqual(t, kills, last, "pod cgroup %s memory.events oom_kill vs the restarts", podCg)
+	}
 	p.interrupt()
 	assertCgroupGone(t, podCg)
 }
