@@ -144,14 +144,14 @@ func New(cfg Config) (Manager, error) {
 		if m.units == nil {
 			m.units = dbusUnits{}
 		}
-		m.unitRes = func(r Resources) *unitResources {
+		m.unitRes = func(r Resources) []unitProperty {
 			if !cfg.Mode.IsV2() {
 				// On v1 systemd would translate v2-style properties with its
 				// own formulas (CPUWeight→cpu.shares); start the slice bare
 				// and let the cgroupfs writer set the v1 files.
-				return &unitResources{}
+				return nil
 			}
-			return r.toCgroup2(cfg.CPUWeight)
+			return unitProperties(r, cfg.CPUWeight)
 		}
 	}
 	return m, nil
@@ -183,7 +183,7 @@ type manager struct {
 	logger  *slog.Logger
 	fs      fsWriter
 	units   unitManager                    // nil for cgroupfs
-	unitRes func(Resources) *unitResources // what a new unit is started with
+	unitRes func(Resources) []unitProperty // the unit properties for r
 	kill    func(pid int) error
 	sleep   func(time.Duration)
 }
@@ -226,6 +226,15 @@ func (m *manager) Update(name Name, r Resources) error {
 	p := m.Path(name)
 	if !m.fs.exists(p) {
 		return fmt.Errorf("update cgroup %s: %w", p, os.ErrNotExist)
+	}
+	if m.units != nil {
+		// systemd rewrites a slice's cgroup files from its unit properties
+		// whenever it realizes the slice: change them there first.
+		if props := m.unitRes(r); len(props) > 0 {
+			if err := m.units.set(name.SystemdUnit(), props); err != nil {
+				return fmt.Errorf("update systemd unit %s: %w", name.SystemdUnit(), err)
+			}
+		}
 	}
 	if err := m.fs.set(p, r); err != nil {
 		return fmt.Errorf("update cgroup %s: %w", p, err)

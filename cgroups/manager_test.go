@@ -319,19 +319,30 @@ func TestV2Manager_NonLinearWeight(t *testing.T) {
 // fakeUnits records systemd unit calls.
 type fakeUnits struct {
 	mu      sync.Mutex
-	started map[string]*unitResources
+	started map[string][]unitProperty
+	updated map[string][]unitProperty
 	stopped []string
 }
 
 var _ unitManager = (*fakeUnits)(nil)
 
-func (f *fakeUnits) start(unit string, r *unitResources) error {
+func (f *fakeUnits) start(unit string, props []unitProperty) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.started == nil {
-		f.started = map[string]*unitResources{}
+		f.started = map[string][]unitProperty{}
 	}
-	f.started[unit] = r
+	f.started[unit] = props
+	return nil
+}
+
+func (f *fakeUnits) set(unit string, props []unitProperty) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.updated == nil {
+		f.updated = map[string][]unitProperty{}
+	}
+	f.updated[unit] = props
 	return nil
 }
 
@@ -355,13 +366,26 @@ func TestSystemdManager_V2(t *testing.T) {
 
 	require.NoError(t, m.Ensure(pod, podResources()))
 	require.Contains(t, units.started, unit)
-	props := units.started[unit]
-	assert.Equal(t, uint64(20), *props.CPU.Weight, "→ CPUWeight")
-	assert.Equal(t, "50000 100000", string(props.CPU.Max), "→ CPUQuotaPerSecUSec 500000, CPUQuotaPeriodUSec 100000")
-	assert.Equal(t, int64(256<<20), *props.Memory.Max, "→ MemoryMax")
-	assert.Equal(t, int64(1024), props.Pids.Max, "→ TasksMax")
+	assert.Equal(t, []unitProperty{
+		{"CPUWeight", uint64(20)},
+		{"CPUQuotaPerSecUSec", uint64(500000)},
+		{"CPUQuotaPeriodUSec", uint64(100000)},
+		{"MemoryMax", uint64(256 << 20)},
+		{"TasksMax", uint64(1024)},
+	}, units.started[unit])
 	dir := filepath.Join(root, slicePath)
 	assert.Equal(t, "50000 100000", readFile(t, filepath.Join(dir, "cpu.max")))
+
+	// An update goes to the unit first (systemd re-applies its properties
+	// to the files), then to the files.
+	require.NoError(t, m.Update(pod, Resources{CPUShares: ptr.To[uint64](1024), CPUQuota: ptr.To[int64](Unlimited)}))
+	assert.Equal(t, []unitProperty{
+		{"CPUWeight", uint64(39)},
+		{"CPUQuotaPerSecUSec", usecInfinity},
+		{"CPUQuotaPeriodUSec", uint64(100000)},
+	}, units.updated[unit])
+	assert.Equal(t, "max 100000", readFile(t, filepath.Join(dir, "cpu.max")))
+	assert.Equal(t, "39", readFile(t, filepath.Join(dir, "cpu.weight")))
 
 	got, err := m.ListPods(KubepodsBurstable)
 	require.NoError(t, err)
@@ -380,7 +404,8 @@ func TestSystemdManager_V1StartsBareSlices(t *testing.T) {
 	require.NoError(t, err)
 	pod := PodName(Kubepods, "g1")
 	require.NoError(t, m.Ensure(pod, podResources()))
-	assert.Equal(t, &unitResources{}, units.started["kubepods-podg1.slice"])
+	assert.Empty(t, units.started["kubepods-podg1.slice"])
+	require.Contains(t, units.started, "kubepods-podg1.slice")
 	assert.Equal(t, "512", readFile(t, filepath.Join(root, "cpu", "kubepods.slice", "kubepods-podg1.slice", "cpu.shares")))
 	got, err := m.ListPods(Kubepods)
 	require.NoError(t, err)

@@ -125,10 +125,10 @@ func (r Resources) toSpec() *specs.LinuxResources {
 	return out
 }
 
-// toCgroup2 converts r for containerd's cgroup2 package (what the systemd
-// driver hands to systemd as unit properties: CPUWeight, CPUQuotaPerSecUSec,
-// MemoryMax, TasksMax). Unlimited memory is left out: systemd's default is
-// no limit.
+// toCgroup2 converts r for containerd's cgroup2 package, which writes the
+// cgroup v2 files (the systemd driver's unit properties come from
+// unitProperties). Unlimited memory is left out: cgroup2.Memory cannot say
+// "max"; the v2 writer writes it itself.
 func (r Resources) toCgroup2(f WeightFormula) *cgroup2.Resources {
 	out := &cgroup2.Resources{}
 	if r.CPUShares != nil || r.CPUQuota != nil {

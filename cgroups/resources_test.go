@@ -59,3 +59,41 @@ func TestResources_ToSpec(t *testing.T) {
 	assert.Nil(t, s.Pids, "cgroup1 writes only positive pids limits; the v1 writer writes max itself")
 	assert.Nil(t, Resources{}.toSpec().CPU)
 }
+
+// The slice properties are the kubelet's (runc's systemd manager on cgroup
+// v2); a removed limit is infinity, never a value systemd would re-apply.
+func TestUnitProperties(t *testing.T) {
+	tests := []struct {
+		name string
+		r    Resources
+		want []unitProperty
+	}{
+		{name: "none", r: Resources{}},
+		{
+			name: "guaranteed 500m 64Mi",
+			r:    Resources{CPUShares: ptr.To[uint64](512), CPUQuota: ptr.To[int64](50000), CPUPeriod: ptr.To[uint64](100000), MemoryLimit: ptr.To[int64](64 << 20)},
+			want: []unitProperty{{"CPUWeight", uint64(20)}, {"CPUQuotaPerSecUSec", uint64(500000)}, {"CPUQuotaPeriodUSec", uint64(100000)}, {"MemoryMax", uint64(64 << 20)}},
+		},
+		{
+			name: "unlimited quota, memory and pids are infinity (not a 1% quota)",
+			r:    Resources{CPUShares: ptr.To[uint64](2), CPUQuota: ptr.To[int64](Unlimited), MemoryLimit: ptr.To[int64](Unlimited), PidsLimit: ptr.To[int64](0)},
+			want: []unitProperty{{"CPUWeight", uint64(1)}, {"CPUQuotaPerSecUSec", usecInfinity}, {"CPUQuotaPeriodUSec", uint64(100000)}, {"MemoryMax", usecInfinity}, {"TasksMax", usecInfinity}},
+		},
+		{
+			name: "a quota below 1% of a CPU is rounded up to 10ms per second",
+			r:    Resources{CPUQuota: ptr.To[int64](500)},
+			want: []unitProperty{{"CPUQuotaPerSecUSec", uint64(10000)}, {"CPUQuotaPeriodUSec", uint64(100000)}},
+		},
+		{
+			name: "own period",
+			r:    Resources{CPUQuota: ptr.To[int64](25000), CPUPeriod: ptr.To[uint64](50000), PidsLimit: ptr.To[int64](100)},
+			want: []unitProperty{{"CPUQuotaPerSecUSec", uint64(500000)}, {"CPUQuotaPeriodUSec", uint64(50000)}, {"TasksMax", uint64(100)}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, unitProperties(tt.r, WeightLinear))
+		})
+	}
+	assert.Equal(t, []unitProperty{{"CPUWeight", uint64(100)}}, unitProperties(Resources{CPUShares: ptr.To[uint64](1024)}, WeightNonLinear))
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,9 +57,26 @@ type runProc struct {
 	err    error         // exit error, valid after done
 }
 
+// timeScale multiplies the harness's waits and the tests' timing slack
+// (E2E_TIME_SCALE, default 1): the cgroup v2 suite (hack/vm) runs this suite
+// in an emulated guest where work is ~40x slower than on the host.
+var timeScale = func() float64 {
+	f, err := strconv.ParseFloat(os.Getenv("E2E_TIME_SCALE"), 64)
+	if err != nil || f < 1 {
+		return 1
+	}
+	return f
+}()
+
+// scaled is d times the time scale.
+func scaled(d time.Duration) time.Duration { return time.Duration(float64(d) * timeScale) }
+
 // agentArgs are the flags that point the binary at the private runtime.
+// E2E_CGROUP_DRIVER (set with SYSTEMD_CGROUP=true for the private
+// containerd) selects the agent's cgroup driver; containerd 1.6 does not
+// report its own through CRI RuntimeConfig.
 func agentArgs() []string {
-	return []string{
+	args := []string{
 		"--runtime-endpoint", suite.endpoint,
 		"--root-dir", filepath.Join(suite.dir, "root"),
 		"--pod-log-dir", filepath.Join(suite.dir, "pod-logs"),
@@ -70,6 +88,13 @@ func agentArgs() []string {
 		"--pod-masquerade=false",
 		"--log-level", "info",
 	}
+	if d := os.Getenv("E2E_CGROUP_DRIVER"); d != "" {
+		args = append(args, "--cgroup-driver", d)
+	}
+	if timeScale > 1 {
+		args = append(args, "--runtime-request-timeout", scaled(2*time.Minute).String())
+	}
+	return args
 }
 
 // writeManifest writes a manifest into the test's temp dir, replacing
@@ -102,7 +127,7 @@ func startRun(t *testing.T, manifest string) *runProc {
 			_ = p.cmd.Process.Signal(syscall.SIGINT)
 			select {
 			case <-p.done:
-			case <-time.After(90 * time.Second):
+			case <-time.After(scaled(90 * time.Second)):
 				_ = p.cmd.Process.Kill()
 				<-p.done
 			}
@@ -128,6 +153,7 @@ func tail(s string, n int) string {
 func (p *runProc) waitFor(re string, timeout time.Duration) []string {
 	p.t.Helper()
 	rx := regexp.MustCompile(re)
+	timeout = scaled(timeout)
 	deadline := time.After(timeout)
 	for {
 		out, changed := p.stdout.snapshot()
@@ -164,8 +190,8 @@ func (p *runProc) interrupt() string {
 	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGINT))
 	select {
 	case <-p.done:
-	case <-time.After(2 * time.Minute):
-		p.t.Fatal("minikubelet did not exit within 2m of SIGINT")
+	case <-time.After(scaled(2 * time.Minute)):
+		p.t.Fatalf("minikubelet did not exit within %s of SIGINT", scaled(2*time.Minute))
 	}
 	out, _ := p.stdout.snapshot()
 	require.NoError(p.t, p.err, "exit status after SIGINT; stdout:\n%s", out)
@@ -174,7 +200,7 @@ func (p *runProc) interrupt() string {
 
 // ctx returns a context bounded for one assertion.
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	c, cancel := context.WithTimeout(context.Background(), scaled(time.Minute))
 	t.Cleanup(cancel)
 	return c
 }

@@ -52,7 +52,7 @@ func startRunPath(t *testing.T, path string, extra ...string) *runProc {
 			_ = p.cmd.Process.Signal(syscall.SIGINT)
 			select {
 			case <-p.done:
-			case <-time.After(90 * time.Second):
+			case <-time.After(scaled(90 * time.Second)):
 				_ = p.cmd.Process.Kill()
 				<-p.done
 			}
@@ -167,7 +167,7 @@ func restartsOf(summary, container string) int {
 
 // shortCtx is a context for one CRI call inside a polling loop.
 func shortCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Second)
+	return context.WithTimeout(context.Background(), scaled(10*time.Second))
 }
 
 // restartCount reads the restart count annotation (-1 when missing).
@@ -219,6 +219,7 @@ func sampleInstances(t *testing.T, pod, container string, timeout time.Duration,
 		"io.kubernetes.pod.name":       pod,
 		"io.kubernetes.container.name": container,
 	}}
+	timeout = scaled(timeout)
 	deadline := time.Now().Add(timeout)
 	for {
 		c, cancel := shortCtx()

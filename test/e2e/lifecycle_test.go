@@ -124,9 +124,15 @@ spec:
 	}
 	gap := func(rc int) time.Duration { return time.Duration(inst[rc].started - inst[rc-1].finished) }
 	t.Logf("gaps (previous FinishedAt to next StartedAt): %s, %s, %s", gap(1), gap(2), gap(3))
-	assert.Less(t, gap(1), 2*time.Second, "first restart should be immediate: gap %s", gap(1))
-	assert.InDelta(t, float64(10*time.Second), float64(gap(2)), float64(2500*time.Millisecond), "second restart after ~10s: gap %s", gap(2))
-	assert.InDelta(t, float64(20*time.Second), float64(gap(3)), float64(2500*time.Millisecond), "third restart after ~20s: gap %s", gap(3))
+	// The slack is the scheduling and relist latency of this machine (times
+	// E2E_TIME_SCALE in the emulated cgroup v2 guest, where starting a
+	// container alone takes seconds); the back-off itself is a lower bound.
+	slack := scaled(2500 * time.Millisecond)
+	assert.Less(t, gap(1), scaled(2*time.Second), "first restart should be immediate: gap %s", gap(1))
+	for rc, backoff := range map[int]time.Duration{2: 10 * time.Second, 3: 20 * time.Second} {
+		assert.Greater(t, gap(rc), backoff-2500*time.Millisecond, "restart %d before its ~%s back-off: gap %s", rc, backoff, gap(rc))
+		assert.Less(t, gap(rc), backoff+slack, "restart %d long after its ~%s back-off: gap %s", rc, backoff, gap(rc))
+	}
 
 	// The waiting state in between, with the kubelet's message.
 	backoff := func(delay string, restarts int) string {
@@ -136,8 +142,12 @@ spec:
 	out := p.output()
 	lines := statusLines(out, pod)
 	joined := strings.Join(lines, "\n")
-	assert.Regexp(t, backoff("10s", 1), joined)
-	assert.Regexp(t, backoff("20s", 2), joined)
+	if timeScale == 1 {
+		// In the emulated cgroup v2 guest one relist can take longer than
+		// a back-off window, so a status line may skip a waiting state.
+		assert.Regexp(t, backoff("10s", 1), joined)
+		assert.Regexp(t, backoff("20s", 2), joined)
+	}
 	assert.Regexp(t, `warning\s+`+regexp.QuoteMeta(fmt.Sprintf("BackOff: Back-off restarting failed container app in pod %s_default(%s)", pod, uid)), out)
 	// restarts=N only grows, through 1, 2 and 3.
 	seen := map[int]bool{}

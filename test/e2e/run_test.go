@@ -59,6 +59,7 @@ func hostVethOf(t *testing.T, sandboxID string) string {
 // eventually runs fn until it returns true or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, fn func() bool) {
 	t.Helper()
+	timeout = scaled(timeout)
 	deadline := time.Now().Add(timeout)
 	for !fn() {
 		if time.Now().After(deadline) {

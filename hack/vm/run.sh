@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# run.sh DIR: run minikubelet's end-to-end cgroup, lifecycle and probe cases
+# inside a Debian bookworm guest with systemd and cgroup v2 (qemu, software
+# emulation), once with the systemd cgroup driver and once with cgroupfs, in
+# one boot. test/cgroupv2 (make test-cgroupv2) calls it and reports DIR/out
+# as Go test output; run by hand it leaves everything in DIR:
+#
+#   DIR/bin/minikubelet, DIR/bin/e2e.test   static builds of this tree
+#   DIR/repo/hack, DIR/repo/test/e2e        what the e2e TestMain needs
+#   DIR/registry                            a copy of the local registry's storage
+#   DIR/payload.sh, DIR/run.env             the guest side and its settings
+#   DIR/console.log                         the guest's serial console
+#   DIR/out/                                the guest's results (see payload.sh)
+#
+# DIR is shared with the guest over 9p. The guest image is built once per
+# machine (hack/vm/image.sh). At most one guest runs on the machine at a time
+# (flock /tmp/mkl-qemu.lock): a guest keeps ~1.4 cores busy.
+# Env: VM_DRIVERS (default "systemd cgroupfs"), VM_TEST_RUN (go test -run
+# regexp of the cases), VM_TIME_SCALE (E2E_TIME_SCALE in the guest, default
+# 30), VM_TIMEOUT (seconds for the whole boot, default 2700), REGISTRY
+# (default 127.0.0.1:5000).
+set -euo pipefail
+MKL_PREFIX=vm-run
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+require_root
+
+(($# == 1)) || die "usage: $0 DIR"
+DIR=$(realpath -m "$1")
+VM=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$VM/../.." && pwd)
+export REGISTRY=${REGISTRY:-127.0.0.1:5000}
+export PATH=$PATH:/usr/local/go/bin
+DRIVERS=${VM_DRIVERS:-systemd cgroupfs}
+TEST_RUN=${VM_TEST_RUN:-^(TestQoS_(Guaranteed|Burstable|BestEffort|OOMKilledIsRestarted|PodCgroupsRemovedOnSIGINT|BurstableTierFollowsPods)|TestLifecycle_CrashLoopBackOff|TestProbe_ExecLivenessRestarts)\$}
+TIME_SCALE=${VM_TIME_SCALE:-30}
+TIMEOUT=${VM_TIMEOUT:-2700}
+
+missing=()
+for tool in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:debootstrap mkfs.ext4:e2fsprogs; do
+	command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+done
+if ((${#missing[@]})); then
+	step "installing ${missing[*]} (apt-get)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
+		die "apt-get install ${missing[*]} failed; install them by hand"
+fi
+image=$("$VM/image.sh" | tail -n1)
+
+mkdir -p "$DIR"
+rm -rf "${DIR:?}"/{bin,repo,registry,out} "$DIR/console.log"
+mkdir -p "$DIR"/{bin,repo/test/e2e,out}
+
+step "building static minikubelet and e2e.test"
+(cd "$REPO" && CGO_ENABLED=0 go build -o "$DIR/bin/minikubelet" ./cmd/minikubelet)
+(cd "$REPO" && CGO_ENABLED=0 go test -c -o "$DIR/bin/e2e.test" ./test/e2e)
+
+step "test images: local registry on $REGISTRY, hack/images"
+"$REPO/hack/start-registry.sh" "$REGISTRY"
+(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") | tail -n1
+cp -a "$MKL_STATE/registry" "$DIR/registry"
+cp -a "$REPO/hack" "$DIR/repo/hack"
+install -m 0755 "$VM/payload.sh" "$DIR/payload.sh"
+cat >"$DIR/run.env" <<ENV
+DRIVERS='$DRIVERS'
+TEST_RUN='$TEST_RUN'
+TIME_SCALE='$TIME_SCALE'
+TEST_TIMEOUT='$(((TIMEOUT - 300) / $(wc -w <<<"$DRIVERS")))s'
+ENV
+
+kernel_args="root=/dev/vda rw console=ttyS0 loglevel=4 systemd.unified_cgroup_hierarchy=1 systemd.show_status=auto"
+qemu=(qemu-system-x86_64 -name mkl-cgroupv2
+	-accel tcg,thread=multi,tb-size=256 -cpu max -smp 2 -m 2048
+	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" -append "$kernel_args"
+	-drive "file=$image/disk.raw,format=raw,if=virtio,snapshot=on"
+	-nic none -display none -monitor none -no-reboot
+	-serial "file:$DIR/console.log"
+	-virtfs "local,path=$DIR,mount_tag=share,security_model=none,id=share")
+
+lock=/tmp/mkl-qemu.lock
+exec 8>"$lock"
+if ! flock -n 8; then
+	step "waiting for another guest on this machine to finish ($lock)"
+	flock 8
+fi
+step "booting the guest (drivers: $DRIVERS; software emulation, ~1 min to boot, then the cases; timeout ${TIMEOUT}s; console $DIR/console.log)"
+start=$SECONDS
+rc=0
+timeout --kill-after=10 "$TIMEOUT" "${qemu[@]}" </dev/null &
+qpid=$!
+# A run that is interrupted takes its guest with it.
+trap '[[ -z ${qpid:-} ]] || kill -TERM "$qpid" 2>/dev/null || true' EXIT
+# The payload powers the guest off. Should the guest linger once the
+# results are written, stop it rather than wait for the timeout.
+while pid_alive "$qpid"; do
+	if [[ -f $DIR/out/done ]]; then
+		if ! wait_for 120 "the guest to power off after its payload" proc_gone "$qpid"; then
+			warn "the guest wrote its results but did not power off within 120s; stopping qemu"
+			kill -TERM "$qpid" 2>/dev/null || true
+		fi
+		break
+	fi
+	sleep 1
+done
+wait "$qpid" || rc=$?
+qpid=
+flock -u 8
+elapsed=$((SECONDS - start))
+if [[ ! -f $DIR/out/done ]]; then
+	tail -n 40 "$DIR/console.log" >&2 || true
+	((rc != 124)) || die "the guest did not finish within ${TIMEOUT}s (console: $DIR/console.log); raise VM_TIMEOUT on a busy machine"
+	die "the guest stopped after ${elapsed}s (qemu exit $rc) without finishing its payload (console: $DIR/console.log)"
+fi
+for driver in $DRIVERS; do
+	step "driver $driver: e2e.test exit $(cat "$DIR/out/$driver.rc" 2>/dev/null || echo missing), $(wc -l <"$DIR/out/$driver-leftovers.txt" 2>/dev/null || echo ?) leftover cgroups/units"
+done
+step "guest done after ${elapsed}s; results in $DIR/out"
