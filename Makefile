@@ -8,7 +8,7 @@ E2E_FLAGS ?=
 BIN := bin/minikubelet
 REGISTRY ?= 127.0.0.1:5000
 
-.PHONY: help build test test-unit test-fuzz test-e2e test-privileged demo verify fmt vet tidy clean bench
+.PHONY: help build test test-unit test-fuzz test-e2e test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -16,7 +16,7 @@ help: ## show this help
 build: ## build bin/minikubelet
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/minikubelet
 
-test: test-unit test-fuzz test-e2e ## everything CI runs: unit tests, fuzzing, then the end-to-end suite (needs root)
+test: test-unit test-fuzz test-e2e test-cgroupv2 ## everything CI runs: unit tests, fuzzing, the end-to-end suite, the cgroup v2 guest (needs root)
 
 test-unit: verify ## unit tests with -race; no root, no containerd
 	$(GOTEST) -race -count=1 $(TESTFLAGS) ./...
@@ -29,6 +29,9 @@ test-e2e: ## end-to-end suite (real runc, CNI plugins, registry) against Debian'
 
 bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-readme rewrites the README's results
 	BENCH_FLAGS="$(BENCH_FLAGS)" REGISTRY=$(REGISTRY) hack/bench.sh
+
+test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu guest, both drivers (root; guest image cached per machine)
+	MINIKUBELET_VM=1 REGISTRY=$(REGISTRY) $(GOTEST) -count=1 -timeout 60m -v ./test/cgroupv2/
 
 demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
 	hack/setup.sh

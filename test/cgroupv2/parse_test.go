@@ -8,12 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The host's view of a guest run (testdata/guest.out is real
+// The host's view of a guest run (testdata/guest-output.txt is real
 // -test.v=test2json output of three parallel tests): a passed case with a
 // subtest, a failed one, and one the test timeout cut off, which must not
 // count as passed; the timeout panic is kept.
 func TestParseGuestOutput(t *testing.T) {
-	raw, err := os.ReadFile("testdata/guest.out")
+	raw, err := os.ReadFile("testdata/guest-output.txt")
 	require.NoError(t, err)
 	cases, outside := parseGuestOutput(t, raw)
 	require.Len(t, cases, 3)
