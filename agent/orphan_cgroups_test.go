@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,4 +42,42 @@ func TestCollectOrphans_PodCgroups(t *testing.T) {
 	for _, uid := range []string{"ours-busy", "ours-desired", "foreign"} {
 		assert.True(t, cg.Exists(name(uid)), uid)
 	}
+}
+
+// A teardown that could not remove the sandbox keeps the pod cgroup and,
+// with it, the pod dir that marks the cgroup as this agent's: the next
+// orphan collection removes both once the sandbox is gone, instead of
+// leaving a cgroup nobody will ever claim.
+func TestTeardownFailure_OrphanCgroupCollectedLater(t *testing.T) {
+	h := newHarness(t)
+	cg := cgroupstest.NewFake()
+	h.agent.cgroups = cg
+	pod := testPod(t, twoContainers)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	name := podCgroupName(pod, podQOSClass(pod))
+	require.True(t, cg.Exists(name), "the pod cgroup exists while it runs")
+
+	done := h.agent.PodDone(pod.UID)
+	require.NotNil(t, done)
+	h.fake.InjectError("RemovePodSandbox", errors.New("runtime down"))
+	h.agent.SetPods(nil)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("teardown did not finish")
+	}
+	assert.True(t, cg.Exists(name), "a failed teardown keeps the cgroup (its sandbox may still hold processes)")
+	assert.DirExists(t, h.agent.podDir(pod), "and the pod dir that marks it as ours")
+
+	// The sandbox goes (the runtime came back; orphan collection removes
+	// the leftover sandbox first), then the cgroup is collected.
+	sbs, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
+	require.NoError(t, err)
+	for _, sb := range sbs {
+		require.NoError(t, h.fake.Runtime.RemovePodSandbox(context.Background(), sb.Id))
+	}
+	require.NoError(t, h.agent.collectOrphans(context.Background(), nil))
+	assert.False(t, cg.Exists(name), "the orphan cgroup is collected")
+	assert.NoDirExists(t, h.agent.podDir(pod), "with its pod dir")
 }

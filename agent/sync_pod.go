@@ -572,8 +572,13 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	if podQOSClass(pod) == v1.PodQOSBurstable {
 		a.refreshBurstableTier(ctx)
 	}
-	if err := a.cleanupPodDirs(pod); err != nil {
-		errs = append(errs, err)
+	// The pod dir goes last, and only after a clean teardown: it marks the
+	// pod cgroup as this agent's, so orphan collection (collectOrphans) can
+	// still remove a cgroup that a failed teardown left behind.
+	if len(errs) == 0 {
+		if err := a.cleanupPodDirs(pod); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for i := range pod.Spec.Containers {
 		a.crashBackoff.reset(crashBackoffKey(pod, &pod.Spec.Containers[i]))
