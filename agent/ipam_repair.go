@@ -18,6 +18,30 @@ import (
 // going away. Younger candidates are watched until they resolve or age.
 const ipamSettle = 5 * time.Second
 
+// IPRepair says how RepairIPLeaks treats a reservation of a sandbox the
+// runtime does not know, which may be a leak or a RunPodSandbox in flight.
+type IPRepair struct {
+	// MinAge: younger reservations are not released.
+	MinAge time.Duration
+	// Watch: wait (at most 2×MinAge) for young reservations to resolve
+	// instead of leaving them for the next start.
+	Watch bool
+}
+
+// DaemonIPRepair is the daemon's repair: it owns the node, so the only
+// sandboxes in flight are those of its own previous generation, which
+// containerd finishes or rolls back within about a second of that process
+// dying; young reservations are watched until they resolve.
+var DaemonIPRepair = IPRepair{MinAge: ipamSettle, Watch: true}
+
+// ForegroundIPRepair is a foreground `run`'s repair: it shares the runtime
+// with other clients (other runs, a daemon), whose RunPodSandbox may sit for
+// seconds between CNI ADD and its sandbox being listed on a loaded machine
+// (containerd 1.6 lists a sandbox only once its pause task started). Only
+// reservations older than any sandbox creation takes are released; younger
+// ones are left to a later start.
+var ForegroundIPRepair = IPRepair{MinAge: 2 * time.Minute}
+
 // ReleasedIP is a host-local reservation RepairIPLeaks released.
 type ReleasedIP struct {
 	IP        string
@@ -53,16 +77,16 @@ func ReleasedIPs(ips []ReleasedIP) string {
 //
 // The race accepted: a RunPodSandbox of another CRI client (not this agent,
 // which has created nothing yet) whose CNI ADD wrote its reservation more
-// than ipamSettle before its sandbox entered the runtime's store would lose
-// its IP. Younger reservations are watched until they resolve or reach that
+// than how.MinAge before its sandbox entered the runtime's store would lose
+// its IP (see DaemonIPRepair and ForegroundIPRepair). Younger reservations are watched until they resolve or reach that
 // age (the start waits only when there are young candidates, about a second
 // after a crash of the previous process, ipamSettle for a true fresh leak).
-func (a *Agent) RepairIPLeaks(ctx context.Context) ([]ReleasedIP, error) {
+func (a *Agent) RepairIPLeaks(ctx context.Context, how IPRepair) ([]ReleasedIP, error) {
 	var released []ReleasedIP
 	// Young candidates are watched until they resolve (their sandbox
 	// appears, or containerd's rollback releases them) or age; new ones
 	// could keep coming from another client, so the watch is bounded.
-	giveUp := a.clock.Now().Add(2 * ipamSettle)
+	giveUp := a.clock.Now().Add(2 * how.MinAge)
 	waited := false
 	for {
 		leaked, err := a.leakedReservations(ctx)
@@ -71,7 +95,7 @@ func (a *Agent) RepairIPLeaks(ctx context.Context) ([]ReleasedIP, error) {
 		}
 		young := 0
 		for _, r := range leaked {
-			if a.clock.Since(r.Written) < ipamSettle {
+			if a.clock.Since(r.Written) < how.MinAge {
 				young++
 				continue
 			}
@@ -88,7 +112,7 @@ func (a *Agent) RepairIPLeaks(ctx context.Context) ([]ReleasedIP, error) {
 		if young == 0 {
 			return released, nil
 		}
-		if !a.clock.Now().Before(giveUp) {
+		if !how.Watch || !a.clock.Now().Before(giveUp) {
 			a.logger.Info("Leaving young host-local reservations of unknown sandboxes for the next start", "count", young, "network", a.cfg.Network.Name)
 			return released, nil
 		}

@@ -64,7 +64,7 @@ func TestRepairIPLeaks(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				ips, err := h.agent.RepairIPLeaks(ctx)
+				ips, err := h.agent.RepairIPLeaks(ctx, DaemonIPRepair)
 				done <- result{ips, err}
 			}()
 			require.Eventually(t, h.clock.HasWaiters, 5*time.Second, time.Millisecond, "the repair waits for the young reservation to settle")
@@ -106,8 +106,35 @@ func TestRepairIPLeaks(t *testing.T) {
 func TestRepairIPLeaks_NoStore(t *testing.T) {
 	h := newHarness(t)
 	h.agent.cfg.Network = cni.Config{Name: "repairnet", DataDir: t.TempDir()}.WithDefaults()
-	ips, err := h.agent.RepairIPLeaks(context.Background())
+	ips, err := h.agent.RepairIPLeaks(context.Background(), DaemonIPRepair)
 	require.NoError(t, err)
 	assert.Empty(t, ips)
 	assert.Empty(t, h.fake.Calls(), "nothing reserved: the runtime is not even asked")
+}
+
+// TestRepairIPLeaks_Foreground: a foreground run releases only reservations
+// older than ForegroundIPRepair.MinAge and never waits for younger ones,
+// which may belong to another client's RunPodSandbox in flight.
+func TestRepairIPLeaks_Foreground(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.Network = cni.Config{Name: "repairnet", DataDir: t.TempDir()}.WithDefaults()
+	dir := cni.HostLocalDir(h.agent.cfg.Network)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for ip, age := range map[string]time.Duration{
+		"10.89.0.4": time.Hour,        // leaked long ago: released
+		"10.89.0.5": 30 * time.Second, // another client's sandbox in flight, maybe: kept
+	} {
+		path := filepath.Join(dir, ip)
+		require.NoError(t, os.WriteFile(path, []byte("unknown"+ip+"\r\neth0"), 0o600))
+		w := h.clock.Now().Add(-age)
+		require.NoError(t, os.Chtimes(path, w, w))
+	}
+	ips, err := h.agent.RepairIPLeaks(context.Background(), ForegroundIPRepair)
+	require.NoError(t, err)
+	require.Len(t, ips, 1)
+	assert.Equal(t, "10.89.0.4", ips[0].IP)
+	left, err := cni.HostLocalReservations(h.agent.cfg.Network)
+	require.NoError(t, err)
+	assert.Contains(t, left, "10.89.0.5")
+	assert.NotContains(t, left, "10.89.0.4")
 }

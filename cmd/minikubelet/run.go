@@ -276,7 +276,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 	// Step: IPs a crash left reserved, before any sandbox is created.
 	t4 := time.Now()
-	released, err := a.RepairIPLeaks(ctx)
+	released, err := a.RepairIPLeaks(ctx, agent.ForegroundIPRepair)
 	if err != nil {
 		p.line("node", "notice", 0, fmt.Sprintf("IP leak repair incomplete (leaked pod IPs stay reserved until the next start): %v", err))
 	} else if len(released) > 0 {

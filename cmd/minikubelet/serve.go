@@ -150,7 +150,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// IPs a crash left reserved, before anything creates a sandbox (the
 	// API and the sources start below).
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-	released, err := a.RepairIPLeaks(rctx)
+	released, err := a.RepairIPLeaks(rctx, agent.DaemonIPRepair)
 	rcancel()
 	if err != nil {
 		logger.Warn("IP leak repair incomplete; leaked pod IPs stay reserved until the next start", "err", err)
