@@ -42,9 +42,13 @@ for tool in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:d
 done
 if ((${#missing[@]})); then
 	step "installing ${missing[*]} (apt-get)"
+	apt-get update -qq >/dev/null || warn "apt-get update failed; trying the install with the lists there are"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
 		die "apt-get install ${missing[*]} failed; install them by hand"
 fi
+# The host side needs what the e2e suite needs (registry, busybox, CNI
+# plugins) when this runs alone, e.g. `make test-cgroupv2` on a fresh machine.
+"$REPO/hack/install-deps.sh"
 image=$("$VM/image.sh" | tail -n1)
 
 mkdir -p "$DIR"
