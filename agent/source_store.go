@@ -246,7 +246,24 @@ func (s *PodStore) List() ([]*v1.Pod, []FileError) {
 		}
 		pods = append(pods, p)
 	}
+	s.pruneDecoded(entries)
 	return pods, errs
+}
+
+// pruneDecoded drops the cached decodings of files that are gone: the
+// store's directory listing is the whole set of names there can be.
+func (s *PodStore) pruneDecoded(entries []os.DirEntry) {
+	present := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		present[e.Name()] = true
+	}
+	s.decodedMu.Lock()
+	defer s.decodedMu.Unlock()
+	for name := range s.decoded {
+		if !present[name] {
+			delete(s.decoded, name)
+		}
+	}
 }
 
 // prepareCached is prepare, reusing the result for unchanged bytes; the
@@ -263,8 +280,8 @@ func (s *PodStore) prepareCached(name string, data []byte) (*v1.Pod, error) {
 		return nil, err
 	}
 	s.decodedMu.Lock()
-	if s.decoded == nil || len(s.decoded) > 4096 {
-		s.decoded = map[string]decodedPod{} // bounded: deleted files' entries go here
+	if s.decoded == nil {
+		s.decoded = map[string]decodedPod{} // List prunes the entries of deleted files
 	}
 	s.decoded[name] = decodedPod{data: data, pod: p.DeepCopy()}
 	s.decodedMu.Unlock()

@@ -37,4 +37,22 @@ func TestPodStore_ListReusesDecodedFiles(t *testing.T) {
 	require.Len(t, changed, 1)
 	assert.Equal(t, "other:2", changed[0].Spec.Containers[0].Image)
 	assert.NotEqual(t, first[0].UID, changed[0].UID)
+
+	// The cache holds the newest decoding of the file, and forgets it
+	// once the file is gone.
+	cached := func() (decodedPod, bool) {
+		s.decodedMu.Lock()
+		defer s.decodedMu.Unlock()
+		c, ok := s.decoded[storeFileName("default", "web")]
+		return c, ok
+	}
+	c, ok := cached()
+	require.True(t, ok, "List cached the decoded file")
+	assert.Equal(t, changed[0].UID, c.pod.UID)
+	require.NoError(t, os.Remove(path))
+	gone, errs := s.List()
+	require.Empty(t, errs)
+	assert.Empty(t, gone)
+	_, ok = cached()
+	assert.False(t, ok, "a deleted file's decoding is pruned")
 }
