@@ -691,3 +691,29 @@ func BenchmarkManager_UpdatePod(b *testing.B) {
 		})
 	}
 }
+
+// Quick retries are bounded: a readiness probe that keeps failing falls
+// back to its period after quickRetries early runs, however long the
+// period.
+func TestWorker_ReadinessQuickRetriesBounded(t *testing.T) {
+	h := newHarness(t, probes.Config{})
+	fails := make([]probestest.ExecResult, 40)
+	for i := range fails {
+		fails[i] = probestest.Exit(1, "refused")
+	}
+	h.exec.Script("c1", fails...)
+	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)}),
+		running("app", "c1", t0), ready)
+	require.Equal(t, 1, h.exec.CallCount(), "the first run is at once")
+	<-h.events
+	// Each quick retry is due within 200 ms of the previous run.
+	for i := 1; i <= 12; i++ {
+		h.step(200*time.Millisecond, ready)
+		require.Equal(t, 1+i, h.exec.CallCount(), "quick retry %d", i)
+	}
+	// No more early runs: the next is the regular one, a period after the
+	// first.
+	h.clk.Step(200 * time.Millisecond)
+	require.Never(t, func() bool { return h.exec.CallCount() > 13 }, 50*time.Millisecond, 5*time.Millisecond)
+	assert.Empty(t, h.events, "quick retries report no failure event")
+}

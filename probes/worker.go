@@ -160,6 +160,7 @@ func (w *worker) run() {
 
 	first := next
 	var quickDelay time.Duration
+	quickN := 0
 	quiet := false
 	for {
 		if !due {
@@ -186,7 +187,7 @@ func (w *worker) run() {
 		}
 		wait := next.Sub(now)
 		quiet = false
-		if d, ok := w.quickRetry(now, first, &quickDelay); ok && d < wait {
+		if d, ok := w.quickRetry(now, first, &quickDelay, &quickN); ok && d < wait {
 			wait, quiet = d, true
 		}
 		timer.Reset(wait)
@@ -197,6 +198,11 @@ func (w *worker) run() {
 const (
 	quickRetryFirst = 10 * time.Millisecond
 	quickRetryMax   = 200 * time.Millisecond
+	// quickRetries bounds the quick retries of one container's readiness
+	// probe (about the first 1.3 s): each exec probe is a process in the
+	// container, and a server that is not up by then is not "opening its
+	// port" any more; the regular schedule takes over.
+	quickRetries = 12
 )
 
 // quickRetry returns how soon to run again a readiness probe that has not
@@ -206,9 +212,10 @@ const (
 // period). The pod was not Ready before and a failed retry changes nothing,
 // so the retries are quiet (no Unhealthy event; the first run reported the
 // failure) and regular runs keep their grid. The delay starts at
-// quickRetryFirst and grows by half each time, up to quickRetryMax.
-func (w *worker) quickRetry(now, first time.Time, delay *time.Duration) (time.Duration, bool) {
-	if w.kind != Readiness || !now.Before(first.Add(w.timing.period)) {
+// quickRetryFirst and grows by half each time, up to quickRetryMax, for at
+// most quickRetries retries (counted in *n).
+func (w *worker) quickRetry(now, first time.Time, delay *time.Duration, n *int) (time.Duration, bool) {
+	if w.kind != Readiness || *n >= quickRetries || !now.Before(first.Add(w.timing.period)) {
 		return 0, false
 	}
 	w.m.mu.Lock()
@@ -222,6 +229,7 @@ func (w *worker) quickRetry(now, first time.Time, delay *time.Duration) (time.Du
 	} else {
 		*delay = min(*delay*3/2, quickRetryMax)
 	}
+	*n++
 	return *delay, true
 }
 
