@@ -104,6 +104,19 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+// waitCallsSettle waits until the fake runtime's call log stops growing
+// (no new call for 20 ms): the sync in flight has finished.
+func (h *harness) waitCallsSettle(t *testing.T) {
+	t.Helper()
+	last := -1
+	require.Eventually(t, func() bool {
+		n := len(h.fake.Calls())
+		settled := n == last
+		last = n
+		return settled
+	}, 10*time.Second, 20*time.Millisecond, "the runtime calls did not settle")
+}
+
 // stepUntil advances the fake clock in half-second steps, at most total,
 // until the newest status satisfies cond, and returns the fake time that
 // passed. Stepping repeatedly (rather than once by the expected delay) does
@@ -589,7 +602,7 @@ spec:
 `
 	h.agent.SetPods([]*v1.Pod{testPod(t, manifest)})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
-	time.Sleep(50 * time.Millisecond) // let the sync that published Running finish
+	h.waitCallsSettle(t) // the sync that published Running finishes
 	h.fake.Reset()
 
 	// The same pod, decoded again: nothing to do.
@@ -642,7 +655,7 @@ spec:
 			h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 			done := h.agent.PodDone(pod.UID)
 			require.NotNil(t, done)
-			time.Sleep(50 * time.Millisecond) // let the sync that published Running finish
+			h.waitCallsSettle(t) // the sync that published Running finishes
 			h.fake.Reset()
 			h.agent.SetPods(nil)
 			h.clock.Step(time.Minute) // nothing waits on the fake clock but grace periods
