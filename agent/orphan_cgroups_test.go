@@ -44,11 +44,11 @@ func TestCollectOrphans_PodCgroups(t *testing.T) {
 	}
 }
 
-// A teardown that could not remove the sandbox keeps the pod cgroup and,
-// with it, the pod dir that marks the cgroup as this agent's: the next
-// orphan collection removes both once the sandbox is gone, instead of
-// leaving a cgroup nobody will ever claim.
-func TestTeardownFailure_OrphanCgroupCollectedLater(t *testing.T) {
+// A teardown that could not remove a container or the sandbox keeps the
+// pod cgroup and, with it, the pod dir that marks the cgroup as this
+// agent's; it kills what is left in the container's cgroup (a task the
+// runtime cannot remove) and tries again until everything is gone.
+func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 	h := newHarness(t)
 	cg := cgroupstest.NewFake()
 	h.agent.cgroups = cg
@@ -57,27 +57,48 @@ func TestTeardownFailure_OrphanCgroupCollectedLater(t *testing.T) {
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	name := podCgroupName(pod, podQOSClass(pod))
 	require.True(t, cg.Exists(name), "the pod cgroup exists while it runs")
+	ctrs, err := h.fake.Runtime.ListContainers(context.Background(), nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, ctrs)
+	stuck := ctrs[0].Id
+	cg.SetPids(name.Child(stuck), 4242)
 
 	done := h.agent.PodDone(pod.UID)
 	require.NotNil(t, done)
+	h.fake.InjectError("RemoveContainer", errors.New("cannot delete running task"))
 	h.fake.InjectError("RemovePodSandbox", errors.New("runtime down"))
 	h.agent.SetPods(nil)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("teardown did not finish")
-	}
+	require.Eventually(t, func() bool {
+		for _, c := range cg.Calls() {
+			if c.Method == "KillContainer" && c.Name == name.Child(stuck).ToCgroupfs() {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "the stuck container's cgroup is killed")
 	assert.True(t, cg.Exists(name), "a failed teardown keeps the cgroup (its sandbox may still hold processes)")
 	assert.DirExists(t, h.agent.podDir(pod), "and the pod dir that marks it as ours")
+	select {
+	case <-done:
+		t.Fatal("the pod counted as gone after a failed teardown")
+	default:
+	}
 
-	// The sandbox goes (the runtime came back; orphan collection removes
-	// the leftover sandbox first), then the cgroup is collected.
+	// The retry comes a second later (fake time): step until it happened,
+	// whenever the worker armed its timer.
+	retried := false
+	for i := 0; i < 200 && !retried; i++ {
+		select {
+		case <-done:
+			retried = true
+		case <-time.After(20 * time.Millisecond):
+			h.clock.Step(time.Second)
+		}
+	}
+	require.True(t, retried, "the retried teardown did not finish")
+	assert.False(t, cg.Exists(name), "the pod cgroup goes with the retry")
+	assert.NoDirExists(t, h.agent.podDir(pod), "with its pod dir")
 	sbs, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
 	require.NoError(t, err)
-	for _, sb := range sbs {
-		require.NoError(t, h.fake.Runtime.RemovePodSandbox(context.Background(), sb.Id))
-	}
-	require.NoError(t, h.agent.collectOrphans(context.Background(), nil))
-	assert.False(t, cg.Exists(name), "the orphan cgroup is collected")
-	assert.NoDirExists(t, h.agent.podDir(pod), "with its pod dir")
+	assert.Empty(t, sbs)
 }

@@ -174,12 +174,18 @@ func (w *podWorker) trigger() {
 	}
 }
 
+// teardownRetryMax caps the delay between attempts of a teardown that
+// failed (1 s, doubling).
+const teardownRetryMax = 30 * time.Second
+
 // run is the worker's loop: sync, then wait for a wake-up or the requeue
-// timer; tear down when terminating.
+// timer; tear down when terminating, retrying a teardown that failed until
+// it succeeds or the agent stops.
 func (w *podWorker) run() {
 	defer w.cancel()
 	timer := w.a.clock.NewTimer(0)
 	defer timer.Stop()
+	teardownFailures := 0
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -191,11 +197,27 @@ func (w *podWorker) run() {
 		terminating := w.terminating
 		w.mu.Unlock()
 		if terminating {
-			if err := w.a.terminatePod(w.ctx, w); err != nil {
-				w.logger.Error("Pod teardown incomplete", "err", err)
+			err := w.a.terminatePod(w.ctx, w)
+			if err == nil || w.ctx.Err() != nil {
+				if err != nil {
+					w.logger.Error("Pod teardown incomplete", "err", err)
+				}
+				w.tornDown = true
+				return
 			}
-			w.tornDown = true
-			return
+			// As the kubelet, keep trying until everything is gone: a
+			// sandbox left behind would hold its IP and cgroup for good.
+			teardownFailures++
+			delay := min(time.Second<<min(teardownFailures-1, 5), teardownRetryMax)
+			w.logger.Error("Pod teardown incomplete; retrying", "err", err, "retryIn", delay)
+			if !timer.Stop() {
+				select {
+				case <-timer.C():
+				default:
+				}
+			}
+			timer.Reset(delay)
+			continue
 		}
 		requeue := w.a.syncPod(w.ctx, w)
 		if !timer.Stop() {

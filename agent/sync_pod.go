@@ -325,6 +325,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		// instance goes, and its replacement takes its place and count.
 		if err := a.runtime.RemoveContainer(ctx, prev.id); err != nil && !cri.IsNotFound(err) {
 			w.logger.Warn("Remove container whose start was interrupted failed", "containerID", prev.id, "err", err)
+			a.killStuckContainer(w, prev.id)
 			res.fail()
 			return
 		}
@@ -551,6 +552,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	t0 := a.clock.Now()
 	for _, c := range st.containers {
 		if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
+			a.killStuckContainer(w, c.id)
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
 			continue
 		}
@@ -592,6 +594,27 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		w.step(stepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))
 	}
 	return errors.Join(errs...)
+}
+
+// killStuckContainer kills the processes left in the cgroup of a container
+// the runtime failed to remove, so that the next attempt succeeds. A start
+// cut short can leave a task running under a record the runtime shows as
+// exited (containerd 2.x: "failed to get task pid: context canceled"); CRI
+// has no call to stop it (StopContainer ignores an exited container, and
+// RemoveContainer refuses a running task), so the agent does what the
+// kubelet does with processes left in a pod cgroup it destroys.
+func (a *Agent) killStuckContainer(w *podWorker, id string) {
+	if a.cgroups == nil {
+		return
+	}
+	pod := w.pod()
+	n, err := a.cgroups.KillContainer(podCgroupName(pod, podQOSClass(pod)), id)
+	switch {
+	case err != nil:
+		w.logger.Warn("Kill processes of a container the runtime cannot remove failed", "containerID", id, "err", err)
+	case n > 0:
+		w.logger.Warn("Killed processes of a container the runtime cannot remove", "containerID", id, "processes", n)
+	}
 }
 
 // shortID is the first 13 characters of a runtime ID, as crictl prints.

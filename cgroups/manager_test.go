@@ -413,3 +413,43 @@ func TestSystemdManager_V1StartsBareSlices(t *testing.T) {
 	require.NoError(t, m.Destroy(pod))
 	assert.True(t, slices.Equal([]string{"kubepods-podg1.slice"}, units.stopped))
 }
+
+// KillContainer kills only the processes of the container's own cgroup
+// below the pod (cgroupfs: <pod>/<id>; systemd: cri-containerd-<id>.scope),
+// never the pod's or another container's, and refuses IDs that could name
+// another cgroup.
+func TestManager_KillContainer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		driver Driver
+		child  string
+	}{
+		{name: "cgroupfs", driver: DriverCgroupfs, child: "abc123"},
+		{name: "systemd", driver: DriverSystemd, child: "cri-containerd-abc123.scope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, fp := newFakeV1(t)
+			m := newV1Manager(t, root, fp, tc.driver)
+			pod := PodName(KubepodsBestEffort, "e1")
+			require.NoError(t, m.Ensure(pod, Resources{}))
+			podDir := filepath.Join(root, "memory", m.Path(pod))
+			writeFile(t, filepath.Join(podDir, "cgroup.procs"), "10\n")               // the pod's (pause)
+			writeFile(t, filepath.Join(podDir, tc.child, "cgroup.procs"), "11\n12\n") // the stuck container
+			writeFile(t, filepath.Join(podDir, "other", "cgroup.procs"), "13\n")      // another container
+
+			n, err := m.KillContainer(pod, "abc123")
+			require.NoError(t, err)
+			assert.Equal(t, 2, n)
+			assert.Equal(t, []int{11, 12}, fp.killed)
+
+			n, err = m.KillContainer(pod, "missing")
+			require.NoError(t, err)
+			assert.Zero(t, n, "no cgroup, nothing to kill")
+			for _, bad := range []string{"", "../other", "a/b", ".."} {
+				_, err := m.KillContainer(pod, bad)
+				assert.ErrorIs(t, err, ErrInvalidName, bad)
+			}
+			assert.Equal(t, []int{11, 12}, fp.killed)
+		})
+	}
+}
