@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,27 +42,7 @@ spec:
 `)
 	args := append([]string{"run"}, r.nodeArgs()...)
 	args = append(args, "--root-dir", filepath.Join(base, "root"), "--pod-log-dir", filepath.Join(base, "logs"), manifest)
-	p := &runProc{t: t, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan struct{})}
-	p.cmd = exec.Command(suite.bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Signal(syscall.SIGINT)
-			<-p.done
-		}
-		if t.Failed() {
-			out, _ := p.stdout.snapshot()
-			errOut, _ := p.stderr.snapshot()
-			t.Logf("minikubelet run stdout:\n%s\nstderr (tail):\n%s", out, tail(errOut, 4000))
-		}
-	})
+	p := startRunArgs(t, args...)
 
 	p.waitFor(`node\s+ipam\s+\S+\s+released 2 leaked IPs: `+regexp.QuoteMeta(prefix+"249 (sandbox deadbeef0001a), "+prefix+"250 (sandbox deadbeef0002b)"), time.Minute)
 	ip := p.waitRunning("chaos-ipam")

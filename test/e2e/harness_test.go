@@ -112,8 +112,15 @@ func writeManifest(t *testing.T, manifest string) string {
 func startRun(t *testing.T, manifest string) *runProc {
 	t.Helper()
 	path := writeManifest(t, manifest)
+	return startRunArgs(t, append(append([]string{"run"}, agentArgs()...), path)...)
+}
+
+// startRunArgs starts the minikubelet binary with args (a `run` whose
+// flags the caller chose), with startRun's cleanup.
+func startRunArgs(t *testing.T, args ...string) *runProc {
+	t.Helper()
 	p := &runProc{t: t, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan struct{})}
-	p.cmd = exec.Command(suite.bin, append(append([]string{"run"}, agentArgs()...), path)...)
+	p.cmd = exec.Command(suite.bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	require.NoError(t, p.cmd.Start())
 	go func() {
