@@ -21,6 +21,7 @@ type metrics struct {
 	probeTotal        *prometheus.CounterVec
 	restarts          prometheus.Counter
 	ipsReleased       prometheus.Counter
+	stuckTasksRemoved prometheus.Counter
 	eventedConns      prometheus.Counter
 	eventedConnErrors prometheus.Counter
 	eventedLatency    prometheus.Histogram
@@ -62,6 +63,10 @@ func newMetrics(a *Agent) *metrics {
 		Name: "minikubelet_ipam_leaked_ips_released_total",
 		Help: "Host-local IP reservations of sandboxes the runtime no longer knows, released at start.",
 	})
+	m.stuckTasksRemoved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "minikubelet_runtime_stuck_tasks_removed_total",
+		Help: "containerd tasks left behind by a start cut short (cannot delete running task), deleted through containerd's task service.",
+	})
 	// The kubelet's evented PLEG metrics (CRI GetContainerEvents). A
 	// connection counts once its first event arrived: a runtime without the
 	// API (containerd 1.6) accepts the stream and only then answers
@@ -80,7 +85,7 @@ func newMetrics(a *Agent) *metrics {
 		Buckets: prometheus.DefBuckets,
 	})
 	m.registry.MustRegister(m.podStartSLI, m.runningPods, m.runningContainers, m.runtimeOpsSeconds,
-		m.runtimeOpsErrors, m.probeTotal, m.restarts, m.ipsReleased, m.eventedConns, m.eventedConnErrors, m.eventedLatency)
+		m.runtimeOpsErrors, m.probeTotal, m.restarts, m.ipsReleased, m.stuckTasksRemoved, m.eventedConns, m.eventedConnErrors, m.eventedLatency)
 	return m
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -46,8 +48,7 @@ func TestCollectOrphans_PodCgroups(t *testing.T) {
 
 // A teardown that could not remove a container or the sandbox keeps the
 // pod cgroup and, with it, the pod dir that marks the cgroup as this
-// agent's; it kills what is left in the container's cgroup (a task the
-// runtime cannot remove) and tries again until everything is gone.
+// agent's, and tries again until everything is gone.
 func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 	h := newHarness(t)
 	cg := cgroupstest.NewFake()
@@ -57,25 +58,15 @@ func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	name := podCgroupName(pod, podQOSClass(pod))
 	require.True(t, cg.Exists(name), "the pod cgroup exists while it runs")
-	ctrs, err := h.fake.Runtime.ListContainers(context.Background(), nil)
-	require.NoError(t, err)
-	require.NotEmpty(t, ctrs)
-	stuck := ctrs[0].Id
-	cg.SetPids(name.Child(stuck), 4242)
 
 	done := h.agent.PodDone(pod.UID)
 	require.NotNil(t, done)
-	h.fake.InjectError("RemoveContainer", errors.New("cannot delete running task"))
+	h.fake.InjectError("RemoveContainer", errors.New("runtime down"))
 	h.fake.InjectError("RemovePodSandbox", errors.New("runtime down"))
 	h.agent.SetPods(nil)
 	require.Eventually(t, func() bool {
-		for _, c := range cg.Calls() {
-			if c.Method == "KillContainer" && c.Name == name.Child(stuck).ToCgroupfs() {
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, time.Millisecond, "the stuck container's cgroup is killed")
+		return slices.Contains(h.fake.Calls(), "RemovePodSandbox "+pod.Name)
+	}, 10*time.Second, time.Millisecond, "the teardown tried to remove the sandbox")
 	assert.True(t, cg.Exists(name), "a failed teardown keeps the cgroup (its sandbox may still hold processes)")
 	assert.DirExists(t, h.agent.podDir(pod), "and the pod dir that marks it as ours")
 	select {
@@ -101,4 +92,41 @@ func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 	sbs, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Empty(t, sbs)
+}
+
+// A container whose start containerd 2.x cut short keeps a task the CRI
+// does not know about, and containerd refuses to remove it or its sandbox
+// ("cannot delete running task") for good. The teardown deletes that task
+// through containerd's task service and goes on, without waiting for a
+// retry.
+func TestTeardown_StuckTaskDeleted(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, twoContainers)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	ctrs, err := h.fake.Runtime.ListContainers(context.Background(), nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, ctrs)
+	stuck := ctrs[0]
+	h.fake.StickTask(stuck.Id)
+
+	done := h.agent.PodDone(pod.UID)
+	require.NotNil(t, done)
+	h.agent.SetPods(nil)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the pod was not torn down; calls: %v", h.fake.Calls())
+	}
+	calls := h.fake.Calls()
+	name := stuck.GetMetadata().GetName()
+	i := slices.Index(calls, "RemoveStuckTask "+name)
+	require.GreaterOrEqual(t, i, 0, "the stuck task was deleted; calls: %v", calls)
+	assert.Contains(t, calls[i+1:], "RemoveContainer "+name, "and the container removed after it")
+	sbs, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Empty(t, sbs, "the sandbox is gone too")
+	var m dto.Metric
+	require.NoError(t, h.agent.metrics.stuckTasksRemoved.Write(&m))
+	assert.Equal(t, 1.0, m.GetCounter().GetValue(), "minikubelet_runtime_stuck_tasks_removed_total")
 }

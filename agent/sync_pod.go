@@ -323,9 +323,8 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	if interruptedStart(prev) {
 		// The start the agent did not finish (see interruptedStart): the
 		// instance goes, and its replacement takes its place and count.
-		if err := a.runtime.RemoveContainer(ctx, prev.id); err != nil && !cri.IsNotFound(err) {
+		if err := a.removeContainer(ctx, w, prev.id); err != nil {
 			w.logger.Warn("Remove container whose start was interrupted failed", "containerID", prev.id, "err", err)
-			a.killStuckContainer(w, prev.id)
 			res.fail()
 			return
 		}
@@ -502,7 +501,7 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 			seen[c.name] = true
 			continue
 		}
-		if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
+		if err := a.removeContainer(ctx, w, c.id); err != nil {
 			w.logger.Warn("Remove dead container failed", "containerID", c.id, "err", err)
 			continue
 		}
@@ -551,8 +550,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	}
 	t0 := a.clock.Now()
 	for _, c := range st.containers {
-		if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
-			a.killStuckContainer(w, c.id)
+		if err := a.removeContainer(ctx, w, c.id); err != nil {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
 			continue
 		}
@@ -596,25 +594,34 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	return errors.Join(errs...)
 }
 
-// killStuckContainer kills the processes left in the cgroup of a container
-// the runtime failed to remove, so that the next attempt succeeds. A start
-// cut short can leave a task running under a record the runtime shows as
-// exited (containerd 2.x: "failed to get task pid: context canceled"); CRI
-// has no call to stop it (StopContainer ignores an exited container, and
-// RemoveContainer refuses a running task), so the agent does what the
-// kubelet does with processes left in a pod cgroup it destroys.
-func (a *Agent) killStuckContainer(w *podWorker, id string) {
-	if a.cgroups == nil {
-		return
+// removeContainer removes a container from the runtime; one already gone
+// is not an error. A container whose removal containerd refuses because of
+// a task the CRI does not know about (cri.IsStuckTask: a start cut short
+// on containerd 2.x) has that task deleted through containerd's own task
+// service, and is removed again: no CRI call can get it out of that state,
+// and without this its pod could neither restart it nor be torn down.
+func (a *Agent) removeContainer(ctx context.Context, w *podWorker, id string) error {
+	err := a.runtime.RemoveContainer(ctx, id)
+	if err == nil || cri.IsNotFound(err) {
+		return nil
 	}
-	pod := w.pod()
-	n, err := a.cgroups.KillContainer(podCgroupName(pod, podQOSClass(pod)), id)
-	switch {
-	case err != nil:
-		w.logger.Warn("Kill processes of a container the runtime cannot remove failed", "containerID", id, "err", err)
-	case n > 0:
-		w.logger.Warn("Killed processes of a container the runtime cannot remove", "containerID", id, "processes", n)
+	if !cri.IsStuckTask(err) {
+		return err
 	}
+	tr, ok := a.runtime.(cri.TaskRemover)
+	if !ok {
+		return err
+	}
+	if terr := tr.RemoveStuckTask(ctx, id); terr != nil {
+		w.logger.Warn("Delete the task containerd left behind for a container whose start was cut short failed", "containerID", id, "err", terr)
+		return err
+	}
+	w.logger.Warn("Deleted the task containerd left behind for a container whose start was cut short", "containerID", id)
+	a.metrics.stuckTasksRemoved.Inc()
+	if err := a.runtime.RemoveContainer(ctx, id); err != nil && !cri.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // shortID is the first 13 characters of a runtime ID, as crictl prints.

@@ -49,14 +49,6 @@ type Manager interface {
 	// ListPods returns the pod<uid> children of parent (Kubepods,
 	// KubepodsBurstable, KubepodsBestEffort), sorted, for orphan cleanup.
 	ListPods(parent Name) ([]Name, error)
-	// KillContainer SIGKILLs the processes in the cgroup the runtime made
-	// for container id below the pod cgroup pod (cgroupfs: <pod>/<id>;
-	// systemd: cri-containerd-<id>.scope in the pod's slice) and returns
-	// how many it signalled; none when that cgroup does not exist. It is the
-	// last resort for a task the runtime no longer reports as running but
-	// cannot delete either (a start cut short), the way the kubelet kills
-	// what is left in a pod cgroup it destroys.
-	KillContainer(pod Name, id string) (int, error)
 	// Path is name as the runtime expects it in the sandbox's
 	// LinuxPodSandboxConfig.CgroupParent: the cgroupfs path
 	// (/kubepods/burstable/pod<uid>) or the expanded systemd slice path
@@ -308,39 +300,6 @@ func (m *manager) Pids(name Name) ([]int, error) {
 		return nil, err
 	}
 	return m.fs.procs(m.Path(name))
-}
-
-// KillContainer implements Manager.
-func (m *manager) KillContainer(pod Name, id string) (int, error) {
-	if err := m.check(pod); err != nil {
-		return 0, err
-	}
-	if id == "" || strings.ContainsAny(id, "/.") {
-		return 0, fmt.Errorf("%w: container id %q", ErrInvalidName, id)
-	}
-	p := m.Path(pod)
-	kids, err := m.fs.children(p)
-	if err != nil {
-		return 0, fmt.Errorf("list cgroup %s: %w", p, err)
-	}
-	n := 0
-	for _, k := range kids {
-		if k != id && k != "cri-containerd-"+id+".scope" {
-			continue
-		}
-		dir := path.Join(p, k)
-		pids, err := m.fs.procs(dir)
-		if err != nil {
-			return n, fmt.Errorf("read processes of cgroup %s: %w", dir, err)
-		}
-		for _, pid := range pids {
-			if err := m.kill(pid); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return n, fmt.Errorf("kill pid %d of cgroup %s: %w", pid, dir, err)
-			}
-			n++
-		}
-	}
-	return n, nil
 }
 
 // ListPods implements Manager.

@@ -12,10 +12,9 @@ import (
 
 // Call is one recorded Manager call.
 type Call struct {
-	// Method is "Ensure", "Update", "Destroy" or "KillContainer".
+	// Method is "Ensure", "Update" or "Destroy".
 	Method string
-	// Name is the cgroup's cgroupfs form, e.g. /kubepods/burstable/pod1;
-	// for KillContainer, the pod's with "/<container id>" appended.
+	// Name is the cgroup's cgroupfs form, e.g. /kubepods/burstable/pod1.
 	Name string
 	// Resources is what Ensure/Update were given.
 	Resources cgroups.Resources
@@ -145,23 +144,6 @@ func (f *Fake) Pids(name cgroups.Name) ([]int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.pids[name.ToCgroupfs()]), nil
-}
-
-// KillContainer implements cgroups.Manager: it records the call and
-// reports (and forgets) the processes SetPids gave the container's cgroup
-// (the pod's Name with the container ID as a child).
-func (f *Fake) KillContainer(pod cgroups.Name, id string) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	key := pod.Child(id).ToCgroupfs()
-	f.calls = append(f.calls, Call{Method: "KillContainer", Name: key})
-	if err := f.errs["KillContainer"]; err != nil {
-		delete(f.errs, "KillContainer")
-		return 0, err
-	}
-	n := len(f.pids[key])
-	delete(f.pids, key)
-	return n, nil
 }
 
 // ListPods implements cgroups.Manager.

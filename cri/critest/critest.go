@@ -31,6 +31,7 @@ package critest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,6 +103,9 @@ type Fake struct {
 	exits map[string]*exitPlan
 	// exec answers ExecSync; nil means success with no output.
 	exec func(containerID string, cmd []string) (stdout, stderr []byte, err error)
+	// stuck holds containers with a task left behind (StickTask): their
+	// removal, and their sandbox's, fails until RemoveStuckTask.
+	stuck map[string]bool
 }
 
 // exitPlan is a container's scripted exit from AnnotationExitAfterMs.
@@ -126,8 +130,9 @@ type FakeImages struct {
 }
 
 var (
-	_ cri.Runtime = (*FakeRuntime)(nil)
-	_ cri.Images  = (*FakeImages)(nil)
+	_ cri.Runtime     = (*FakeRuntime)(nil)
+	_ cri.Images      = (*FakeImages)(nil)
+	_ cri.TaskRemover = (*FakeRuntime)(nil)
 )
 
 // New returns a Fake whose runtime and network are ready, with no images,
@@ -139,6 +144,7 @@ func New() *Fake {
 		podIP:    DefaultPodIP,
 		pullErrs: make(map[string]error),
 		exits:    make(map[string]*exitPlan),
+		stuck:    make(map[string]bool),
 	}
 	rs := critesting.NewFakeRuntimeService()
 	rs.FakeStatus = &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
@@ -269,6 +275,40 @@ func (f *Fake) record(verb, entry string) error {
 	}
 	f.errs[verb] = q[1:]
 	return q[0]
+}
+
+// StickTask makes containerID behave as a container whose start containerd
+// 2.x cut short, leaving a task the CRI does not know about: RemoveContainer
+// and RemovePodSandbox of its sandbox fail with containerd's
+// FailedPrecondition "cannot delete running task" until RemoveStuckTask.
+func (f *Fake) StickTask(containerID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stuck[containerID] = true
+}
+
+func (f *Fake) isStuck(containerID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stuck[containerID]
+}
+
+// stuckTaskError is containerd's answer to removing a container with a task
+// left behind.
+func stuckTaskError(id string) error {
+	return status.Errorf(codes.FailedPrecondition, "failed to delete containerd container %q: cannot delete running task %s: failed precondition", id, id)
+}
+
+// RemoveStuckTask implements cri.TaskRemover: it clears StickTask.
+func (r *FakeRuntime) RemoveStuckTask(_ context.Context, containerID string) error {
+	name, _ := r.containerName(containerID)
+	if err := r.f.record("RemoveStuckTask", "RemoveStuckTask "+name); err != nil {
+		return err
+	}
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	delete(r.f.stuck, containerID)
+	return nil
 }
 
 // setExited moves c to EXITED. The caller holds the runtime fake's lock.
@@ -454,8 +494,17 @@ func (r *FakeRuntime) RemovePodSandbox(ctx context.Context, podSandboxID string)
 	if err := r.f.record("RemovePodSandbox", "RemovePodSandbox "+name); err != nil {
 		return err
 	}
+	r.f.mu.Lock()
+	stuck := maps.Clone(r.f.stuck)
+	r.f.mu.Unlock()
 	var removed []string
 	r.Lock()
+	for id, c := range r.Containers {
+		if c.SandboxID == podSandboxID && stuck[id] {
+			r.Unlock()
+			return stuckTaskError(id)
+		}
+	}
 	for id, c := range r.Containers {
 		if c.SandboxID == podSandboxID {
 			delete(r.Containers, id)
@@ -612,6 +661,9 @@ func (r *FakeRuntime) RemoveContainer(ctx context.Context, containerID string) e
 	name, _ := r.containerName(containerID)
 	if err := r.f.record("RemoveContainer", "RemoveContainer "+name); err != nil {
 		return err
+	}
+	if r.f.isStuck(containerID) {
+		return stuckTaskError(containerID)
 	}
 	r.f.dropExits(containerID)
 	return r.FakeRuntimeService.RemoveContainer(ctx, containerID)
