@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -99,6 +101,8 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	var (
 		pending *agent.SourceUpdate
 		lastKey string
+		// refused holds the UIDs of pods already marked Failed here.
+		refused = map[types.UID]bool{}
 	)
 	for {
 		var send chan<- agent.SourceUpdate
@@ -119,6 +123,7 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 			if key != lastKey {
 				lastKey, pending = key, &next
 			}
+			s.refuseInvalid(ctx, pods, next.Errors, refused)
 		case send <- u:
 			pending = nil
 		}
@@ -164,6 +169,51 @@ func (s *PodSource) wanted(p *v1.Pod) bool {
 		return false
 	}
 	return p.DeletionTimestamp == nil
+}
+
+// ReasonUnsupportedPodSpec is the status reason of a cluster pod that
+// minikubelet cannot run (a field it does not support, or an invalid one).
+const ReasonUnsupportedPodSpec = "UnsupportedPodSpec"
+
+// refuseInvalid marks Failed, on the API server, every pod of errs not
+// marked yet: phase Failed, reason UnsupportedPodSpec and a message with
+// every problem, so that `kubectl get pods` says why the pod does not run
+// (the pod then leaves the source as terminal). refused remembers the pods
+// done; a failed patch is tried again at the next change of the node's pods.
+func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []agent.FileError, refused map[types.UID]bool) {
+	if len(errs) == 0 {
+		return
+	}
+	byPath := map[string]*v1.Pod{}
+	for _, p := range pods {
+		byPath[podSourcePath(p)] = p
+	}
+	for _, fe := range errs {
+		p := byPath[fe.Path]
+		if p == nil || refused[p.UID] || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		problems := fe.Err.Error()
+		var me *agent.ManifestError
+		if errors.As(fe.Err, &me) {
+			problems = strings.Join(me.Problems, "; ")
+		}
+		msg := "Pod was rejected: minikubelet cannot run this pod: " + problems
+		st := p.Status.DeepCopy()
+		st.Phase, st.Reason, st.Message = v1.PodFailed, ReasonUnsupportedPodSpec, msg
+		data, err := podStatusPatch(p.UID, p.Status, *st)
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			_, err = s.client.CoreV1().Pods(p.Namespace).Patch(rctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+			cancel()
+		}
+		if err != nil {
+			s.logger.Warn("Cannot mark an unsupported pod Failed on the API server; retrying at the next change", "pod", p.Namespace+"/"+p.Name, "err", err)
+			continue
+		}
+		refused[p.UID] = true
+		s.logger.Warn("Pod refused", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "reason", ReasonUnsupportedPodSpec, "problems", problems)
+	}
 }
 
 // podSourcePath names a cluster pod where a file source names its file.
