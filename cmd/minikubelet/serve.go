@@ -33,6 +33,10 @@ under the root dir). The API listens on a unix socket (mode 0600), and on
 TCP only with --api-address. Stopping the daemon leaves pods running; the
 next start adopts them.
 
+With --kubeconfig the node joins that Kubernetes cluster: it registers its
+Node object and keeps its status and Lease there (the pods the cluster
+schedules to it are not run yet).
+
 A YAML config file (--config) may hold the same settings under the flag
 names (e.g. "pod-cidr: 10.88.0.0/16"); flags given on the command line win.
 
@@ -77,6 +81,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var nf nodeFlags
 	nf.register(fs)
 	var sf serveFlags
+	var cf clusterFlags
+	cf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
@@ -114,6 +120,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return &exitError{code: 2, err: err}
 	}
 	node, err := nf.node()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	cc, err := cf.dial(node.Name)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
@@ -178,6 +188,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		LogRotation:       agent.LogRotationConfig{MaxSize: maxSize, MaxFiles: sf.logMaxFiles, Period: 10 * time.Second},
 	})
 
+	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
+	if err != nil {
+		return err
+	}
+
 	srv := api.NewServer(d, logger, api.Options{Profiling: sf.profiling})
 	ul, err := api.ListenUnix(sf.socket)
 	if err != nil {
@@ -195,6 +210,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	logger.Info("Serving the local API", "socket", sf.socket, "tcp", sf.apiAddress, "manifestDir", sf.manifestDir)
 
 	runErr := d.Run(ctx)
+	waitCluster()
 	logger.Info("Stopping; pods keep running and are adopted at the next start")
 	for range 1 + boolInt(sf.apiAddress != "") {
 		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {

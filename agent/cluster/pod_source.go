@@ -1,0 +1,266 @@
+package cluster
+
+// The API server as a pod source: the pods bound to this node (an informer
+// with the field selector spec.nodeName=<node>, so only this node's pods
+// stream to it, as the kubelet's apiserver source), turned into the same
+// agent.SourceUpdate the manifest directory and the local API produce.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/minikubelet/minikubelet/agent"
+)
+
+// SourceCluster names the API server source: SourceUpdate.Source, and the
+// kubernetes.io/config.source annotation of its pods. (The kubelet calls it
+// "api"; minikubelet's "api" is its own local API.)
+const SourceCluster = "cluster"
+
+// annotationConfigSource is the kubelet's annotation naming a pod's source
+// (agent's constant is not exported).
+const annotationConfigSource = "kubernetes.io/config.source"
+
+// PodSource streams the pods the cluster bound to this node.
+type PodSource struct {
+	client   kubernetes.Interface
+	nodeName string
+	logger   *slog.Logger
+
+	// synced, when set, is called by Run once the informer's first list
+	// arrived (tests).
+	synced func()
+}
+
+// NewPodSource returns the API server source for node nodeName.
+func NewPodSource(client kubernetes.Interface, nodeName string, logger *slog.Logger) *PodSource {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &PodSource{client: client, nodeName: nodeName, logger: logger.With("component", "cluster-pods")}
+}
+
+// Run sends the node's complete pod set on out once the informer has
+// listed them, and again whenever it changed; while out is not read, newer
+// sets replace the unsent one, so Run never blocks on its consumer (as
+// agent.DirSource.Run). Nothing is sent before the first list: a consumer
+// that collects orphans must wait for it. The informer reconnects by
+// itself (with back-off) when the API server goes away; the pods of the
+// last list stay desired meanwhile.
+func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
+	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", s.nodeName).String()
+		}))
+	podInformer := factory.Core().V1().Pods()
+	informer := podInformer.Informer()
+	// Capacity 1: a burst of events is one rebuild.
+	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}); err != nil {
+		s.logger.Error("Cannot watch the node's pods", "err", err)
+		return
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	start := time.Now()
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return
+	}
+	s.logger.Info("Listed the node's pods on the API server", "took", time.Since(start).Round(time.Millisecond))
+	if s.synced != nil {
+		s.synced()
+	}
+	notify()
+
+	lister := podInformer.Lister()
+	var (
+		pending *agent.SourceUpdate
+		lastKey string
+		// refused holds the UIDs of pods already marked Failed here.
+		refused = map[types.UID]bool{}
+	)
+	for {
+		var send chan<- agent.SourceUpdate
+		var u agent.SourceUpdate
+		if pending != nil {
+			send, u = out, *pending
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			pods, err := lister.List(labels.Everything())
+			if err != nil {
+				s.logger.Warn("Cannot list the node's pods from the informer", "err", err)
+				continue
+			}
+			next, key := s.update(pods)
+			if key != lastKey {
+				lastKey, pending = key, &next
+			}
+			s.refuseInvalid(ctx, pods, next.Errors, refused)
+		case send <- u:
+			pending = nil
+		}
+	}
+}
+
+// update builds the source's set from the informer's pods and a key that
+// changes whenever the set does (UIDs and resource versions).
+func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
+	slices.SortFunc(pods, func(a, b *v1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	u := agent.SourceUpdate{Source: SourceCluster}
+	var key strings.Builder
+	for _, p := range pods {
+		if !s.wanted(p) {
+			continue
+		}
+		fmt.Fprintf(&key, "%s@%s ", p.UID, p.ResourceVersion)
+		prepared, err := PreparePod(p, s.nodeName)
+		if err != nil {
+			u.Errors = append(u.Errors, agent.FileError{Path: podSourcePath(p), Err: err})
+			continue
+		}
+		u.Pods = append(u.Pods, prepared)
+	}
+	return u, key.String()
+}
+
+// wanted reports whether the node should run p: bound to it (the field
+// selector says so already; this guards against a server that ignores it),
+// not finished (the kubelet never restarts a pod in a terminal phase), and
+// not being deleted.
+//
+// TODO(cluster): a pod being deleted should stay, with its
+// deletionGracePeriodSeconds as the grace period, until its containers are
+// gone; then the agent deletes the object with grace 0 (issue #10).
+func (s *PodSource) wanted(p *v1.Pod) bool {
+	if p.Spec.NodeName != s.nodeName {
+		return false
+	}
+	if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		return false
+	}
+	return p.DeletionTimestamp == nil
+}
+
+// ReasonUnsupportedPodSpec is the status reason of a cluster pod that
+// minikubelet cannot run (a field it does not support, or an invalid one).
+const ReasonUnsupportedPodSpec = "UnsupportedPodSpec"
+
+// refuseInvalid marks Failed, on the API server, every pod of errs not
+// marked yet: phase Failed, reason UnsupportedPodSpec and a message with
+// every problem, so that `kubectl get pods` says why the pod does not run
+// (the pod then leaves the source as terminal). refused remembers the pods
+// done; a failed patch is tried again at the next change of the node's pods.
+func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []agent.FileError, refused map[types.UID]bool) {
+	if len(errs) == 0 {
+		return
+	}
+	byPath := map[string]*v1.Pod{}
+	for _, p := range pods {
+		byPath[podSourcePath(p)] = p
+	}
+	for _, fe := range errs {
+		p := byPath[fe.Path]
+		if p == nil || refused[p.UID] || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		problems := fe.Err.Error()
+		var me *agent.ManifestError
+		if errors.As(fe.Err, &me) {
+			problems = strings.Join(me.Problems, "; ")
+		}
+		msg := "Pod was rejected: minikubelet cannot run this pod: " + problems
+		st := p.Status.DeepCopy()
+		st.Phase, st.Reason, st.Message = v1.PodFailed, ReasonUnsupportedPodSpec, msg
+		data, err := podStatusPatch(p.UID, p.Status, *st)
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+			_, err = s.client.CoreV1().Pods(p.Namespace).Patch(rctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+			cancel()
+		}
+		if err != nil {
+			s.logger.Warn("Cannot mark an unsupported pod Failed on the API server; retrying at the next change", "pod", p.Namespace+"/"+p.Name, "err", err)
+			continue
+		}
+		refused[p.UID] = true
+		s.logger.Warn("Pod refused", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "reason", ReasonUnsupportedPodSpec, "problems", problems)
+	}
+}
+
+// podSourcePath names a cluster pod where a file source names its file.
+func podSourcePath(p *v1.Pod) string { return SourceCluster + ":" + p.Namespace + "/" + p.Name }
+
+// PreparePod turns a pod from the API server into the pod the agent runs:
+// a copy without what the server owns (status, resource version,
+// generation, managed fields, timestamps, finalizers, spec.priority), given the same
+// defaults and validation as a pod from a manifest, and the
+// kubernetes.io/config.source annotation "cluster". The UID is the API
+// server's. A pod minikubelet cannot run is an *agent.ManifestError
+// listing every problem by field path.
+func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
+	c := &v1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            p.Name,
+			Namespace:       p.Namespace,
+			UID:             p.UID,
+			Labels:          p.Labels,
+			Annotations:     p.Annotations,
+			OwnerReferences: p.OwnerReferences,
+		},
+		Spec: p.Spec,
+	}
+	c = c.DeepCopy()
+	// The Priority admission plugin sets spec.priority on every pod; on
+	// this node it would change nothing (minikubelet neither preempts nor
+	// evicts), so it is not held against the pod. priorityClassName, set
+	// by the user, is still judged by the support table.
+	c.Spec.Priority = nil
+	agent.SetPodDefaults(c, podSourcePath(p), nodeName)
+	errs := agent.ValidatePod(c)
+	if c.Spec.NodeName != nodeName {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "nodeName"), c.Spec.NodeName,
+			fmt.Sprintf("must be the name of this node (%q)", nodeName)))
+	}
+	if len(errs) > 0 {
+		problems := make([]string, 0, len(errs))
+		for _, e := range errs {
+			problems = append(problems, e.Error())
+		}
+		return nil, &agent.ManifestError{Source: podSourcePath(p), Problems: problems}
+	}
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[annotationConfigSource] = SourceCluster
+	return c, nil
+}

@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/minikubelet/minikubelet/agent"
+)
+
+// apiserverPod loads a pod as kube-apiserver v1.37 returned it on create
+// (defaults, admission, metadata and status filled in by the server).
+func apiserverPod(t *testing.T, file string) *v1.Pod {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + file)
+	require.NoError(t, err)
+	var p v1.Pod
+	require.NoError(t, json.Unmarshal(b, &p))
+	return &p
+}
+
+func TestPreparePod(t *testing.T) {
+	t.Run("a pod from the API server runs as it is", func(t *testing.T) {
+		in := apiserverPod(t, "apiserver-pod-no-token.json")
+		require.NotEmpty(t, in.ManagedFields, "the fixture is a real server object")
+		require.NotEmpty(t, in.ResourceVersion)
+		got, err := PreparePod(in, "node-a")
+		require.NoError(t, err)
+		require.Equal(t, in.UID, got.UID, "the API server's UID is kept")
+		require.Equal(t, SourceCluster, got.Annotations[annotationConfigSource])
+		require.Empty(t, got.ResourceVersion)
+		require.Empty(t, got.ManagedFields)
+		require.Equal(t, v1.PodStatus{}, got.Status)
+		require.Equal(t, in.Spec.Containers[0].Image, got.Spec.Containers[0].Image)
+		require.NotContains(t, in.Annotations, annotationConfigSource, "the informer's object is not modified")
+	})
+	t.Run("what minikubelet cannot run is refused by field path", func(t *testing.T) {
+		// The ServiceAccount admission plugin added a projected token volume.
+		_, err := PreparePod(apiserverPod(t, "apiserver-pod-default-sa.json"), "node-a")
+		require.ErrorIs(t, err, agent.ErrInvalidManifest)
+		var me *agent.ManifestError
+		require.True(t, errors.As(err, &me))
+		require.Equal(t, "cluster:default/web", me.Source)
+		require.Contains(t, err.Error(), "spec.volumes[0].projected.sources[0].serviceAccountToken")
+	})
+	t.Run("bound to another node", func(t *testing.T) {
+		_, err := PreparePod(apiserverPod(t, "apiserver-pod-no-token.json"), "node-b")
+		require.ErrorContains(t, err, `spec.nodeName: Invalid value: "node-a": must be the name of this node ("node-b")`)
+	})
+}
+
+// nodePod is a minimal runnable pod bound to node.
+func nodePod(name, node string) *v1.Pod {
+	f := false
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), ResourceVersion: "1"},
+		Spec: v1.PodSpec{
+			NodeName:                     node,
+			AutomountServiceAccountToken: &f,
+			Containers:                   []v1.Container{{Name: "c", Image: "127.0.0.1:5000/minikubelet/busybox:1.36"}},
+		},
+	}
+}
+
+// names lists the pods of an update by name.
+func names(u agent.SourceUpdate) (pods, errs []string) {
+	for _, p := range u.Pods {
+		pods = append(pods, p.Name)
+	}
+	for _, e := range u.Errors {
+		errs = append(errs, e.Path)
+	}
+	return pods, errs
+}
+
+func TestPodSource_StreamsTheNodesPods(t *testing.T) {
+	bad := nodePod("bad", "node-a")
+	bad.Spec.Containers[0].Image = ""
+	done := nodePod("done", "node-a")
+	done.Status.Phase = v1.PodSucceeded
+	client := fake.NewClientset(nodePod("web", "node-a"), nodePod("elsewhere", "node-b"), bad, done)
+	src := NewPodSource(client, "node-a", nil)
+	synced := make(chan struct{})
+	src.synced = func() { close(synced) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan agent.SourceUpdate)
+	go src.Run(ctx, out)
+
+	next := func() agent.SourceUpdate {
+		t.Helper()
+		select {
+		case u := <-out:
+			return u
+		case <-time.After(10 * time.Second):
+			t.Fatal("no update from the pod source")
+			return agent.SourceUpdate{}
+		}
+	}
+	u := next()
+	require.Equal(t, SourceCluster, u.Source)
+	pods, errs := names(u)
+	require.Equal(t, []string{"web"}, pods, "other nodes' and finished pods are left out")
+	require.Equal(t, []string{"cluster:default/bad"}, errs)
+	require.ErrorContains(t, u.Errors[0].Err, "spec.containers[0].image: Required value")
+	<-synced
+
+	// The pod it cannot run is marked Failed on the API server, with why;
+	// as a terminal pod it then leaves the set.
+	var refused *v1.Pod
+	require.Eventually(t, func() bool {
+		refused, _ = client.CoreV1().Pods("default").Get(context.Background(), "bad", metav1.GetOptions{})
+		return refused != nil && refused.Status.Phase == v1.PodFailed
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, ReasonUnsupportedPodSpec, refused.Status.Reason)
+	require.Equal(t, "Pod was rejected: minikubelet cannot run this pod: spec.containers[0].image: Required value", refused.Status.Message)
+	u = next()
+	pods, errs = names(u)
+	require.Equal(t, []string{"web"}, pods)
+	require.Empty(t, errs)
+
+	// The list and the watch asked only for this node's pods.
+	var selectors []string
+	for _, a := range client.Actions() {
+		switch a := a.(type) {
+		case k8stesting.ListAction:
+			selectors = append(selectors, a.GetListRestrictions().Fields.String())
+		case k8stesting.WatchAction:
+			selectors = append(selectors, a.GetWatchRestrictions().Fields.String())
+		}
+	}
+	require.NotEmpty(t, selectors)
+	for _, s := range selectors {
+		require.Equal(t, "spec.nodeName=node-a", s)
+	}
+
+	ctx2 := context.Background()
+	_, err := client.CoreV1().Pods("default").Create(ctx2, nodePod("second", "node-a"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	pods, _ = names(next())
+	require.Equal(t, []string{"second", "web"}, pods)
+
+	// Being deleted: no longer desired (the agent tears it down).
+	web, err := client.CoreV1().Pods("default").Get(ctx2, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	now := metav1.Now()
+	web.DeletionTimestamp = &now
+	web.ResourceVersion = "2"
+	_, err = client.CoreV1().Pods("default").Update(ctx2, web, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	pods, _ = names(next())
+	require.Equal(t, []string{"second"}, pods)
+
+	require.NoError(t, client.CoreV1().Pods("default").Delete(ctx2, "second", metav1.DeleteOptions{}))
+	pods, _ = names(next())
+	require.Empty(t, pods)
+}
+
+func TestPodSource_NeverBlocksOnItsConsumer(t *testing.T) {
+	client := fake.NewClientset()
+	src := NewPodSource(client, "node-a", nil)
+	synced := make(chan struct{})
+	src.synced = func() { close(synced) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan agent.SourceUpdate)
+	go src.Run(ctx, out)
+	<-synced
+	// Nobody reads while three pods arrive: the consumer then gets the
+	// newest set, not a backlog.
+	for _, n := range []string{"a", "b", "c"} {
+		_, err := client.CoreV1().Pods("default").Create(context.Background(), nodePod(n, "node-a"), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		select {
+		case u := <-out:
+			pods, _ := names(u)
+			return len(pods) == 3
+		default:
+			return false
+		}
+	}, 10*time.Second, 5*time.Millisecond)
+}

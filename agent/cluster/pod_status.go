@@ -1,0 +1,259 @@
+package cluster
+
+// Pod status to the API server: the agent reports every status change of
+// every pod to its Observer; StatusWriter keeps the latest one of each
+// cluster pod and patches pods/status with it, at most once per pod per
+// MinInterval, so a busy node (a pod starting goes through several states
+// within a second) sends the newest state instead of every step.
+//
+//	agent ──PodStatus(pod)──► latest[uid] ──(due: first change at once, then ≤ 1 per MinInterval)──► PATCH pods/status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/agent"
+)
+
+// DefaultStatusMinInterval is the shortest time between two status
+// patches of one pod.
+const DefaultStatusMinInterval = time.Second
+
+// StatusWriter sends the statuses of cluster pods to the API server. It is
+// an agent.Observer; only pods annotated kubernetes.io/config.source=cluster
+// are sent.
+type StatusWriter struct {
+	client kubernetes.Interface
+	logger *slog.Logger
+	clock  clock.WithTicker
+	// minInterval is DefaultStatusMinInterval unless a test changes it.
+	minInterval time.Duration
+
+	// mu guards pods.
+	mu sync.Mutex
+	// pods holds one entry per cluster pod the agent reported.
+	pods map[types.UID]*podStatusEntry
+	// wake is signalled when an entry got a new status; capacity 1 so
+	// PodStatus never blocks.
+	wake chan struct{}
+	// status is the writer loop's record; guarded by mu.
+	status LoopStatus
+}
+
+// podStatusEntry is what the writer knows of one pod.
+type podStatusEntry struct {
+	namespace, name string
+	// want is the newest status from the agent not yet accepted by the
+	// API server; nil when there is nothing to send.
+	want *v1.PodStatus
+	// sent is the last status the API server accepted; nil before the
+	// first (the patch then starts from an empty status, which keeps the
+	// conditions others set, such as PodScheduled).
+	sent *v1.PodStatus
+	// lastPatch is when the last patch was attempted.
+	lastPatch time.Time
+}
+
+var _ agent.Observer = (*StatusWriter)(nil)
+
+// NewStatusWriter returns a writer; nothing is sent before Run. clk may be
+// nil (the real clock).
+func NewStatusWriter(client kubernetes.Interface, logger *slog.Logger, clk clock.WithTicker) *StatusWriter {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &StatusWriter{
+		client:      client,
+		logger:      logger.With("component", "cluster-status"),
+		clock:       clk,
+		minInterval: DefaultStatusMinInterval,
+		pods:        map[types.UID]*podStatusEntry{},
+		wake:        make(chan struct{}, 1),
+	}
+}
+
+// PodEvent implements agent.Observer (events are not sent yet).
+func (w *StatusWriter) PodEvent(*v1.Pod, agent.Event) {}
+
+// PodStep implements agent.Observer.
+func (w *StatusWriter) PodStep(*v1.Pod, agent.Step) {}
+
+// PodStatus records pod's new status (the agent's copy) to be sent.
+func (w *StatusWriter) PodStatus(pod *v1.Pod) {
+	if pod.Annotations[annotationConfigSource] != SourceCluster {
+		return
+	}
+	w.mu.Lock()
+	e := w.pods[pod.UID]
+	if e == nil {
+		e = &podStatusEntry{namespace: pod.Namespace, name: pod.Name}
+		w.pods[pod.UID] = e
+	}
+	if e.sent != nil && apiequality.Semantic.DeepEqual(*e.sent, pod.Status) {
+		e.want = nil
+	} else {
+		e.want = pod.Status.DeepCopy()
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Forget drops what the writer knows of a pod (it left the node).
+func (w *StatusWriter) Forget(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.pods, uid)
+}
+
+// LoopStatus returns the writer's record of its patches.
+func (w *StatusWriter) LoopStatus() LoopStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.status
+}
+
+// Run sends statuses until ctx ends.
+func (w *StatusWriter) Run(ctx context.Context) {
+	for {
+		next := w.sendDue(ctx)
+		var (
+			t     clock.Timer
+			timer <-chan time.Time
+		)
+		if next > 0 {
+			t = w.clock.NewTimer(next)
+			timer = t.C()
+		}
+		select {
+		case <-ctx.Done():
+		case <-w.wake:
+		case <-timer:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// sendDue patches every pod whose status is due and returns how long until
+// the next one is (0: none waiting).
+func (w *StatusWriter) sendDue(ctx context.Context) time.Duration {
+	type job struct {
+		uid   types.UID
+		entry podStatusEntry
+	}
+	now := w.clock.Now()
+	var jobs []job
+	var next time.Duration
+	w.mu.Lock()
+	for uid, e := range w.pods {
+		if e.want == nil {
+			continue
+		}
+		if wait := e.lastPatch.Add(w.minInterval).Sub(now); !e.lastPatch.IsZero() && wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		jobs = append(jobs, job{uid: uid, entry: *e})
+		e.lastPatch = now
+	}
+	w.mu.Unlock()
+
+	for _, j := range jobs {
+		err := w.patch(ctx, j.uid, j.entry)
+		w.mu.Lock()
+		w.status.record(err, w.clock.Now())
+		e := w.pods[j.uid]
+		switch {
+		case e == nil:
+		case err == nil:
+			e.sent = j.entry.want
+			// A newer status may have arrived meanwhile; keep that one.
+			if e.want == j.entry.want {
+				e.want = nil
+			}
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Gone, or another pod of that name (the UID precondition
+			// failed): nothing to send any more.
+			delete(w.pods, j.uid)
+		default:
+			if next == 0 || w.minInterval < next {
+				next = w.minInterval
+			}
+		}
+		failures := w.status.ConsecutiveFailures
+		w.mu.Unlock()
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && failures%30 == 1 {
+			w.logger.Warn("Cannot send a pod status to the API server; retrying", "pod", j.entry.namespace+"/"+j.entry.name, "err", err)
+		}
+	}
+	return next
+}
+
+// patch sends one status as a strategic merge patch of pods/status, from
+// the status last sent to the new one, with the pod's UID as precondition
+// (a pod deleted and created again under the same name is not ours).
+func (w *StatusWriter) patch(ctx context.Context, uid types.UID, e podStatusEntry) error {
+	old := v1.PodStatus{}
+	if e.sent != nil {
+		old = *e.sent
+	}
+	data, err := podStatusPatch(uid, old, *e.want)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	_, err = w.client.CoreV1().Pods(e.namespace).Patch(rctx, e.name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("patch status of pod %s/%s: %w", e.namespace, e.name, err)
+	}
+	return nil
+}
+
+// podStatusPatch is the strategic merge patch from old to want, with
+// metadata.uid = uid as precondition (the kubelet's PatchPodStatus).
+func podStatusPatch(uid types.UID, old, want v1.PodStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(v1.Pod{Status: old})
+	if err != nil {
+		return nil, fmt.Errorf("encode pod status: %w", err)
+	}
+	newJSON, err := json.Marshal(v1.Pod{Status: want})
+	if err != nil {
+		return nil, fmt.Errorf("encode pod status: %w", err)
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("compute pod status patch: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, fmt.Errorf("compute pod status patch: %w", err)
+	}
+	m["metadata"] = map[string]any{"uid": uid}
+	return json.Marshal(m)
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/cluster"
+)
+
+// clusterFlags are serve's cluster-mode settings: with a kubeconfig the
+// node joins that cluster.
+type clusterFlags struct {
+	kubeconfig string
+	nodeIP     string
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "join a Kubernetes cluster: a kubeconfig with this node's credentials (client certificate with CN system:node:<node-name> and O system:nodes, or a token); the node registers there and keeps its Node status and Lease")
+	fs.StringVar(&c.nodeIP, "node-ip", "", "with --kubeconfig: the node's InternalIP address (default: the address of the default route's interface)")
+}
+
+// clusterClient is the API server connection serve prepared before
+// anything started, so that a bad kubeconfig is a usage error.
+type clusterClient struct {
+	client kubernetes.Interface
+	server string
+}
+
+// dial reads the kubeconfig and checks it against the node name; nil when
+// no kubeconfig was given.
+func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
+	if c.kubeconfig == "" {
+		if c.nodeIP != "" {
+			return nil, fmt.Errorf("--node-ip needs --kubeconfig (it is the address of the Node object)")
+		}
+		return nil, nil
+	}
+	cs, cfg, err := cluster.NewClient(c.kubeconfig, "minikubelet/"+version)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	if err := cluster.CheckNodeIdentity(cfg, nodeName); err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return &clusterClient{client: cs, server: cfg.Host}, nil
+}
+
+// startCluster starts the node agent (Node registration, status, lease) in
+// the background; the returned wait blocks until it stopped after ctx
+// ended. With cc nil it does nothing.
+func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node agent.NodeInfo, rootDir string,
+	rt cluster.RuntimeStatus, runtimeName, runtimeVersion string, logger *slog.Logger) (wait func(), err error) {
+	if cc == nil {
+		return func() {}, nil
+	}
+	// client-go logs through klog; send it where everything else goes.
+	klog.SetSlogLogger(logger.With("component", "client-go"))
+	na, err := cluster.NewNodeAgent(cc.client, rt, cluster.NodeConfig{
+		Node:           node,
+		NodeIP:         cf.nodeIP,
+		RuntimeName:    runtimeName,
+		RuntimeVersion: runtimeVersion,
+		Version:        version,
+		RootDir:        rootDir,
+	}, logger, nil)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("Joining the cluster", "server", cc.server, "node", node.Name, "kubeconfig", cf.kubeconfig)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = na.Run(ctx)
+	}()
+	return func() { <-done }, nil
+}

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# start.sh DIR [NODE...]: start a private Kubernetes control plane on loopback
+# for the cluster-mode tests (etcd and kube-apiserver as built by
+# hack/cluster/build.sh; no controller-manager, no scheduler), keeping
+# everything under DIR:
+#
+#   DIR/ports                    ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT
+#                                (chosen free once, then kept, so a restarted
+#                                apiserver serves at the same address)
+#   DIR/pki/                     ca.{crt,key}; apiserver.{crt,key} (serving,
+#                                SANs 127.0.0.1, localhost, kubernetes.default…);
+#                                admin.{crt,key} (O=system:masters);
+#                                node-NAME.{crt,key} (CN=system:node:NAME,
+#                                O=system:nodes); sa.{key,pub} (service-account
+#                                token signing, so TokenRequest works)
+#   DIR/admin.kubeconfig         cluster-admin credentials
+#   DIR/node-NAME.kubeconfig     one per NODE (default: minikubelet-node), the
+#                                identity the Node authorizer and NodeRestriction
+#                                expect of a kubelet
+#   DIR/etcd/                    etcd's data dir
+#   DIR/{etcd,kube-apiserver}.{log,pid}
+#
+# The apiserver runs with --authorization-mode=Node,RBAC, the NodeRestriction
+# and ServiceAccount admission plugins; what the missing controller-manager
+# would do is done here once: the `default` ServiceAccount and the
+# `kube-root-ca.crt` ConfigMap in the default namespace (a test that uses
+# another namespace creates those itself).
+#
+# Idempotent: a running etcd or apiserver is left alone, a stopped one is
+# started (hack/cluster/stop.sh DIR kube-apiserver, then start.sh DIR, is an
+# apiserver outage); a NODE without credentials gets them. Waits until
+# /readyz answers ok, then prints DIR/admin.kubeconfig as the last line.
+# Env: READY_TIMEOUT (seconds, default 180), CLUSTER_BIN (default: the
+# pinned build), SERVICE_CIDR (default 10.96.0.0/16).
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+(($# >= 1)) || die "usage: $0 DIR [NODE...]"
+DIR=$(realpath -m "$1")
+shift
+NODES=("$@")
+((${#NODES[@]})) || NODES=(minikubelet-node)
+READY_TIMEOUT=${READY_TIMEOUT:-180}
+SERVICE_CIDR=${SERVICE_CIDR:-10.96.0.0/16}
+[[ $DIR != / ]] || die "refusing to use / as DIR"
+
+BIN=$(cluster_bin)
+for b in etcd kube-apiserver; do
+	[[ -x $BIN/$b ]] || die "$BIN/$b missing: build the control plane first (hack/cluster/build.sh, a few minutes once)"
+done
+command -v openssl >/dev/null || die "openssl missing: apt-get install openssl"
+command -v curl >/dev/null || die "curl missing: apt-get install curl"
+
+mkdir -p "$DIR/pki"
+chmod 0700 "$DIR"
+PKI=$DIR/pki
+
+# port_free PORT: true if nothing listens on 127.0.0.1:PORT (TCP).
+port_free() { [[ -z $(ss -Htln "sport = :$1") ]]; }
+
+# pick_port: a free port below the ephemeral range (32768+), so that
+# outgoing connections never take it between this choice and the bind.
+pick_port() {
+	local p i
+	for ((i = 0; i < 200; i++)); do
+		p=$((20000 + RANDOM % 12000))
+		if port_free "$p" && [[ " ${PICKED:-} " != *" $p "* ]]; then
+			PICKED="${PICKED:-} $p"
+			echo "$p"
+			return
+		fi
+	done
+	die "no free TCP port found in 20000-31999"
+}
+
+if [[ ! -f $DIR/ports ]]; then
+	{
+		echo "ETCD_PORT=$(pick_port)"
+		echo "ETCD_PEER_PORT=$(pick_port)"
+		echo "APISERVER_PORT=$(pick_port)"
+	} >"$DIR/ports.tmp"
+	mv "$DIR/ports.tmp" "$DIR/ports"
+fi
+# shellcheck source=/dev/null
+source "$DIR/ports"
+SERVER=https://127.0.0.1:$APISERVER_PORT
+
+# --- certificates ---------------------------------------------------------
+# ECDSA P-256 keys: generated in milliseconds, accepted everywhere here.
+newkey() { openssl ecparam -name prime256v1 -genkey -noout -out "$1" 2>/dev/null && chmod 0600 "$1"; }
+
+if [[ ! -f $PKI/ca.crt ]]; then
+	newkey "$PKI/ca.key"
+	openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=minikubelet-test-ca" -days 3650 \
+		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+		-out "$PKI/ca.crt" 2>/dev/null || die "creating the CA failed"
+	step "created a CA ($PKI/ca.crt)"
+fi
+
+# sign NAME SUBJECT EXTKEYUSAGE [SAN]: PKI/NAME.{key,crt} signed by the CA.
+sign() {
+	local name=$1 subj=$2 eku=$3 san=${4:-} ext
+	[[ -f $PKI/$name.crt ]] && return 0
+	newkey "$PKI/$name.key"
+	ext=$(mktemp)
+	{
+		echo "basicConstraints=critical,CA:FALSE"
+		echo "keyUsage=critical,digitalSignature,keyEncipherment"
+		echo "extendedKeyUsage=$eku"
+		[[ -z $san ]] || echo "subjectAltName=$san"
+	} >"$ext"
+	openssl req -new -key "$PKI/$name.key" -subj "$subj" 2>/dev/null |
+		openssl x509 -req -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 3650 \
+			-extfile "$ext" -out "$PKI/$name.crt.tmp" 2>/dev/null || {
+		rm -f "$ext"
+		die "signing the $name certificate failed"
+	}
+	rm -f "$ext"
+	mv "$PKI/$name.crt.tmp" "$PKI/$name.crt"
+}
+
+# The first address of the service range is the `kubernetes` service's.
+svc_ip=$(SERVICE_CIDR=$SERVICE_CIDR awk 'BEGIN { split(ENVIRON["SERVICE_CIDR"], a, "[./]"); printf "%d.%d.%d.%d", a[1], a[2], a[3], a[4] + 1 }')
+sign apiserver "/CN=kube-apiserver" serverAuth \
+	"IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+sign admin "/O=system:masters/CN=minikubelet-test-admin" clientAuth
+for n in "${NODES[@]}"; do
+	[[ $n =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "node name '$n' is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"
+	sign "node-$n" "/O=system:nodes/CN=system:node:$n" clientAuth
+done
+if [[ ! -f $PKI/sa.key ]]; then
+	newkey "$PKI/sa.key"
+	openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null || die "deriving the service-account public key failed"
+fi
+
+# kubeconfig FILE USER CERTNAME: a kubeconfig with embedded credentials.
+kubeconfig() {
+	local file=$1 user=$2 cert=$3
+	[[ -f $file ]] && return 0
+	cat >"$file.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: minikubelet-test
+  cluster:
+    server: $SERVER
+    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 "$PKI/$cert.crt")
+    client-key-data: $(base64 -w0 "$PKI/$cert.key")
+contexts:
+- name: $user
+  context:
+    cluster: minikubelet-test
+    user: $user
+current-context: $user
+EOF
+	chmod 0600 "$file.tmp"
+	mv "$file.tmp" "$file"
+}
+kubeconfig "$DIR/admin.kubeconfig" admin admin
+for n in "${NODES[@]}"; do
+	kubeconfig "$DIR/node-$n.kubeconfig" "system:node:$n" "node-$n"
+done
+
+# --- etcd -----------------------------------------------------------------
+# start_bg NAME CMD...: run CMD detached (its own session, so a test's
+# process group signal does not reach it), output to DIR/NAME.log.
+start_bg() {
+	local name=$1
+	shift
+	setsid "$@" >>"$DIR/$name.log" 2>&1 </dev/null &
+	echo $! >"$DIR/$name.pid"
+}
+
+start_at=$SECONDS
+if pid=$(pidfile_alive "$DIR/etcd.pid"); then
+	step "etcd: already running (pid $pid, 127.0.0.1:$ETCD_PORT)"
+else
+	port_free "$ETCD_PORT" || die "127.0.0.1:$ETCD_PORT (etcd) is taken by another process; remove $DIR/ports to choose new ports"
+	# --unsafe-no-fsync: a throw-away test store; fsync on a shared VM disk
+	# costs seconds per write burst and buys nothing here.
+	start_bg etcd "$BIN/etcd" --name minikubelet-test --data-dir "$DIR/etcd" \
+		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-cluster "minikubelet-test=http://127.0.0.1:$ETCD_PEER_PORT" \
+		--unsafe-no-fsync --log-level warn
+	etcd_ok() { pidfile_alive "$DIR/etcd.pid" >/dev/null && http_ok "http://127.0.0.1:$ETCD_PORT/health"; }
+	if ! wait_for 60 "etcd to answer on 127.0.0.1:$ETCD_PORT" etcd_ok; then
+		tail -n 20 "$DIR/etcd.log" >&2 || true
+		die "etcd did not become healthy within 60s (log: $DIR/etcd.log)"
+	fi
+	step "etcd: started (pid $(<"$DIR/etcd.pid"), 127.0.0.1:$ETCD_PORT) in $((SECONDS - start_at))s"
+fi
+
+# --- kube-apiserver -------------------------------------------------------
+readyz() {
+	local out
+	out=$(curl -s -m 5 --cacert "$PKI/ca.crt" "$SERVER/readyz") || return 1
+	[[ $out == ok ]]
+}
+
+api_at=$SECONDS
+if pid=$(pidfile_alive "$DIR/kube-apiserver.pid"); then
+	step "kube-apiserver: already running (pid $pid, $SERVER)"
+else
+	port_free "$APISERVER_PORT" || die "127.0.0.1:$APISERVER_PORT (kube-apiserver) is taken by another process; remove $DIR/ports to choose new ports"
+	# --endpoint-reconciler-type=none: the `kubernetes` Endpoints would hold
+	# 127.0.0.1, which Endpoints validation refuses (loopback).
+	start_bg kube-apiserver "$BIN/kube-apiserver" \
+		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+		--cert-dir "$PKI" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+		--client-ca-file "$PKI/ca.crt" \
+		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+		--service-cluster-ip-range "$SERVICE_CIDR" \
+		--authorization-mode Node,RBAC \
+		--enable-admission-plugins NodeRestriction,ServiceAccount \
+		--service-account-issuer https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+		--allow-privileged=true --endpoint-reconciler-type none --profiling=false \
+		--v 1
+	if ! wait_for "$READY_TIMEOUT" "kube-apiserver /readyz at $SERVER" readyz; then
+		tail -n 30 "$DIR/kube-apiserver.log" >&2 || true
+		die "kube-apiserver did not answer /readyz within ${READY_TIMEOUT}s (log: $DIR/kube-apiserver.log)"
+	fi
+	step "kube-apiserver: ready (pid $(<"$DIR/kube-apiserver.pid"), $SERVER) in $((SECONDS - api_at))s"
+fi
+
+# --- what the controller-manager would have created -----------------------
+# apply PATH JSON: POST JSON to PATH as admin; an existing object is fine.
+apply() {
+	local code
+	code=$(curl -s -o "$DIR/.apply.out" -w '%{http_code}' -m 10 --cacert "$PKI/ca.crt" \
+		--cert "$PKI/admin.crt" --key "$PKI/admin.key" -H 'Content-Type: application/json' \
+		-X POST --data "$2" "$SERVER$1") || die "POST $1 failed (is the apiserver still up? log: $DIR/kube-apiserver.log)"
+	[[ $code == 201 || $code == 409 ]] || die "POST $1: HTTP $code: $(cat "$DIR/.apply.out")"
+	rm -f "$DIR/.apply.out"
+}
+apply /api/v1/namespaces/default/serviceaccounts '{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}'
+ca_json=$(awk 'BEGIN { ORS = "\\n" } { print }' "$PKI/ca.crt")
+apply /api/v1/namespaces/default/configmaps "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"kube-root-ca.crt\"},\"data\":{\"ca.crt\":\"$ca_json\"}}"
+
+step "control plane ready at $SERVER: admin $DIR/admin.kubeconfig, node(s): ${NODES[*]} ($DIR/node-NAME.kubeconfig)"
+echo "$DIR/admin.kubeconfig"

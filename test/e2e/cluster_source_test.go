@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/cluster"
+	"github.com/minikubelet/minikubelet/test/controlplane"
+)
+
+// clusterPod is a pod bound to node; token false turns the service
+// account token off (minikubelet cannot project one yet).
+func clusterPod(name, node string, token bool) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
+		Spec: v1.PodSpec{
+			NodeName:                     node,
+			AutomountServiceAccountToken: &token,
+			Containers: []v1.Container{{
+				Name: "c", Image: suite.registry + "/minikubelet/busybox:1.36",
+				Command: []string{"sleep", "3600"},
+			}},
+		},
+	}
+}
+
+// TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer runs the cluster
+// pod source and status writer in process with a node identity against a
+// real kube-apiserver (no daemon: wiring them into the daemon is the next
+// step of issue #10). It checks what a fake clientset cannot: that the
+// Node authorizer lets a node list and watch pods by spec.nodeName and
+// patch the status of its own; that the server filters by the selector;
+// that a pod the admission plugins gave a service-account token volume is
+// marked Failed with the reason; and that a status written by the node is
+// what the admin reads.
+func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
+	t.Parallel()
+	const node = "mkl-cluster-src"
+	cp := controlplane.Start(t, node)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(2*time.Minute))
+	defer cancel()
+	pods := cp.Admin.CoreV1().Pods("default")
+	for _, p := range []*v1.Pod{clusterPod("web", node, false), clusterPod("elsewhere", "other-node", false), clusterPod("with-token", node, true)} {
+		_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	nodeClient := cp.NodeClient(t, node)
+	src := cluster.NewPodSource(nodeClient, node, nil)
+	out := make(chan agent.SourceUpdate, 1)
+	go src.Run(ctx, out)
+	var u agent.SourceUpdate
+	waitUpdate := func(what string, ok func(agent.SourceUpdate) bool) {
+		t.Helper()
+		deadline := time.After(scaled(30 * time.Second))
+		for {
+			select {
+			case u = <-out:
+				if ok(u) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("%s: last update %d pods, %d errors", what, len(u.Pods), len(u.Errors))
+			}
+		}
+	}
+	waitUpdate("the node's runnable pod", func(u agent.SourceUpdate) bool { return len(u.Pods) == 1 })
+	require.Equal(t, "web", u.Pods[0].Name)
+	require.Equal(t, cluster.SourceCluster, u.Pods[0].Annotations["kubernetes.io/config.source"])
+	serverWeb, err := pods.Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, serverWeb.UID, u.Pods[0].UID)
+
+	// The pod with a token volume: Failed on the server, saying why.
+	waitFor(t, "the pod with a token volume to be marked Failed", scaled(30*time.Second), func() string {
+		p, err := pods.Get(ctx, "with-token", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if p.Status.Phase != v1.PodFailed {
+			return "phase " + string(p.Status.Phase)
+		}
+		return ""
+	})
+	refused, err := pods.Get(ctx, "with-token", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, cluster.ReasonUnsupportedPodSpec, refused.Status.Reason)
+	require.Contains(t, refused.Status.Message, "serviceAccountToken")
+	t.Logf("refused: %s", refused.Status.Message)
+
+	// The node writes web's status; the admin reads it back.
+	w := cluster.NewStatusWriter(nodeClient, nil, nil)
+	go w.Run(ctx)
+	running := u.Pods[0].DeepCopy()
+	started := metav1.NewTime(time.Now().Truncate(time.Second))
+	running.Status = v1.PodStatus{
+		Phase: v1.PodRunning, PodIP: "10.89.250.7", PodIPs: []v1.PodIP{{IP: "10.89.250.7"}}, StartTime: &started,
+		Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: started}},
+		ContainerStatuses: []v1.ContainerStatus{{
+			Name: "c", Ready: true, Image: running.Spec.Containers[0].Image, ContainerID: "containerd://abc",
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: started}},
+		}},
+	}
+	w.PodStatus(running)
+	waitFor(t, "the status written by the node", scaled(30*time.Second), func() string {
+		p, err := pods.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if p.Status.Phase != v1.PodRunning || p.Status.PodIP != "10.89.250.7" {
+			return "phase " + string(p.Status.Phase) + " ip " + p.Status.PodIP + "; writer: " + w.LoopStatus().LastError
+		}
+		return ""
+	})
+	got, err := pods.Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, got.Status.ContainerStatuses, 1)
+	require.NotNil(t, got.Status.ContainerStatuses[0].State.Running)
+	require.True(t, got.Status.ContainerStatuses[0].Ready)
+
+	// Deleted through the API: no longer desired (the object stays until
+	// the node confirms; that part is not written yet).
+	require.NoError(t, pods.Delete(ctx, "web", metav1.DeleteOptions{}))
+	waitUpdate("web to leave the set once deleted", func(u agent.SourceUpdate) bool { return len(u.Pods) == 0 })
+	for _, e := range u.Errors {
+		require.False(t, strings.HasSuffix(e.Path, "/with-token"), "a Failed pod is terminal and leaves the set")
+	}
+}
