@@ -249,10 +249,23 @@ func call(ctx context.Context, verb string, timeout time.Duration, fn func(ctx c
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := fn(cctx)
-	if err != nil && ctx.Err() == nil && cctx.Err() != nil && IsDeadlineExceeded(err) {
+	if err != nil && ctx.Err() == nil && IsDeadlineExceeded(err) && ownDeadline(ctx, cctx, timeout) {
 		return fmt.Errorf("%s: no answer from runtime within %s: %w", verb, timeout, err)
 	}
 	return err
+}
+
+// ownDeadline reports whether a DeadlineExceeded came from call's own
+// timeout rather than the caller's deadline or the runtime's internals. The
+// server learns the deadline from the grpc-timeout header and may give up a
+// moment before the client's timer fires, so a deadline within a tenth of
+// the timeout counts as reached.
+func ownDeadline(parent, cctx context.Context, timeout time.Duration) bool {
+	cd, _ := cctx.Deadline()
+	if pd, ok := parent.Deadline(); ok && !cd.Before(pd) {
+		return false // the caller's deadline governs
+	}
+	return cctx.Err() != nil || time.Until(cd) < timeout/10
 }
 
 // Version implements Runtime.

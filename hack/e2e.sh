@@ -2,7 +2,8 @@
 # e2e.sh: run the end-to-end suite against real components: install the
 # dependencies, start the local registry, build and push the images, isolate
 # the e2e pod CIDR, run the privileged tests once, then `go test
-# ./test/e2e/...` with MINIKUBELET_E2E=1 against each selected containerd.
+# ./test/e2e/...` with MINIKUBELET_E2E=1 against each selected containerd
+# (the control plane for the cluster-mode cases is built first, cached).
 # The suite's TestMain starts and stops its own private containerd with
 # hack/start-containerd.sh and hack/stop-containerd.sh, which read CONTAINERD.
 # Env: CONTAINERD (unset: the system's 1.6, then the pinned 2.x; or one or
@@ -31,6 +32,9 @@ step "containerd under test: ${flavors[*]}"
 for flavor in "${flavors[@]}"; do
 	[[ $flavor == 1.6 ]] || "$HACK/install-containerd2.sh"
 done
+# The control plane the cluster-mode cases run against: built once per
+# machine from the Go module proxy (minutes on a fresh machine), cached.
+"$HACK/cluster/build.sh" >/dev/null
 "$HACK/start-registry.sh" "$REGISTRY"
 (cd "$HACK/.." && go run ./hack/images --registry "$REGISTRY")
 "$HACK/isolate-pod-network.sh" "$E2E_POD_CIDR"
@@ -38,6 +42,9 @@ done
 cd "$HACK/.."
 step "running the privileged tests (real CNI plugins in a netns, real cgroup v1 files)"
 MINIKUBELET_PRIVILEGED=1 go test -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/...
+step "running the control plane harness's own tests (etcd + kube-apiserver on loopback)"
+# shellcheck disable=SC2086
+MINIKUBELET_E2E=1 go test -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/...
 
 failed=()
 for flavor in "${flavors[@]}"; do
