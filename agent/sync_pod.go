@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,42 @@ type syncResult struct {
 	failed bool
 	// retryIn is the soonest a back-off expires (0 = none).
 	retryIn time.Duration
+
+	// What the sync changed in the runtime, so that its closing
+	// observation asks only about that (refreshPodState).
+	// sandbox is the sandbox it created, from its PodSandboxStatus.
+	sandbox *sandboxInfo
+	// touched maps the containers it created or stopped to their sandbox.
+	touched map[string]string
+	// removed are the containers it removed.
+	removed []string
+	// observeAll is set when the sync changed more than the above records
+	// (the whole pod was killed, or a step lost track of what it did).
+	observeAll bool
+}
+
+// touch records a container the sync created or stopped.
+func (r *syncResult) touch(id, sandboxID string) {
+	r.mu.Lock()
+	if r.touched == nil {
+		r.touched = map[string]string{}
+	}
+	r.touched[id] = sandboxID
+	r.mu.Unlock()
+}
+
+// remove records a container the sync removed.
+func (r *syncResult) remove(id string) {
+	r.mu.Lock()
+	r.removed = append(r.removed, id)
+	r.mu.Unlock()
+}
+
+// lostTrack makes the closing observation a full one.
+func (r *syncResult) lostTrack() {
+	r.mu.Lock()
+	r.observeAll = true
+	r.mu.Unlock()
 }
 
 func (r *syncResult) fail() {
@@ -63,17 +100,25 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //  4. Create the sandbox when needed, pulling the pod's images meanwhile.
 //  5. Start the next init container.
 //  6. Start the app containers, concurrently.
-//  7. Prune dead instances and publish the status from a fresh observation.
+//  7. Prune dead instances and publish the status from a fresh observation
+//     of what the sync changed.
 func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	pod := w.pod()
 	res := &syncResult{}
 
-	// Step 1: observe.
+	// Step 1: observe. A worker that has seen no sandbox of its pod yet
+	// (a new pod) will most likely create one, which needs the pod
+	// network: ask about it while the pod is observed.
+	var netc <-chan networkState
+	if !pod.Spec.HostNetwork && w.observedNothing() {
+		netc = a.networkStateAsync(ctx)
+	}
 	st, err := a.observePod(ctx, pod)
 	if err != nil {
 		w.logger.Warn("Observe pod failed", "err", err)
 		return a.cfg.ErrorBackoff
 	}
+	w.setObserved(st)
 
 	a.reportOOMKills(w, st)
 	// Labels, annotations, ConfigMaps or Secrets may have changed: the data
@@ -90,6 +135,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		if act.CreateSandbox && len(st.sandboxes) > 0 {
 			w.event(v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		}
+		res.lostTrack()
 		if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
 			w.logger.Warn("Kill pod failed", "err", err)
 			res.fail()
@@ -97,6 +143,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	} else {
 		for id, kr := range act.ContainersToKill {
 			w.logger.Info("Killing container", "containerID", id, "reason", kr.Message)
+			res.touch(id, sandboxOf(st, id))
 			if err := a.killContainer(ctx, w, id, kr.Name, kr.Message, killGracePeriod(pod, kr.Probe)); err != nil {
 				res.fail()
 			}
@@ -107,12 +154,16 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	// that is not ready would only make RunPodSandbox fail after CNI ADD:
 	// wait for it, and say why, as the kubelet does.
 	if act.CreateSandbox && !pod.Spec.HostNetwork {
-		ok, reason, msg, err := a.networkReady(ctx)
-		if !ok {
-			if err != nil {
-				msg = cri.Message(err)
+		if netc == nil {
+			netc = a.networkStateAsync(ctx)
+		}
+		ns := <-netc
+		if !ns.ready {
+			msg := ns.message
+			if ns.err != nil {
+				msg = cri.Message(ns.err)
 			}
-			text := fmt.Sprintf("network is not ready: container runtime network not ready: NetworkReady=false reason:%s message:%s; %s", reason, msg, a.podNetworkHint())
+			text := fmt.Sprintf("network is not ready: container runtime network not ready: NetworkReady=false reason:%s message:%s; %s", ns.reason, msg, a.podNetworkHint())
 			w.event(v1.EventTypeWarning, "NetworkNotReady", "%s", text)
 			w.setNetworkNotReady(text)
 			w.setStatus(a.computePodStatus(w, pod, st))
@@ -149,20 +200,19 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 
 	// Step 7: prune and publish. A sync that changed nothing (the common
 	// resync of a running pod) reuses its first observation instead of
-	// asking the runtime again.
+	// asking the runtime again; one that did asks about what it changed.
 	st2 := st
 	if act.changesRuntime() {
-		st2, err = a.observePod(ctx, pod)
+		st2, err = a.refreshPodState(ctx, pod, st, res)
 		if err != nil {
 			w.logger.Warn("Observe pod failed", "err", err)
 			return a.cfg.ErrorBackoff
 		}
 	}
-	if pruned := a.pruneContainers(ctx, w, st2); pruned {
-		if s, err := a.observePod(ctx, pod); err == nil {
-			st2 = s
-		}
+	if removed := a.pruneContainers(ctx, w, st2); len(removed) > 0 {
+		st2 = st2.without(removed)
 	}
+	w.setObserved(st2)
 	a.updateProbes(pod, st2)
 	w.setStatus(a.computePodStatus(w, pod, st2))
 
@@ -173,6 +223,74 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		return a.cfg.ErrorBackoff
 	}
 	return a.cfg.ResyncPeriod
+}
+
+// sandboxOf returns the sandbox of an observed container ("" if unknown).
+func sandboxOf(st *podState, id string) string {
+	for _, c := range st.containers {
+		if c.id == id {
+			return c.sandboxID
+		}
+	}
+	return ""
+}
+
+// refreshPodState is the observation that closes a sync which changed the
+// runtime. The sync knows what it changed: the sandbox it created came
+// with its status, and only the containers it created or stopped need a
+// ContainerStatus; everything else is as the sync's first observation
+// found it (a change the runtime made by itself meanwhile differs from
+// what the worker saw, so the next relist wakes the worker for it). A sync
+// that killed the whole pod, or lost track of a step, observes it all.
+func (a *Agent) refreshPodState(ctx context.Context, pod *v1.Pod, st *podState, res *syncResult) (*podState, error) {
+	res.mu.Lock()
+	all, created, touched, removed := res.observeAll, res.sandbox, res.touched, res.removed
+	res.mu.Unlock()
+	if all {
+		return a.observePod(ctx, pod)
+	}
+	out := &podState{sandboxes: slices.Clone(st.sandboxes)}
+	if created != nil {
+		out.sandboxes = append(out.sandboxes, created)
+		out.sortSandboxes()
+	}
+	for _, c := range st.containers {
+		if _, ok := touched[c.id]; !ok && !slices.Contains(removed, c.id) {
+			out.containers = append(out.containers, c)
+		}
+	}
+	for id, sandboxID := range touched {
+		resp, err := a.runtime.ContainerStatus(ctx, id, false)
+		switch {
+		case cri.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("container status %s: %w", id, err)
+		}
+		if s := resp.GetStatus(); s != nil {
+			out.containers = append(out.containers, a.containerFromStatus(s, sandboxID))
+		}
+	}
+	out.sortContainers()
+	return out, nil
+}
+
+// networkState is the runtime's NetworkReady condition.
+type networkState struct {
+	ready           bool
+	reason, message string
+	err             error
+}
+
+// networkStateAsync asks the runtime about the pod network in the
+// background; the answer arrives on the returned channel.
+func (a *Agent) networkStateAsync(ctx context.Context) <-chan networkState {
+	c := make(chan networkState, 1)
+	go func() {
+		ok, reason, msg, err := a.networkReady(ctx)
+		c <- networkState{ready: ok, reason: reason, message: msg, err: err}
+	}()
+	return c
 }
 
 // podNetworkHint names the node's pod network and its conflist in the
@@ -242,12 +360,12 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		pulls.Add(1)
 		go func() {
 			defer pulls.Done()
-			ref, err := a.ensureImage(ctx, w, c, pullCfg)
+			ref, img, err := a.ensureImage(ctx, w, c, pullCfg)
 			if err != nil && errors.Is(err, ErrImagePull) {
 				a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
 			}
 			pmu.Lock()
-			prepulled[c.Image] = pullResult{ref: ref, err: err}
+			prepulled[c.Image] = pullResult{ref: ref, image: img, err: err}
 			pmu.Unlock()
 		}()
 	}
@@ -286,12 +404,20 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	sb := &sandboxInfo{id: id, attempt: act.Attempt, config: cfg, ready: true}
 	resp, err := a.runtime.PodSandboxStatus(ctx, id, false)
 	if err != nil {
+		res.lostTrack()
 		pulls.Wait()
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to read new pod sandbox status: %s", cri.Message(err))
 		res.fail()
 		return nil, prepulled
 	}
 	sb.ip = resp.GetStatus().GetNetwork().GetIp()
+	if s := resp.GetStatus(); s != nil {
+		res.mu.Lock()
+		res.sandbox = sandboxFromStatus(s)
+		res.mu.Unlock()
+	} else {
+		res.lostTrack()
+	}
 	detail := fmt.Sprintf("%s attempt %d", shortID(id), act.Attempt)
 	if pod.Spec.HostNetwork {
 		detail += ", host network"
@@ -309,7 +435,10 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 // pullResult is the outcome of one image pull made during sandbox creation.
 type pullResult struct {
 	ref string
-	err error
+	// image is the image's status when it was already present (nil
+	// after a pull).
+	image *runtimeapi.Image
+	err   error
 }
 
 // startOne starts one container unless it is backing off, and records the
@@ -329,6 +458,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 			res.fail()
 			return
 		}
+		res.remove(prev.id)
 		w.logger.Info("Replacing a container whose start was interrupted", "container", c.Name, "containerID", prev.id, "state", prev.state.String())
 		a.termMessages.forget(prev.id)
 		restartCount = prev.restartCount
@@ -362,7 +492,10 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		res.retryAfter(left)
 		return
 	}
-	_, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref)
+	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref, pr.image)
+	if id != "" {
+		res.touch(id, sb.id)
+	}
 	if err != nil {
 		if errors.Is(err, ErrImagePull) && !pulled {
 			a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
@@ -489,9 +622,9 @@ func countRunning(st *podState) int {
 
 // pruneContainers removes dead instances beyond the newest one per
 // container name (kept for logs --previous) and dead sandboxes other than
-// the newest. It reports whether it removed anything.
-func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState) bool {
-	pruned := false
+// the newest. It returns the IDs of what it removed.
+func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState) []string {
+	var removed []string
 	seen := map[string]bool{}
 	for _, c := range st.containers { // newest first
 		dead := c.state == runtimeapi.ContainerState_CONTAINER_EXITED
@@ -507,7 +640,7 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 			continue
 		}
 		a.termMessages.forget(c.id)
-		pruned = true
+		removed = append(removed, c.id)
 	}
 	for i, sb := range st.sandboxes {
 		if i == 0 || sb.ready {
@@ -515,7 +648,7 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 		}
 		inUse := false
 		for _, c := range st.containers {
-			if c.sandboxID == sb.id {
+			if c.sandboxID == sb.id && !slices.Contains(removed, c.id) {
 				inUse = true
 			}
 		}
@@ -526,22 +659,30 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 			w.logger.Warn("Remove dead sandbox failed", "sandboxID", sb.id, "err", err)
 			continue
 		}
-		pruned = true
+		removed = append(removed, sb.id)
 	}
-	return pruned
+	return removed
 }
 
 // terminatePod tears the pod down completely: containers stopped with the
 // grace period, sandboxes stopped (containerd runs CNI DEL: the IP is
-// released), then every container and sandbox removed, and the pod's
-// directories deleted. Each step is attempted even if an earlier one failed.
+// released), then every sandbox removed with its containers, and the pod's
+// directories deleted. Each step is attempted even if an earlier one
+// failed.
+//
+// Teardown needs the pod's objects and their states, not their statuses:
+// the runtime's lists are enough (listPod). RemovePodSandbox removes the
+// sandbox's containers first (containerd 1.6 and 2.x alike), so containers
+// are removed one by one only when their sandbox could not be removed (a
+// container the runtime refuses to remove then has what keeps it killed,
+// and the next attempt succeeds) or is not listed.
 func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	pod := w.pod()
 	// A container being stopped must not be restarted by its liveness
 	// probe meanwhile; readiness keeps reporting until the end.
 	a.probes.StopLivenessAndStartup(pod.UID)
 	defer a.probes.RemovePod(pod.UID)
-	st, err := a.observePod(ctx, pod)
+	st, err := a.listPod(ctx, pod)
 	if err != nil {
 		return fmt.Errorf("observe pod for teardown: %w", err)
 	}
@@ -550,18 +691,23 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		errs = append(errs, err)
 	}
 	t0 := a.clock.Now()
-	for _, c := range st.containers {
-		if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
-			a.killStuckContainer(w, c.id)
-			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
-			continue
-		}
-		a.termMessages.forget(c.id)
-	}
+	gone := map[string]bool{}
 	for _, sb := range st.sandboxes {
 		if err := a.runtime.RemovePodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", shortID(sb.id), err))
+			continue
 		}
+		gone[sb.id] = true
+	}
+	for _, c := range st.containers {
+		if !gone[c.sandboxID] {
+			if err := a.runtime.RemoveContainer(ctx, c.id); err != nil && !cri.IsNotFound(err) {
+				a.killStuckContainer(w, c.id)
+				errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
+				continue
+			}
+		}
+		a.termMessages.forget(c.id)
 	}
 	if len(errs) == 0 {
 		// Only once every sandbox is gone are its processes too.
