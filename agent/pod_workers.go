@@ -373,7 +373,8 @@ func (w *podWorker) setStatus(st v1.PodStatus) {
 	same := equality.Semantic.DeepEqual(w.status, st)
 	w.status = st
 	w.mu.Unlock()
-	if !same {
+	// The daemon observes nothing: no copy of the pod for nobody.
+	if _, nop := w.a.observer.(nopObserver); !same && !nop {
 		w.a.observer.PodStatus(w.snapshot())
 	}
 }

@@ -396,6 +396,8 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	t0 := a.clock.Now()
 	id, err := a.runtime.RunPodSandbox(ctx, cfg, "")
 	if err != nil {
+		// A call that timed out may still have created the sandbox.
+		res.lostTrack()
 		pulls.Wait()
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s", cri.Message(err))
 		res.fail()
