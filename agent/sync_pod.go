@@ -106,12 +106,13 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	pod := w.pod()
 	res := &syncResult{}
 
-	// Step 1: observe. A worker that has seen no sandbox of its pod yet
-	// (a new pod) will most likely create one, which needs the pod
-	// network: ask about it while the pod is observed.
-	var netc <-chan networkState
-	if !pod.Spec.HostNetwork && w.observedNothing() {
-		netc = a.networkStateAsync(ctx)
+	// Step 1: observe. A worker that has seen nothing of its pod yet (a
+	// new pod) will most likely create its sandbox next: what that needs
+	// first is looked after while the pod is observed (sandboxPrelude).
+	var pre *sandboxPrelude
+	if w.observedNothing() {
+		pre = a.startSandboxPrelude(ctx, pod)
+		defer pre.wait()
 	}
 	st, err := a.observePod(ctx, pod)
 	if err != nil {
@@ -154,10 +155,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	// that is not ready would only make RunPodSandbox fail after CNI ADD:
 	// wait for it, and say why, as the kubelet does.
 	if act.CreateSandbox && !pod.Spec.HostNetwork {
-		if netc == nil {
-			netc = a.networkStateAsync(ctx)
-		}
-		ns := <-netc
+		ns := pre.networkState(ctx, a)
 		if !ns.ready {
 			msg := ns.message
 			if ns.err != nil {
@@ -171,7 +169,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		}
 		w.setNetworkNotReady("")
 	}
-	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res)
+	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res, pre)
 
 	if sb != nil {
 		// Step 5: next init container.
@@ -282,15 +280,67 @@ type networkState struct {
 	err             error
 }
 
-// networkStateAsync asks the runtime about the pod network in the
-// background; the answer arrives on the returned channel.
-func (a *Agent) networkStateAsync(ctx context.Context) <-chan networkState {
-	c := make(chan networkState, 1)
+// sandboxPrelude is what creating a sandbox needs first, started while a new
+// pod is observed instead of after: the pod network's readiness (the
+// runtime's Status) and the pod cgroup. Neither changes anything when the
+// observation finds the pod running already (an agent restart adopting it):
+// Status is a question, and the pod cgroup exists and gets the same
+// settings again. A nil prelude does the work when asked.
+type sandboxPrelude struct {
+	pod *v1.Pod
+	net chan networkState
+	// cgroup delivers ensurePodCgroup's result; done is closed once it ran.
+	cgroup chan podCgroupResult
+	done   chan struct{}
+}
+
+type podCgroupResult struct {
+	parent string
+	err    error
+}
+
+// startSandboxPrelude starts the prelude of the pod's sandbox.
+func (a *Agent) startSandboxPrelude(ctx context.Context, pod *v1.Pod) *sandboxPrelude {
+	p := &sandboxPrelude{pod: pod, cgroup: make(chan podCgroupResult, 1), done: make(chan struct{})}
+	if !pod.Spec.HostNetwork {
+		p.net = make(chan networkState, 1)
+		go func() { p.net <- a.networkState(ctx) }()
+	}
 	go func() {
-		ok, reason, msg, err := a.networkReady(ctx)
-		c <- networkState{ready: ok, reason: reason, message: msg, err: err}
+		defer close(p.done)
+		parent, err := a.ensurePodCgroup(pod)
+		p.cgroup <- podCgroupResult{parent: parent, err: err}
 	}()
-	return c
+	return p
+}
+
+// networkState returns the pod network's readiness.
+func (p *sandboxPrelude) networkState(ctx context.Context, a *Agent) networkState {
+	if p == nil || p.net == nil {
+		return a.networkState(ctx)
+	}
+	return <-p.net
+}
+
+// podCgroup returns the pod cgroup's path for the sandbox's CgroupParent.
+func (p *sandboxPrelude) podCgroup(a *Agent, pod *v1.Pod) (string, error) {
+	if p == nil || p.pod != pod {
+		return a.ensurePodCgroup(pod)
+	}
+	r := <-p.cgroup
+	return r.parent, r.err
+}
+
+// wait returns once the prelude's cgroup work is done: a sync must not
+// leave it running into a teardown, which removes the pod cgroup.
+func (p *sandboxPrelude) wait() {
+	<-p.done
+}
+
+// networkState asks the runtime about the pod network.
+func (a *Agent) networkState(ctx context.Context) networkState {
+	ok, reason, msg, err := a.networkReady(ctx)
+	return networkState{ready: ok, reason: reason, message: msg, err: err}
 }
 
 // podNetworkHint names the node's pod network and its conflist in the
@@ -310,7 +360,7 @@ func (a *Agent) podNetworkHint() string {
 // the plan says so. Creating a sandbox takes hundreds of milliseconds (CNI
 // ADD), so the pod's images are pulled at the same time; the kubelet does
 // these in sequence. The returned map holds the refs of pulled images.
-func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st *podState, act podActions, res *syncResult) (*sandboxInfo, map[string]pullResult) {
+func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st *podState, act podActions, res *syncResult, pre *sandboxPrelude) (*sandboxInfo, map[string]pullResult) {
 	if !act.CreateSandbox {
 		if act.SandboxID == "" {
 			return nil, nil
@@ -379,7 +429,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	}
 	// The pod cgroup first: containerd creates the sandbox and every
 	// container below it.
-	parent, err := a.ensurePodCgroup(pod)
+	parent, err := pre.podCgroup(a, pod)
 	if err != nil {
 		pulls.Wait()
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create the pod cgroup: %v", err)
