@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 )
 
 // The CRI calls of one pod start and one teardown, every one of them: what
@@ -165,4 +168,38 @@ func TestRelist_WakesOnlyForChangesTheWorkerHasNotSeen(t *testing.T) {
 	changed, err = r.relist(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, changed, "reported once")
+}
+
+// A new pod's cgroup is created while the pod is first observed; it exists
+// before the sandbox, and a teardown right after the pod's first sync
+// removes it for good (the sync waits for its creation).
+func TestSyncPod_NewPodCgroupBeforeSandboxAndGoneAfterTeardown(t *testing.T) {
+	h := newHarness(t)
+	cg := cgroupstest.NewFake()
+	h.agent.cgroups = cg
+	pod := startCallsPod(t, h)
+	name := podCgroupName(pod, podQOSClass(pod))
+	assert.True(t, cg.Exists(name), "the pod cgroup exists while the pod runs")
+
+	done := h.agent.PodDone(pod.UID)
+	h.agent.SetPods(nil)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("teardown did not finish")
+	}
+	assert.False(t, cg.Exists(name), "the pod cgroup is gone after the teardown")
+
+	// Added and removed at once: the teardown follows the first sync, and
+	// nothing of the prelude outlives it.
+	again := testPod(t, strings.Replace(callsPod, "name: web", "name: brief", 1))
+	h.agent.SetPods([]*v1.Pod{again})
+	done = h.agent.PodDone(again.UID)
+	h.agent.SetPods(nil)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("teardown did not finish")
+	}
+	assert.False(t, cg.Exists(podCgroupName(again, podQOSClass(again))), "no pod cgroup left behind")
 }
