@@ -15,8 +15,10 @@ import (
 // and containers on the node (one ListPodSandbox and one ListContainers,
 // however many pods there are) and reports the pods whose runtime objects
 // changed since the last relist and whose worker has not seen that change
-// yet (podWorker.needsRelistWake): a worker's own sync ends with an
-// observation, so what it created and started does not wake it again.
+// (the fingerprint of its newest observation differs): a worker's own sync
+// ends with an observation, so what it created and started does not wake
+// it again. A busy worker is not woken either; its change is looked at
+// again at the next relist, against what its sync ended up observing.
 type relister struct {
 	a *Agent
 	// last is the previous fingerprint per pod UID; owned by the sync loop.
