@@ -370,11 +370,10 @@ func TestAgent_TeardownRemovesEverything(t *testing.T) {
 	}
 	calls := without(h.fake.Calls(), observeCalls...)
 	// Containers stop (grace 30 s from the default) before the sandbox;
-	// removal follows.
+	// removal follows: RemovePodSandbox removes the sandbox's containers.
 	assert.ElementsMatch(t, []string{
 		"StopContainer web timeout=30", "StopContainer side timeout=30",
 		"StopPodSandbox web",
-		"RemoveContainer web", "RemoveContainer side",
 		"RemovePodSandbox web",
 	}, calls)
 	assert.Less(t, indexOf(calls, "StopContainer web timeout=30"), indexOf(calls, "StopPodSandbox web"))

@@ -55,24 +55,25 @@ func reasonAndMessage(err error) (string, string) {
 
 // ensureImage makes the container's image present according to its pull
 // policy and returns the image reference (digest) to create the container
-// from. Events follow the kubelet's image manager.
-func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
-	pod := pw.pod()
+// from, and the image's status when it was already present (the image's
+// user comes from it: applyImageUser). Events follow the kubelet's image
+// manager.
+func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
 	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
 	if c.ImagePullPolicy != v1.PullAlways {
 		st, err := a.images.ImageStatus(ctx, spec, false)
 		if err != nil {
-			return "", newReasonError(ErrImagePull, "inspect image %q: %s", c.Image, cri.Message(err))
+			return "", nil, newReasonError(ErrImagePull, "inspect image %q: %s", c.Image, cri.Message(err))
 		}
-		if st.GetImage() != nil {
+		if img := st.GetImage(); img != nil {
 			pw.event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 			pw.step(stepImage, 0, fmt.Sprintf("%s already present", c.Image))
-			return st.GetImage().GetId(), nil
+			return img.GetId(), img, nil
 		}
 		if c.ImagePullPolicy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 			pw.event(v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
-			return "", newReasonError(ErrImageNeverPull, "%s", msg)
+			return "", nil, newReasonError(ErrImageNeverPull, "%s", msg)
 		}
 	}
 	pw.event(v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
@@ -81,13 +82,12 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	if err != nil {
 		msg := cri.Message(err)
 		pw.event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
-		return "", newReasonError(ErrImagePull, "%s", msg)
+		return "", nil, newReasonError(ErrImagePull, "%s", msg)
 	}
 	d := a.clock.Since(start)
 	pw.event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, d.Round(time.Millisecond))
 	pw.step(stepImage, d, fmt.Sprintf("%s pulled", c.Image))
-	_ = pod
-	return ref, nil
+	return ref, nil, nil
 }
 
 // mountsFor maps the container's volumeMounts onto host paths: subPath
@@ -276,13 +276,15 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 // startContainer runs one container of the pod: image, config, create,
 // start, postStart hook (kubelet's startContainer order). ensureImage may
 // already have run concurrently with sandbox creation; imageRef is then
-// non-empty. A failed postStart hook kills the container and returns
-// ErrPostStartHook; the container then follows its restart policy.
-func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxInfo, c *v1.Container, ctype string, restartCount int, imageRef string) (string, error) {
+// non-empty, and img the image's status if it was present (nil: asked
+// again for the image's user). A failed postStart hook kills the container
+// and returns ErrPostStartHook; the container then follows its restart
+// policy. The container's ID is returned once it was created.
+func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxInfo, c *v1.Container, ctype string, restartCount int, imageRef string, img *runtimeapi.Image) (string, error) {
 	pod := pw.pod()
 	var err error
 	if imageRef == "" {
-		imageRef, err = a.ensureImage(ctx, pw, c, sb.config)
+		imageRef, img, err = a.ensureImage(ctx, pw, c, sb.config)
 		if err != nil {
 			return "", err
 		}
@@ -306,7 +308,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		return "", err
 	}
 	// The image's user, and runAsNonRoot against it (security.go).
-	if err := a.applyImageUser(ctx, pw, c, cfg); err != nil {
+	if err := a.applyImageUser(ctx, pw, c, cfg, img); err != nil {
 		return "", err
 	}
 	// The pod's managed /etc/hosts (hosts.go).

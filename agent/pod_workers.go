@@ -58,6 +58,12 @@ type podWorker struct {
 	// networkNotReady is why the pod waits for the pod network ("" = not
 	// waiting); shown as the containers' waiting message.
 	networkNotReady string
+	// observed is the fingerprint (podState.fingerprint) of the newest
+	// runtime state the worker observed; busy is set while it syncs or
+	// tears down. The relister wakes the worker only for what it has not
+	// seen (relist.go).
+	observed string
+	busy     bool
 
 	// wake has capacity 1 so notifiers never block; a pending wake-up
 	// already covers any later one.
@@ -183,7 +189,9 @@ const teardownRetryMax = 30 * time.Second
 // it succeeds or the agent stops.
 func (w *podWorker) run() {
 	defer w.cancel()
-	timer := w.a.clock.NewTimer(0)
+	// The first sync comes from the wake-up newPodWorker queued: a timer
+	// firing at once as well would sync a new pod twice.
+	timer := w.a.clock.NewTimer(w.a.cfg.ResyncPeriod)
 	defer timer.Stop()
 	teardownFailures := 0
 	for {
@@ -195,9 +203,11 @@ func (w *podWorker) run() {
 		}
 		w.mu.Lock()
 		terminating := w.terminating
+		w.busy = true
 		w.mu.Unlock()
 		if terminating {
 			err := w.a.terminatePod(w.ctx, w)
+			w.setIdle()
 			if err == nil || w.ctx.Err() != nil {
 				if err != nil {
 					w.logger.Error("Pod teardown incomplete", "err", err)
@@ -220,6 +230,7 @@ func (w *podWorker) run() {
 			continue
 		}
 		requeue := w.a.syncPod(w.ctx, w)
+		w.setIdle()
 		if !timer.Stop() {
 			select {
 			case <-timer.C():
@@ -228,6 +239,29 @@ func (w *podWorker) run() {
 		}
 		timer.Reset(requeue)
 	}
+}
+
+// setIdle marks the end of a sync or teardown attempt.
+func (w *podWorker) setIdle() {
+	w.mu.Lock()
+	w.busy = false
+	w.mu.Unlock()
+}
+
+// setObserved records what the worker just observed in the runtime.
+func (w *podWorker) setObserved(st *podState) {
+	fp := st.fingerprint()
+	w.mu.Lock()
+	w.observed = fp
+	w.mu.Unlock()
+}
+
+// observedNothing reports whether the worker's newest observation found
+// no sandbox or container of its pod (or it has observed nothing yet).
+func (w *podWorker) observedNothing() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.observed == ""
 }
 
 // event records a kubelet-style event and tells the observer.
@@ -339,7 +373,8 @@ func (w *podWorker) setStatus(st v1.PodStatus) {
 	same := equality.Semantic.DeepEqual(w.status, st)
 	w.status = st
 	w.mu.Unlock()
-	if !same {
+	// The daemon observes nothing: no copy of the pod for nobody.
+	if _, nop := w.a.observer.(nopObserver); !same && !nop {
 		w.a.observer.PodStatus(w.snapshot())
 	}
 }

@@ -580,13 +580,18 @@ func (a *Agent) containerSecurityContext(pod *v1.Pod, c *v1.Container) (*runtime
 
 // imageUser returns the user the image runs as, from the runtime's
 // ImageStatus: a numeric uid, or a user name; no user at all is root
-// (kubelet getImageUser).
-func (a *Agent) imageUser(ctx context.Context, image string) (*int64, string, error) {
-	st, err := a.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
-	if err != nil {
-		return nil, "", err
+// (kubelet getImageUser). known is the image's status when the caller
+// already holds it (nil: asked here).
+func (a *Agent) imageUser(ctx context.Context, image string, known *runtimeapi.Image) (*int64, string, error) {
+	img := known
+	if img == nil {
+		st, err := a.images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: image}, false)
+		if err != nil {
+			return nil, "", err
+		}
+		img = st.GetImage()
 	}
-	if img := st.GetImage(); img != nil {
+	if img != nil {
 		if img.GetUid() != nil {
 			uid := img.GetUid().GetValue()
 			return &uid, "", nil
@@ -625,10 +630,11 @@ func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, uid *int64, username strin
 // applyImageUser completes the container's CRI security context with the
 // image's user when the manifest names none (so that containerd and the
 // runAsNonRoot check agree), and runs the runAsNonRoot check. Failures are
-// CreateContainerConfigError with the kubelet's message and event.
-func (a *Agent) applyImageUser(ctx context.Context, pw *podWorker, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+// CreateContainerConfigError with the kubelet's message and event. img is
+// the image's status if the caller holds it (nil: asked here).
+func (a *Agent) applyImageUser(ctx context.Context, pw *podWorker, c *v1.Container, cfg *runtimeapi.ContainerConfig, img *runtimeapi.Image) error {
 	pod := pw.pod()
-	uid, username, err := a.imageUser(ctx, c.Image)
+	uid, username, err := a.imageUser(ctx, c.Image, img)
 	if err == nil {
 		err = verifyRunAsNonRoot(pod, c, uid, username)
 	} else {

@@ -308,7 +308,7 @@ func TestApplyImageUser(t *testing.T) {
 			sc, err := h.agent.containerSecurityContext(p, c)
 			require.NoError(t, err)
 			cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: sc}}
-			require.NoError(t, h.agent.applyImageUser(context.Background(), newPodWorker(h.agent, p), c, cfg))
+			require.NoError(t, h.agent.applyImageUser(context.Background(), newPodWorker(h.agent, p), c, cfg, nil))
 			assert.Equal(t, tc.wantUser, sc.RunAsUser)
 			assert.Equal(t, tc.wantUsername, sc.RunAsUsername)
 		})

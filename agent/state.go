@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,7 +43,6 @@ type containerInfo struct {
 	exitCode     int32
 	reason       string
 	message      string
-	image        string
 	imageRef     string
 	// startInterrupted: a start the previous agent process did not finish
 	// (Agent.startInterrupted).
@@ -79,6 +79,23 @@ func (s *podState) latestIn(name, sandboxID string) *containerInfo {
 	return nil
 }
 
+// without returns the state without the sandboxes and containers whose IDs
+// are listed (removed by the sync).
+func (s *podState) without(ids []string) *podState {
+	out := &podState{}
+	for _, sb := range s.sandboxes {
+		if !slices.Contains(ids, sb.id) {
+			out.sandboxes = append(out.sandboxes, sb)
+		}
+	}
+	for _, c := range s.containers {
+		if !slices.Contains(ids, c.id) {
+			out.containers = append(out.containers, c)
+		}
+	}
+	return out
+}
+
 // previous returns the second newest instance of the named container.
 func (s *podState) previous(name string) *containerInfo {
 	seen := false
@@ -96,28 +113,10 @@ func (s *podState) previous(name string) *containerInfo {
 // observePod lists the pod's sandboxes and containers by its UID label and
 // reads their statuses (the kubelet's GetPodStatus).
 func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) {
-	sel := map[string]string{labelPodUID: string(pod.UID), labelManagedBy: managedByValue}
-	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	st, err := a.listPod(ctx, pod)
 	if err != nil {
-		return nil, fmt.Errorf("list sandboxes: %w", err)
+		return nil, err
 	}
-	st := &podState{}
-	for _, sb := range sbs {
-		si := &sandboxInfo{
-			id:        sb.Id,
-			attempt:   sb.GetMetadata().GetAttempt(),
-			ready:     sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,
-			createdAt: sb.CreatedAt,
-		}
-		st.sandboxes = append(st.sandboxes, si)
-	}
-	sort.SliceStable(st.sandboxes, func(i, j int) bool {
-		a, b := st.sandboxes[i], st.sandboxes[j]
-		if a.createdAt != b.createdAt {
-			return a.createdAt > b.createdAt
-		}
-		return a.attempt > b.attempt
-	})
 	// Only the newest sandbox's network matters (kubelet-facts §6.7).
 	if len(st.sandboxes) > 0 && st.sandboxes[0].ready {
 		sb := st.sandboxes[0]
@@ -126,17 +125,53 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 			return nil, fmt.Errorf("sandbox status %s: %w", sb.id, err)
 		}
 		if s := resp.GetStatus(); s != nil {
-			sb.ip = s.GetNetwork().GetIp()
-			sb.hostNetwork = s.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
-			sb.ready = s.State == runtimeapi.PodSandboxState_SANDBOX_READY
+			applySandboxStatus(sb, s)
 		}
 	}
+	ctrs := st.containers
+	st.containers = st.containers[:0]
+	for _, ci := range ctrs {
+		resp, err := a.runtime.ContainerStatus(ctx, ci.id, false)
+		switch {
+		case cri.IsNotFound(err):
+			continue // removed between list and status
+		case err != nil:
+			return nil, fmt.Errorf("container status %s: %w", ci.id, err)
+		}
+		if s := resp.GetStatus(); s != nil {
+			a.applyContainerStatus(ci, s)
+		}
+		st.containers = append(st.containers, ci)
+	}
+	st.sortContainers()
+	return st, nil
+}
+
+// listPod is the cheap half of observePod: the pod's sandboxes and
+// containers as the runtime lists them (IDs, names, states), without
+// their statuses: no IP, exit code or start time. Teardown needs no more.
+func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
+	sel := map[string]string{labelPodUID: string(pod.UID), labelManagedBy: managedByValue}
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	st := &podState{}
+	for _, sb := range sbs {
+		st.sandboxes = append(st.sandboxes, &sandboxInfo{
+			id:        sb.Id,
+			attempt:   sb.GetMetadata().GetAttempt(),
+			ready:     sb.State == runtimeapi.PodSandboxState_SANDBOX_READY,
+			createdAt: sb.CreatedAt,
+		})
+	}
+	st.sortSandboxes()
 	ctrs, err := a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	for _, c := range ctrs {
-		ci := &containerInfo{
+		st.containers = append(st.containers, &containerInfo{
 			id:           c.Id,
 			name:         c.GetMetadata().GetName(),
 			sandboxID:    c.PodSandboxId,
@@ -145,44 +180,119 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 			hash:         c.Annotations[annotationContainerHash],
 			restartCount: annotationInt(c.Annotations, annotationRestartCount),
 			createdAt:    c.CreatedAt,
-			image:        c.GetImage().GetImage(),
 			imageRef:     c.ImageRef,
-		}
-		resp, err := a.runtime.ContainerStatus(ctx, c.Id, false)
-		switch {
-		case cri.IsNotFound(err):
-			continue // removed between list and status
-		case err != nil:
-			return nil, fmt.Errorf("container status %s: %w", c.Id, err)
-		}
-		if s := resp.GetStatus(); s != nil {
-			ci.state = s.State
-			ci.startedAt = s.StartedAt
-			ci.finishedAt = s.FinishedAt
-			ci.exitCode = s.ExitCode
-			ci.reason = s.Reason
-			ci.message = s.Message
-			if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
-				// The file at terminationMessagePath (or the log tail),
-				// read once per exited instance.
-				ci.message = joinTerminationMessage(s.Message, a.termMessages.get(c.Id, func() string { return terminationMessageFromStatus(s) }))
-			}
-			ci.startInterrupted = a.startInterrupted(ci)
-			if s.ImageRef != "" {
-				ci.imageRef = s.ImageRef
-			}
-		}
-		st.containers = append(st.containers, ci)
+		})
 	}
-	// Newest first; the restart count breaks ties of equal creation times.
-	sort.SliceStable(st.containers, func(i, j int) bool {
-		a, b := st.containers[i], st.containers[j]
+	st.sortContainers()
+	return st, nil
+}
+
+// applySandboxStatus completes a listed sandbox with its status.
+func applySandboxStatus(sb *sandboxInfo, s *runtimeapi.PodSandboxStatus) {
+	sb.ip = s.GetNetwork().GetIp()
+	sb.hostNetwork = s.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	sb.ready = s.State == runtimeapi.PodSandboxState_SANDBOX_READY
+}
+
+// sandboxFromStatus is the observed sandbox a PodSandboxStatus describes
+// (the sync that created it needs no list to know it).
+func sandboxFromStatus(s *runtimeapi.PodSandboxStatus) *sandboxInfo {
+	sb := &sandboxInfo{id: s.GetId(), attempt: s.GetMetadata().GetAttempt(), createdAt: s.GetCreatedAt()}
+	applySandboxStatus(sb, s)
+	return sb
+}
+
+// containerFromStatus is the observed container a ContainerStatus
+// describes; the status does not name the sandbox, the caller does.
+func (a *Agent) containerFromStatus(s *runtimeapi.ContainerStatus, sandboxID string) *containerInfo {
+	ann := s.GetAnnotations()
+	ci := &containerInfo{
+		id:           s.GetId(),
+		name:         s.GetMetadata().GetName(),
+		sandboxID:    sandboxID,
+		ctype:        ann[annotationContainerType],
+		hash:         ann[annotationContainerHash],
+		restartCount: annotationInt(ann, annotationRestartCount),
+		createdAt:    s.GetCreatedAt(),
+	}
+	a.applyContainerStatus(ci, s)
+	return ci
+}
+
+// applyContainerStatus completes a container with its status: state,
+// times, exit, and the termination message (read once per exited
+// instance).
+func (a *Agent) applyContainerStatus(ci *containerInfo, s *runtimeapi.ContainerStatus) {
+	ci.state = s.State
+	ci.startedAt = s.StartedAt
+	ci.finishedAt = s.FinishedAt
+	ci.exitCode = s.ExitCode
+	ci.reason = s.Reason
+	ci.message = s.Message
+	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		// The file at terminationMessagePath (or the log tail), read
+		// once per exited instance.
+		ci.message = joinTerminationMessage(s.Message, a.termMessages.get(ci.id, func() string { return terminationMessageFromStatus(s) }))
+	}
+	ci.startInterrupted = a.startInterrupted(ci)
+	if s.ImageRef != "" {
+		ci.imageRef = s.ImageRef
+	}
+}
+
+// sortSandboxes orders the sandboxes newest first.
+func (s *podState) sortSandboxes() {
+	sort.SliceStable(s.sandboxes, func(i, j int) bool {
+		a, b := s.sandboxes[i], s.sandboxes[j]
+		if a.createdAt != b.createdAt {
+			return a.createdAt > b.createdAt
+		}
+		return a.attempt > b.attempt
+	})
+}
+
+// sortContainers orders the containers newest first; the restart count
+// breaks ties of equal creation times.
+func (s *podState) sortContainers() {
+	sort.SliceStable(s.containers, func(i, j int) bool {
+		a, b := s.containers[i], s.containers[j]
 		if a.createdAt != b.createdAt {
 			return a.createdAt > b.createdAt
 		}
 		return a.restartCount > b.restartCount
 	})
-	return st, nil
+}
+
+// fingerprint renders the pod's runtime objects and their states the way
+// the relister does for the same pod (relist.go): equal fingerprints mean
+// the worker has already seen what a relist sees.
+func (s *podState) fingerprint() string {
+	parts := make([]string, 0, len(s.sandboxes)+len(s.containers))
+	for _, sb := range s.sandboxes {
+		state := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+		if sb.ready {
+			state = runtimeapi.PodSandboxState_SANDBOX_READY
+		}
+		parts = append(parts, sandboxFingerprint(sb.id, state))
+	}
+	for _, c := range s.containers {
+		parts = append(parts, containerFingerprint(c.id, c.state))
+	}
+	return joinFingerprint(parts)
+}
+
+func sandboxFingerprint(id string, state runtimeapi.PodSandboxState) string {
+	return "s/" + id + "/" + state.String()
+}
+
+func containerFingerprint(id string, state runtimeapi.ContainerState) string {
+	return "c/" + id + "/" + state.String()
+}
+
+// joinFingerprint sorts the parts and joins them.
+func joinFingerprint(parts []string) string {
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
 }
 
 // startInterrupted reports whether c never ran because an agent process

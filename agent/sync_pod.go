@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,42 @@ type syncResult struct {
 	failed bool
 	// retryIn is the soonest a back-off expires (0 = none).
 	retryIn time.Duration
+
+	// What the sync changed in the runtime, so that its closing
+	// observation asks only about that (refreshPodState).
+	// sandbox is the sandbox it created, from its PodSandboxStatus.
+	sandbox *sandboxInfo
+	// touched maps the containers it created or stopped to their sandbox.
+	touched map[string]string
+	// removed are the containers it removed.
+	removed []string
+	// observeAll is set when the sync changed more than the above records
+	// (the whole pod was killed, or a step lost track of what it did).
+	observeAll bool
+}
+
+// touch records a container the sync created or stopped.
+func (r *syncResult) touch(id, sandboxID string) {
+	r.mu.Lock()
+	if r.touched == nil {
+		r.touched = map[string]string{}
+	}
+	r.touched[id] = sandboxID
+	r.mu.Unlock()
+}
+
+// remove records a container the sync removed.
+func (r *syncResult) remove(id string) {
+	r.mu.Lock()
+	r.removed = append(r.removed, id)
+	r.mu.Unlock()
+}
+
+// lostTrack makes the closing observation a full one.
+func (r *syncResult) lostTrack() {
+	r.mu.Lock()
+	r.observeAll = true
+	r.mu.Unlock()
 }
 
 func (r *syncResult) fail() {
@@ -63,17 +100,26 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //  4. Create the sandbox when needed, pulling the pod's images meanwhile.
 //  5. Start the next init container.
 //  6. Start the app containers, concurrently.
-//  7. Prune dead instances and publish the status from a fresh observation.
+//  7. Prune dead instances and publish the status from a fresh observation
+//     of what the sync changed.
 func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	pod := w.pod()
 	res := &syncResult{}
 
-	// Step 1: observe.
+	// Step 1: observe. A worker that has seen nothing of its pod yet (a
+	// new pod) will most likely create its sandbox next: what that needs
+	// first is looked after while the pod is observed (sandboxPrelude).
+	var pre *sandboxPrelude
+	if w.observedNothing() {
+		pre = a.startSandboxPrelude(ctx, pod)
+		defer pre.wait()
+	}
 	st, err := a.observePod(ctx, pod)
 	if err != nil {
 		w.logger.Warn("Observe pod failed", "err", err)
 		return a.cfg.ErrorBackoff
 	}
+	w.setObserved(st)
 
 	a.reportOOMKills(w, st)
 	// Labels, annotations, ConfigMaps or Secrets may have changed: the data
@@ -90,6 +136,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		if act.CreateSandbox && len(st.sandboxes) > 0 {
 			w.event(v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		}
+		res.lostTrack()
 		if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
 			w.logger.Warn("Kill pod failed", "err", err)
 			res.fail()
@@ -97,6 +144,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	} else {
 		for id, kr := range act.ContainersToKill {
 			w.logger.Info("Killing container", "containerID", id, "reason", kr.Message)
+			res.touch(id, sandboxOf(st, id))
 			if err := a.killContainer(ctx, w, id, kr.Name, kr.Message, killGracePeriod(pod, kr.Probe)); err != nil {
 				res.fail()
 			}
@@ -107,12 +155,13 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	// that is not ready would only make RunPodSandbox fail after CNI ADD:
 	// wait for it, and say why, as the kubelet does.
 	if act.CreateSandbox && !pod.Spec.HostNetwork {
-		ok, reason, msg, err := a.networkReady(ctx)
-		if !ok {
-			if err != nil {
-				msg = cri.Message(err)
+		ns := pre.networkState(ctx, a)
+		if !ns.ready {
+			msg := ns.message
+			if ns.err != nil {
+				msg = cri.Message(ns.err)
 			}
-			text := fmt.Sprintf("network is not ready: container runtime network not ready: NetworkReady=false reason:%s message:%s; %s", reason, msg, a.podNetworkHint())
+			text := fmt.Sprintf("network is not ready: container runtime network not ready: NetworkReady=false reason:%s message:%s; %s", ns.reason, msg, a.podNetworkHint())
 			w.event(v1.EventTypeWarning, "NetworkNotReady", "%s", text)
 			w.setNetworkNotReady(text)
 			w.setStatus(a.computePodStatus(w, pod, st))
@@ -120,7 +169,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		}
 		w.setNetworkNotReady("")
 	}
-	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res)
+	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res, pre)
 
 	if sb != nil {
 		// Step 5: next init container.
@@ -149,20 +198,19 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 
 	// Step 7: prune and publish. A sync that changed nothing (the common
 	// resync of a running pod) reuses its first observation instead of
-	// asking the runtime again.
+	// asking the runtime again; one that did asks about what it changed.
 	st2 := st
 	if act.changesRuntime() {
-		st2, err = a.observePod(ctx, pod)
+		st2, err = a.refreshPodState(ctx, pod, st, res)
 		if err != nil {
 			w.logger.Warn("Observe pod failed", "err", err)
 			return a.cfg.ErrorBackoff
 		}
 	}
-	if pruned := a.pruneContainers(ctx, w, st2); pruned {
-		if s, err := a.observePod(ctx, pod); err == nil {
-			st2 = s
-		}
+	if removed := a.pruneContainers(ctx, w, st2); len(removed) > 0 {
+		st2 = st2.without(removed)
 	}
+	w.setObserved(st2)
 	a.updateProbes(pod, st2)
 	w.setStatus(a.computePodStatus(w, pod, st2))
 
@@ -173,6 +221,126 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		return a.cfg.ErrorBackoff
 	}
 	return a.cfg.ResyncPeriod
+}
+
+// sandboxOf returns the sandbox of an observed container ("" if unknown).
+func sandboxOf(st *podState, id string) string {
+	for _, c := range st.containers {
+		if c.id == id {
+			return c.sandboxID
+		}
+	}
+	return ""
+}
+
+// refreshPodState is the observation that closes a sync which changed the
+// runtime. The sync knows what it changed: the sandbox it created came
+// with its status, and only the containers it created or stopped need a
+// ContainerStatus; everything else is as the sync's first observation
+// found it (a change the runtime made by itself meanwhile differs from
+// what the worker saw, so the next relist wakes the worker for it). A sync
+// that killed the whole pod, or lost track of a step, observes it all.
+func (a *Agent) refreshPodState(ctx context.Context, pod *v1.Pod, st *podState, res *syncResult) (*podState, error) {
+	res.mu.Lock()
+	all, created, touched, removed := res.observeAll, res.sandbox, res.touched, res.removed
+	res.mu.Unlock()
+	if all {
+		return a.observePod(ctx, pod)
+	}
+	out := &podState{sandboxes: slices.Clone(st.sandboxes)}
+	if created != nil {
+		out.sandboxes = append(out.sandboxes, created)
+		out.sortSandboxes()
+	}
+	for _, c := range st.containers {
+		if _, ok := touched[c.id]; !ok && !slices.Contains(removed, c.id) {
+			out.containers = append(out.containers, c)
+		}
+	}
+	for id, sandboxID := range touched {
+		resp, err := a.runtime.ContainerStatus(ctx, id, false)
+		switch {
+		case cri.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("container status %s: %w", id, err)
+		}
+		if s := resp.GetStatus(); s != nil {
+			out.containers = append(out.containers, a.containerFromStatus(s, sandboxID))
+		}
+	}
+	out.sortContainers()
+	return out, nil
+}
+
+// networkState is the runtime's NetworkReady condition.
+type networkState struct {
+	ready           bool
+	reason, message string
+	err             error
+}
+
+// sandboxPrelude is what creating a sandbox needs first, started while a new
+// pod is observed instead of after: the pod network's readiness (the
+// runtime's Status) and the pod cgroup. Neither changes anything when the
+// observation finds the pod running already (an agent restart adopting it):
+// Status is a question, and the pod cgroup exists and gets the same
+// settings again. A nil prelude does the work when asked.
+type sandboxPrelude struct {
+	pod *v1.Pod
+	net chan networkState
+	// cgroup delivers ensurePodCgroup's result; done is closed once it ran.
+	cgroup chan podCgroupResult
+	done   chan struct{}
+}
+
+type podCgroupResult struct {
+	parent string
+	err    error
+}
+
+// startSandboxPrelude starts the prelude of the pod's sandbox.
+func (a *Agent) startSandboxPrelude(ctx context.Context, pod *v1.Pod) *sandboxPrelude {
+	p := &sandboxPrelude{pod: pod, cgroup: make(chan podCgroupResult, 1), done: make(chan struct{})}
+	if !pod.Spec.HostNetwork {
+		p.net = make(chan networkState, 1)
+		go func() { p.net <- a.networkState(ctx) }()
+	}
+	go func() {
+		defer close(p.done)
+		parent, err := a.ensurePodCgroup(pod)
+		p.cgroup <- podCgroupResult{parent: parent, err: err}
+	}()
+	return p
+}
+
+// networkState returns the pod network's readiness.
+func (p *sandboxPrelude) networkState(ctx context.Context, a *Agent) networkState {
+	if p == nil || p.net == nil {
+		return a.networkState(ctx)
+	}
+	return <-p.net
+}
+
+// podCgroup returns the pod cgroup's path for the sandbox's CgroupParent.
+func (p *sandboxPrelude) podCgroup(a *Agent, pod *v1.Pod) (string, error) {
+	if p == nil || p.pod != pod {
+		return a.ensurePodCgroup(pod)
+	}
+	r := <-p.cgroup
+	return r.parent, r.err
+}
+
+// wait returns once the prelude's cgroup work is done: a sync must not
+// leave it running into a teardown, which removes the pod cgroup.
+func (p *sandboxPrelude) wait() {
+	<-p.done
+}
+
+// networkState asks the runtime about the pod network.
+func (a *Agent) networkState(ctx context.Context) networkState {
+	ok, reason, msg, err := a.networkReady(ctx)
+	return networkState{ready: ok, reason: reason, message: msg, err: err}
 }
 
 // podNetworkHint names the node's pod network and its conflist in the
@@ -192,7 +360,7 @@ func (a *Agent) podNetworkHint() string {
 // the plan says so. Creating a sandbox takes hundreds of milliseconds (CNI
 // ADD), so the pod's images are pulled at the same time; the kubelet does
 // these in sequence. The returned map holds the refs of pulled images.
-func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st *podState, act podActions, res *syncResult) (*sandboxInfo, map[string]pullResult) {
+func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st *podState, act podActions, res *syncResult, pre *sandboxPrelude) (*sandboxInfo, map[string]pullResult) {
 	if !act.CreateSandbox {
 		if act.SandboxID == "" {
 			return nil, nil
@@ -242,12 +410,12 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		pulls.Add(1)
 		go func() {
 			defer pulls.Done()
-			ref, err := a.ensureImage(ctx, w, c, pullCfg)
+			ref, img, err := a.ensureImage(ctx, w, c, pullCfg)
 			if err != nil && errors.Is(err, ErrImagePull) {
 				a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
 			}
 			pmu.Lock()
-			prepulled[c.Image] = pullResult{ref: ref, err: err}
+			prepulled[c.Image] = pullResult{ref: ref, image: img, err: err}
 			pmu.Unlock()
 		}()
 	}
@@ -261,7 +429,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	}
 	// The pod cgroup first: containerd creates the sandbox and every
 	// container below it.
-	parent, err := a.ensurePodCgroup(pod)
+	parent, err := pre.podCgroup(a, pod)
 	if err != nil {
 		pulls.Wait()
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create the pod cgroup: %v", err)
@@ -278,6 +446,8 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	t0 := a.clock.Now()
 	id, err := a.runtime.RunPodSandbox(ctx, cfg, "")
 	if err != nil {
+		// A call that timed out may still have created the sandbox.
+		res.lostTrack()
 		pulls.Wait()
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s", cri.Message(err))
 		res.fail()
@@ -286,12 +456,20 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	sb := &sandboxInfo{id: id, attempt: act.Attempt, config: cfg, ready: true}
 	resp, err := a.runtime.PodSandboxStatus(ctx, id, false)
 	if err != nil {
+		res.lostTrack()
 		pulls.Wait()
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to read new pod sandbox status: %s", cri.Message(err))
 		res.fail()
 		return nil, prepulled
 	}
 	sb.ip = resp.GetStatus().GetNetwork().GetIp()
+	if s := resp.GetStatus(); s != nil {
+		res.mu.Lock()
+		res.sandbox = sandboxFromStatus(s)
+		res.mu.Unlock()
+	} else {
+		res.lostTrack()
+	}
 	detail := fmt.Sprintf("%s attempt %d", shortID(id), act.Attempt)
 	if pod.Spec.HostNetwork {
 		detail += ", host network"
@@ -309,7 +487,10 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 // pullResult is the outcome of one image pull made during sandbox creation.
 type pullResult struct {
 	ref string
-	err error
+	// image is the image's status when it was already present (nil
+	// after a pull).
+	image *runtimeapi.Image
+	err   error
 }
 
 // startOne starts one container unless it is backing off, and records the
@@ -328,6 +509,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 			res.fail()
 			return
 		}
+		res.remove(prev.id)
 		w.logger.Info("Replacing a container whose start was interrupted", "container", c.Name, "containerID", prev.id, "state", prev.state.String())
 		a.termMessages.forget(prev.id)
 		restartCount = prev.restartCount
@@ -361,7 +543,10 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		res.retryAfter(left)
 		return
 	}
-	_, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref)
+	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref, pr.image)
+	if id != "" {
+		res.touch(id, sb.id)
+	}
 	if err != nil {
 		if errors.Is(err, ErrImagePull) && !pulled {
 			a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
@@ -488,9 +673,9 @@ func countRunning(st *podState) int {
 
 // pruneContainers removes dead instances beyond the newest one per
 // container name (kept for logs --previous) and dead sandboxes other than
-// the newest. It reports whether it removed anything.
-func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState) bool {
-	pruned := false
+// the newest. It returns the IDs of what it removed.
+func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState) []string {
+	var removed []string
 	seen := map[string]bool{}
 	for _, c := range st.containers { // newest first
 		dead := c.state == runtimeapi.ContainerState_CONTAINER_EXITED
@@ -506,7 +691,7 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 			continue
 		}
 		a.termMessages.forget(c.id)
-		pruned = true
+		removed = append(removed, c.id)
 	}
 	for i, sb := range st.sandboxes {
 		if i == 0 || sb.ready {
@@ -514,7 +699,7 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 		}
 		inUse := false
 		for _, c := range st.containers {
-			if c.sandboxID == sb.id {
+			if c.sandboxID == sb.id && !slices.Contains(removed, c.id) {
 				inUse = true
 			}
 		}
@@ -525,22 +710,30 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 			w.logger.Warn("Remove dead sandbox failed", "sandboxID", sb.id, "err", err)
 			continue
 		}
-		pruned = true
+		removed = append(removed, sb.id)
 	}
-	return pruned
+	return removed
 }
 
 // terminatePod tears the pod down completely: containers stopped with the
 // grace period, sandboxes stopped (containerd runs CNI DEL: the IP is
-// released), then every container and sandbox removed, and the pod's
-// directories deleted. Each step is attempted even if an earlier one failed.
+// released), then every sandbox removed with its containers, and the pod's
+// directories deleted. Each step is attempted even if an earlier one
+// failed.
+//
+// Teardown needs the pod's objects and their states, not their statuses:
+// the runtime's lists are enough (listPod). RemovePodSandbox removes the
+// sandbox's containers first (containerd 1.6 and 2.x alike), so containers
+// are removed one by one only when their sandbox could not be removed or
+// is not listed; a container with a task containerd left behind (a start
+// cut short on 2.x) has that task deleted first (removeContainer).
 func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	pod := w.pod()
 	// A container being stopped must not be restarted by its liveness
 	// probe meanwhile; readiness keeps reporting until the end.
 	a.probes.StopLivenessAndStartup(pod.UID)
 	defer a.probes.RemovePod(pod.UID)
-	st, err := a.observePod(ctx, pod)
+	st, err := a.listPod(ctx, pod)
 	if err != nil {
 		return fmt.Errorf("observe pod for teardown: %w", err)
 	}
@@ -549,17 +742,34 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		errs = append(errs, err)
 	}
 	t0 := a.clock.Now()
-	for _, c := range st.containers {
-		if err := a.removeContainer(ctx, w, c.id); err != nil {
-			errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
+	gone := map[string]bool{}
+	for _, sb := range st.sandboxes {
+		err := a.runtime.RemovePodSandbox(ctx, sb.id)
+		if cri.IsStuckTask(err) {
+			// A container with a task containerd left behind keeps its
+			// sandbox: removing it deletes that task (removeContainer),
+			// then the sandbox can go.
+			for _, c := range st.containers {
+				if c.sandboxID == sb.id {
+					_ = a.removeContainer(ctx, w, c.id) // reported below if it stays
+				}
+			}
+			err = a.runtime.RemovePodSandbox(ctx, sb.id)
+		}
+		if err != nil && !cri.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", shortID(sb.id), err))
 			continue
 		}
-		a.termMessages.forget(c.id)
+		gone[sb.id] = true
 	}
-	for _, sb := range st.sandboxes {
-		if err := a.runtime.RemovePodSandbox(ctx, sb.id); err != nil && !cri.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", shortID(sb.id), err))
+	for _, c := range st.containers {
+		if !gone[c.sandboxID] {
+			if err := a.removeContainer(ctx, w, c.id); err != nil {
+				errs = append(errs, fmt.Errorf("remove container %s: %w", c.name, err))
+				continue
+			}
 		}
+		a.termMessages.forget(c.id)
 	}
 	if len(errs) == 0 {
 		// Only once every sandbox is gone are its processes too.

@@ -14,8 +14,9 @@ package main
 //	CreateContainer, StartContainer
 //
 // "Started" is the StartContainer call returning; "Ready" is a TCP connect
-// to podIP:port succeeding. Deletion is StopContainer (grace 1 s),
-// StopPodSandbox (CNI DEL) and RemovePodSandbox.
+// to podIP:port succeeding. Deletion is StopContainer (the grace period,
+// raised to the kubelet's 2 s minimum as minikubelet does), StopPodSandbox
+// (CNI DEL) and RemovePodSandbox.
 
 import (
 	"context"
@@ -221,8 +222,14 @@ func waitTCP(ctx context.Context, ip string, port int) error {
 	}
 }
 
+// kubeletMinimumGracePeriod is the kubelet's floor for StopContainer's
+// timeout (minimumGracePeriodInSeconds, kubelet-facts §7.2): a kubelet, and
+// minikubelet, gives the runtime 2 s even for a grace period of 0 or 1 s.
+const kubeletMinimumGracePeriod = 2
+
 // stop is the raw deletion of one pod: StopContainer with the grace
-// period, StopPodSandbox (CNI DEL), RemovePodSandbox.
+// period (at least kubeletMinimumGracePeriod), StopPodSandbox (CNI DEL),
+// RemovePodSandbox.
 // Each call is retried once, as a kubelet's next sync would: a loaded
 // containerd 1.6 occasionally loses a shim connection ("ttrpc: closed").
 func (r *rawClient) stop(ctx context.Context, p *rawPod, grace int64) error {
@@ -237,7 +244,8 @@ func (r *rawClient) stop(ctx context.Context, p *rawPod, grace int64) error {
 		}
 	}
 	if p.containerID != "" {
-		retry("StopContainer", func() error { return r.rt.StopContainer(ctx, p.containerID, grace) })
+		timeout := max(grace, kubeletMinimumGracePeriod)
+		retry("StopContainer", func() error { return r.rt.StopContainer(ctx, p.containerID, timeout) })
 	}
 	if p.sandboxID != "" {
 		retry("StopPodSandbox", func() error { return r.rt.StopPodSandbox(ctx, p.sandboxID) })
