@@ -466,12 +466,12 @@ func storeError(pod *v1.Pod, err error) error {
 // DeletePod implements api.Backend.
 func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *int64) (*v1.Pod, error) {
 	w, rejected := d.a.findPod(namespace, name)
-	var pod *v1.Pod
+	var pod *v1.Pod // read-only
 	switch {
 	case w != nil:
-		pod = w.snapshot()
+		pod = w.pod()
 	case rejected != nil:
-		pod = rejected.DeepCopy()
+		pod = rejected
 	default:
 		return nil, notFound(name)
 	}
@@ -489,7 +489,7 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	if w != nil {
 		return w.snapshot(), nil
 	}
-	return pod, nil
+	return pod.DeepCopy(), nil
 }
 
 // Events implements api.Backend.
