@@ -92,10 +92,12 @@ func (e *PodInvalidError) Unwrap() error {
 // Writes are committed in groups: each request writes and fsyncs its own
 // temporary file, then queues its rename (or removal). The first queued
 // request commits everything queued — renames and removals in arrival order,
-// then one fsync per directory they touched — while later requests queue for
-// the next group. Every request returns only once its own change is durable
-// (or failed), so a crash never loses an acknowledged change; under load,
-// many requests share one directory fsync.
+// which the set in memory then shows, then one fsync per directory they
+// touched — while later requests queue for the next group. Every request
+// returns only once its own change is durable (or failed), so a crash never
+// loses an acknowledged change; under load, many requests share one
+// directory fsync. (A change is shown while its directory is fsynced: a
+// crash then keeps it or not, and it was not acknowledged.)
 type PodStore struct {
 	dir      string
 	nodeName string
@@ -313,8 +315,11 @@ func (s *PodStore) commit(op *storeOp) error {
 	if s.batchHook != nil {
 		s.batchHook(len(batch))
 	}
-	s.commitBatch(batch)
+	dirs := s.renameBatch(batch)
 
+	// The changes are visible in the directory: publish them (readers, the
+	// daemon among them, may act while the directory is being fsynced; a
+	// crash now leaves each change either done or not, never acknowledged).
 	s.mu.Lock()
 	changed := false
 	for _, o := range batch {
@@ -333,6 +338,11 @@ func (s *PodStore) commit(op *storeOp) error {
 		default: // a signal is pending already
 		}
 	}
+	s.mu.Unlock()
+
+	s.syncDirs(dirs)
+
+	s.mu.Lock()
 	if len(s.queue) > 0 {
 		next := s.queue[0]
 		next.lead = true
@@ -349,10 +359,11 @@ func (s *PodStore) commit(op *storeOp) error {
 	return op.err
 }
 
-// commitBatch renames and removes the batch's files in order, then fsyncs
-// each directory touched once, setting every op's outcome. Only the
-// committing request runs it, so it reads the committed set without mu.
-func (s *PodStore) commitBatch(batch []*storeOp) {
+// renameBatch renames and removes the batch's files in order, setting the
+// outcome of the ops that fail and marking the others applied, and returns
+// those by directory. Only the committing request runs it, so it reads the
+// committed set without mu.
+func (s *PodStore) renameBatch(batch []*storeOp) map[string][]*storeOp {
 	dirs := map[string][]*storeOp{}
 	added := map[types.UID]*v1.Pod{} // explicit UIDs added by this batch
 	removed := map[string]bool{}     // pod files removed by this batch
@@ -394,6 +405,12 @@ func (s *PodStore) commitBatch(batch []*storeOp) {
 		o.applied = true
 		dirs[o.dir] = append(dirs[o.dir], o)
 	}
+	return dirs
+}
+
+// syncDirs fsyncs each directory of dirs once, which makes the renames and
+// removals of its ops durable; an op whose directory fails fails too.
+func (s *PodStore) syncDirs(dirs map[string][]*storeOp) {
 	for dir, ops := range dirs {
 		if err := s.syncDir(dir); err != nil {
 			// The change is visible but may not survive a crash: it

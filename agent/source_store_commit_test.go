@@ -82,7 +82,7 @@ func TestPodStore_GroupCommit(t *testing.T) {
 	}
 	q.queued(t, n)
 	assert.Zero(t, returned.Load(), "a request returned before its group was committed")
-	assert.Empty(t, q.Snapshot().Pods, "nothing is visible before it is durable")
+	assert.Empty(t, q.Snapshot().Pods, "nothing is shown before its group is committed")
 	syncsBefore := q.syncs.Load()
 
 	close(q.release)
