@@ -102,20 +102,21 @@ type PodStore struct {
 	dir      string
 	nodeName string
 
-	// mu guards the fields below. The committed set (pods, cms, secrets,
-	// bad) is written only by the committing request, with mu held; that
-	// request may read it without mu.
+	// mu guards the fields below. The stored set (pods, cms, secrets and
+	// the bad files) is written only by the committing request, with mu
+	// held; that request may read it without mu.
 	mu sync.Mutex
 	// pods, cms and secrets are the stored objects by file name, as the
 	// files read back (shared with every snapshot: read-only).
 	pods    map[string]*v1.Pod
 	cms     map[string]*v1.ConfigMap
 	secrets map[string]*v1.Secret
-	// bad holds, by path, the files that could not be used when the store
-	// opened; removing one (a Delete of its name) drops it.
-	bad map[string]FileError
-	// gen counts the committed changes; snap is the snapshot of generation
-	// snapGen (nil before the first).
+	// badPods and badConfig hold, by path, the files (of pods, and of
+	// ConfigMaps and Secrets) that could not be used when the store opened;
+	// removing one (a Delete of its name) drops it.
+	badPods, badConfig map[string]FileError
+	// gen counts the groups that changed the set; snap is the snapshot of
+	// generation snapGen (nil before the first).
 	gen     uint64
 	snap    *SourceUpdate
 	snapGen uint64
@@ -183,15 +184,16 @@ func NewPodStore(dir, nodeName string) (*PodStore, error) {
 			}
 		}
 	}
-	s := &PodStore{dir: dir, nodeName: nodeName, updates: make(chan struct{}, 1), bad: map[string]FileError{}}
+	s := &PodStore{dir: dir, nodeName: nodeName, updates: make(chan struct{}, 1),
+		badPods: map[string]FileError{}, badConfig: map[string]FileError{}}
 	var errs []FileError
 	s.pods, errs = s.loadPods()
 	for _, fe := range errs {
-		s.bad[fe.Path] = fe
+		s.badPods[fe.Path] = fe
 	}
 	s.cms, s.secrets, errs = s.loadConfigData()
 	for _, fe := range errs {
-		s.bad[fe.Path] = fe
+		s.badConfig[fe.Path] = fe
 	}
 	return s, nil
 }
@@ -325,9 +327,9 @@ func (s *PodStore) commit(op *storeOp) error {
 	for _, o := range batch {
 		if o.applied {
 			o.apply()
-			if fe, ok := s.bad[filepath.Join(o.dir, o.name)]; ok {
-				delete(s.bad, fe.Path) // replaced or removed
-			}
+			path := filepath.Join(o.dir, o.name) // no longer a bad file
+			delete(s.badPods, path)
+			delete(s.badConfig, path)
 			changed = true
 		}
 	}
@@ -457,13 +459,9 @@ func (s *PodStore) checkAdd(o *storeOp, path string, added map[types.UID]*v1.Pod
 // hides the others. The pods are shared: read-only.
 func (s *PodStore) List() ([]*v1.Pod, []FileError) {
 	u, _ := s.snapshot()
-	var errs []FileError
-	for _, fe := range u.Errors {
-		if filepath.Dir(fe.Path) == s.dir {
-			errs = append(errs, fe)
-		}
-	}
-	return u.Pods, errs
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return u.Pods, sortedErrors(s.badPods)
 }
 
 // Updates is signalled after every committed Add and Delete of a pod,
@@ -499,11 +497,18 @@ func (s *PodStore) snapshot() (SourceUpdate, uint64) {
 	for _, name := range slices.Sorted(maps.Keys(s.secrets)) {
 		u.Secrets = append(u.Secrets, s.secrets[name])
 	}
-	for _, path := range slices.Sorted(maps.Keys(s.bad)) {
-		u.Errors = append(u.Errors, s.bad[path])
-	}
+	u.Errors = append(sortedErrors(s.badPods), sortedErrors(s.badConfig)...)
 	s.snap, s.snapGen = &u, s.gen
 	return u, s.gen
+}
+
+// sortedErrors lists bad files by path.
+func sortedErrors(bad map[string]FileError) []FileError {
+	var errs []FileError
+	for _, path := range slices.Sorted(maps.Keys(bad)) {
+		errs = append(errs, bad[path])
+	}
+	return errs
 }
 
 // loadPods reads every stored pod, defaulted and validated as Add did,

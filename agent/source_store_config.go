@@ -106,13 +106,9 @@ func (s *PodStore) DeleteSecret(namespace, name string) error {
 // read-only.
 func (s *PodStore) ListConfigData() ([]*v1.ConfigMap, []*v1.Secret, []FileError) {
 	u, _ := s.snapshot()
-	var errs []FileError
-	for _, fe := range u.Errors {
-		if d := filepath.Dir(fe.Path); d != s.dir {
-			errs = append(errs, fe)
-		}
-	}
-	return u.ConfigMaps, u.Secrets, errs
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return u.ConfigMaps, u.Secrets, sortedErrors(s.badConfig)
 }
 
 // loadConfigData reads every stored ConfigMap and Secret, validated as
