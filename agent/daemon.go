@@ -64,6 +64,10 @@ type Daemon struct {
 	// configApplied is the merged ConfigMaps and Secrets last handed to the
 	// agent (guarded by applyMu); nil before the first apply.
 	configApplied *configSet
+	// storeGen is the generation of the store's set last applied, valid
+	// once storeApplied (both guarded by applyMu).
+	storeGen     uint64
+	storeApplied bool
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -120,15 +124,23 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
-// applyStore hands the API store's current set to the agent. The set is
-// read under applyMu: concurrent API calls each apply what the store holds
-// when their turn comes, so a set read before a deletion can never be
-// applied after it (the deleted pod would come back, and then no longer be
-// deletable through the API). The store's own update is read the same way.
+// applyStore hands the API store's current set to the agent, unless that
+// generation of the set was handed over already (by a concurrent API call:
+// under load, one hand-over serves many). The set is read under applyMu:
+// concurrent API calls each apply what the store holds when their turn
+// comes, so a set read before a deletion can never be applied after it
+// (the deleted pod would come back, and then no longer be deletable through
+// the API). The store's signal is followed the same way. When it returns,
+// the agent has every change the store committed before the call.
 func (d *Daemon) applyStore() {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
-	d.applyLocked(d.store.Snapshot())
+	u, gen := d.store.snapshot()
+	if d.storeApplied && gen == d.storeGen {
+		return
+	}
+	d.applyLocked(u)
+	d.storeGen, d.storeApplied = gen, true
 }
 
 // apply records one source's new set and hands the merged desired set to
@@ -155,8 +167,10 @@ func (d *Daemon) applyLocked(u SourceUpdate) {
 	config := d.mergedConfigLocked(true)
 	d.mu.Unlock()
 	// ConfigMaps and Secrets first: the pods' volumes and env use them.
-	// Every worker is triggered by a new set: only hand over a change.
-	if d.configApplied == nil || !apiequality.Semantic.DeepEqual(*d.configApplied, config) {
+	// Every worker is triggered by a new set: only hand over a change. The
+	// API's objects are shared between the store's sets: the same pointers
+	// are the same objects, which spares comparing their contents.
+	if d.configApplied == nil || !config.same(*d.configApplied) && !apiequality.Semantic.DeepEqual(*d.configApplied, config) {
 		d.a.SetConfigData(config.ConfigMaps, config.Secrets)
 		d.configApplied = &config
 	}
@@ -167,6 +181,11 @@ func (d *Daemon) applyLocked(u SourceUpdate) {
 type configSet struct {
 	ConfigMaps []*v1.ConfigMap
 	Secrets    []*v1.Secret
+}
+
+// same reports whether c and o hold the same objects (pointers), in order.
+func (c configSet) same(o configSet) bool {
+	return slices.Equal(c.ConfigMaps, o.ConfigMaps) && slices.Equal(c.Secrets, o.Secrets)
 }
 
 // mergedConfigLocked is the union of the sources' ConfigMaps and Secrets,
@@ -447,12 +466,12 @@ func storeError(pod *v1.Pod, err error) error {
 // DeletePod implements api.Backend.
 func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *int64) (*v1.Pod, error) {
 	w, rejected := d.a.findPod(namespace, name)
-	var pod *v1.Pod
+	var pod *v1.Pod // read-only
 	switch {
 	case w != nil:
-		pod = w.snapshot()
+		pod = w.pod()
 	case rejected != nil:
-		pod = rejected.DeepCopy()
+		pod = rejected
 	default:
 		return nil, notFound(name)
 	}
@@ -470,7 +489,7 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	if w != nil {
 		return w.snapshot(), nil
 	}
-	return pod, nil
+	return pod.DeepCopy(), nil
 }
 
 // Events implements api.Backend.

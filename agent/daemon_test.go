@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -202,4 +203,47 @@ func TestDaemon_ConcurrentCreateDeleteKeepsNewestSet(t *testing.T) {
 		h.agent.mu.Unlock()
 		require.Empty(t, alive, "round %d: pods deleted through the API are still wanted", round)
 	}
+}
+
+// The daemon's loop follows the store's signal: a change committed without
+// an API call (the call's own hand-over skipped) still reaches the agent,
+// and a generation already handed over is not handed over again.
+func TestDaemon_RunFollowsStore(t *testing.T) {
+	h := newHarness(t)
+	store, err := NewPodStore(t.TempDir(), "node-1")
+	require.NoError(t, err)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	p, err := store.Add(apiPod("default", "web", "x"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, ok := h.agent.GetPod(p.UID)
+		return ok
+	}, 10*time.Second, 5*time.Millisecond, "the loop hands the stored pod to the agent")
+	w, _ := h.agent.findPod("default", "web")
+	require.NotNil(t, w)
+	_, gen := store.snapshot()
+	require.Eventually(t, func() bool {
+		d.applyMu.Lock()
+		defer d.applyMu.Unlock()
+		return d.storeApplied && d.storeGen == gen
+	}, 10*time.Second, 5*time.Millisecond)
+
+	// Applying the same generation again changes nothing, not even the
+	// worker's spec pointer.
+	d.applyStore()
+	assert.Same(t, w.pod(), store.Snapshot().Pods[0], "the agent shares the store's pod")
+
+	require.NoError(t, store.Delete("default", "web"))
+	require.Eventually(t, func() bool {
+		w, _ := h.agent.findPod("default", "web")
+		return w == nil || w.isTerminating()
+	}, 10*time.Second, 5*time.Millisecond, "the loop hands the deletion to the agent")
 }

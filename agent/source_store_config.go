@@ -65,7 +65,8 @@ func (s *PodStore) AddConfigMap(cm *v1.ConfigMap) (*v1.ConfigMap, error) {
 	if errs := ValidateConfigMap(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: configMapKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
-	if err := s.addConfig(configMapKind, c.Namespace, c.Name, c); err != nil {
+	stored := c.DeepCopy() // the caller's c stays its own
+	if err := s.addConfig(configMapKind, c.Namespace, c.Name, c, func(file string) { s.cms[file] = stored }); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -80,7 +81,8 @@ func (s *PodStore) AddSecret(secret *v1.Secret) (*v1.Secret, error) {
 	if errs := ValidateSecret(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: secretKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
-	if err := s.addConfig(secretKind, c.Namespace, c.Name, c); err != nil {
+	stored := c.DeepCopy() // the caller's c stays its own
+	if err := s.addConfig(secretKind, c.Namespace, c.Name, c, func(file string) { s.secrets[file] = stored }); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -89,19 +91,29 @@ func (s *PodStore) AddSecret(secret *v1.Secret) (*v1.Secret, error) {
 // DeleteConfigMap removes a stored ConfigMap; one the store does not hold
 // wraps ErrConfigDataNotFound.
 func (s *PodStore) DeleteConfigMap(namespace, name string) error {
-	return s.deleteConfig(configMapKind, namespace, name)
+	return s.deleteConfig(configMapKind, namespace, name, func(file string) { delete(s.cms, file) })
 }
 
 // DeleteSecret removes a stored Secret; one the store does not hold wraps
 // ErrConfigDataNotFound.
 func (s *PodStore) DeleteSecret(namespace, name string) error {
-	return s.deleteConfig(secretKind, namespace, name)
+	return s.deleteConfig(secretKind, namespace, name, func(file string) { delete(s.secrets, file) })
 }
 
-// ListConfigData reads every stored ConfigMap and Secret back, validated as
-// when they were added, in file name order. A file that can no longer be
-// used is a FileError and never hides the others.
+// ListConfigData returns the stored ConfigMaps and Secrets, validated as
+// when they were added, in file name order, and the files of either kind
+// that could not be used when the store opened. They are shared:
+// read-only.
 func (s *PodStore) ListConfigData() ([]*v1.ConfigMap, []*v1.Secret, []FileError) {
+	u, _ := s.snapshot()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return u.ConfigMaps, u.Secrets, sortedErrors(s.badConfig)
+}
+
+// loadConfigData reads every stored ConfigMap and Secret, validated as
+// when they were added, with the files that cannot be used.
+func (s *PodStore) loadConfigData() (map[string]*v1.ConfigMap, map[string]*v1.Secret, []FileError) {
 	cms, errs := readConfigDir(s, configMapKind, func(data []byte) (*v1.ConfigMap, string, string, error) {
 		cm := &v1.ConfigMap{}
 		if err := decodeStoredConfig(data, cm); err != nil {
@@ -127,9 +139,9 @@ func (s *PodStore) ListConfigData() ([]*v1.ConfigMap, []*v1.Secret, []FileError)
 	return cms, secrets, append(errs, secErrs...)
 }
 
-// addConfig writes obj as <dir>/<sub>/<namespace>_<name>.yaml unless that
-// file exists, and notifies.
-func (s *PodStore) addConfig(k configKind, namespace, name string, obj any) error {
+// addConfig durably writes obj as <dir>/<sub>/<namespace>_<name>.yaml
+// unless that file exists; set records it in memory once committed.
+func (s *PodStore) addConfig(k configKind, namespace, name string, obj any, set func(file string)) error {
 	key := namespace + "/" + name
 	data, err := encodeStoredConfig(obj)
 	if err != nil {
@@ -137,62 +149,56 @@ func (s *PodStore) addConfig(k configKind, namespace, name string, obj any) erro
 	}
 	dir := filepath.Join(s.dir, k.sub)
 	file := storeFileName(namespace, name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := s.ensureSubdir(dir); err != nil {
 		return fmt.Errorf("add %s %s: %w", k.kind, key, err)
 	}
-	if _, err := os.Lstat(filepath.Join(dir, file)); err == nil {
-		return fmt.Errorf("%s %s: %w", k.kind, key, ErrConfigDataExists)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	tmp, err := s.writeTemp(dir, file, data)
+	if err != nil {
 		return fmt.Errorf("add %s %s: %w", k.kind, key, err)
 	}
-	if err := writeFileAtomic(dir, file, data); err != nil {
-		return fmt.Errorf("add %s %s: %w", k.kind, key, err)
-	}
-	s.notifyLocked()
-	return nil
+	return s.commit(&storeOp{dir: dir, name: file, tmp: tmp, what: k.kind + " " + key, exists: ErrConfigDataExists,
+		apply: func() { set(file) }})
 }
 
-// deleteConfig removes the file of one ConfigMap or Secret and notifies.
-func (s *PodStore) deleteConfig(k configKind, namespace, name string) error {
+// ensureSubdir creates a subdirectory of the store (0700) that does not
+// exist yet, durably: the store directory is fsynced after.
+func (s *PodStore) ensureSubdir(dir string) error {
+	if _, err := os.Stat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return s.syncDir(s.dir)
+}
+
+// deleteConfig durably removes the file of one ConfigMap or Secret; unset
+// drops it from memory once committed.
+func (s *PodStore) deleteConfig(k configKind, namespace, name string, unset func(file string)) error {
 	key := namespace + "/" + name
 	// Names that no valid object has could also be paths: refuse them first.
 	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return fmt.Errorf("%s %s: %w", k.kind, key, ErrConfigDataNotFound)
 	}
-	dir := filepath.Join(s.dir, k.sub)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.Remove(filepath.Join(dir, storeFileName(namespace, name))); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s %s: %w", k.kind, key, ErrConfigDataNotFound)
-		}
-		return fmt.Errorf("delete %s %s: %w", k.kind, key, err)
-	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("delete %s %s: %w", k.kind, key, err)
-	}
-	s.notifyLocked()
-	return nil
+	file := storeFileName(namespace, name)
+	return s.commit(&storeOp{dir: filepath.Join(s.dir, k.sub), name: file, what: k.kind + " " + key, notFound: ErrConfigDataNotFound,
+		apply: func() { unset(file) }})
 }
 
 // readConfigDir loads each stored file of kind k with load, which returns
 // the object with the namespace and name it holds; they must match the
-// file name.
-func readConfigDir[T any](s *PodStore, k configKind, load func([]byte) (*T, string, string, error)) ([]*T, []FileError) {
+// file name. The objects are keyed by file name.
+func readConfigDir[T any](s *PodStore, k configKind, load func([]byte) (*T, string, string, error)) (map[string]*T, []FileError) {
+	objs := map[string]*T{}
 	dir := filepath.Join(s.dir, k.sub)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // a store from before ConfigMaps and Secrets
+		return objs, nil // a store from before ConfigMaps and Secrets
 	}
 	if err != nil {
-		return nil, []FileError{{Path: dir, Err: fmt.Errorf("read %s store: %w", k.kind, err)}}
+		return objs, []FileError{{Path: dir, Err: fmt.Errorf("read %s store: %w", k.kind, err)}}
 	}
-	var (
-		objs []*T
-		errs []FileError
-	)
+	var errs []FileError
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".yaml") || e.IsDir() {
@@ -213,7 +219,7 @@ func readConfigDir[T any](s *PodStore, k configKind, load func([]byte) (*T, stri
 			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("stored %s %s/%s belongs in %s: %w", k.kind, ns, objName, want, ErrInvalidManifest)})
 			continue
 		}
-		objs = append(objs, obj)
+		objs[name] = obj
 	}
 	return objs, errs
 }

@@ -102,11 +102,14 @@ func TestPodStore_ConfigDataInvalid(t *testing.T) {
 	assert.Equal(t, "Secret", cie.Kind)
 	assert.Contains(t, err.Error(), "data[tls.crt]: Required value")
 
-	// A hand-edited file is reported and does not hide the others.
+	// A hand-edited file is reported (when the store opens) and does not
+	// hide the others.
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "configmaps"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "configmaps", "default_x.yaml"), []byte("metadata: {name: why}\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "configmaps", "default_z.yaml"), []byte("metadata: {name: z}\nbogus: 1\n"), 0o600))
 	_, err = s.AddConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ok"}})
+	require.NoError(t, err)
+	s, err = NewPodStore(dir, "node-1")
 	require.NoError(t, err)
 	cms, _, ferrs := s.ListConfigData()
 	require.Len(t, cms, 1)

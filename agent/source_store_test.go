@@ -35,12 +35,13 @@ func newTestStore(t *testing.T) (*PodStore, string) {
 	return s, dir
 }
 
-// drain returns the pending update, failing when there is none.
+// drain consumes the pending signal and returns the store's set, failing
+// when no signal is pending.
 func drain(t *testing.T, s *PodStore) SourceUpdate {
 	t.Helper()
 	select {
-	case u := <-s.Updates():
-		return u
+	case <-s.Updates():
+		return s.Snapshot()
 	default:
 		t.Fatal("no update pending")
 		return SourceUpdate{}
@@ -240,7 +241,9 @@ func TestPodStore_UpdatesNewestWins(t *testing.T) {
 }
 
 // TestPodStore_BadFiles checks that a stored file that can no longer be used
-// is reported and does not hide the others.
+// (edited by hand, read when the store opens) is reported and does not
+// hide the others; that its name counts as taken; and that deleting it
+// drops the report.
 func TestPodStore_BadFiles(t *testing.T) {
 	s, dir := newTestStore(t)
 	_, err := s.Add(apiPod("default", "good", "x"))
@@ -252,8 +255,13 @@ func TestPodStore_BadFiles(t *testing.T) {
 	write("default_misnamed.yaml", strings.ReplaceAll(manifestYAML("other", "x"), "name: other", "name: other\n  namespace: default"))
 	write("notes.txt", "ignored")
 	write(".hidden.yaml", "ignored")
-
 	pods, errs := s.List()
+	assert.Len(t, pods, 1)
+	assert.Empty(t, errs, "the store reads its directory when it opens, not after")
+
+	s, err = NewPodStore(dir, "node-1")
+	require.NoError(t, err)
+	pods, errs = s.List()
 	assert.Equal(t, []string{"default/good"}, podNames(SourceUpdate{Pods: pods}))
 	require.Len(t, errs, 2)
 	assert.Equal(t, "default_broken.yaml", filepath.Base(errs[0].Path))
@@ -261,4 +269,12 @@ func TestPodStore_BadFiles(t *testing.T) {
 	assert.Equal(t, "default_misnamed.yaml", filepath.Base(errs[1].Path))
 	assert.ErrorContains(t, errs[1].Err, "belongs in default_other.yaml")
 	assert.True(t, errors.Is(errs[1].Err, ErrInvalidManifest))
+	assert.Len(t, s.Snapshot().Errors, 2, "a snapshot reports them too")
+
+	_, err = s.Add(apiPod("default", "broken", "x"))
+	assert.ErrorIs(t, err, ErrPodExists, "the file of a bad pod is not overwritten")
+	require.NoError(t, s.Delete("default", "broken"))
+	_, errs = s.List()
+	require.Len(t, errs, 1, "the deleted file is no longer reported")
+	assert.Equal(t, "default_misnamed.yaml", filepath.Base(errs[0].Path))
 }

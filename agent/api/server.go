@@ -171,9 +171,11 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) error {
 	pods := s.backend.ListPods(r.PathValue("ns"))
 	list := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: make([]v1.Pod, 0, len(pods))}
 	for _, p := range pods {
-		pod := p.DeepCopy()
+		// A shallow copy: only its own type meta is set, the rest is
+		// only read (encoded).
+		pod := *p
 		pod.APIVersion, pod.Kind = "v1", "Pod"
-		list.Items = append(list.Items, *pod)
+		list.Items = append(list.Items, pod)
 	}
 	slices.SortFunc(list.Items, func(a, b v1.Pod) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
@@ -194,11 +196,12 @@ func (s *Server) getPod(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// writePod writes a pod with its type meta set.
+// writePod writes a pod with its type meta set (on a shallow copy: the
+// backend's pod is only read).
 func writePod(w http.ResponseWriter, code int, pod *v1.Pod) {
-	pod = pod.DeepCopy()
-	pod.APIVersion, pod.Kind = "v1", "Pod"
-	writeJSON(w, code, pod)
+	out := *pod
+	out.APIVersion, out.Kind = "v1", "Pod"
+	writeJSON(w, code, &out)
 }
 
 // readBody reads the request body up to the limit; a larger body is a 413.

@@ -84,18 +84,19 @@ func (s *Server) createSecret(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// withConfigMapType returns a copy with the type meta set.
+// withConfigMapType returns a shallow copy with the type meta set (the
+// rest is only read, encoded).
 func withConfigMapType(cm *v1.ConfigMap) *v1.ConfigMap {
-	cm = cm.DeepCopy()
-	cm.APIVersion, cm.Kind = "v1", "ConfigMap"
-	return cm
+	out := *cm
+	out.APIVersion, out.Kind = "v1", "ConfigMap"
+	return &out
 }
 
-// withSecretType returns a copy with the type meta set.
+// withSecretType returns a shallow copy with the type meta set.
 func withSecretType(sec *v1.Secret) *v1.Secret {
-	sec = sec.DeepCopy()
-	sec.APIVersion, sec.Kind = "v1", "Secret"
-	return sec
+	out := *sec
+	out.APIVersion, out.Kind = "v1", "Secret"
+	return &out
 }
 
 func (s *Server) listConfigMaps(w http.ResponseWriter, r *http.Request) error {
