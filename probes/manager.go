@@ -130,12 +130,19 @@ type ProbeStatus struct {
 	TerminationGracePeriodSeconds *int64
 }
 
+// scheduleSlot is the grid every periodic run is moved up to (see worker):
+// runs due within the same 100 ms share one wake-up of the agent.
+const scheduleSlot = 100 * time.Millisecond
+
 // Manager runs the probes of every running container of every pod it is
 // told about. Safe for concurrent use. Methods never block on probes:
 // m.mu is only held to read or write maps and cached results.
 type Manager struct {
 	// prober runs the handlers; shared by all workers.
-	prober *prober
+	prober runner
+	// slot is scheduleSlot; 0 keeps every worker on its own phase (only
+	// the steady-state benchmark's baseline does that).
+	slot time.Duration
 	// clock drives timers and timestamps.
 	clock clock.Clock
 	// logger is narrowed to component=probes.
@@ -228,6 +235,7 @@ func New(cfg Config) *Manager {
 			http:      NewHTTPProber(),
 			userAgent: cfg.UserAgent,
 		},
+		slot:    scheduleSlot,
 		clock:   cfg.Clock,
 		logger:  cfg.Logger.With("component", "probes"),
 		onEvent: cfg.OnEvent,
@@ -487,6 +495,19 @@ func (m *Manager) PodStatus(uid types.UID) []ProbeStatus {
 		return cmp.Or(strings.Compare(a.ContainerName, b.ContainerName), cmp.Compare(a.Kind, b.Kind))
 	})
 	return out
+}
+
+// align moves t up to the next multiple of m.slot (counted in wall-clock
+// time from the zero time, so the same instants for every worker), keeping
+// t's monotonic reading: a step of the wall clock cannot make a worker spin.
+func (m *Manager) align(t time.Time) time.Time {
+	if m.slot <= 0 {
+		return t
+	}
+	if r := t.Sub(t.Truncate(m.slot)); r > 0 {
+		return t.Add(m.slot - r)
+	}
+	return t
 }
 
 // publish sends u unless ctx ends first.
