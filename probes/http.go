@@ -168,17 +168,9 @@ func (p *HTTPProber) probe(ctx context.Context, t *httpTarget, timeout time.Dura
 		if err != nil {
 			return Failure, t.failure(err), nil
 		}
-		if a.bodyErr != nil {
-			// The status is in, the body broke off (timeout, reset): the
-			// kubelet calls that a failure, not a prober error.
-			if isTimeout(a.bodyErr) {
-				a.bodyErr = errors.New("context deadline exceeded (Client.Timeout or context cancellation while reading body)")
-			}
-			return Failure, fmt.Sprintf("read HTTP probe response: %v", a.bodyErr), nil
-		}
 		follow, strip := redirectBehavior(a.code)
 		if !follow || a.location == "" {
-			return classifyHTTP(a.code, a.body)
+			return a.classify()
 		}
 		stripBodyHeaders = stripBodyHeaders || strip
 		u, err := t.req.URL.Parse(a.location)
@@ -188,7 +180,7 @@ func (p *HTTPProber) probe(ctx context.Context, t *httpTarget, timeout time.Dura
 		if u.Hostname() != first.req.URL.Hostname() {
 			// kubelet followNonLocalRedirects=false: the 3xx is the
 			// answer.
-			return classifyHTTP(a.code, a.body)
+			return a.classify()
 		}
 		if hops >= maxRedirects {
 			return Failure, (&url.Error{Op: "Get", URL: a.location,
@@ -198,13 +190,24 @@ func (p *HTTPProber) probe(ctx context.Context, t *httpTarget, timeout time.Dura
 	}
 }
 
-// classifyHTTP maps a final answer to a result (kubelet pkg/probe/http).
-func classifyHTTP(code int, body string) (Result, string, error) {
-	switch {
+// classify maps the final answer to a result (kubelet pkg/probe/http). (The
+// body of a redirect that is followed is not needed, so a broken one does
+// not count.)
+func (a *httpAnswer) classify() (Result, string, error) {
+	if a.bodyErr != nil {
+		// The status is in, the body broke off (timeout, reset): the
+		// kubelet calls that a failure, not a prober error.
+		err := a.bodyErr
+		if isTimeout(err) {
+			err = errors.New("context deadline exceeded (Client.Timeout or context cancellation while reading body)")
+		}
+		return Failure, fmt.Sprintf("read HTTP probe response: %v", err), nil
+	}
+	switch code := a.code; {
 	case code >= http.StatusOK && code < http.StatusMultipleChoices:
-		return Success, body, nil
+		return Success, a.body, nil
 	case code >= http.StatusMultipleChoices && code < http.StatusBadRequest:
-		return Warning, "Probe terminated redirects, Response body: " + body, nil
+		return Warning, "Probe terminated redirects, Response body: " + a.body, nil
 	default:
 		return Failure, "HTTP probe failed with statuscode: " + strconv.Itoa(code), nil
 	}

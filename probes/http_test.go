@@ -496,3 +496,24 @@ func TestHTTPProber_CancelEndsExchange(t *testing.T) {
 	assert.Equal(t, probes.Failure, res)
 	assert.Less(t, time.Since(start), 10*time.Second, "the exchange waited for its timeout")
 }
+
+// A body that breaks off after the status line is a Failure (kubelet: the
+// body could not be read), not a success with a short body.
+func TestHTTPProber_BodyBrokenOff(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = http.ReadRequest(bufio.NewReader(c))
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+		_ = c.Close()
+	}()
+	res, out, err := httpGet(t, "http://"+l.Addr().String(), "/", nil, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, probes.Failure, res)
+	assert.Equal(t, "read HTTP probe response: unexpected EOF", out)
+}

@@ -151,14 +151,21 @@ func (m *Manager) totalRuns() int {
 // Variants, measured in the same run (-count interleaves them):
 //
 //	before        the previous handlers (legacy_bench_test.go), each
-//	              worker on its own phase: the code before this change
+//	              worker on its own phase: the code before this change,
+//	              except that the worker runs each probe on a goroutine
+//	              of its own (tryProbe), which the old worker did not
+//	              (about a microsecond a probe; its memory numbers are
+//	              not the old worker's)
 //	own-phase     the current handlers, each worker on its own phase
 //	slots-legacy  the previous handlers on 100 ms slots
 //	after         the current code: current handlers on 100 ms slots
 //	slot-1s       the current handlers on 1 s slots (one batch a second)
 //
 // Metrics: cpu-µs/probe (CPU time per probe run), %core (CPU time over
-// wall time), allocs/probe, B/probe, probes/s.
+// wall time), allocs/probe, B/probe, probes/s; at the end of the window
+// heap-KiB and stack-KiB (runtime.MemStats), rss-MiB and threads
+// (/proc/self/status; they only grow within a process, so run one variant
+// per process to compare them).
 //
 //	go test ./probes -run '^$' -bench Steady -benchtime 10x -count 3
 func BenchmarkManager_Steady(b *testing.B) {
