@@ -409,11 +409,12 @@ func TestWorker_JitterOnlyRightAfterManagerStart(t *testing.T) {
 	h := newHarness(t, probes.Config{Rand: func() float64 { return 0.5 }})
 	pod := podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)})
 
-	// Within the manager's first period: the first run waits 0.5 × 10s.
+	// Within the manager's first period: the first run waits 0.5 × 10s,
+	// to the slot at or after it (the grid is whole seconds + 0.5 s).
 	h.start(pod, running("app", "c1", t0.Add(-time.Hour)), ready)
-	h.step(4 * time.Second)
+	h.step(5 * time.Second)
 	assert.Equal(t, 0, h.exec.CallCount())
-	h.step(time.Second, ready)
+	h.step(500*time.Millisecond, ready)
 	assert.Equal(t, 1, h.exec.CallCount())
 
 	// Later containers start without jitter.
@@ -720,14 +721,15 @@ func TestWorker_ReadinessQuickRetriesBounded(t *testing.T) {
 }
 
 // After the first run, which keeps its exact time (initial delay counted
-// from startedAt), periodic runs move up to the next 100 ms slot, so that
-// workers of different phases run together; the period between runs stays.
+// from startedAt), periodic runs move up to the next slot (whole seconds;
+// the harness's Rand pins the grid's offset to 0), so that workers of
+// different phases run together; the period between runs stays.
 func TestWorker_PeriodicRunsOnSharedSlots(t *testing.T) {
 	h := newHarness(t, probes.Config{})
 	a := workerKey{"a", probes.Liveness}
 	b := workerKey{"b", probes.Liveness}
 	pod := podWith(v1.Container{Name: "a", LivenessProbe: execProbe("a", 5, 1, 1, 3)})
-	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "b", LivenessProbe: execProbe("b", 0, 1, 1, 3)})
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "b", LivenessProbe: execProbe("b", 0, 2, 1, 3)})
 
 	// a: started 5 s - 37 ms ago with a 5 s delay: due in 37 ms, off the grid.
 	h.start(pod, running("a", "ca", t0.Add(37*time.Millisecond-5*time.Second)), a)
@@ -737,39 +739,48 @@ func TestWorker_PeriodicRunsOnSharedSlots(t *testing.T) {
 	st, _ := h.m.Status(podUID, "a", probes.Liveness)
 	assert.Equal(t, t0.Add(37*time.Millisecond), st.LastProbeTime)
 
-	// b starts 23 ms later, at t0+60ms, and runs at once.
-	h.step(23 * time.Millisecond)
+	// b (period 2 s) starts at t0+600ms and runs at once.
+	h.step(563 * time.Millisecond)
 	cs := append(running("a", "ca", t0.Add(37*time.Millisecond-5*time.Second)), running("b", "cb", h.clk.Now())...)
 	h.start(pod, cs, b)
 	require.Equal(t, []string{"a", "b"}, h.cmdsRun())
 
-	// Their next runs (exact: t0+1.037 s, t0+1.060 s) share the slot t0+1.1 s.
-	h.clk.Step(time.Second) // t0+1.060 s
+	// a's next run (exact: t0+1.037 s) waits for the slot t0+2 s, where b's
+	// (exact: t0+2.6 s) does not belong yet.
+	h.clk.Step(time.Second) // t0+1.6 s
 	require.Never(t, func() bool { return h.exec.CallCount() > 2 }, 50*time.Millisecond, 5*time.Millisecond,
 		"a run came before its slot")
-	h.step(40*time.Millisecond, a, b) // t0+1.1 s
-	require.ElementsMatch(t, []string{"a", "b", "a", "b"}, h.cmdsRun())
-	for _, c := range []string{"a", "b"} {
-		st, _ := h.m.Status(podUID, c, probes.Liveness)
-		assert.Equal(t, t0.Add(1100*time.Millisecond), st.LastProbeTime, c)
-	}
+	h.step(400*time.Millisecond, a) // t0+2 s
+	require.Equal(t, []string{"a", "b", "a"}, h.cmdsRun())
+	st, _ = h.m.Status(podUID, "a", probes.Liveness)
+	assert.Equal(t, t0.Add(2*time.Second), st.LastProbeTime)
 
-	// And then every period on that slot.
-	h.step(time.Second, a, b) // t0+2.1 s
-	assert.Len(t, h.cmdsRun(), 6)
+	// t0+3 s: both (b's exact t0+2.6 s moved up), in the same wake-up.
+	h.step(time.Second, a, b)
+	require.ElementsMatch(t, []string{"a", "b", "a", "a", "b"}, h.cmdsRun())
+	st, _ = h.m.Status(podUID, "b", probes.Liveness)
+	assert.Equal(t, t0.Add(3*time.Second), st.LastProbeTime)
+
+	// And then each on its period, on the grid: a at +4, +5; b at +5.
+	h.step(time.Second, a)
+	h.step(time.Second, a, b)
+	assert.Len(t, h.cmdsRun(), 8)
 }
 
 // The start-up jitter after an agent restart is kept (the first runs are
-// still spread over a period) but rounded up to a slot.
+// still spread over a period) but rounded up to a slot. Rand also picks the
+// offset of the agent's grid.
 func TestWorker_JitterRoundedUpToSlot(t *testing.T) {
 	h := newHarness(t, probes.Config{Rand: func() float64 { return 0.42 }})
-	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 1, 1, 3)}),
+	// Period 10 s: the kubelet's first run would be at t0+4.2 s; the grid
+	// is whole seconds + 0.42 s.
+	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)}),
 		running("app", "c1", t0.Add(-time.Hour)), ready)
-	h.clk.Step(420 * time.Millisecond) // the kubelet's jittered first run
+	h.clk.Step(4200 * time.Millisecond)
 	require.Never(t, func() bool { return h.exec.CallCount() > 0 }, 50*time.Millisecond, 5*time.Millisecond)
-	h.step(80*time.Millisecond, ready) // its slot, t0+500ms
+	h.step(220*time.Millisecond, ready) // its slot, t0+4.42 s
 	assert.Equal(t, 1, h.exec.CallCount())
-	h.step(time.Second, ready)
+	h.step(10*time.Second, ready)
 	assert.Equal(t, 2, h.exec.CallCount())
 }
 
@@ -786,17 +797,17 @@ func TestWorker_QuickRetriesExactThenSlot(t *testing.T) {
 	require.Equal(t, 2, h.exec.CallCount())
 	h.step(15*time.Millisecond, ready) // t0+62ms: second, exact
 	require.Equal(t, 3, h.exec.CallCount())
-	for i := 0; i < 10; i++ { // the other ten retries
+	for range 10 { // the other ten retries
 		h.step(200*time.Millisecond, ready)
 	}
 	require.Equal(t, 13, h.exec.CallCount())
-	// The first regular run: exact t0+10.037 s, on its slot t0+10.1 s.
+	// The first regular run: exact t0+10.037 s, on its slot t0+11 s.
 	h.clk.Step(10*time.Second - h.clk.Since(t0.Add(37*time.Millisecond)))
 	require.Never(t, func() bool { return h.exec.CallCount() > 13 }, 50*time.Millisecond, 5*time.Millisecond)
-	h.step(63*time.Millisecond, ready)
+	h.step(963*time.Millisecond, ready)
 	assert.Equal(t, 14, h.exec.CallCount())
 	st, _ := h.m.Status(podUID, "app", probes.Readiness)
-	assert.Equal(t, t0.Add(10100*time.Millisecond), st.LastProbeTime)
+	assert.Equal(t, t0.Add(11*time.Second), st.LastProbeTime)
 }
 
 // A worker prepares its network target once per pod IP: a new IP (here the

@@ -41,15 +41,18 @@ import (
 // (jitter after an agent restart), and never before the worker starts; then
 // every periodSeconds on that grid, missed ticks skipped. Every run after
 // the first (and after the quick readiness retries, which stay exact) is
-// moved up to the next multiple of the Manager's slot (100 ms of wall-clock
-// time, the same instants for every worker): with per-container phases, as
-// in the kubelet, 100 pods probed every second woke the agent 200 separate
-// times a second, and each wake-up cost more than the probe it ran; on
-// shared slots the runs of one slot share one wake-up. A run is at most one
-// slot later than the kubelet's would be, the period between runs is
-// unchanged, and the jitter after a restart is rounded up to a slot too (it
-// still spreads the first runs over the period, in at most period/slot
-// batches) (kubelet-facts §4.2).
+// moved up to the agent's next slot: whole seconds of wall-clock time,
+// shifted by an offset the Manager picks at random, the same instants for
+// every worker. With per-container phases, as in the kubelet, 100 pods
+// probed every second woke the agent 200 separate times a second, and each
+// wake-up cost more than the probe it ran; on shared slots the runs of one
+// second share one wake-up. Every run is the same amount, less than a slot
+// (one second), later than the kubelet's would be: only the gap between
+// the first run and the second grows; the period between runs, the
+// initial delay, timeouts and thresholds are the kubelet's. The kubelet's
+// jitter after a restart is rounded up to a slot
+// too: it still spreads the first runs over the period, in period/slot
+// batches (kubelet-facts §4.2).
 type worker struct {
 	// m is the owning manager.
 	m *Manager
@@ -165,8 +168,8 @@ func (w *worker) run() {
 	next := w.startedAt.Add(w.timing.initialDelay)
 	if m.clock.Since(m.start) < w.timing.period {
 		// The kubelet's jitter, rounded up to a slot so that the first
-		// runs after a restart share wake-ups too (no jitter, no
-		// rounding).
+		// runs after a restart share wake-ups too (no jitter: no
+		// rounding, the first run stays exact).
 		if j := time.Duration(m.rand() * float64(w.timing.period)); j > 0 {
 			if jittered := m.align(now.Add(j)); jittered.After(next) {
 				next = jittered
