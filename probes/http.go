@@ -270,9 +270,11 @@ type httpAnswer struct {
 }
 
 // Buffers of the exchanges, shared by every worker: a probe holds them only
-// for its exchange.
+// for its exchange. They are small because the runs of a slot hold theirs
+// at the same time; a health check's status line and headers fit in 1 KiB
+// (longer ones are read in pieces).
 var (
-	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 2048) }}
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1024) }}
 	bodyPool   = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
 

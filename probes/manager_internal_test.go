@@ -41,7 +41,7 @@ func TestManagerAlign(t *testing.T) {
 // A real clock's reading keeps its monotonic part, so waits computed from it
 // are immune to wall-clock steps.
 func TestManagerAlign_KeepsMonotonicReading(t *testing.T) {
-	m := &Manager{slot: scheduleSlot, slotOffset: 300 * time.Millisecond}
+	m := &Manager{slot: scheduleSlot, slotOffset: scheduleSlot / 3}
 	now := time.Now()
 	a := m.align(now)
 	assert.Contains(t, a.String(), "m=+", "monotonic reading dropped")

@@ -410,11 +410,11 @@ func TestWorker_JitterOnlyRightAfterManagerStart(t *testing.T) {
 	pod := podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)})
 
 	// Within the manager's first period: the first run waits 0.5 × 10s,
-	// to the slot at or after it (the grid is whole seconds + 0.5 s).
+	// to the slot at or after it (the grid is quarter seconds + 125 ms).
 	h.start(pod, running("app", "c1", t0.Add(-time.Hour)), ready)
 	h.step(5 * time.Second)
 	assert.Equal(t, 0, h.exec.CallCount())
-	h.step(500*time.Millisecond, ready)
+	h.step(125*time.Millisecond, ready)
 	assert.Equal(t, 1, h.exec.CallCount())
 
 	// Later containers start without jitter.
@@ -721,7 +721,7 @@ func TestWorker_ReadinessQuickRetriesBounded(t *testing.T) {
 }
 
 // After the first run, which keeps its exact time (initial delay counted
-// from startedAt), periodic runs move up to the next slot (whole seconds;
+// from startedAt), periodic runs move up to the next slot (quarter seconds;
 // the harness's Rand pins the grid's offset to 0), so that workers of
 // different phases run together; the period between runs stays.
 func TestWorker_PeriodicRunsOnSharedSlots(t *testing.T) {
@@ -729,7 +729,7 @@ func TestWorker_PeriodicRunsOnSharedSlots(t *testing.T) {
 	a := workerKey{"a", probes.Liveness}
 	b := workerKey{"b", probes.Liveness}
 	pod := podWith(v1.Container{Name: "a", LivenessProbe: execProbe("a", 5, 1, 1, 3)})
-	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "b", LivenessProbe: execProbe("b", 0, 2, 1, 3)})
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "b", LivenessProbe: execProbe("b", 0, 1, 1, 3)})
 
 	// a: started 5 s - 37 ms ago with a 5 s delay: due in 37 ms, off the grid.
 	h.start(pod, running("a", "ca", t0.Add(37*time.Millisecond-5*time.Second)), a)
@@ -739,32 +739,29 @@ func TestWorker_PeriodicRunsOnSharedSlots(t *testing.T) {
 	st, _ := h.m.Status(podUID, "a", probes.Liveness)
 	assert.Equal(t, t0.Add(37*time.Millisecond), st.LastProbeTime)
 
-	// b (period 2 s) starts at t0+600ms and runs at once.
-	h.step(563 * time.Millisecond)
+	// b starts at t0+160ms and runs at once.
+	h.step(123 * time.Millisecond)
 	cs := append(running("a", "ca", t0.Add(37*time.Millisecond-5*time.Second)), running("b", "cb", h.clk.Now())...)
 	h.start(pod, cs, b)
 	require.Equal(t, []string{"a", "b"}, h.cmdsRun())
 
-	// a's next run (exact: t0+1.037 s) waits for the slot t0+2 s, where b's
-	// (exact: t0+2.6 s) does not belong yet.
-	h.clk.Step(time.Second) // t0+1.6 s
+	// Their next runs (exact: t0+1.037 s, t0+1.160 s) share the slot
+	// t0+1.25 s.
+	h.clk.Step(time.Second) // t0+1.16 s
 	require.Never(t, func() bool { return h.exec.CallCount() > 2 }, 50*time.Millisecond, 5*time.Millisecond,
 		"a run came before its slot")
-	h.step(400*time.Millisecond, a) // t0+2 s
-	require.Equal(t, []string{"a", "b", "a"}, h.cmdsRun())
-	st, _ = h.m.Status(podUID, "a", probes.Liveness)
-	assert.Equal(t, t0.Add(2*time.Second), st.LastProbeTime)
+	h.step(90*time.Millisecond, a, b) // t0+1.25 s
+	require.ElementsMatch(t, []string{"a", "b", "a", "b"}, h.cmdsRun())
+	for _, c := range []string{"a", "b"} {
+		st, _ := h.m.Status(podUID, c, probes.Liveness)
+		assert.Equal(t, t0.Add(1250*time.Millisecond), st.LastProbeTime, c)
+	}
 
-	// t0+3 s: both (b's exact t0+2.6 s moved up), in the same wake-up.
-	h.step(time.Second, a, b)
-	require.ElementsMatch(t, []string{"a", "b", "a", "a", "b"}, h.cmdsRun())
+	// And then every period on that slot.
+	h.step(time.Second, a, b) // t0+2.25 s
+	assert.Len(t, h.cmdsRun(), 6)
 	st, _ = h.m.Status(podUID, "b", probes.Liveness)
-	assert.Equal(t, t0.Add(3*time.Second), st.LastProbeTime)
-
-	// And then each on its period, on the grid: a at +4, +5; b at +5.
-	h.step(time.Second, a)
-	h.step(time.Second, a, b)
-	assert.Len(t, h.cmdsRun(), 8)
+	assert.Equal(t, t0.Add(2250*time.Millisecond), st.LastProbeTime)
 }
 
 // The start-up jitter after an agent restart is kept (the first runs are
@@ -773,13 +770,15 @@ func TestWorker_PeriodicRunsOnSharedSlots(t *testing.T) {
 func TestWorker_JitterRoundedUpToSlot(t *testing.T) {
 	h := newHarness(t, probes.Config{Rand: func() float64 { return 0.42 }})
 	// Period 10 s: the kubelet's first run would be at t0+4.2 s; the grid
-	// is whole seconds + 0.42 s.
+	// is quarter seconds + 0.42 × 250 ms: …, t0+4.105 s, t0+4.355 s, ….
 	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)}),
 		running("app", "c1", t0.Add(-time.Hour)), ready)
 	h.clk.Step(4200 * time.Millisecond)
 	require.Never(t, func() bool { return h.exec.CallCount() > 0 }, 50*time.Millisecond, 5*time.Millisecond)
-	h.step(220*time.Millisecond, ready) // its slot, t0+4.42 s
+	h.step(155*time.Millisecond, ready) // its slot, t0+4.355 s
 	assert.Equal(t, 1, h.exec.CallCount())
+	st, _ := h.m.Status(podUID, "app", probes.Readiness)
+	assert.Equal(t, t0.Add(4355*time.Millisecond), st.LastProbeTime)
 	h.step(10*time.Second, ready)
 	assert.Equal(t, 2, h.exec.CallCount())
 }
@@ -801,13 +800,13 @@ func TestWorker_QuickRetriesExactThenSlot(t *testing.T) {
 		h.step(200*time.Millisecond, ready)
 	}
 	require.Equal(t, 13, h.exec.CallCount())
-	// The first regular run: exact t0+10.037 s, on its slot t0+11 s.
+	// The first regular run: exact t0+10.037 s, on its slot t0+10.25 s.
 	h.clk.Step(10*time.Second - h.clk.Since(t0.Add(37*time.Millisecond)))
 	require.Never(t, func() bool { return h.exec.CallCount() > 13 }, 50*time.Millisecond, 5*time.Millisecond)
-	h.step(963*time.Millisecond, ready)
+	h.step(213*time.Millisecond, ready)
 	assert.Equal(t, 14, h.exec.CallCount())
 	st, _ := h.m.Status(podUID, "app", probes.Readiness)
-	assert.Equal(t, t0.Add(11*time.Second), st.LastProbeTime)
+	assert.Equal(t, t0.Add(10250*time.Millisecond), st.LastProbeTime)
 }
 
 // A worker prepares its network target once per pod IP: a new IP (here the

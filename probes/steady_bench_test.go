@@ -158,10 +158,10 @@ func (m *Manager) totalRuns() int {
 //	              not the old worker's)
 //	own-phase     the current handlers, each worker on its own phase
 //	slots-legacy  the previous handlers on the current slots
-//	after         the current code: current handlers on slots of a
-//	              second (one batch a second)
-//	slot-100ms    the current handlers on 100 ms slots (ten smaller
-//	              batches a second)
+//	after         the current code: current handlers on 250 ms slots
+//	slot-100ms    the current handlers on 100 ms slots
+//	slot-1s       the current handlers on 1 s slots (every probe of a
+//	              period in one batch)
 //
 // Metrics: cpu-µs/probe (CPU time per probe run), %core (CPU time over
 // wall time), allocs/probe, B/probe, probes/s; at the end of the window
@@ -184,6 +184,7 @@ func BenchmarkManager_Steady(b *testing.B) {
 		{name: "slots-legacy", slot: scheduleSlot, legacy: true},
 		{name: "after", slot: scheduleSlot},
 		{name: "slot-100ms", slot: 100 * time.Millisecond},
+		{name: "slot-1s", slot: time.Second},
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {

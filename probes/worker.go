@@ -41,13 +41,13 @@ import (
 // (jitter after an agent restart), and never before the worker starts; then
 // every periodSeconds on that grid, missed ticks skipped. Every run after
 // the first (and after the quick readiness retries, which stay exact) is
-// moved up to the agent's next slot: whole seconds of wall-clock time,
+// moved up to the agent's next slot: quarter seconds of wall-clock time,
 // shifted by an offset the Manager picks at random, the same instants for
-// every worker. With per-container phases, as in the kubelet, 100 pods
-// probed every second woke the agent 200 separate times a second, and each
-// wake-up cost more than the probe it ran; on shared slots the runs of one
-// second share one wake-up. Every run is the same amount, less than a slot
-// (one second), later than the kubelet's would be: only the gap between
+// every worker (scheduleSlot). With per-container phases, as in the kubelet,
+// 100 pods probed every second woke the agent 200 separate times a second,
+// and each wake-up cost more than the probe it ran; on shared slots the runs
+// of one slot share one wake-up. Every run is the same amount, less than a
+// slot (250 ms), later than the kubelet's would be: only the gap between
 // the first run and the second grows; the period between runs, the
 // initial delay, timeouts and thresholds are the kubelet's. The kubelet's
 // jitter after a restart is rounded up to a slot
