@@ -16,7 +16,8 @@ const maxProbeRetries = 3
 // implementation.
 type runner interface {
 	// run probes w's container once. podIP is the pod's current IP, the
-	// default target of network probes. Only w's goroutine calls it.
+	// default target of network probes. Runs of one worker never overlap
+	// (the worker waits for each, see worker.tryProbe).
 	run(ctx context.Context, w *worker, podIP string) (Result, string, error)
 }
 
@@ -109,7 +110,8 @@ type target struct {
 }
 
 // targetFor returns the worker's target for podIP, building it with build
-// when there is none yet or the pod IP changed. Only w's goroutine calls it.
+// when there is none yet or the pod IP changed. Only the worker's current
+// run calls it.
 func (w *worker) targetFor(podIP string, build func() (target, error)) *target {
 	if !w.target.ok || w.target.podIP != podIP {
 		t, err := build()
