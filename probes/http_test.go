@@ -1,8 +1,10 @@
 package probes_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -287,4 +289,231 @@ func closedPort(t *testing.T) int {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 	return port
+}
+
+// captureRequest serves one connection on a loopback port: it reads one
+// request, answers 200 and closes. The request arrives on the channel.
+func captureRequest(t *testing.T) (port int, got <-chan *http.Request) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	ch := make(chan *http.Request, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		ch <- req
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	}()
+	return l.Addr().(*net.TCPAddr).Port, ch
+}
+
+// The prober writes the request itself: it must be what net/http's client
+// with the kubelet's transport settings sends, header for header.
+func TestHTTPProber_SameRequestAsNetHTTP(t *testing.T) {
+	headers := []v1.HTTPHeader{
+		{Name: "X-Custom", Value: "a"},
+		{Name: "x-custom", Value: "b"},
+		{Name: "Authorization", Value: "Bearer t"},
+		{Name: "Host", Value: "example.test"},
+		{Name: "Accept", Value: "text/plain"},
+	}
+	send := func(viaNetHTTP bool) *http.Request {
+		port, got := captureRequest(t)
+		action := &v1.HTTPGetAction{Path: "/healthz?x=1", Port: intstr.FromInt32(int32(port)), HTTPHeaders: headers}
+		req, err := probes.NewHTTPGetRequest(action, &v1.Container{Name: "app"}, "127.0.0.1", probes.DefaultUserAgent)
+		require.NoError(t, err)
+		if viaNetHTTP {
+			client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true, DisableCompression: true}}
+			res, err := client.Do(req)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+		} else {
+			res, out, err := probes.NewHTTPProber().Probe(context.Background(), req, time.Second)
+			require.NoError(t, err)
+			require.Equal(t, probes.Success, res, out)
+			assert.Equal(t, "ok", out)
+		}
+		select {
+		case r := <-got:
+			return r
+		case <-time.After(5 * time.Second):
+			t.Fatal("no request arrived")
+			return nil
+		}
+	}
+	want, got := send(true), send(false)
+	assert.Equal(t, want.Method, got.Method)
+	assert.Equal(t, want.RequestURI, got.RequestURI)
+	assert.Equal(t, want.Proto, got.Proto)
+	assert.Equal(t, want.Host, got.Host)
+	assert.Equal(t, want.Header, got.Header)
+	assert.Equal(t, "close", got.Header.Get("Connection"))
+}
+
+// Same-host redirects are followed as net/http's client follows them: the
+// original headers go along (minus the body's after a 302), a Referer names
+// the previous URL, and a custom Host survives a relative Location only.
+func TestHTTPProber_RedirectRequests(t *testing.T) {
+	type seen struct {
+		path, host, referer, contentType, custom string
+	}
+	got := make(chan seen, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.URL.Path, r.Host, r.Header.Get("Referer"), r.Header.Get("Content-Type"), r.Header.Get("X-Custom")}
+		switch r.URL.Path {
+		case "/302":
+			http.Redirect(w, r, "/307", http.StatusFound)
+		case "/307":
+			http.Redirect(w, r, "/done", http.StatusTemporaryRedirect)
+		case "/abs":
+			http.Redirect(w, r, "http://"+r.Context().Value(http.LocalAddrContextKey).(net.Addr).String()+"/done", http.StatusFound)
+		case "/keep-307":
+			http.Redirect(w, r, "/done", http.StatusTemporaryRedirect)
+		default:
+			fmt.Fprint(w, "done")
+		}
+	}))
+	defer srv.Close()
+	hdrs := []v1.HTTPHeader{{Name: "X-Custom", Value: "c"}, {Name: "Content-Type", Value: "text/plain"}, {Name: "Host", Value: "example.test"}}
+
+	res, out, err := httpGet(t, srv.URL, "/302", hdrs, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, probes.Success, res, out)
+	assert.Equal(t, "done", out)
+	first, second, third := <-got, <-got, <-got
+	assert.Equal(t, seen{"/302", "example.test", "", "text/plain", "c"}, first)
+	assert.Equal(t, seen{"/307", "example.test", "http://" + srv.Listener.Addr().String() + "/302", "", "c"}, second,
+		"after a 302: body headers dropped, Referer set, custom Host kept for a relative Location")
+	assert.Equal(t, seen{"/done", "example.test", "http://" + srv.Listener.Addr().String() + "/307", "", "c"}, third,
+		"once dropped, body headers stay dropped")
+
+	_, _, err = httpGet(t, srv.URL, "/keep-307", hdrs, time.Second)
+	require.NoError(t, err)
+	<-got
+	assert.Equal(t, "text/plain", (<-got).contentType, "a 307 keeps the body headers")
+
+	_, _, err = httpGet(t, srv.URL, "/abs", hdrs, time.Second)
+	require.NoError(t, err)
+	<-got
+	assert.Equal(t, srv.Listener.Addr().String(), (<-got).host, "an absolute Location drops the custom Host")
+}
+
+// Informational answers before the real one are skipped; a chunked body is
+// read.
+func TestHTTPProber_InformationalAndChunked(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "chunk one, ")
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, "chunk two")
+	}))
+	defer srv.Close()
+	res, out, err := httpGet(t, srv.URL, "/", nil, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, probes.Success, res)
+	assert.Equal(t, "chunk one, chunk two", out)
+}
+
+func TestHTTPProber_RequestErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	host, port := hostPort(t, srv.URL)
+	tests := []struct {
+		name    string
+		action  v1.HTTPGetAction
+		wantOut string
+	}{
+		{name: "invalid header name", action: v1.HTTPGetAction{HTTPHeaders: []v1.HTTPHeader{{Name: "X Bad", Value: "v"}}},
+			wantOut: `net/http: invalid header field name "X Bad"`},
+		{name: "invalid header value", action: v1.HTTPGetAction{HTTPHeaders: []v1.HTTPHeader{{Name: "X-Bad", Value: "a\nb"}}},
+			wantOut: `net/http: invalid header field value for "X-Bad"`},
+		{name: "unsupported scheme", action: v1.HTTPGetAction{Scheme: "FTP"},
+			wantOut: `unsupported protocol scheme "ftp"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.action.Port = intstr.FromInt32(int32(port))
+			req, err := probes.NewHTTPGetRequest(&tt.action, &v1.Container{Name: "app"}, host, probes.DefaultUserAgent)
+			require.NoError(t, err)
+			res, out, err := probes.NewHTTPProber().Probe(context.Background(), req, time.Second)
+			require.NoError(t, err, "the request could be built: a Failure, as with net/http")
+			assert.Equal(t, probes.Failure, res)
+			assert.Contains(t, out, tt.wantOut)
+			assert.True(t, strings.HasPrefix(out, `Get "`), "net/http's form: %s", out)
+		})
+	}
+}
+
+func TestHTTPProber_ServerClosesWithoutAnswer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	res, out, err := httpGet(t, "http://"+l.Addr().String(), "/", nil, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, probes.Failure, res)
+	assert.Contains(t, out, `Get "http://`+l.Addr().String()+`/": `)
+}
+
+// A stopped worker cancels its context: an exchange in flight ends at once,
+// not at its timeout.
+func TestHTTPProber_CancelEndsExchange(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	host, port := hostPort(t, srv.URL)
+	req, err := probes.NewHTTPGetRequest(&v1.HTTPGetAction{Port: intstr.FromInt32(int32(port))}, &v1.Container{Name: "app"}, host, probes.DefaultUserAgent)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	res, _, err := probes.NewHTTPProber().Probe(ctx, req, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, probes.Failure, res)
+	assert.Less(t, time.Since(start), 10*time.Second, "the exchange waited for its timeout")
+}
+
+// A body that breaks off after the status line is a Failure (kubelet: the
+// body could not be read), not a success with a short body.
+func TestHTTPProber_BodyBrokenOff(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = http.ReadRequest(bufio.NewReader(c))
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+		_ = c.Close()
+	}()
+	res, out, err := httpGet(t, "http://"+l.Addr().String(), "/", nil, time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, probes.Failure, res)
+	assert.Equal(t, "read HTTP probe response: unexpected EOF", out)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -408,11 +409,12 @@ func TestWorker_JitterOnlyRightAfterManagerStart(t *testing.T) {
 	h := newHarness(t, probes.Config{Rand: func() float64 { return 0.5 }})
 	pod := podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)})
 
-	// Within the manager's first period: the first run waits 0.5 × 10s.
+	// Within the manager's first period: the first run waits 0.5 × 10s,
+	// to the slot at or after it (the grid is quarter seconds + 125 ms).
 	h.start(pod, running("app", "c1", t0.Add(-time.Hour)), ready)
-	h.step(4 * time.Second)
+	h.step(5 * time.Second)
 	assert.Equal(t, 0, h.exec.CallCount())
-	h.step(time.Second, ready)
+	h.step(125*time.Millisecond, ready)
 	assert.Equal(t, 1, h.exec.CallCount())
 
 	// Later containers start without jitter.
@@ -716,4 +718,141 @@ func TestWorker_ReadinessQuickRetriesBounded(t *testing.T) {
 	h.clk.Step(200 * time.Millisecond)
 	require.Never(t, func() bool { return h.exec.CallCount() > 13 }, 50*time.Millisecond, 5*time.Millisecond)
 	assert.Empty(t, h.events, "quick retries report no failure event")
+}
+
+// After the first run, which keeps its exact time (initial delay counted
+// from startedAt), periodic runs move up to the next slot (quarter seconds;
+// the harness's Rand pins the grid's offset to 0), so that workers of
+// different phases run together; the period between runs stays.
+func TestWorker_PeriodicRunsOnSharedSlots(t *testing.T) {
+	h := newHarness(t, probes.Config{})
+	a := workerKey{"a", probes.Liveness}
+	b := workerKey{"b", probes.Liveness}
+	pod := podWith(v1.Container{Name: "a", LivenessProbe: execProbe("a", 5, 1, 1, 3)})
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "b", LivenessProbe: execProbe("b", 0, 1, 1, 3)})
+
+	// a: started 5 s - 37 ms ago with a 5 s delay: due in 37 ms, off the grid.
+	h.start(pod, running("a", "ca", t0.Add(37*time.Millisecond-5*time.Second)), a)
+	assert.Equal(t, 0, h.exec.CallCount())
+	h.step(37*time.Millisecond, a)
+	require.Equal(t, []string{"a"}, h.cmdsRun(), "the first run is exact")
+	st, _ := h.m.Status(podUID, "a", probes.Liveness)
+	assert.Equal(t, t0.Add(37*time.Millisecond), st.LastProbeTime)
+
+	// b starts at t0+160ms and runs at once.
+	h.step(123 * time.Millisecond)
+	cs := append(running("a", "ca", t0.Add(37*time.Millisecond-5*time.Second)), running("b", "cb", h.clk.Now())...)
+	h.start(pod, cs, b)
+	require.Equal(t, []string{"a", "b"}, h.cmdsRun())
+
+	// Their next runs (exact: t0+1.037 s, t0+1.160 s) share the slot
+	// t0+1.25 s.
+	h.clk.Step(time.Second) // t0+1.16 s
+	require.Never(t, func() bool { return h.exec.CallCount() > 2 }, 50*time.Millisecond, 5*time.Millisecond,
+		"a run came before its slot")
+	h.step(90*time.Millisecond, a, b) // t0+1.25 s
+	require.ElementsMatch(t, []string{"a", "b", "a", "b"}, h.cmdsRun())
+	for _, c := range []string{"a", "b"} {
+		st, _ := h.m.Status(podUID, c, probes.Liveness)
+		assert.Equal(t, t0.Add(1250*time.Millisecond), st.LastProbeTime, c)
+	}
+
+	// And then every period on that slot.
+	h.step(time.Second, a, b) // t0+2.25 s
+	assert.Len(t, h.cmdsRun(), 6)
+	st, _ = h.m.Status(podUID, "b", probes.Liveness)
+	assert.Equal(t, t0.Add(2250*time.Millisecond), st.LastProbeTime)
+}
+
+// The start-up jitter after an agent restart is kept (the first runs are
+// still spread over a period) but rounded up to a slot. Rand also picks the
+// offset of the agent's grid.
+func TestWorker_JitterRoundedUpToSlot(t *testing.T) {
+	h := newHarness(t, probes.Config{Rand: func() float64 { return 0.42 }})
+	// Period 10 s: the kubelet's first run would be at t0+4.2 s; the grid
+	// is quarter seconds + 0.42 × 250 ms: …, t0+4.105 s, t0+4.355 s, ….
+	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)}),
+		running("app", "c1", t0.Add(-time.Hour)), ready)
+	h.clk.Step(4200 * time.Millisecond)
+	require.Never(t, func() bool { return h.exec.CallCount() > 0 }, 50*time.Millisecond, 5*time.Millisecond)
+	h.step(155*time.Millisecond, ready) // its slot, t0+4.355 s
+	assert.Equal(t, 1, h.exec.CallCount())
+	st, _ := h.m.Status(podUID, "app", probes.Readiness)
+	assert.Equal(t, t0.Add(4355*time.Millisecond), st.LastProbeTime)
+	h.step(10*time.Second, ready)
+	assert.Equal(t, 2, h.exec.CallCount())
+}
+
+// Quick readiness retries keep their exact delays; the regular run after
+// them is on a slot, one period after the first run rounded up.
+func TestWorker_QuickRetriesExactThenSlot(t *testing.T) {
+	h := newHarness(t, probes.Config{})
+	h.exec.SetDefault("", probestest.Exit(1, "refused"))
+	h.clk.Step(37 * time.Millisecond)
+	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 10, 1, 3)}),
+		running("app", "c1", h.clk.Now()), ready)
+	require.Equal(t, 1, h.exec.CallCount(), "the first run is at once, off the grid")
+	h.step(10*time.Millisecond, ready) // t0+47ms: first quick retry, exact
+	require.Equal(t, 2, h.exec.CallCount())
+	h.step(15*time.Millisecond, ready) // t0+62ms: second, exact
+	require.Equal(t, 3, h.exec.CallCount())
+	for range 10 { // the other ten retries
+		h.step(200*time.Millisecond, ready)
+	}
+	require.Equal(t, 13, h.exec.CallCount())
+	// The first regular run: exact t0+10.037 s, on its slot t0+10.25 s.
+	h.clk.Step(10*time.Second - h.clk.Since(t0.Add(37*time.Millisecond)))
+	require.Never(t, func() bool { return h.exec.CallCount() > 13 }, 50*time.Millisecond, 5*time.Millisecond)
+	h.step(213*time.Millisecond, ready)
+	assert.Equal(t, 14, h.exec.CallCount())
+	st, _ := h.m.Status(podUID, "app", probes.Readiness)
+	assert.Equal(t, t0.Add(10250*time.Millisecond), st.LastProbeTime)
+}
+
+// A worker prepares its network target once per pod IP: a new IP (here the
+// first one) is picked up at the next run.
+func TestManager_NetworkTargetFollowsPodIP(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	_, port := hostPort(t, srv.URL)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+
+	h := newHarness(t, probes.Config{})
+	probe := func(ph v1.ProbeHandler) *v1.Probe {
+		return &v1.Probe{ProbeHandler: ph, PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
+	}
+	pod := podWith(v1.Container{Name: "app",
+		LivenessProbe:  probe(v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(int32(port))}}),
+		ReadinessProbe: probe(v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(l.Addr().(*net.TCPAddr).Port))}}),
+	})
+	cs := running("app", "c1", t0.Add(-time.Minute))
+	keys := []workerKey{live, ready}
+	h.m.UpdatePod(pod, "", cs) // no pod IP yet
+	h.waitIdle(keys, []int{1, 1})
+	for _, k := range []probes.Kind{probes.Liveness, probes.Readiness} {
+		st, _ := h.m.Status(podUID, "app", k)
+		assert.Equal(t, 1, st.Errors, k)
+		assert.Contains(t, st.LastError, "no IP address", k)
+	}
+
+	h.m.UpdatePod(pod, "127.0.0.1", cs)
+	h.step(time.Second, live, ready)
+	for _, k := range []probes.Kind{probes.Liveness, probes.Readiness} {
+		st, _ := h.m.Status(podUID, "app", k)
+		assert.Equal(t, probes.Success, st.LastResult, k)
+		assert.Equal(t, 1, st.Runs, k)
+	}
+	assert.Equal(t, probes.Readiness, h.nextUpdate().Kind)
+	assert.True(t, h.m.Ready(podUID, "app"))
 }

@@ -3,9 +3,6 @@ package probes
 import (
 	"context"
 	"errors"
-	"time"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // maxProbeRetries is how often a probe that errors (the prober could not
@@ -13,7 +10,19 @@ import (
 // prober.go maxProbeRetries).
 const maxProbeRetries = 3
 
-// prober runs one probe of any handler type. Safe for concurrent use.
+// runner runs one probe run of a worker. The Manager declares it so that the
+// steady-state benchmark can drive the same workers with the previous
+// handlers (probes/steady_bench_test.go); *prober is the only other
+// implementation.
+type runner interface {
+	// run probes w's container once. podIP is the pod's current IP, the
+	// default target of network probes. Runs of one worker never overlap
+	// (the worker waits for each, see worker.tryProbe).
+	run(ctx context.Context, w *worker, podIP string) (Result, string, error)
+}
+
+// prober runs one probe of any handler type. Safe for concurrent use; the
+// per-worker state it keeps (prepared targets) lives in the worker.
 type prober struct {
 	// exec runs exec probes; nil makes them error.
 	exec Execer
@@ -25,33 +34,51 @@ type prober struct {
 	userAgent string
 }
 
-// run dispatches p to its handler. container is the container's spec (for
-// named ports and the exec environment), containerID the running instance,
-// podIP the default target of network probes.
-func (pr *prober) run(ctx context.Context, p *v1.Probe, container *v1.Container, containerID, podIP string, timeout time.Duration) (Result, string, error) {
-	switch h := &p.ProbeHandler; {
+var _ runner = (*prober)(nil)
+
+// run dispatches w's probe to its handler. Network targets (URL, request
+// bytes, address) are built once per pod IP and kept in the worker, so a
+// steady probe allocates only what the exchange itself needs.
+func (pr *prober) run(ctx context.Context, w *worker, podIP string) (Result, string, error) {
+	timeout := w.timing.timeout
+	switch h := &w.probe.ProbeHandler; {
 	case h.Exec != nil:
 		if pr.exec == nil {
 			return Unknown, "", errors.New("exec probes are not available: no Execer configured")
 		}
-		cmd := expandCommand(h.Exec.Command, container.Env)
-		return Exec(ctx, pr.exec, pr.classify, containerID, cmd, timeout)
+		if w.execCmd == nil {
+			// The spec is a private copy: its env never changes.
+			w.execCmd = expandCommand(h.Exec.Command, w.container.Env)
+		}
+		return Exec(ctx, pr.exec, pr.classify, w.containerID, w.execCmd, timeout)
 	case h.HTTPGet != nil:
-		req, err := NewHTTPGetRequest(h.HTTPGet, container, podIP, pr.userAgent)
-		if err != nil {
-			return Unknown, "", err
+		t := w.targetFor(podIP, func() (target, error) {
+			req, err := NewHTTPGetRequest(h.HTTPGet, w.container, podIP, pr.userAgent)
+			if err != nil {
+				return target{}, err
+			}
+			return target{http: pr.http.prepare(req)}, nil
+		})
+		if t.err != nil {
+			return Unknown, "", t.err
 		}
-		return pr.http.Probe(ctx, req, timeout)
+		return pr.http.probe(ctx, t.http, timeout)
 	case h.TCPSocket != nil:
-		host, err := probeHost(h.TCPSocket.Host, podIP)
-		if err != nil {
-			return Unknown, "", err
+		t := w.targetFor(podIP, func() (target, error) {
+			host, err := probeHost(h.TCPSocket.Host, podIP)
+			if err != nil {
+				return target{}, err
+			}
+			port, err := ResolvePort(h.TCPSocket.Port, w.container)
+			if err != nil {
+				return target{}, err
+			}
+			return target{tcp: tcpTargetOf(host, port)}, nil
+		})
+		if t.err != nil {
+			return Unknown, "", t.err
 		}
-		port, err := ResolvePort(h.TCPSocket.Port, container)
-		if err != nil {
-			return Unknown, "", err
-		}
-		return TCP(ctx, host, port, timeout)
+		return t.tcp.probe(ctx, timeout)
 	case h.GRPC != nil:
 		host, err := probeHost("", podIP)
 		if err != nil {
@@ -64,4 +91,32 @@ func (pr *prober) run(ctx context.Context, p *v1.Probe, container *v1.Container,
 		return GRPC(ctx, host, int(h.GRPC.Port), service, timeout, pr.userAgent)
 	}
 	return Unknown, "", errors.New("probe has no handler")
+}
+
+// target is where a worker's network probe goes, prepared for one pod IP.
+type target struct {
+	// podIP is the pod IP it was built for; ok is false before the first
+	// build.
+	podIP string
+	ok    bool
+	// http is an httpGet probe's prepared request.
+	http *httpTarget
+	// tcp is a tcpSocket probe's address.
+	tcp tcpTarget
+	// err is why the target cannot be built (no pod IP, unknown port
+	// name): the run errors. It depends only on the spec and the pod IP,
+	// so it is kept too.
+	err error
+}
+
+// targetFor returns the worker's target for podIP, building it with build
+// when there is none yet or the pod IP changed. Only the worker's current
+// run calls it.
+func (w *worker) targetFor(podIP string, build func() (target, error)) *target {
+	if !w.target.ok || w.target.podIP != podIP {
+		t, err := build()
+		t.podIP, t.ok, t.err = podIP, true, err
+		w.target = t
+	}
+	return &w.target
 }
