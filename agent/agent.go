@@ -398,6 +398,12 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 	}()
 }
 
+// AddObserver adds o to the agent's observers (the daemon's API watch, the
+// cluster's status writer). It must be called before Run.
+func (a *Agent) AddObserver(o Observer) {
+	a.observer = Observers(a.observer, o)
+}
+
 // PodDone returns a channel closed when the pod's worker has finished its
 // teardown (or nil when the pod is unknown).
 func (a *Agent) PodDone(uid types.UID) <-chan struct{} {

@@ -54,6 +54,52 @@ func (nopObserver) PodEvent(*v1.Pod, Event) {}
 func (nopObserver) PodStep(*v1.Pod, Step)   {}
 func (nopObserver) PodStatus(*v1.Pod)       {}
 
+// Observers returns an Observer that tells each of obs, in order; nil
+// entries and nopObservers are skipped. With none left it observes nothing
+// (and the agent then makes no status copies for nobody).
+func Observers(obs ...Observer) Observer {
+	var m multiObserver
+	for _, o := range obs {
+		switch o := o.(type) {
+		case nil, nopObserver:
+		case multiObserver:
+			m = append(m, o...)
+		default:
+			m = append(m, o)
+		}
+	}
+	switch len(m) {
+	case 0:
+		return nopObserver{}
+	case 1:
+		return m[0]
+	}
+	return m
+}
+
+// multiObserver tells every observer in turn.
+type multiObserver []Observer
+
+func (m multiObserver) PodEvent(pod *v1.Pod, ev Event) {
+	for _, o := range m {
+		o.PodEvent(pod, ev)
+	}
+}
+
+func (m multiObserver) PodStep(pod *v1.Pod, s Step) {
+	for _, o := range m {
+		o.PodStep(pod, s)
+	}
+}
+
+// PodStatus gives each observer the same copy: observers must not modify
+// it (the Observer contract's copy is the agent's, not each observer's).
+func (m multiObserver) PodStatus(pod *v1.Pod) {
+	for _, o := range m {
+		o.PodStatus(pod)
+	}
+}
+
 // maxEventsPerPod bounds a pod's event ring.
 const maxEventsPerPod = 64
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	v1 "k8s.io/api/core/v1"
 	"github.com/stretchr/testify/require"
 )
 
@@ -34,4 +35,37 @@ func TestEventRing_Bounded(t *testing.T) {
 	require.Len(t, got, maxEventsPerPod)
 	assert.Equal(t, "10", got[0].Message, "the oldest are dropped")
 	assert.Equal(t, fmt.Sprint(maxEventsPerPod+9), got[len(got)-1].Message)
+}
+
+// countingObserver counts the calls it gets.
+type countingObserver struct{ events, steps, statuses int }
+
+func (c *countingObserver) PodEvent(*v1.Pod, Event) { c.events++ }
+func (c *countingObserver) PodStep(*v1.Pod, Step)   { c.steps++ }
+func (c *countingObserver) PodStatus(*v1.Pod)       { c.statuses++ }
+
+func TestObservers_FanOut(t *testing.T) {
+	_, isNop := Observers(nil, nopObserver{}).(nopObserver)
+	require.True(t, isNop, "no observer left must observe nothing")
+
+	one := &countingObserver{}
+	require.Same(t, one, Observers(nil, one, nopObserver{}), "a single observer is used as is")
+
+	a, b := &countingObserver{}, &countingObserver{}
+	o := Observers(Observers(a), b)
+	pod := &v1.Pod{}
+	o.PodEvent(pod, Event{})
+	o.PodStep(pod, Step{})
+	o.PodStatus(pod)
+	o.PodStatus(pod)
+	for _, c := range []*countingObserver{a, b} {
+		require.Equal(t, countingObserver{events: 1, steps: 1, statuses: 2}, *c)
+	}
+
+	ag := New(Config{}, Deps{})
+	ag.AddObserver(a)
+	ag.AddObserver(b)
+	ag.observer.PodStatus(pod)
+	require.Equal(t, 3, a.statuses)
+	require.Equal(t, 3, b.statuses)
 }
