@@ -145,6 +145,8 @@ type Agent struct {
 	clock    clock.WithTicker
 	logger   *slog.Logger
 	observer Observer
+	// lifecycle is told when pods appear and leave (nil: nobody).
+	lifecycle podLifecycle
 
 	// mu guards workers.
 	mu sync.Mutex
@@ -318,9 +320,12 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 		}
 		a.startWorkerLocked(p)
 	}
-	for uid := range a.rejected {
+	for uid, rp := range a.rejected {
 		if _, ok := want[uid]; !ok {
 			delete(a.rejected, uid)
+			if a.lifecycle != nil {
+				a.lifecycle.podGone(rp)
+			}
 		}
 	}
 	for uid := range a.restartAfterTeardown {
@@ -373,6 +378,9 @@ func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 func (a *Agent) startWorkerLocked(p *v1.Pod) {
 	w := newPodWorker(a, p)
 	a.workers[p.UID] = w
+	if a.lifecycle != nil {
+		a.lifecycle.podAdded(w.snapshot())
+	}
 	a.startWorkerGoroutineLocked(w)
 }
 
@@ -390,6 +398,9 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 		}
 		if w.tornDown {
 			close(w.done)
+			if a.lifecycle != nil {
+				a.lifecycle.podGone(w.pod())
+			}
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)

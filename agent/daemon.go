@@ -75,6 +75,9 @@ type Daemon struct {
 	sources map[string]SourceUpdate
 	// lastRelist is when the sync loop last completed a relist.
 	lastRelist time.Time
+
+	// watch streams pod changes to the API's watches (daemon_watch.go).
+	watch *podWatchFeed
 }
 
 var _ api.Backend = (*Daemon)(nil)
@@ -82,7 +85,7 @@ var _ api.Backend = (*Daemon)(nil)
 // NewDaemon wires the agent to its sources. dir may be nil (no manifest
 // directory).
 func NewDaemon(a *Agent, store *PodStore, dir *DirSource, cfg DaemonConfig) *Daemon {
-	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]SourceUpdate{}}
+	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]SourceUpdate{}, watch: newPodWatchFeed(a)}
 }
 
 // Run runs the daemon until ctx ends. Pods keep running when it returns.
@@ -487,7 +490,9 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	}
 	d.applyStore()
 	if w != nil {
-		return w.snapshot(), nil
+		p := w.snapshot()
+		d.watch.hub.Modify(p) // deletionTimestamp set
+		return p, nil
 	}
 	return pod.DeepCopy(), nil
 }

@@ -18,6 +18,13 @@ import (
 type Backend interface {
 	// ListPods returns the pods of a namespace ("" = all), with status.
 	ListPods(namespace string) []*v1.Pod
+	// WatchPods starts a watch of the pods (a PodWatchHub's: watch.go
+	// says what resource versions mean). Errors are StatusErrors (410
+	// Gone for a resource version too old, 400 for a bad one).
+	WatchPods(opts PodWatchOptions) (PodWatch, error)
+	// PodsResourceVersion is the pods' current resource version, read
+	// before a list is built: a watch from it misses no change after.
+	PodsResourceVersion() string
 	// GetPod returns one pod with its status.
 	GetPod(namespace, name string) (*v1.Pod, error)
 	// CreatePod decodes, defaults, validates and admits a pod submitted

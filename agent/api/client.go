@@ -21,6 +21,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // DefaultSocket is where the daemon serves the API.
@@ -384,4 +386,82 @@ func (c *Client) DeleteConfigMap(ctx context.Context, ns, name string) error {
 // DeleteSecret deletes a Secret submitted through the API.
 func (c *Client) DeleteSecret(ctx context.Context, ns, name string) error {
 	return c.call(ctx, http.MethodDelete, configPath("secrets", ns, name), nil, nil, "", nil)
+}
+
+// WatchOptions selects what WatchPods sees.
+type WatchOptions struct {
+	// Name watches one pod (fieldSelector metadata.name).
+	Name string
+	// LabelSelector selects pods by label ("" = all).
+	LabelSelector string
+	// ResourceVersion: "" starts with an ADDED event for every current
+	// pod; a list's or an event's version replays every change after it
+	// (410 Gone when the daemon no longer can: list again).
+	ResourceVersion string
+	// TimeoutSeconds ends the watch on the daemon's side (0 = never).
+	TimeoutSeconds int64
+}
+
+// WatchPods watches the pods of a namespace ("" = all namespaces): the
+// result's channel gets an event per change, with *v1.Pod objects (a
+// *metav1.Status for watch.Error), until Stop, ctx's end or the daemon
+// ending the watch (the channel is closed then).
+func (c *Client) WatchPods(ctx context.Context, ns string, o WatchOptions) (watch.Interface, error) {
+	q := url.Values{"watch": {"true"}}
+	if o.Name != "" {
+		q.Set("fieldSelector", "metadata.name="+o.Name)
+	}
+	if o.LabelSelector != "" {
+		q.Set("labelSelector", o.LabelSelector)
+	}
+	if o.ResourceVersion != "" {
+		q.Set("resourceVersion", o.ResourceVersion)
+	}
+	if o.TimeoutSeconds > 0 {
+		q.Set("timeoutSeconds", strconv.FormatInt(o.TimeoutSeconds, 10))
+	}
+	resp, err := c.do(ctx, http.MethodGet, podsPath(ns), q, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	return watch.NewStreamWatcher(&podEventDecoder{body: resp.Body, dec: json.NewDecoder(resp.Body)}, streamErrors{}), nil
+}
+
+// podEventDecoder decodes a watch stream (watch.Decoder).
+type podEventDecoder struct {
+	body io.ReadCloser
+	dec  *json.Decoder
+}
+
+func (d *podEventDecoder) Decode() (watch.EventType, runtime.Object, error) {
+	var ev struct {
+		Type   watch.EventType `json:"type"`
+		Object json.RawMessage `json:"object"`
+	}
+	if err := d.dec.Decode(&ev); err != nil {
+		return "", nil, err
+	}
+	var obj runtime.Object
+	switch ev.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		obj = &v1.Pod{}
+	case watch.Error:
+		obj = &metav1.Status{}
+	default:
+		return "", nil, fmt.Errorf("watch event of unknown type %q", ev.Type)
+	}
+	if err := json.Unmarshal(ev.Object, obj); err != nil {
+		return "", nil, fmt.Errorf("decode %s watch event: %w", ev.Type, err)
+	}
+	return ev.Type, obj, nil
+}
+
+func (d *podEventDecoder) Close() { d.body.Close() }
+
+// streamErrors reports a broken watch stream as an ERROR event.
+type streamErrors struct{}
+
+func (streamErrors) AsObject(err error) runtime.Object {
+	return &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Message: fmt.Sprintf("the watch stream broke: %v; watch again", err)}
 }

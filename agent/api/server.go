@@ -168,9 +168,26 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listPods(w http.ResponseWriter, r *http.Request) error {
+	sel, err := podSelection(r)
+	if err != nil {
+		return err
+	}
+	watching, err := queryBool(r, "watch")
+	if err != nil {
+		return err
+	}
+	if watching {
+		return s.watchPods(w, r, sel)
+	}
+	// Read before the list: a watch from it replays what the list missed.
+	rv := s.backend.PodsResourceVersion()
 	pods := s.backend.ListPods(r.PathValue("ns"))
 	list := v1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: make([]v1.Pod, 0, len(pods))}
+	list.ResourceVersion = rv
 	for _, p := range pods {
+		if !sel.selects(p) {
+			continue
+		}
 		// A shallow copy: only its own type meta is set, the rest is
 		// only read (encoded).
 		pod := *p

@@ -53,6 +53,8 @@ type Backend struct {
 	staticConfig map[string]bool
 	// calls records "Method ns/name" of each call.
 	calls []string
+	// hub streams the pod changes to watches (its own lock).
+	hub *api.PodWatchHub
 
 	// DeleteDelay, when set, keeps a deleted pod (Terminating) that long
 	// before it disappears; zero removes it at once.
@@ -73,6 +75,7 @@ func New() *Backend {
 		pods: map[string]*v1.Pod{}, static: map[string]string{}, events: map[string][]v1.Event{},
 		details: map[string]*api.PodDetails{}, logs: map[string]string{},
 		configMaps: map[string]*v1.ConfigMap{}, secrets: map[string]*v1.Secret{}, staticConfig: map[string]bool{},
+		hub:  api.NewPodWatchHub(0, 0),
 		Info: api.VersionInfo{Version: "test", RuntimeName: "fake", RuntimeVersion: "1", RuntimeAPIVersion: "v1", NodeName: "node1"},
 	}
 }
@@ -98,8 +101,39 @@ func (b *Backend) SetPod(pod *v1.Pod) {
 	if pod.Namespace == "" {
 		pod.Namespace = metav1.NamespaceDefault
 	}
+	if old, ok := b.pods[key(pod.Namespace, pod.Name)]; ok && old.UID != pod.UID {
+		b.hub.Delete(old)
+	}
 	b.pods[key(pod.Namespace, pod.Name)] = pod
+	b.hub.Update(pod)
 }
+
+// RemovePod forgets a pod at once, as when its teardown ends (watches get
+// DELETED); false when there is none.
+func (b *Backend) RemovePod(ns, name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, ok := b.pods[key(ns, name)]
+	if ok {
+		delete(b.pods, key(ns, name))
+		b.hub.Delete(p)
+	}
+	return ok
+}
+
+// Hub is the backend's watch hub (for tests that need it directly).
+func (b *Backend) Hub() *api.PodWatchHub { return b.hub }
+
+// WatchPods implements api.Backend.
+func (b *Backend) WatchPods(opts api.PodWatchOptions) (api.PodWatch, error) {
+	b.mu.Lock()
+	b.record("WatchPods", opts.Namespace, opts.Name)
+	b.mu.Unlock()
+	return b.hub.Watch(opts)
+}
+
+// PodsResourceVersion implements api.Backend.
+func (b *Backend) PodsResourceVersion() string { return b.hub.ResourceVersion() }
 
 // SetStatic marks a pod as coming from the manifest file.
 func (b *Backend) SetStatic(ns, name, file string) {
@@ -182,6 +216,7 @@ func (b *Backend) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	p.CreationTimestamp = metav1.Now()
 	p.Status.Phase = v1.PodPending
 	b.pods[k] = p
+	b.hub.Update(p)
 	return p.DeepCopy(), nil
 }
 
@@ -202,14 +237,19 @@ func (b *Backend) DeletePod(ctx context.Context, namespace, name string, grace *
 	p.DeletionTimestamp = &now
 	p.DeletionGracePeriodSeconds = grace
 	out := p.DeepCopy()
+	b.hub.Update(p)
 	if b.DeleteDelay <= 0 {
 		delete(b.pods, k)
+		b.hub.Delete(p)
 		return out, nil
 	}
 	time.AfterFunc(b.DeleteDelay, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		delete(b.pods, k)
+		if b.pods[k] == p {
+			delete(b.pods, k)
+			b.hub.Delete(p)
+		}
 	})
 	return out, nil
 }

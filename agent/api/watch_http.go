@@ -1,0 +1,155 @@
+package api
+
+// This file serves the pod watch: GET …/pods?watch=true streams
+// newline-delimited metav1.WatchEvent JSON objects, as the API server does.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// podSelection reads the namespace, fieldSelector (metadata.name and
+// metadata.namespace, the fields supported) and labelSelector of a list or
+// watch request.
+func podSelection(r *http.Request) (PodWatchOptions, error) {
+	q := r.URL.Query()
+	o := PodWatchOptions{Namespace: r.PathValue("ns"), ResourceVersion: q.Get("resourceVersion")}
+	if v := q.Get("fieldSelector"); v != "" {
+		sel, err := fields.ParseSelector(v)
+		if err != nil {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: %v", v, err))
+		}
+		for _, req := range sel.Requirements() {
+			if req.Operator != "=" && req.Operator != "==" {
+				return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: only = is supported on pods here, not %s", v, req.Operator))
+			}
+			switch req.Field {
+			case "metadata.name":
+				o.Name = req.Value
+			case "metadata.namespace":
+				if o.Namespace != "" && o.Namespace != req.Value {
+					return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: metadata.namespace differs from the request's namespace %q", v, o.Namespace))
+				}
+				o.Namespace = req.Value
+			default:
+				return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: field %q is not supported: use metadata.name or metadata.namespace", v, req.Field))
+			}
+		}
+	}
+	if v := q.Get("labelSelector"); v != "" {
+		sel, err := labels.Parse(v)
+		if err != nil {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("labelSelector %q: %v", v, err))
+		}
+		o.Labels = sel
+	}
+	return o, nil
+}
+
+// watchEvent is metav1.WatchEvent's wire form with a typed object.
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+// watchPods streams the pod events of the watch sel selects until the
+// client leaves, timeoutSeconds passes, the server stops, or the backend
+// closes the watch (a watcher too slow gets an ERROR event first).
+func (s *Server) watchPods(w http.ResponseWriter, r *http.Request, sel PodWatchOptions) error {
+	q := r.URL.Query()
+	timeout, err := queryInt(r, "timeoutSeconds")
+	if err != nil {
+		return err
+	}
+	initialEvents, err := queryBool(r, "sendInitialEvents")
+	if err != nil {
+		return err
+	}
+	bookmarks, err := queryBool(r, "allowWatchBookmarks")
+	if err != nil {
+		return err
+	}
+	if initialEvents {
+		// Watch-list: the API server wants resourceVersionMatch
+		// NotOlderThan; everything this hub holds is the present.
+		if m := q.Get("resourceVersionMatch"); m != "" && m != string(metav1.ResourceVersionMatchNotOlderThan) {
+			return apierrors.NewBadRequest(fmt.Sprintf("sendInitialEvents needs resourceVersionMatch NotOlderThan, not %q", m))
+		}
+		sel.ResourceVersion = ""
+		sel.InitialEventsEnd = bookmarks
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		return fmt.Errorf("watch: the response writer cannot flush")
+	}
+	pw, err := s.backend.WatchPods(sel)
+	if err != nil {
+		return err
+	}
+	defer pw.Stop()
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.streams, cancel)
+	defer stop()
+	var expire <-chan time.Time
+	if timeout != nil {
+		t := time.NewTimer(time.Duration(*timeout) * time.Second)
+		defer t.Stop()
+		expire = t.C
+	}
+
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	enc := json.NewEncoder(w)
+	events := pw.Events()
+	write := func(ev PodEvent) error {
+		out := watchEvent{Type: ev.Type, Object: ev.Pod}
+		if ev.Type == watch.Error {
+			out.Object = ev.Status
+		}
+		return enc.Encode(out) // one line each
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-expire:
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				return nil
+			}
+			if err := write(ev); err != nil {
+				return nil // the client left
+			}
+			// Write what else is queued, then flush once.
+			for more := true; more; {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						fl.Flush()
+						return nil
+					}
+					if err := write(ev); err != nil {
+						return nil
+					}
+				default:
+					more = false
+				}
+			}
+			fl.Flush()
+		}
+	}
+}
