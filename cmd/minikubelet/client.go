@@ -20,7 +20,7 @@ import (
 const socketEnv = "MINIKUBELET_SOCKET"
 
 // apiUsage lists the commands that talk to the daemon, for the main usage.
-const apiUsage = `  minikubelet get pods [NAME] [-n NS | -A] [-o wide|json|yaml|name]
+const apiUsage = `  minikubelet get pods [NAME] [-n NS | -A] [-o wide|json|yaml|name] [-w]
                                    list pods, like kubectl get
   minikubelet describe pod NAME    show a pod, its events and where it is stuck
   minikubelet logs NAME [-c C] [-f] [-p] [--tail N] [--timestamps]

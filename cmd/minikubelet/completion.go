@@ -47,7 +47,7 @@ _minikubelet() {
     esac
     local flags
     case $cmd in
-        get) flags="$common -A --all-namespaces -o --output" ;;
+        get) flags="$common -A --all-namespaces -o --output -w --watch" ;;
         describe) flags="$common" ;;
         logs) flags="$common -c --container -f --follow -p --previous --tail --timestamps --since" ;;
         exec) flags="$common -c --container --timeout" ;;
@@ -100,6 +100,7 @@ _minikubelet() {
             _arguments $common \
                 '(-A --all-namespaces)'{-A,--all-namespaces}'[all namespaces]' \
                 '(-o --output)'{-o,--output}'[output format]:format:(wide json yaml name)' \
+                '(-w --watch)'{-w,--watch}'[print each change]' \
                 '1:resource:(pods)' '*:pod:_minikubelet_pods' ;;
         describe)
             _arguments $common '1:resource:(pods)' '*:pod:_minikubelet_pods' ;;

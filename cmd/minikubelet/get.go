@@ -15,10 +15,11 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const getUsage = `Usage: minikubelet get pods [NAME...] [-n NS | -A] [-o wide|json|yaml|name]
+const getUsage = `Usage: minikubelet get pods [NAME...] [-n NS | -A] [-o wide|json|yaml|name] [-w]
 
 List the node's pods with kubectl's columns: NAME READY STATUS RESTARTS AGE
-(-o wide adds IP and NODE; -A adds NAMESPACE).
+(-o wide adds IP and NODE; -A adds NAMESPACE). With -w (--watch), list them,
+then print a line (or an object) for each change until interrupted.
 `
 
 func getCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -31,6 +32,9 @@ func getCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&all, "A", false, "shorthand for --all-namespaces")
 	fs.StringVar(&output, "output", "", "output format: wide, json, yaml or name")
 	fs.StringVar(&output, "o", "", "shorthand for --output")
+	var watching bool
+	fs.BoolVar(&watching, "watch", false, "after listing, print each change of the pods until interrupted")
+	fs.BoolVar(&watching, "w", false, "shorthand for --watch")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpIsNil(err)
@@ -47,7 +51,21 @@ func getCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if all && len(names) > 0 {
 		return usageError(fs, "a pod name cannot be used with --all-namespaces")
 	}
+	if watching && len(names) > 1 {
+		return usageError(fs, "--watch follows one pod or all of them, not %d names", len(names))
+	}
 	c := cf.client()
+	if watching {
+		ns := cf.namespace
+		if all {
+			ns = ""
+		}
+		name := ""
+		if len(names) == 1 {
+			name = names[0]
+		}
+		return watchPods(ctx, c, ns, name, output, stdout, stderr)
+	}
 
 	var pods []v1.Pod
 	single := len(names) == 1
@@ -129,6 +147,15 @@ func nonNil(s []v1.Pod) []v1.Pod {
 // printPodTable prints pods with kubectl's columns and padding.
 func printPodTable(w io.Writer, pods []v1.Pod, wide, withNamespace bool, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0) // kubectl's printers.GetNewTabWriter
+	fmt.Fprintln(tw, strings.Join(podTableHeader(wide, withNamespace), "\t"))
+	for i := range pods {
+		fmt.Fprintln(tw, strings.Join(podTableCells(&pods[i], wide, withNamespace, now), "\t"))
+	}
+	return tw.Flush()
+}
+
+// podTableHeader is the table's header cells.
+func podTableHeader(wide, withNamespace bool) []string {
 	var head []string
 	if withNamespace {
 		head = append(head, "NAMESPACE")
@@ -137,21 +164,21 @@ func printPodTable(w io.Writer, pods []v1.Pod, wide, withNamespace bool, now tim
 	if wide {
 		head = append(head, "IP", "NODE")
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for i := range pods {
-		p := &pods[i]
-		row := podRow(p, now)
-		var cells []string
-		if withNamespace {
-			cells = append(cells, p.Namespace)
-		}
-		cells = append(cells, p.Name, row.ready, row.status, row.restarts, age(p.CreationTimestamp, now))
-		if wide {
-			cells = append(cells, orNone(p.Status.PodIP), orNone(p.Spec.NodeName))
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	return head
+}
+
+// podTableCells is one pod's row.
+func podTableCells(p *v1.Pod, wide, withNamespace bool, now time.Time) []string {
+	row := podRow(p, now)
+	var cells []string
+	if withNamespace {
+		cells = append(cells, p.Namespace)
 	}
-	return tw.Flush()
+	cells = append(cells, p.Name, row.ready, row.status, row.restarts, age(p.CreationTimestamp, now))
+	if wide {
+		cells = append(cells, orNone(p.Status.PodIP), orNone(p.Spec.NodeName))
+	}
+	return cells
 }
 
 // orNone returns s, or "<none>" for "".
