@@ -19,9 +19,11 @@
 //	         every CRI object and IP reservation is gone
 //
 // minikubelet's times are what a user observes through the daemon's API:
-// from just before the POST to the first GET (or list) that shows the
-// state, polled every --poll (single pods) or --list-poll (100 pods); the
-// API has no watch, so the poll interval bounds the resolution.
+// from just before the POST to the first event of the API's pod watch
+// (GET pods?watch=true, opened before the POST) that shows the state. With
+// --observe poll, to the first GET (or list) that shows it instead, polled
+// every --poll (single pods) or --list-poll (100 pods): the poll interval
+// then bounds the resolution, and the polling loads both sides.
 package main
 
 import (
@@ -39,8 +41,11 @@ import (
 	"syscall"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
@@ -60,6 +65,7 @@ type options struct {
 	pods           int
 	steadyDuration time.Duration
 	settle         time.Duration
+	observe        string
 	poll           time.Duration
 	listPoll       time.Duration
 	criPoll        time.Duration
@@ -88,8 +94,9 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.pods, "pods", 100, "pods of the density, steady and delete scenarios")
 	fs.DurationVar(&o.steadyDuration, "steady-duration", 60*time.Second, "measurement window of the steady scenario")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "wait after the pods are Ready before the steady window opens")
-	fs.DurationVar(&o.poll, "poll", 2*time.Millisecond, "GetPod poll interval for single pods (resolution of start and ready)")
-	fs.DurationVar(&o.listPoll, "list-poll", 100*time.Millisecond, "ListPods poll interval for many pods (resolution of density; each poll serializes every pod, so polling faster loads the daemon being measured)")
+	fs.StringVar(&o.observe, "observe", "watch", "how the minikubelet side sees pods change: watch (the API's pod watch) or poll (GetPod every --poll, ListPods every --list-poll)")
+	fs.DurationVar(&o.poll, "poll", 2*time.Millisecond, "with --observe poll: GetPod poll interval for single pods (resolution of start and ready)")
+	fs.DurationVar(&o.listPoll, "list-poll", 100*time.Millisecond, "with --observe poll: ListPods poll interval for many pods (resolution of density; each poll serializes every pod, so polling faster loads the daemon being measured)")
 	fs.DurationVar(&o.criPoll, "cri-poll", 20*time.Millisecond, "CRI and host-local poll interval of the delete scenario (its resolution, on both sides)")
 	fs.Int64Var(&o.grace, "grace", 1, "grace period of the delete scenario, seconds")
 	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "write the results as JSON here")
@@ -116,6 +123,9 @@ func parseFlags(args []string) (options, error) {
 		if !slices.Contains(allScenarios, s) {
 			return o, fmt.Errorf("--scenarios: unknown scenario %q (want some of %s)", s, strings.Join(allScenarios, ","))
 		}
+	}
+	if o.observe != "watch" && o.observe != "poll" {
+		return o, fmt.Errorf("--observe must be watch or poll, not %q", o.observe)
 	}
 	if o.reps < 1 || o.pods < 1 {
 		return o, errors.New("--reps and --pods must be at least 1")
@@ -158,6 +168,7 @@ type bench struct {
 	net   cni.Config
 	image string
 	rep   *Report
+	obs   observe
 	// seq numbers pod names.
 	seq int
 }
@@ -182,13 +193,20 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer rt.Close()
-	b := &bench{o: o, rt: rt, image: o.registry + "/minikubelet/testserver:v1"}
+	b := &bench{o: o, rt: rt, image: o.registry + "/minikubelet/testserver:v1",
+		obs: observe{watch: o.observe == "watch", poll: o.poll, listPoll: o.listPoll}}
 	b.rep = &Report{
 		Machine: detectMachine(rt.RuntimeName() + " " + rt.RuntimeVersion()),
 		Settings: map[string]string{
 			"reps": strconv.Itoa(o.reps), "pods": strconv.Itoa(o.pods), "steady window": o.steadyDuration.String(),
-			"GetPod poll": o.poll.String(), "ListPods poll": o.listPoll.String(), "CRI poll": o.criPoll.String(), "delete grace": fmt.Sprintf("%ds", o.grace),
+			"CRI poll": o.criPoll.String(), "delete grace": fmt.Sprintf("%ds", o.grace),
 		},
+	}
+	if o.observe == "watch" {
+		b.rep.Settings["minikubelet observed by"] = "the API's pod watch"
+	} else {
+		b.rep.Settings["minikubelet observed by"] = "polling"
+		b.rep.Settings["GetPod poll"], b.rep.Settings["ListPods poll"] = o.poll.String(), o.listPoll.String()
 	}
 	// The network both sides use: the daemon would install the same
 	// conflist; installing it first lets the floor run before the daemon
@@ -304,7 +322,7 @@ func (b *bench) cleanup() {
 			names = append(names, p.Name)
 		}
 		progress("cleanup: deleting %d pods through the API", len(names))
-		if err := mklDelete(ctx, b.d.c, names, 1); err != nil {
+		if err := mklDelete(ctx, b.d.c, names, 1, b.obs); err != nil {
 			progress("cleanup: %v", err)
 		}
 	}
@@ -337,10 +355,10 @@ func (b *bench) warmUp(ctx context.Context) error {
 		return err
 	}
 	name := b.name("warm-mkl")
-	if _, err := mklStart(ctx, b.d.c, podSpec(name, b.image, kindReady, 1), true, b.o.poll); err != nil {
+	if _, err := mklStart(ctx, b.d.c, podSpec(name, b.image, kindReady, 1), true, b.obs); err != nil {
 		return err
 	}
-	return mklDelete(ctx, b.d.c, []string{name}, 1)
+	return mklDelete(ctx, b.d.c, []string{name}, 1, b.obs)
 }
 
 // startScenario is scenario 1: reps sequential starts per side, ABAB.
@@ -372,7 +390,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 		}
 		// minikubelet.
 		name := b.name(scen + "-mkl")
-		t, err := mklStart(ctx, b.d.c, podSpec(name, b.image, kind, 1), ready, b.o.poll)
+		t, err := mklStart(ctx, b.d.c, podSpec(name, b.image, kind, 1), ready, b.obs)
 		if err != nil {
 			return fmt.Errorf("%s minikubelet #%d: %w", scen, i+1, err)
 		}
@@ -382,7 +400,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 			mklReady = append(mklReady, t.ready)
 			mklDelta = append(mklDelta, t.ready-t.started)
 		}
-		if err := mklDelete(ctx, b.d.c, []string{name}, 1); err != nil {
+		if err := mklDelete(ctx, b.d.c, []string{name}, 1, b.obs); err != nil {
 			return err
 		}
 		line := fmt.Sprintf("%s %d/%d: started raw %s, minikubelet %s", scen, i+1, b.o.reps, started.Round(time.Microsecond*100), t.started.Round(time.Microsecond*100))
@@ -529,7 +547,7 @@ func (b *bench) manyPods(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("delete minikubelet: %w", err)
 	}
-	if err := mklDelete(ctx, b.d.c, nil, b.o.grace); err != nil {
+	if err := mklDelete(ctx, b.d.c, nil, b.o.grace, b.obs); err != nil {
 		return err
 	}
 	apiGone := time.Since(t0)
@@ -593,11 +611,19 @@ func (b *bench) waitGone(ctx context.Context, t0 time.Time, ids map[string]bool)
 	}
 }
 
-// mklDensity submits the pods at once and polls ListPods until all run;
-// per-pod times are from the common start to the first list showing the
-// pod Running.
+// mklDensity submits the pods at once and follows them until all run;
+// per-pod times are from the common start to the first watch event (or
+// list, with --observe poll) showing the pod Running.
 func (b *bench) mklDensity(ctx context.Context, names []string) ([]time.Duration, time.Duration, error) {
 	n := len(names)
+	var w watch.Interface
+	if b.obs.watch {
+		var err error
+		if w, err = b.d.c.WatchPods(ctx, benchNS, api.WatchOptions{}); err != nil {
+			return nil, 0, fmt.Errorf("watch pods: %w", err)
+		}
+		defer w.Stop()
+	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	t0 := time.Now()
@@ -609,34 +635,22 @@ func (b *bench) mklDensity(ctx context.Context, names []string) ([]time.Duration
 		}()
 	}
 	lat := map[string]time.Duration{}
+	// seen records a pod's state observed at now; an error for a pod that
+	// will not run.
+	seen := func(p *v1.Pod, now time.Duration) error {
+		if _, ok := lat[p.Name]; !ok && p.Status.Phase == v1.PodRunning {
+			lat[p.Name] = now
+		}
+		if r := failedReason(p); r != "" {
+			return fmt.Errorf("pod %s: %s", p.Name, r)
+		}
+		return nil
+	}
 	var err error
-	for len(lat) < n {
-		l, lerr := b.d.c.ListPods(ctx, benchNS)
-		now := time.Since(t0)
-		if lerr != nil {
-			err = lerr
-			break
-		}
-		for i := range l.Items {
-			p := &l.Items[i]
-			if _, seen := lat[p.Name]; !seen && p.Status.Phase == "Running" {
-				lat[p.Name] = now
-			}
-			if r := failedReason(p); r != "" {
-				err = fmt.Errorf("pod %s: %s", p.Name, r)
-			}
-		}
-		if err != nil || len(lat) == n {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			err = fmt.Errorf("%d of %d pods Running: %w", len(lat), n, ctx.Err())
-		case <-time.After(b.o.listPoll):
-		}
-		if err != nil {
-			break
-		}
+	if w != nil {
+		err = b.followDensity(ctx, w, t0, n, lat, seen)
+	} else {
+		err = b.pollDensity(ctx, t0, n, lat, seen)
 	}
 	wg.Wait()
 	if err == nil {
@@ -650,6 +664,51 @@ func (b *bench) mklDensity(ctx context.Context, names []string) ([]time.Duration
 		out = append(out, d)
 	}
 	return out, slices.Max(out), nil
+}
+
+// followDensity reads the watch until n pods were seen Running.
+func (b *bench) followDensity(ctx context.Context, w watch.Interface, t0 time.Time, n int, lat map[string]time.Duration, seen func(*v1.Pod, time.Duration) error) error {
+	for ev := range w.ResultChan() {
+		now := time.Since(t0)
+		p, err := podOfEvent(ev)
+		if err != nil {
+			return err
+		}
+		if err := seen(p, now); err != nil {
+			return err
+		}
+		if len(lat) == n {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%d of %d pods Running: %w", len(lat), n, ctx.Err())
+	}
+	return fmt.Errorf("%d of %d pods Running: the daemon ended the watch", len(lat), n)
+}
+
+// pollDensity lists the pods every --list-poll until n were seen Running.
+func (b *bench) pollDensity(ctx context.Context, t0 time.Time, n int, lat map[string]time.Duration, seen func(*v1.Pod, time.Duration) error) error {
+	for {
+		l, err := b.d.c.ListPods(ctx, benchNS)
+		now := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		for i := range l.Items {
+			if err := seen(&l.Items[i], now); err != nil {
+				return err
+			}
+		}
+		if len(lat) == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d pods Running: %w", len(lat), n, ctx.Err())
+		case <-time.After(b.o.listPoll):
+		}
+	}
 }
 
 // profile captures a CPU profile of the daemon in the background.

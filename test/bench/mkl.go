@@ -2,17 +2,21 @@ package main
 
 // The minikubelet side: the built binary's `serve` daemon against the
 // private containerd, driven through its API the way a user drives it
-// (CreatePod, DeletePod) and observed the way a user observes it (GetPod
-// and ListPods polled at a fine interval: the API has no watch).
+// (CreatePod, DeletePod) and observed the way a user observes it: through
+// the API's pod watch (GET pods?watch=true, as kubectl get -w and
+// client-go informers do), or with --observe poll by GetPod and ListPods
+// polled at a fine interval.
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/minikubelet/minikubelet/agent/api"
 )
@@ -237,10 +242,87 @@ type startTimes struct {
 	phases phases
 }
 
-// mklStart submits the pod and polls GetPod every poll until its container
-// runs (and, with wantReady, until it is Ready). Times are from just
-// before CreatePod.
-func mklStart(ctx context.Context, c *api.Client, pod *v1.Pod, wantReady bool, poll time.Duration) (startTimes, error) {
+// observe says how the minikubelet side sees pods change.
+type observe struct {
+	// watch: the API's pod watch; else polling GetPod every poll (single
+	// pods) and ListPods every listPoll (many pods).
+	watch          bool
+	poll, listPoll time.Duration
+}
+
+// seen folds the pod states seen so far into t; done once the
+// container runs (and, with wantReady, the pod is Ready).
+func (t *startTimes) seen(p *v1.Pod, now time.Duration, wantReady bool) (done bool) {
+	if t.started == 0 && containerRunning(p) {
+		t.started = now
+	}
+	if wantReady && t.ready == 0 && podReady(p) {
+		t.ready = now
+		if t.started == 0 {
+			t.started = now
+		}
+	}
+	return t.started != 0 && (!wantReady || t.ready != 0)
+}
+
+// mklStart submits the pod and follows it until its container runs (and,
+// with wantReady, until it is Ready). Times are from just before
+// CreatePod; a watch is opened before that.
+func mklStart(ctx context.Context, c *api.Client, pod *v1.Pod, wantReady bool, obs observe) (startTimes, error) {
+	if !obs.watch {
+		return mklStartPoll(ctx, c, pod, wantReady, obs.poll)
+	}
+	var t startTimes
+	w, err := c.WatchPods(ctx, pod.Namespace, api.WatchOptions{Name: pod.Name})
+	if err != nil {
+		return t, fmt.Errorf("watch pod %s: %w", pod.Name, err)
+	}
+	defer w.Stop()
+	t0 := time.Now()
+	if _, err := c.CreatePod(ctx, pod); err != nil {
+		return t, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	for ev := range w.ResultChan() {
+		now := time.Since(t0)
+		p, err := podOfEvent(ev)
+		if err != nil {
+			return t, fmt.Errorf("pod %s: %w", pod.Name, err)
+		}
+		if ev.Type == watch.Deleted {
+			return t, fmt.Errorf("pod %s was deleted before it started", pod.Name)
+		}
+		if t.seen(p, now, wantReady) {
+			t.phases = tracePhases(ctx, c, pod, t0, t.started)
+			return t, nil
+		}
+		if r := failedReason(p); r != "" {
+			return t, fmt.Errorf("pod %s: %s", pod.Name, r)
+		}
+	}
+	if ctx.Err() != nil {
+		return t, fmt.Errorf("pod %s not started: %w", pod.Name, ctx.Err())
+	}
+	return t, fmt.Errorf("pod %s: the daemon ended the watch before the pod started", pod.Name)
+}
+
+// podOfEvent returns the pod of a watch event, or the error an ERROR event
+// carries.
+func podOfEvent(ev watch.Event) (*v1.Pod, error) {
+	if ev.Type == watch.Error {
+		if st, ok := ev.Object.(*metav1.Status); ok {
+			return nil, fmt.Errorf("watch: %s", st.Message)
+		}
+		return nil, fmt.Errorf("watch error %v", ev.Object)
+	}
+	p, ok := ev.Object.(*v1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("watch event %s carries a %T", ev.Type, ev.Object)
+	}
+	return p, nil
+}
+
+// mklStartPoll is mklStart polling GetPod every poll.
+func mklStartPoll(ctx context.Context, c *api.Client, pod *v1.Pod, wantReady bool, poll time.Duration) (startTimes, error) {
 	var t startTimes
 	t0 := time.Now()
 	if _, err := c.CreatePod(ctx, pod); err != nil {
@@ -252,16 +334,7 @@ func mklStart(ctx context.Context, c *api.Client, pod *v1.Pod, wantReady bool, p
 		if err != nil {
 			return t, fmt.Errorf("get pod %s: %w", pod.Name, err)
 		}
-		if t.started == 0 && containerRunning(p) {
-			t.started = now
-		}
-		if wantReady && t.ready == 0 && podReady(p) {
-			t.ready = now
-			if t.started == 0 {
-				t.started = now
-			}
-		}
-		if t.started != 0 && (!wantReady || t.ready != 0) {
+		if t.seen(p, now, wantReady) {
 			t.phases = tracePhases(ctx, c, pod, t0, t.started)
 			return t, nil
 		}
@@ -277,8 +350,9 @@ func mklStart(ctx context.Context, c *api.Client, pod *v1.Pod, wantReady bool, p
 }
 
 // mklDelete deletes the pods with the grace period and waits until the API
-// no longer knows them (cleanup between iterations).
-func mklDelete(ctx context.Context, c *api.Client, names []string, grace int64) error {
+// no longer knows any pod of the bench namespace (with the watch: a list,
+// then its DELETED events; else ListPods every 20 ms).
+func mklDelete(ctx context.Context, c *api.Client, names []string, grace int64, obs observe) error {
 	for _, n := range names {
 		if _, err := c.DeletePod(ctx, benchNS, n, &grace); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete pod %s: %w", n, err)
@@ -292,16 +366,56 @@ func mklDelete(ctx context.Context, c *api.Client, names []string, grace int64) 
 		if len(l.Items) == 0 {
 			return nil
 		}
+		left := map[string]bool{}
+		for _, p := range l.Items {
+			left[p.Name] = true
+		}
+		if obs.watch {
+			if done, err := waitDeleted(ctx, c, l.ResourceVersion, left); done || err != nil {
+				return err
+			}
+			continue // the watch expired: list again
+		}
 		select {
 		case <-ctx.Done():
-			var left []string
-			for _, p := range l.Items {
-				left = append(left, p.Name)
-			}
-			return fmt.Errorf("pods still listed after deletion: %s: %w", strings.Join(left, " "), ctx.Err())
+			return fmt.Errorf("pods still listed after deletion: %s: %w", strings.Join(slices.Sorted(maps.Keys(left)), " "), ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// waitDeleted watches the bench namespace from rv until every pod of left
+// is DELETED (done); false without error when the watch expired or ended.
+func waitDeleted(ctx context.Context, c *api.Client, rv string, left map[string]bool) (bool, error) {
+	w, err := c.WatchPods(ctx, benchNS, api.WatchOptions{ResourceVersion: rv})
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("watch pods: %w", err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		switch ev.Type {
+		case watch.Error:
+			return false, nil
+		case watch.Deleted:
+			if p, ok := ev.Object.(*v1.Pod); ok {
+				delete(left, p.Name)
+			}
+		case watch.Added:
+			if p, ok := ev.Object.(*v1.Pod); ok {
+				left[p.Name] = true
+			}
+		}
+		if len(left) == 0 {
+			return true, nil
+		}
+	}
+	if ctx.Err() != nil {
+		return false, fmt.Errorf("pods still listed after deletion: %s: %w", strings.Join(slices.Sorted(maps.Keys(left)), " "), ctx.Err())
+	}
+	return false, nil
 }
 
 // tracePhases reads the pod's startup trace (each step's end and duration,
