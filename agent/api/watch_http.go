@@ -55,6 +55,9 @@ func podSelection(r *http.Request) (PodWatchOptions, error) {
 	return o, nil
 }
 
+// watchWriteTimeout bounds a write of watch events to a client.
+const watchWriteTimeout = time.Minute
+
 // watchEvent is metav1.WatchEvent's wire form with a typed object.
 type watchEvent struct {
 	Type   watch.EventType `json:"type"`
@@ -112,6 +115,11 @@ func (s *Server) watchPods(w http.ResponseWriter, r *http.Request, sel PodWatchO
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
+	// A client that stops reading would hold this goroutine in a write
+	// forever (its watch is dropped once it falls behind, the write stays
+	// blocked): each write gets a deadline.
+	rc := http.NewResponseController(w)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // for the stream's last chunk
 	enc := json.NewEncoder(w)
 	events := pw.Events()
 	write := func(ev PodEvent) error {
@@ -131,6 +139,7 @@ func (s *Server) watchPods(w http.ResponseWriter, r *http.Request, sel PodWatchO
 			if !ok {
 				return nil
 			}
+			_ = rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout)) // not every writer supports it
 			if err := write(ev); err != nil {
 				return nil // the client left
 			}
