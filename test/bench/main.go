@@ -369,6 +369,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 	}
 	var rawStarted, rawReady, mklStarted, mklReady, mklDelta []time.Duration
 	var rawPhases, mklPhases []phases
+	var cpu cpuUse
 	for i := range b.o.reps {
 		// Raw.
 		t0 := time.Now()
@@ -390,6 +391,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 		}
 		// minikubelet.
 		name := b.name(scen + "-mkl")
+		cpu0 := b.cpuNow()
 		t, err := mklStart(ctx, b.d.c, podSpec(name, b.image, kind, 1), ready, b.obs)
 		if err != nil {
 			return fmt.Errorf("%s minikubelet #%d: %w", scen, i+1, err)
@@ -403,6 +405,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 		if err := mklDelete(ctx, b.d.c, []string{name}, 1, b.obs); err != nil {
 			return err
 		}
+		cpu.add(cpu0, b.cpuNow())
 		line := fmt.Sprintf("%s %d/%d: started raw %s, minikubelet %s", scen, i+1, b.o.reps, started.Round(time.Microsecond*100), t.started.Round(time.Microsecond*100))
 		if ready {
 			line += fmt.Sprintf("; ready raw %s, minikubelet %s", rawReady[i].Round(time.Microsecond*100), t.ready.Round(time.Microsecond*100))
@@ -413,6 +416,7 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 		r := newRow("1 start", "submit → container started", "ms", summarize(ms(rawStarted)), summarize(ms(mklStarted)))
 		b.rep.Rows = append(b.rep.Rows, r.target("≤ 1.05 × raw", r.Ratio <= 1.05))
 		b.rep.Rows = append(b.rep.Rows, phaseRows("1 start", rawPhases, mklPhases)...)
+		b.rep.Rows = append(b.rep.Rows, cpu.rows("1 start", b.o.reps)...)
 		return nil
 	}
 	b.rep.Rows = append(b.rep.Rows,
@@ -421,7 +425,35 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 	d := summarize(ms(mklDelta))
 	r := newRow("1 ready", "Ready − started, per pod", "ms", nil, d)
 	b.rep.Rows = append(b.rep.Rows, r.target("≤ 50 ms", d.Median <= 50))
+	b.rep.Rows = append(b.rep.Rows, cpu.rows("1 ready", b.o.reps)...)
 	return nil
+}
+
+// cpuNow reads the CPU time used so far by the daemon and by this process
+// (the API client observing it); zero when /proc cannot tell.
+func (b *bench) cpuNow() [2]float64 {
+	d, _ := procCPU(b.d.pid())
+	s, _ := procCPU(os.Getpid())
+	return [2]float64{d, s}
+}
+
+// cpuUse sums the CPU time of the minikubelet iterations of a scenario.
+type cpuUse struct{ daemon, client float64 }
+
+func (c *cpuUse) add(before, after [2]float64) {
+	c.daemon += after[0] - before[0]
+	c.client += after[1] - before[1]
+}
+
+// rows reports the CPU per pod (submit, start, observe, delete): the
+// daemon's, and this process's as the API client (/proc counts in 10 ms
+// ticks: the sum over the reps is what is precise).
+func (c cpuUse) rows(scenario string, reps int) []Row {
+	per := func(s float64) *Stat { return single(s * 1000 / float64(reps)) }
+	return []Row{
+		newRow(scenario, "daemon CPU per pod (submit, start, observe, delete)", "ms", nil, per(c.daemon)),
+		newRow(scenario, "API client CPU per pod (the bench observing)", "ms", nil, per(c.client)),
+	}
 }
 
 // manyPods runs scenarios 2–4 on --pods pods: raw density, raw delete,
