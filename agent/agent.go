@@ -398,6 +398,22 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 	}()
 }
 
+// markDeleted gives the worker of p (if any) the deletion mark and grace
+// period its source set (a pod the API server deletes gracefully): the
+// teardown that follows uses them, as for a deletion through the local API.
+func (a *Agent) markDeleted(p *v1.Pod) {
+	a.mu.Lock()
+	w := a.workers[p.UID]
+	a.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if cur := w.pod(); cur.DeletionTimestamp != nil {
+		return
+	}
+	w.setDeletion(p.DeletionGracePeriodSeconds, a.clock.Now())
+}
+
 // AddObserver adds o to the agent's observers (the daemon's API watch, the
 // cluster's status writer). It must be called before Run.
 func (a *Agent) AddObserver(o Observer) {
