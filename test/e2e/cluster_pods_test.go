@@ -59,6 +59,10 @@ func TestCluster_PodsRunReportAndAreDeleted(t *testing.T) {
 	cp := controlplane.Start(t, node)
 	r := newPrivateRuntime(t)
 	d := r.newDaemon(t, nil, "--node-name", node, "--kubeconfig", cp.NodeKubeconfig(t, node))
+	d.deleteClusterPod = func(ctx context.Context, namespace, name string) error {
+		zero := int64(0)
+		return cp.Admin.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
 	d.start(t)
 	cs := cp.Admin
 	ctx, cancel := context.WithTimeout(context.Background(), scaled(5*time.Minute))
