@@ -50,6 +50,10 @@ type DaemonConfig struct {
 	// store, such as the cluster's API server. Each sends its complete set
 	// under its own name (SourceUpdate.Source), the first once it knows it.
 	Sources []Source
+	// StaticPods, when set, is called with the manifest directory's pods
+	// (the static pods) whenever that set changed, in order; the cluster
+	// keeps their mirror pods with it. It must not block for long.
+	StaticPods func(pods []*v1.Pod)
 }
 
 // Source is a pod source the daemon merges with its own. Run sends the
@@ -222,6 +226,9 @@ func (d *Daemon) applyLocked(u SourceUpdate) {
 	merged, deleting := d.mergedLocked(true)
 	config := d.mergedConfigLocked(true)
 	d.mu.Unlock()
+	if u.Source == sourceFile && d.cfg.StaticPods != nil {
+		d.cfg.StaticPods(u.Pods)
+	}
 	// ConfigMaps and Secrets first: the pods' volumes and env use them.
 	// Every worker is triggered by a new set: only hand over a change. The
 	// API's objects are shared between the store's sets: the same pointers

@@ -157,3 +157,22 @@ func TestDaemon_OrphansWaitForEverySource(t *testing.T) {
 	assert.True(t, adopted, "the pod it still has is adopted")
 	assert.False(t, removed("kept"))
 }
+
+// The manifest directory's pods reach the StaticPods hook (mirror pods)
+// on every change of that source, and only then.
+func TestDaemon_StaticPodsHook(t *testing.T) {
+	h := newHarness(t)
+	var got [][]string
+	d := NewDaemon(h.agent, nil, nil, DaemonConfig{StaticPods: func(pods []*v1.Pod) {
+		var names []string
+		for _, p := range pods {
+			names = append(names, p.Name)
+		}
+		got = append(got, names)
+	}})
+	static := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
+	d.apply(SourceUpdate{Source: sourceFile, Pods: []*v1.Pod{static}})
+	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clusterPod(t, "db", "uid-db")}})
+	d.apply(SourceUpdate{Source: sourceFile})
+	assert.Equal(t, [][]string{{"static"}, nil}, got)
+}
