@@ -89,7 +89,7 @@ func TestPodSource_StreamsTheNodesPods(t *testing.T) {
 	done := nodePod("done", "node-a")
 	done.Status.Phase = v1.PodSucceeded
 	client := fake.NewClientset(nodePod("web", "node-a"), nodePod("elsewhere", "node-b"), bad, done)
-	src := NewPodSource(client, "node-a", nil)
+	src := NewPodSource(fromClientset(client), "node-a", nil)
 	synced := make(chan struct{})
 	src.synced = func() { close(synced) }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,7 +168,7 @@ func TestPodSource_StreamsTheNodesPods(t *testing.T) {
 
 func TestPodSource_NeverBlocksOnItsConsumer(t *testing.T) {
 	client := fake.NewClientset()
-	src := NewPodSource(client, "node-a", nil)
+	src := NewPodSource(fromClientset(client), "node-a", nil)
 	synced := make(chan struct{})
 	src.synced = func() { close(synced) }
 	ctx, cancel := context.WithCancel(context.Background())

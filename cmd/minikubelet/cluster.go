@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -28,7 +27,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 // clusterClient is the API server connection serve prepared before
 // anything started, so that a bad kubeconfig is a usage error.
 type clusterClient struct {
-	client kubernetes.Interface
+	client cluster.API
 	server string
 }
 
