@@ -108,6 +108,16 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 	}
 	created, err := cp.Admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// The local API may not delete a cluster pod: if the test stops early,
+	// the API server deletes it before the daemon's teardown waits for it.
+	t.Cleanup(func() {
+		if t.Failed() {
+			dctx, dcancel := shortCtx()
+			defer dcancel()
+			zero := int64(0)
+			_ = cp.Admin.CoreV1().Pods("default").Delete(dctx, "token-user", metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+	})
 	var apiAccess string
 	for _, v := range created.Spec.Volumes {
 		if strings.HasPrefix(v.Name, "kube-api-access-") {
@@ -186,4 +196,21 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 	})
 	require.Equal(t, "ServiceAccountTokenUnavailable", refused.Status.Reason)
 	require.Contains(t, refused.Status.Message, `only pods from the cluster's API server get tokens: this pod comes from the "api" source`)
+
+	// Deleted through the API server: the node tears the pod down, token
+	// volumes (tmpfs) included, and the object goes.
+	grace := int64(1)
+	require.NoError(t, cp.Admin.CoreV1().Pods("default").Delete(ctx, "token-user", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
+	waitFor(t, "token-user's object to disappear", scaled(45*time.Second), func() string {
+		p, err := serverPod(t, cp.Admin, "token-user")
+		if err != nil {
+			return err.Error()
+		}
+		if p != nil {
+			return "still there: " + podSummary(p)
+		}
+		return ""
+	})
+	d.waitPod(t, "token-user", "gone from the node", scaled(10*time.Second), func(p *v1.Pod) bool { return p == nil })
+	require.Empty(t, removeLeftovers(ctx, t, r.rt, "token-user"), "token-user's sandbox and containers must be gone")
 }
