@@ -58,6 +58,10 @@ const (
 	// tokenRequestTimeout bounds one request: volume setup has no context
 	// of its own, and a pod waits for its token anyway.
 	tokenRequestTimeout = 15 * time.Second
+	// tokenRetryAfter spaces the refresh attempts of a token that is still
+	// valid after one failed: a pod syncing often while the API server is
+	// away does not wait on a request at every sync.
+	tokenRetryAfter = 10 * time.Second
 )
 
 // sourceCluster is the config.source of pods from the cluster's API
@@ -82,6 +86,7 @@ type tokenEntry struct {
 	token   []byte
 	fetched time.Time // when it was received (this node's clock)
 	expires time.Time
+	failed  time.Time // when a refresh last failed
 }
 
 // tokenCache is the agent's token manager; nil when there is no source.
@@ -126,10 +131,13 @@ func (c *tokenCache) token(pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (
 	e.fetch.Lock()
 	defer e.fetch.Unlock()
 	c.mu.Lock()
-	cached, fetched, expires := e.token, e.fetched, e.expires
+	cached, fetched, expires, failed := e.token, e.fetched, e.expires, e.failed
 	c.mu.Unlock()
 	now = c.clock.Now()
 	if cached != nil && !tokenNeedsRefresh(now, fetched, expires) {
+		return cached, nil
+	}
+	if cached != nil && now.Before(expires) && now.Sub(failed) < tokenRetryAfter {
 		return cached, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), tokenRequestTimeout)
@@ -140,6 +148,9 @@ func (c *tokenCache) token(pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (
 	}
 	if err != nil {
 		if cached != nil && now.Before(expires) {
+			c.mu.Lock()
+			e.failed = now
+			c.mu.Unlock()
 			c.logger.Warn("Service account token refresh failed; keeping the current token until it expires",
 				"pod", pod.Namespace+"/"+pod.Name, "serviceAccount", key.serviceAccount, "expires", expires, "err", err)
 			return cached, nil
