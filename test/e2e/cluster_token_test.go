@@ -91,11 +91,12 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 	lcancel()
 	require.NoError(t, err)
 
-	vaultExp := int64(600)
+	vaultExp, one := int64(600), int64(1)
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "token-user"},
 		Spec: v1.PodSpec{
-			NodeName: node,
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: &one,
 			Volumes: []v1.Volume{{Name: "vault", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{
 				ServiceAccountToken: &v1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: &vaultExp, Path: "vault-token"},
 			}}}}}},
@@ -197,20 +198,14 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 	require.Equal(t, "ServiceAccountTokenUnavailable", refused.Status.Reason)
 	require.Contains(t, refused.Status.Message, `only pods from the cluster's API server get tokens: this pod comes from the "api" source`)
 
-	// Deleted through the API server: the node tears the pod down, token
-	// volumes (tmpfs) included, and the object goes.
-	grace := int64(1)
-	require.NoError(t, cp.Admin.CoreV1().Pods("default").Delete(ctx, "token-user", metav1.DeleteOptions{GracePeriodSeconds: &grace}))
-	waitFor(t, "token-user's object to disappear", scaled(45*time.Second), func() string {
-		p, err := serverPod(t, cp.Admin, "token-user")
-		if err != nil {
-			return err.Error()
-		}
-		if p != nil {
-			return "still there: " + podSummary(p)
-		}
-		return ""
-	})
-	d.waitPod(t, "token-user", "gone from the node", scaled(10*time.Second), func(p *v1.Pod) bool { return p == nil })
+	// Deleted through the API server (at once: graceful deletion is
+	// TestCluster_PodsRunReportAndAreDeleted's): the node tears the pod
+	// down, its token volumes (tmpfs) included.
+	zero := int64(0)
+	require.NoError(t, cp.Admin.CoreV1().Pods("default").Delete(ctx, "token-user", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+	d.waitPod(t, "token-user", "gone from the node", scaled(30*time.Second), func(p *v1.Pod) bool { return p == nil })
 	require.Empty(t, removeLeftovers(ctx, t, r.rt, "token-user"), "token-user's sandbox and containers must be gone")
+	hostMounts, err := os.ReadFile("/proc/self/mounts")
+	require.NoError(t, err)
+	require.NotContains(t, string(hostMounts), string(created.UID), "the token volumes' tmpfs mounts must be gone")
 }
