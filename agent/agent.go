@@ -135,6 +135,9 @@ type Deps struct {
 	// Cgroups manages the kubepods hierarchy and pod cgroups; nil leaves
 	// pods in the runtime's default cgroup parent.
 	Cgroups cgroups.Manager
+	// Tokens issues service account tokens (cluster mode); nil refuses
+	// every pod that projects one (token.go).
+	Tokens TokenSource
 }
 
 // Agent runs the node's pods.
@@ -194,6 +197,8 @@ type Agent struct {
 	// started is when this agent was built: container starts left
 	// unfinished before it are a dead process's (startInterrupted).
 	started time.Time
+	// tokens caches service account tokens; nil without Deps.Tokens.
+	tokens *tokenCache
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -227,6 +232,7 @@ func New(cfg Config, deps Deps) *Agent {
 		a.observer = nopObserver{}
 	}
 	a.started = a.clock.Now()
+	a.tokens = newTokenCache(deps.Tokens, a.clock, a.logger)
 	return a
 }
 
@@ -302,6 +308,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			continue
 		}
 		if reason, msg := a.admitSecurity(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
+		if reason, msg := a.admitServiceAccountTokens(p); reason != "" {
 			a.reject(p, reason, msg)
 			continue
 		}
@@ -407,6 +417,22 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			a.startWorkerLocked(next)
 		}
 	}()
+}
+
+// markDeleted gives the worker of p (if any) the deletion mark and grace
+// period its source set (a pod the API server deletes gracefully): the
+// teardown that follows uses them, as for a deletion through the local API.
+func (a *Agent) markDeleted(p *v1.Pod) {
+	a.mu.Lock()
+	w := a.workers[p.UID]
+	a.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if cur := w.pod(); cur.DeletionTimestamp != nil {
+		return
+	}
+	w.setDeletion(p.DeletionGracePeriodSeconds, a.clock.Now())
 }
 
 // AddObserver adds o to the agent's observers (the daemon's API watch, the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,31 @@ type DaemonConfig struct {
 	RuntimeName, RuntimeVersion, RuntimeAPIVersion string
 	// LogRotation rotates container logs (kubelet defaults 10Mi × 5).
 	LogRotation LogRotationConfig
+	// Sources are pod sources beside the manifest directory and the API
+	// store, such as the cluster's API server. Each sends its complete set
+	// under its own name (SourceUpdate.Source), the first once it knows it.
+	Sources []Source
+	// StaticPods, when set, is called with the manifest directory's pods
+	// (the static pods) whenever that set changed, in order; the cluster
+	// keeps their mirror pods with it. It must not block for long.
+	StaticPods func(pods []*v1.Pod)
 }
+
+// Source is a pod source the daemon merges with its own. Run sends the
+// source's complete set on out whenever it changed and must never block on
+// out for long (DirSource's contract: newer sets replace an unsent one).
+// A pod a source sends with a DeletionTimestamp is being deleted there: the
+// daemon tears it down with its DeletionGracePeriodSeconds (if set) and
+// never starts it (the kubelet's handling of a pod the API server deletes
+// gracefully).
+type Source interface {
+	Run(ctx context.Context, out chan<- SourceUpdate)
+}
+
+// firstSetWait bounds how long the daemon waits for every source's first
+// set before starting the pods it has; orphan collection waits for them
+// all, however long that takes.
+const firstSetWait = 30 * time.Second
 
 // Daemon is the long-running node agent (`minikubelet serve`): it merges the
 // pod sources — the static manifest directory and the pods accepted through
@@ -68,6 +93,8 @@ type Daemon struct {
 	// once storeApplied (both guarded by applyMu).
 	storeGen     uint64
 	storeApplied bool
+	// firstSetWait is the const unless a test shortens it.
+	firstSetWait time.Duration
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -85,32 +112,64 @@ var _ api.Backend = (*Daemon)(nil)
 // NewDaemon wires the agent to its sources. dir may be nil (no manifest
 // directory).
 func NewDaemon(a *Agent, store *PodStore, dir *DirSource, cfg DaemonConfig) *Daemon {
-	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]SourceUpdate{}, watch: newPodWatchFeed(a)}
+	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]SourceUpdate{}, firstSetWait: firstSetWait,
+		watch: newPodWatchFeed(a)}
 }
 
 // Run runs the daemon until ctx ends. Pods keep running when it returns.
 func (d *Daemon) Run(ctx context.Context) error {
 	updates := make(chan SourceUpdate, 4)
+	waiting := len(d.cfg.Sources)
 	if d.dir != nil {
+		waiting++
 		go d.dir.Run(ctx, updates)
+	}
+	for _, src := range d.cfg.Sources {
+		go src.Run(ctx, updates)
 	}
 	d.applyStore()
 
 	// Orphans are collected only once the whole desired set is known: the
-	// first directory scan must have arrived.
-	if d.dir != nil {
+	// first set of every source must have arrived (a pod of a source that
+	// has not answered yet, such as an API server still down, is not an
+	// orphan). The pods known meanwhile start after firstSetWait at the
+	// latest; orphans are then collected when the last source answers.
+	seen := map[string]bool{}
+	first := func(u SourceUpdate) {
+		if !seen[u.Source] {
+			seen[u.Source] = true
+			waiting--
+		}
+	}
+	timeout := time.NewTimer(d.firstSetWait)
+	defer timeout.Stop()
+wait:
+	for waiting > 0 {
 		select {
 		case u := <-updates:
+			first(u)
 			d.apply(u)
-		case <-time.After(30 * time.Second):
-			d.a.logger.Warn("Manifest directory not scanned within 30 s; collecting orphans later")
+		case <-d.store.Updates():
+			d.applyStore()
+		case <-timeout.C:
+			d.a.logger.Warn("Not every pod source answered; starting the pods known so far, collecting orphans once all have answered",
+				"waitedFor", d.firstSetWait, "answered", slices.Sorted(maps.Keys(seen)))
+			break wait
 		case <-ctx.Done():
 			return nil
 		}
 	}
-	if err := d.a.collectOrphans(ctx, d.desiredUIDs()); err != nil {
-		d.a.logger.Warn("Orphan collection incomplete", "err", err)
+	collected := false
+	collect := func() {
+		if collected || waiting > 0 {
+			return
+		}
+		collected = true
+		if err := d.a.collectOrphans(ctx, d.desiredUIDs()); err != nil {
+			d.a.logger.Warn("Orphan collection incomplete", "err", err)
+		}
 	}
+	collect()
 
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- d.a.Run(ctx) }()
@@ -120,7 +179,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return <-agentDone
 		case u := <-updates:
+			first(u)
 			d.apply(u)
+			collect()
 		case <-d.store.Updates():
 			d.applyStore()
 		}
@@ -166,9 +227,12 @@ func (d *Daemon) applyLocked(u SourceUpdate) {
 	for _, fe := range u.Errors {
 		d.a.logger.Warn("Manifest ignored", "source", u.Source, "path", fe.Path, "err", fe.Err)
 	}
-	merged := d.mergedLocked()
+	merged, deleting := d.mergedLocked(true)
 	config := d.mergedConfigLocked(true)
 	d.mu.Unlock()
+	if u.Source == sourceFile && d.cfg.StaticPods != nil {
+		d.cfg.StaticPods(u.Pods)
+	}
 	// ConfigMaps and Secrets first: the pods' volumes and env use them.
 	// Every worker is triggered by a new set: only hand over a change. The
 	// API's objects are shared between the store's sets: the same pointers
@@ -176,6 +240,10 @@ func (d *Daemon) applyLocked(u SourceUpdate) {
 	if d.configApplied == nil || !config.same(*d.configApplied) && !apiequality.Semantic.DeepEqual(*d.configApplied, config) {
 		d.a.SetConfigData(config.ConfigMaps, config.Secrets)
 		d.configApplied = &config
+	}
+	// The deletion's grace period first: SetPods then tears the pod down.
+	for _, p := range deleting {
+		d.a.markDeleted(p)
 	}
 	d.a.SetPods(merged)
 }
@@ -191,58 +259,82 @@ func (c configSet) same(o configSet) bool {
 	return slices.Equal(c.ConfigMaps, o.ConfigMaps) && slices.Equal(c.Secrets, o.Secrets)
 }
 
+// sourceOrderLocked names the sources in the order their objects win a
+// clash of namespace/name: for pods the API store, the manifest directory,
+// then the other sources (such as the cluster) by name; for ConfigMaps and
+// Secrets the manifest directory (the node's configuration) comes first.
+// d.mu is held.
+func (d *Daemon) sourceOrderLocked(fileFirst bool) []string {
+	order := []string{sourceAPI, sourceFile}
+	if fileFirst {
+		order = []string{sourceFile, sourceAPI}
+	}
+	var others []string
+	for name := range d.sources {
+		if name != sourceAPI && name != sourceFile {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	return append(order, others...)
+}
+
 // mergedConfigLocked is the union of the sources' ConfigMaps and Secrets,
-// the file's winning a clash (logged when report is set); d.mu is held.
+// the first source's winning a clash (logged when report is set); d.mu is
+// held.
 func (d *Daemon) mergedConfigLocked(report bool) configSet {
 	var out configSet
-	file, apiSrc := d.sources[sourceFile], d.sources[sourceAPI]
-	fileCMs := map[string]bool{}
-	for _, cm := range file.ConfigMaps {
-		fileCMs[cm.Namespace+"/"+cm.Name] = true
-		out.ConfigMaps = append(out.ConfigMaps, cm)
-	}
-	for _, cm := range apiSrc.ConfigMaps {
-		if key := cm.Namespace + "/" + cm.Name; fileCMs[key] {
-			if report {
-				d.a.logger.Warn("A manifest file defines a ConfigMap that was submitted through the API; the file's is used", "configMap", key)
+	cmFrom, secretFrom := map[string]string{}, map[string]string{}
+	for _, src := range d.sourceOrderLocked(true) {
+		for _, cm := range d.sources[src].ConfigMaps {
+			key := cm.Namespace + "/" + cm.Name
+			if winner, ok := cmFrom[key]; ok {
+				if report {
+					d.a.logger.Warn("Two pod sources define the same ConfigMap; the first one's is used", "configMap", key, "used", winner, "ignored", src)
+				}
+				continue
 			}
-			continue
+			cmFrom[key] = src
+			out.ConfigMaps = append(out.ConfigMaps, cm)
 		}
-		out.ConfigMaps = append(out.ConfigMaps, cm)
-	}
-	fileSecrets := map[string]bool{}
-	for _, sec := range file.Secrets {
-		fileSecrets[sec.Namespace+"/"+sec.Name] = true
-		out.Secrets = append(out.Secrets, sec)
-	}
-	for _, sec := range apiSrc.Secrets {
-		if key := sec.Namespace + "/" + sec.Name; fileSecrets[key] {
-			if report {
-				d.a.logger.Warn("A manifest file defines a Secret that was submitted through the API; the file's is used", "secret", key)
+		for _, sec := range d.sources[src].Secrets {
+			key := sec.Namespace + "/" + sec.Name
+			if winner, ok := secretFrom[key]; ok {
+				if report {
+					d.a.logger.Warn("Two pod sources define the same Secret; the first one's is used", "secret", key, "used", winner, "ignored", src)
+				}
+				continue
 			}
-			continue
+			secretFrom[key] = src
+			out.Secrets = append(out.Secrets, sec)
 		}
-		out.Secrets = append(out.Secrets, sec)
 	}
 	return out
 }
 
-// mergedLocked is the union of all sources' pods; d.mu is held.
-func (d *Daemon) mergedLocked() []*v1.Pod {
-	seen := map[string]bool{}
-	var out []*v1.Pod
-	for _, src := range []string{sourceAPI, sourceFile} {
+// mergedLocked is the union of all sources' pods, without those a source
+// is deleting, which it returns apart; clashes are logged when report is
+// set. d.mu is held.
+func (d *Daemon) mergedLocked(report bool) (pods, deleting []*v1.Pod) {
+	from := map[string]string{}
+	for _, src := range d.sourceOrderLocked(false) {
 		for _, p := range d.sources[src].Pods {
 			key := p.Namespace + "/" + p.Name
-			if seen[key] {
-				d.a.logger.Warn("A manifest file defines a pod that was submitted through the API; the file is ignored", "pod", key, "file", p.Annotations[annotationSourceFile])
+			if winner, ok := from[key]; ok {
+				if report {
+					d.a.logger.Warn("Two pod sources define the same pod; the first one's runs", "pod", key, "runs", winner, "ignored", src, "file", p.Annotations[annotationSourceFile])
+				}
 				continue
 			}
-			seen[key] = true
-			out = append(out, p)
+			from[key] = src
+			if p.DeletionTimestamp != nil {
+				deleting = append(deleting, p)
+				continue
+			}
+			pods = append(pods, p)
 		}
 	}
-	return out
+	return pods, deleting
 }
 
 // desiredUIDs are the UIDs of every pod some source wants.
@@ -250,7 +342,8 @@ func (d *Daemon) desiredUIDs() map[types.UID]bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	uids := map[types.UID]bool{}
-	for _, p := range d.mergedLocked() {
+	pods, _ := d.mergedLocked(false)
+	for _, p := range pods {
 		uids[p.UID] = true
 	}
 	return uids
@@ -279,6 +372,11 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	}
 	a.mu.Lock()
 	for _, p := range orphans {
+		if a.workers[p.UID] != nil {
+			// Wanted meanwhile: collection runs after the agent started
+			// when a source answered late.
+			continue
+		}
 		a.logger.Info("Removing a pod no source wants", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID))
 		w := newPodWorker(a, p)
 		w.terminating = true
@@ -305,7 +403,7 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 		for _, n := range names {
 			u, ok := n.PodUID()
 			uid := types.UID(u)
-			if !ok || live[uid] || desired[uid] {
+			if !ok || live[uid] || desired[uid] || a.hasWorker(uid) {
 				continue
 			}
 			// Only pod cgroups this agent made (it creates the pod dir
@@ -335,6 +433,13 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hasWorker reports whether the pod uid has a worker.
+func (a *Agent) hasWorker(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.workers[uid] != nil
 }
 
 // findPod returns the worker of the pod namespace/name, or the rejected pod.
@@ -478,9 +583,14 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	default:
 		return nil, notFound(name)
 	}
-	if pod.Annotations[annotationConfigSource] == sourceFile {
+	switch src := pod.Annotations[annotationConfigSource]; src {
+	case sourceAPI:
+	case sourceFile:
 		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
 			fmt.Errorf("it is a static pod from %s: remove or edit that file to delete it", pod.Annotations[annotationSourceFile]))
+	default:
+		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
+			fmt.Errorf("it comes from the %q pod source (the cluster's API server): delete it there (kubectl delete pod -n %s %s)", src, namespace, name))
 	}
 	if w != nil {
 		w.setDeletion(grace, d.a.clock.Now())

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -8,10 +9,86 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 )
+
+// API is what the node uses of the API server.
+//
+// It is a narrow stand-in for client-go's kubernetes.Interface: linking the
+// full clientset (every API group's typed client, its scheme, the informer
+// factory and listers) doubled the binary and the daemon's idle RSS (issue
+// #8). NewClient builds it from client-go's generic typed clients
+// (k8s.io/client-go/gentype) over REST clients whose scheme knows core/v1,
+// coordination.k8s.io/v1 and meta only; tests adapt client-go's fake
+// clientset to it (clustertest.FromClientset), whose typed clients satisfy
+// every XClient below as they are.
+type API interface {
+	Pods(namespace string) PodClient
+	Nodes() NodeClient
+	Leases(namespace string) LeaseClient
+	ConfigMaps(namespace string) ConfigMapClient
+	Secrets(namespace string) SecretClient
+}
+
+// PodClient is the part of client-go's PodInterface the node uses (the
+// API server source, status patches, deletion, mirror pods).
+type PodClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Pod, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.PodList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, pod *v1.Pod, opts metav1.CreateOptions) (*v1.Pod, error)
+	Update(ctx context.Context, pod *v1.Pod, opts metav1.UpdateOptions) (*v1.Pod, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *v1.Pod, err error)
+}
+
+// NodeClient is the part of client-go's NodeInterface the node uses: its
+// own Node object (registration, status patches; List and Watch for an
+// informer on metadata.name).
+type NodeClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Node, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.NodeList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, node *v1.Node, opts metav1.CreateOptions) (*v1.Node, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *v1.Node, err error)
+}
+
+// LeaseClient is the part of client-go's LeaseInterface the node's
+// heartbeat uses.
+type LeaseClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+	Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
+}
+
+// ConfigMapClient is the part of client-go's ConfigMapInterface the node
+// uses: reading the ConfigMaps its pods reference (the Node authorizer
+// allows get, and list/watch by metadata.name).
+type ConfigMapClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.ConfigMap, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.ConfigMapList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// SecretClient is the part of client-go's SecretInterface the node uses,
+// as ConfigMapClient.
+type SecretClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Secret, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.SecretList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
 
 // The kubelet's client settings (kubeAPIQPS 50, kubeAPIBurst 100, and
 // protobuf on the wire).
@@ -26,7 +103,7 @@ const (
 // system:nodes), a bearer token, or an exec plugin. Bootstrap tokens (TLS
 // bootstrapping) are not supported. userAgent names the agent in the API
 // server's logs and audit.
-func NewClient(kubeconfig, userAgent string) (kubernetes.Interface, *rest.Config, error) {
+func NewClient(kubeconfig, userAgent string) (API, *rest.Config, error) {
 	if _, err := os.Stat(kubeconfig); err != nil {
 		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -41,11 +118,89 @@ func NewClient(kubeconfig, userAgent string) (kubernetes.Interface, *rest.Config
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	cs, err := kubernetes.NewForConfig(cfg)
+	api, err := newRESTAPI(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
-	return cs, cfg, nil
+	return api, cfg, nil
+}
+
+// scheme knows the types the node reads and writes (core/v1,
+// coordination.k8s.io/v1) and meta's (Status, WatchEvent, list and get
+// options): all its REST clients decode, nothing else.
+var (
+	scheme         = runtime.NewScheme()
+	codecs         = serializer.NewCodecFactory(scheme)
+	parameterCodec = runtime.NewParameterCodec(scheme)
+)
+
+func init() {
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	utilruntime.Must(v1.AddToScheme(scheme))
+	utilruntime.Must(coordinationv1.AddToScheme(scheme))
+}
+
+// restAPI is API over the API server: one REST client per API group,
+// sharing one HTTP client (connections) and one rate limiter (cfg's QPS
+// for the whole node, as the clientset does).
+type restAPI struct {
+	core, coordination rest.Interface
+}
+
+func newRESTAPI(cfg *rest.Config) (*restAPI, error) {
+	base := rest.CopyConfig(cfg)
+	if base.RateLimiter == nil && base.QPS > 0 {
+		base.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(base.QPS, base.Burst)
+	}
+	httpClient, err := rest.HTTPClientFor(base)
+	if err != nil {
+		return nil, err
+	}
+	group := func(gv schema.GroupVersion, apiPath string) (rest.Interface, error) {
+		c := rest.CopyConfig(base)
+		c.GroupVersion, c.APIPath = &gv, apiPath
+		c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()
+		return rest.RESTClientForConfigAndClient(c, httpClient)
+	}
+	core, err := group(v1.SchemeGroupVersion, "/api")
+	if err != nil {
+		return nil, err
+	}
+	coordination, err := group(coordinationv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &restAPI{core: core, coordination: coordination}, nil
+}
+
+func (a *restAPI) Pods(namespace string) PodClient {
+	return gentype.NewClientWithList("pods", a.core, parameterCodec, namespace,
+		func() *v1.Pod { return &v1.Pod{} }, func() *v1.PodList { return &v1.PodList{} },
+		gentype.PrefersProtobuf[*v1.Pod]())
+}
+
+func (a *restAPI) Nodes() NodeClient {
+	return gentype.NewClientWithList("nodes", a.core, parameterCodec, "",
+		func() *v1.Node { return &v1.Node{} }, func() *v1.NodeList { return &v1.NodeList{} },
+		gentype.PrefersProtobuf[*v1.Node]())
+}
+
+func (a *restAPI) Leases(namespace string) LeaseClient {
+	return gentype.NewClientWithList("leases", a.coordination, parameterCodec, namespace,
+		func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
+		gentype.PrefersProtobuf[*coordinationv1.Lease]())
+}
+
+func (a *restAPI) ConfigMaps(namespace string) ConfigMapClient {
+	return gentype.NewClientWithList("configmaps", a.core, parameterCodec, namespace,
+		func() *v1.ConfigMap { return &v1.ConfigMap{} }, func() *v1.ConfigMapList { return &v1.ConfigMapList{} },
+		gentype.PrefersProtobuf[*v1.ConfigMap]())
+}
+
+func (a *restAPI) Secrets(namespace string) SecretClient {
+	return gentype.NewClientWithList("secrets", a.core, parameterCodec, namespace,
+		func() *v1.Secret { return &v1.Secret{} }, func() *v1.SecretList { return &v1.SecretList{} },
+		gentype.PrefersProtobuf[*v1.Secret]())
 }
 
 // hasCredentials reports whether cfg authenticates at all.

@@ -39,13 +39,20 @@ func clientCert(t *testing.T, subject pkix.Name) (certPEM, keyPEM []byte) {
 // writeKubeconfig writes a kubeconfig whose user has the given YAML body.
 func writeKubeconfig(t *testing.T, user string) string {
 	t.Helper()
+	return writeKubeconfigFor(t, "https://127.0.0.1:6443", user)
+}
+
+// writeKubeconfigFor writes a kubeconfig for server whose user has the
+// given YAML body.
+func writeKubeconfigFor(t *testing.T, server, user string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	data := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: c
   cluster:
-    server: https://127.0.0.1:6443
+    server: %s
     insecure-skip-tls-verify: true
 users:
 - name: u
@@ -55,7 +62,7 @@ contexts:
 - name: x
   context: {cluster: c, user: u}
 current-context: x
-`, user)
+`, server, user)
 	require.NoError(t, os.WriteFile(path, []byte(data), 0o600))
 	return path
 }

@@ -81,7 +81,7 @@ func (n *NodeAgent) desiredLease(base *coordinationv1.Lease, now time.Time) *coo
 func (n *NodeAgent) renewLease(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	leases := n.client.CoordinationV1().Leases(leaseNamespace)
+	leases := n.client.Leases(leaseNamespace)
 	if n.lease != nil {
 		updated, err := leases.Update(rctx, n.desiredLease(n.lease, n.clock.Now()), metav1.UpdateOptions{})
 		if err == nil {

@@ -35,7 +35,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -158,7 +157,7 @@ type NodeState struct {
 
 // NodeAgent keeps this node's Node object and Lease on the API server.
 type NodeAgent struct {
-	client  kubernetes.Interface
+	client  API
 	runtime RuntimeStatus
 	cfg     NodeConfig
 	logger  *slog.Logger
@@ -189,12 +188,12 @@ type NodeAgent struct {
 // NewNodeAgent prepares the node agent; nothing is sent before Run. It
 // fails when the node's address cannot be found (give NodeConfig.NodeIP).
 // clk may be nil (the real clock).
-func NewNodeAgent(client kubernetes.Interface, rt RuntimeStatus, cfg NodeConfig, logger *slog.Logger, clk clock.WithTicker) (*NodeAgent, error) {
+func NewNodeAgent(client API, rt RuntimeStatus, cfg NodeConfig, logger *slog.Logger, clk clock.WithTicker) (*NodeAgent, error) {
 	return newNodeAgent(client, rt, cfg, logger, clk, realHost)
 }
 
 // newNodeAgent is NewNodeAgent reading the host through h.
-func newNodeAgent(client kubernetes.Interface, rt RuntimeStatus, cfg NodeConfig, logger *slog.Logger, clk clock.WithTicker, h host) (*NodeAgent, error) {
+func newNodeAgent(client API, rt RuntimeStatus, cfg NodeConfig, logger *slog.Logger, clk clock.WithTicker, h host) (*NodeAgent, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Node.Name == "" {
 		return nil, errors.New("cluster node: no node name")
@@ -311,7 +310,7 @@ func (n *NodeAgent) initialNode() *v1.Node {
 func (n *NodeAgent) register(ctx context.Context) (types.UID, error) {
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	nodes := n.client.CoreV1().Nodes()
+	nodes := n.client.Nodes()
 	created, err := nodes.Create(rctx, n.initialNode(), metav1.CreateOptions{})
 	if err == nil {
 		return created.UID, nil
@@ -407,7 +406,7 @@ func (n *NodeAgent) syncStatus(ctx context.Context) error {
 
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	nodes := n.client.CoreV1().Nodes()
+	nodes := n.client.Nodes()
 	current, err := nodes.Get(rctx, n.cfg.Node.Name, metav1.GetOptions{ResourceVersion: "0"})
 	if apierrors.IsNotFound(err) {
 		n.logger.Warn("The Node object is gone from the API server; registering it again")

@@ -70,7 +70,7 @@ func newNodeHarness(t *testing.T, objects ...runtime.Object) *nodeHarness {
 		}
 		return false, nil, nil
 	})
-	n, err := newNodeAgent(h.client, h.runtime, NodeConfig{
+	n, err := newNodeAgent(fromClientset(h.client), h.runtime, NodeConfig{
 		Node: testNodeInfo(), RuntimeName: "containerd", RuntimeVersion: "1.6.20", Version: "v0.1.0-test", RootDir: "/var/lib/minikubelet",
 	}, nil, h.clock, newFakeHost().host())
 	require.NoError(t, err)

@@ -17,11 +17,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -38,7 +37,7 @@ const annotationConfigSource = "kubernetes.io/config.source"
 
 // PodSource streams the pods the cluster bound to this node.
 type PodSource struct {
-	client   kubernetes.Interface
+	client   API
 	nodeName string
 	logger   *slog.Logger
 
@@ -48,7 +47,7 @@ type PodSource struct {
 }
 
 // NewPodSource returns the API server source for node nodeName.
-func NewPodSource(client kubernetes.Interface, nodeName string, logger *slog.Logger) *PodSource {
+func NewPodSource(client API, nodeName string, logger *slog.Logger) *PodSource {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -63,12 +62,13 @@ func NewPodSource(client kubernetes.Interface, nodeName string, logger *slog.Log
 // itself (with back-off) when the API server goes away; the pods of the
 // last list stay desired meanwhile.
 func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
-	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", s.nodeName).String()
-		}))
-	podInformer := factory.Core().V1().Pods()
-	informer := podInformer.Informer()
+	informer := newInformer(s.client, &v1.Pod{}, fields.OneTermEqualSelector("spec.nodeName", s.nodeName),
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return s.client.Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return s.client.Pods(metav1.NamespaceAll).Watch(ctx, o)
+		})
 	// Capacity 1: a burst of events is one rebuild.
 	changed := make(chan struct{}, 1)
 	notify := func() {
@@ -85,8 +85,12 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 		s.logger.Error("Cannot watch the node's pods", "err", err)
 		return
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	informerDone := make(chan struct{})
+	go func() {
+		defer close(informerDone)
+		informer.RunWithContext(ctx)
+	}()
+	defer func() { <-informerDone }()
 	start := time.Now()
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return
@@ -97,7 +101,6 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	}
 	notify()
 
-	lister := podInformer.Lister()
 	var (
 		pending *agent.SourceUpdate
 		lastKey string
@@ -114,11 +117,7 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			pods, err := lister.List(labels.Everything())
-			if err != nil {
-				s.logger.Warn("Cannot list the node's pods from the informer", "err", err)
-				continue
-			}
+			pods := storedPods(informer.GetStore())
 			next, key := s.update(pods)
 			if key != lastKey {
 				lastKey, pending = key, &next
@@ -128,6 +127,18 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 			pending = nil
 		}
 	}
+}
+
+// storedPods lists the pods of an informer's store.
+func storedPods(store cache.Store) []*v1.Pod {
+	objs := store.List()
+	pods := make([]*v1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*v1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods
 }
 
 // update builds the source's set from the informer's pods and a key that
@@ -204,7 +215,7 @@ func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []ag
 		data, err := podStatusPatch(p.UID, p.Status, *st)
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-			_, err = s.client.CoreV1().Pods(p.Namespace).Patch(rctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+			_, err = s.client.Pods(p.Namespace).Patch(rctx, p.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
 			cancel()
 		}
 		if err != nil {

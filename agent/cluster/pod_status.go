@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -36,7 +35,7 @@ const DefaultStatusMinInterval = time.Second
 // an agent.Observer; only pods annotated kubernetes.io/config.source=cluster
 // are sent.
 type StatusWriter struct {
-	client kubernetes.Interface
+	client API
 	logger *slog.Logger
 	clock  clock.WithTicker
 	// minInterval is DefaultStatusMinInterval unless a test changes it.
@@ -71,7 +70,7 @@ var _ agent.Observer = (*StatusWriter)(nil)
 
 // NewStatusWriter returns a writer; nothing is sent before Run. clk may be
 // nil (the real clock).
-func NewStatusWriter(client kubernetes.Interface, logger *slog.Logger, clk clock.WithTicker) *StatusWriter {
+func NewStatusWriter(client API, logger *slog.Logger, clk clock.WithTicker) *StatusWriter {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -228,7 +227,7 @@ func (w *StatusWriter) patch(ctx context.Context, uid types.UID, e podStatusEntr
 	}
 	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	_, err = w.client.CoreV1().Pods(e.namespace).Patch(rctx, e.name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	_, err = w.client.Pods(e.namespace).Patch(rctx, e.name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("patch status of pod %s/%s: %w", e.namespace, e.name, err)
 	}

@@ -30,7 +30,7 @@ func newStatusHarness(t *testing.T) *statusHarness {
 	server := nodePod("web", "node-a")
 	server.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}
 	h := &statusHarness{client: fake.NewClientset(server), clock: clocktesting.NewFakeClock(t0)}
-	h.w = NewStatusWriter(h.client, nil, h.clock)
+	h.w = NewStatusWriter(fromClientset(h.client), nil, h.clock)
 	p, err := PreparePod(server, "node-a")
 	require.NoError(t, err)
 	h.pod = p

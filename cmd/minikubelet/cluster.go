@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -28,8 +27,10 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 // clusterClient is the API server connection serve prepared before
 // anything started, so that a bad kubeconfig is a usage error.
 type clusterClient struct {
-	client kubernetes.Interface
+	client cluster.API
 	server string
+	// tokens requests the pods' service account tokens (Deps.Tokens).
+	tokens *cluster.TokenSource
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
@@ -48,7 +49,11 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 	if err := cluster.CheckNodeIdentity(cfg, nodeName); err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return &clusterClient{client: cs, server: cfg.Host}, nil
+	tokens, err := cluster.NewTokenSource(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens}, nil
 }
 
 // startCluster starts the node agent (Node registration, status, lease) in

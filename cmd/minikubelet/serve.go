@@ -19,6 +19,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/cluster"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -150,7 +151,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.ProtectedPaths = []string{filepath.Dir(sf.socket)}
-	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg})
+	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
+	if cc != nil {
+		// Cluster pods get their projected service account tokens.
+		deps.Tokens = cc.tokens
+	}
+	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
@@ -180,12 +186,22 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if sf.manifestDir != "" {
 		dir = agent.NewDirSource(sf.manifestDir, nf.nodeName, logger, nil)
 	}
+	// In cluster mode the API server is a pod source beside the directory
+	// and the local API, and the pods' statuses go back to it.
+	var sources []agent.Source
+	if cc != nil {
+		src, obs, run := clusterPods(cc, a, node.Name, logger)
+		sources = append(sources, src)
+		a.AddObserver(obs)
+		go run(ctx)
+	}
 	d := agent.NewDaemon(a, store, dir, agent.DaemonConfig{
 		Version:           version,
 		RuntimeName:       client.RuntimeName(),
 		RuntimeVersion:    client.RuntimeVersion(),
 		RuntimeAPIVersion: client.RuntimeAPIVersion(),
 		LogRotation:       agent.LogRotationConfig{MaxSize: maxSize, MaxFiles: sf.logMaxFiles, Period: 10 * time.Second},
+		Sources:           sources,
 	})
 
 	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
@@ -219,6 +235,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	_ = os.Remove(sf.socket)
 	return runErr
+}
+
+// clusterPods builds the cluster's pod source and the writer that sends
+// pod statuses to the API server (an agent observer); run runs the writer
+// until ctx ends.
+func clusterPods(cc *clusterClient, a *agent.Agent, nodeName string, logger *slog.Logger) (agent.Source, agent.Observer, func(context.Context)) {
+	sw := cluster.NewStatusWriter(cc.client, logger, nil)
+	return cluster.NewPodSource(cc.client, nodeName, logger), sw, sw.Run
 }
 
 func boolInt(b bool) int {

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
@@ -45,6 +46,9 @@ type daemon struct {
 	extra     []string
 	node      []string    // node flags; agentArgs() when nil
 	rt        *cri.Client // runtime for cleanup checks; suite.rt when nil
+	// deleteClusterPod deletes a pod of the cluster source where it lives
+	// (the API server) at cleanup; the local API refuses to.
+	deleteClusterPod func(ctx context.Context, namespace, name string) error
 
 	out  *syncBuffer // stdout and stderr of every generation
 	cmd  *exec.Cmd   // the current generation
@@ -238,6 +242,7 @@ func (d *daemon) teardown(t *testing.T) {
 	c := d.api()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	deleting := map[types.UID]bool{}
 	for ctx.Err() == nil {
 		l, err := c.ListPods(ctx, "")
 		if err != nil {
@@ -248,10 +253,24 @@ func (d *daemon) teardown(t *testing.T) {
 			break
 		}
 		for _, p := range l.Items {
-			if p.DeletionTimestamp == nil && p.Annotations["kubernetes.io/config.source"] != "file" {
-				if _, err := c.DeletePod(ctx, p.Namespace, p.Name, nil); err != nil && !apierrors.IsNotFound(err) {
-					t.Logf("cleanup: delete pod %s: %v", p.Name, err)
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			var err error
+			switch src := p.Annotations["kubernetes.io/config.source"]; {
+			case src == "file":
+				continue
+			case src == "cluster" && d.deleteClusterPod != nil:
+				if deleting[p.UID] {
+					continue
 				}
+				deleting[p.UID] = true
+				err = d.deleteClusterPod(ctx, p.Namespace, p.Name)
+			default:
+				_, err = c.DeletePod(ctx, p.Namespace, p.Name, nil)
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Logf("cleanup: delete pod %s: %v", p.Name, err)
 			}
 		}
 		time.Sleep(200 * time.Millisecond)

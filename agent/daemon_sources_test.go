@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// chanSource is a Source that sends what the test gives it.
+type chanSource chan SourceUpdate
+
+func (c chanSource) Run(ctx context.Context, out chan<- SourceUpdate) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-c:
+			select {
+			case out <- u:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+const sourceTestCluster = "cluster"
+
+// clusterPod is a pod as a cluster source hands it over.
+func clusterPod(t *testing.T, name, uid string) *v1.Pod {
+	t.Helper()
+	p := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: "+name+"\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
+	p.UID = types.UID(uid)
+	p.Annotations = map[string]string{}
+	p.Annotations[annotationConfigSource] = sourceTestCluster
+	return p
+}
+
+// A third source's pods run beside the local ones; a clash of names is
+// won by the local API's pod; the local API refuses to delete the
+// source's pods; a pod the source marks deleted is torn down with the
+// source's grace period and not started again.
+func TestDaemon_ExtraSource(t *testing.T) {
+	h := newHarness(t)
+	store, err := NewPodStore(t.TempDir(), "node-1")
+	require.NoError(t, err)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	ctx := context.Background()
+
+	local, err := d.CreatePod(ctx, apiPod("default", "web", "local"))
+	require.NoError(t, err)
+	remote := clusterPod(t, "db", "uid-db")
+	clash := clusterPod(t, "web", "uid-web-cluster")
+	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, remote}})
+
+	w, _ := h.agent.findPod("default", "db")
+	require.NotNil(t, w, "the source's pod runs")
+	w, _ = h.agent.findPod("default", "web")
+	require.NotNil(t, w)
+	assert.Equal(t, local.UID, w.pod().UID, "the local API's pod wins a clash")
+	_, ok := h.agent.GetPod(clash.UID)
+	assert.False(t, ok, "the clashing pod of the source does not run")
+
+	_, err = d.DeletePod(ctx, "default", "db", nil)
+	require.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), "kubectl delete pod -n default db")
+
+	require.Eventually(t, func() bool {
+		got, ok := h.agent.GetPod(remote.UID)
+		return ok && got.Status.Phase == v1.PodRunning
+	}, 10*time.Second, time.Millisecond, "db runs")
+	done := h.agent.PodDone(remote.UID)
+	require.NotNil(t, done)
+	deleting := remote.DeepCopy()
+	now := metav1.NewTime(h.clock.Now())
+	grace := int64(7)
+	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &now, &grace
+	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, deleting}})
+	w, _ = h.agent.findPod("default", "db")
+	require.NotNil(t, w, "the worker tears the pod down")
+	assert.True(t, w.isTerminating())
+	require.NotNil(t, w.pod().DeletionGracePeriodSeconds)
+	assert.Equal(t, int64(7), *w.pod().DeletionGracePeriodSeconds, "the source's grace period is the teardown's")
+	require.Eventually(t, func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second, time.Millisecond, "the teardown ends")
+
+	// The same marked pod again (every change resends the whole set): it
+	// is not started again.
+	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, deleting}})
+	_, ok = h.agent.GetPod(remote.UID)
+	assert.False(t, ok, "a pod marked deleted is never started")
+	assert.Nil(t, h.agent.PodDone(remote.UID))
+}
+
+// Orphans are collected only once every source sent its first set: pods
+// of a source that has not answered yet (an API server down while the
+// daemon starts) are left running meanwhile, while the pods known already
+// start; once it answers, its pods are adopted and the rest collected.
+func TestDaemon_OrphansWaitForEverySource(t *testing.T) {
+	h := newHarness(t)
+	kept, gone := clusterPod(t, "kept", "uid-kept"), clusterPod(t, "gone", "uid-gone")
+	h.agent.SetPods([]*v1.Pod{kept, gone})
+	for _, p := range []*v1.Pod{kept, gone} {
+		require.Eventually(t, func() bool {
+			got, ok := h.agent.GetPod(p.UID)
+			return ok && got.Status.Phase == v1.PodRunning
+		}, 10*time.Second, time.Millisecond, "%s runs", p.Name)
+	}
+	h.agent.stopWorkers() // the agent stops; its pods keep running
+
+	// The next start of the agent, on the same runtime and root dir.
+	a2 := New(h.agent.cfg, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+	t.Cleanup(a2.stopWorkers)
+	store, err := NewPodStore(t.TempDir(), "node-1")
+	require.NoError(t, err)
+	_, err = store.Add(apiPod("default", "local", "x"))
+	require.NoError(t, err)
+	src := make(chanSource)
+	d := NewDaemon(a2, store, nil, DaemonConfig{Sources: []Source{src}})
+	d.firstSetWait = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-runDone
+	})
+
+	// The local pod starts although the source has not answered (orphans
+	// would have been collected before the agent started).
+	require.Eventually(t, func() bool {
+		return slices.Contains(h.fake.Calls(), "StartContainer app")
+	}, 10*time.Second, time.Millisecond, "the known pods start")
+	removed := func(name string) bool {
+		return slices.Contains(h.fake.Calls(), "RemovePodSandbox "+name)
+	}
+	assert.False(t, removed("kept") || removed("gone"), "no pod of the silent source is collected: %v", h.fake.Calls())
+
+	src <- SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{kept}}
+	require.Eventually(t, func() bool { return removed("gone") }, 10*time.Second, time.Millisecond,
+		"the pod the source no longer has is collected once it answered")
+	_, adopted := a2.GetPod(kept.UID)
+	assert.True(t, adopted, "the pod it still has is adopted")
+	assert.False(t, removed("kept"))
+}
+
+// The manifest directory's pods reach the StaticPods hook (mirror pods)
+// on every change of that source, and only then.
+func TestDaemon_StaticPodsHook(t *testing.T) {
+	h := newHarness(t)
+	var got [][]string
+	d := NewDaemon(h.agent, nil, nil, DaemonConfig{StaticPods: func(pods []*v1.Pod) {
+		var names []string
+		for _, p := range pods {
+			names = append(names, p.Name)
+		}
+		got = append(got, names)
+	}})
+	static := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
+	d.apply(SourceUpdate{Source: sourceFile, Pods: []*v1.Pod{static}})
+	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clusterPod(t, "db", "uid-db")}})
+	d.apply(SourceUpdate{Source: sourceFile})
+	assert.Equal(t, [][]string{{"static"}, nil}, got)
+}
