@@ -97,6 +97,7 @@ func (a *Agent) runLogRotation(ctx context.Context, cfg LogRotationConfig) {
 		return
 	}
 	cfg = cfg.WithDefaults()
+	r := newLogRotator(a)
 	ticker := a.clock.NewTicker(cfg.Period)
 	defer ticker.Stop()
 	for {
@@ -104,25 +105,53 @@ func (a *Agent) runLogRotation(ctx context.Context, cfg LogRotationConfig) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C():
-			if err := a.rotateLogs(ctx, cfg); err != nil && ctx.Err() == nil {
+			if err := r.rotate(ctx, cfg); err != nil && ctx.Err() == nil {
 				logger.Warn("Container log rotation failed", "err", err)
 			}
 		}
 	}
 }
 
-// rotateLogs makes one pass over the running containers minikubelet manages:
+// logRotator makes the rotation passes of one runLogRotation loop. It
+// remembers each running container's log path: the runtime fixes a
+// container's log path when the container is created (CRI
+// ContainerConfig.LogPath under the sandbox's log directory) and never
+// changes it, so ContainerStatus is asked once per container instead of
+// once per container every period (100 CRI calls every 10 s with 100 pods).
+// A restarted container is a new container with its own ID, so it gets its
+// own entry; entries of containers no longer running are dropped at the
+// next pass.
+type logRotator struct {
+	a *Agent
+	// paths maps the ID of a running container of ours to its log path
+	// ("" when it has none). Owned by the goroutine making the passes.
+	paths map[string]string
+}
+
+func newLogRotator(a *Agent) *logRotator {
+	return &logRotator{a: a, paths: map[string]string{}}
+}
+
+// rotateLogs makes one pass with a rotator of its own (nothing cached).
+func (a *Agent) rotateLogs(ctx context.Context, cfg LogRotationConfig) error {
+	return newLogRotator(a).rotate(ctx, cfg)
+}
+
+// rotate makes one pass over the running containers minikubelet manages:
 //
-//  1. list them (managed-by label, state RUNNING);
-//  2. for each, read its log path from ContainerStatus;
+//  1. list them (managed-by label, state RUNNING), and forget the log
+//     paths of containers no longer in that list;
+//  2. for each, its log path: remembered, or read from ContainerStatus the
+//     first time the container is seen running;
 //  3. rotate the log if it is larger than cfg.MaxSize (rotateContainerLog).
 //
 // One container's failure does not stop the others; the failures are joined.
-func (a *Agent) rotateLogs(ctx context.Context, cfg LogRotationConfig) error {
+func (r *logRotator) rotate(ctx context.Context, cfg LogRotationConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	cfg = cfg.WithDefaults()
+	a := r.a
 
 	// Step 1: the running containers that are ours.
 	lctx, cancel := context.WithTimeout(ctx, a.cfg.RuntimeTimeout)
@@ -134,33 +163,52 @@ func (a *Agent) rotateLogs(ctx context.Context, cfg LogRotationConfig) error {
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
+	running := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		// The filter is the runtime's to honour; never touch what is not ours.
+		if c.GetLabels()[labelManagedBy] == managedByValue && c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running[c.GetId()] = true
+		}
+	}
+	for id := range r.paths {
+		if !running[id] {
+			delete(r.paths, id) // exited or removed: its ID never runs again
+		}
+	}
 	var errs []error
 	for _, c := range cs {
 		if ctx.Err() != nil {
 			break
 		}
-		// The filter is the runtime's to honour; never touch what is not ours.
-		if c.GetLabels()[labelManagedBy] != managedByValue || c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		id := c.GetId()
+		if !running[id] {
 			continue
 		}
 		// Step 2: where its log is.
-		sctx, cancel := context.WithTimeout(ctx, a.cfg.RuntimeTimeout)
-		resp, err := a.runtime.ContainerStatus(sctx, c.GetId(), false)
-		cancel()
-		if cri.IsNotFound(err) {
-			continue // gone since the list
+		path, ok := r.paths[id]
+		if !ok {
+			sctx, cancel := context.WithTimeout(ctx, a.cfg.RuntimeTimeout)
+			resp, err := a.runtime.ContainerStatus(sctx, id, false)
+			cancel()
+			if cri.IsNotFound(err) {
+				continue // gone since the list
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("status of container %s: %w", id, err))
+				continue
+			}
+			if resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				continue // stopped since the list: not remembered
+			}
+			path = resp.GetStatus().GetLogPath()
+			r.paths[id] = path
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("status of container %s: %w", c.GetId(), err))
-			continue
-		}
-		path := resp.GetStatus().GetLogPath()
-		if path == "" || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		if path == "" {
 			continue
 		}
 		// Step 3: rotate when too big.
-		if err := a.rotateContainerLog(ctx, c.GetId(), path, cfg); err != nil {
-			errs = append(errs, fmt.Errorf("rotate log of container %s: %w", c.GetId(), err))
+		if err := a.rotateContainerLog(ctx, id, path, cfg); err != nil {
+			errs = append(errs, fmt.Errorf("rotate log of container %s: %w", id, err))
 		}
 	}
 	return errors.Join(errs...)

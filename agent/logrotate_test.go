@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,12 +33,23 @@ type logRuntime struct {
 	reopened []string
 	// reopenErrs fail the next ReopenContainerLog calls, in order.
 	reopenErrs []error
+	// stopBeforeStatus is the id of a container ContainerStatus stops
+	// before it answers (one that stopped after the list).
+	stopBeforeStatus string
 }
 
 var _ cri.Runtime = (*logRuntime)(nil)
 
 // ContainerStatus adds the log path.
 func (r *logRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	r.mu.Lock()
+	stop := id == r.stopBeforeStatus
+	r.mu.Unlock()
+	if stop {
+		if err := r.Runtime.StopContainer(ctx, id, 0); err != nil {
+			return nil, err
+		}
+	}
 	resp, err := r.Runtime.ContainerStatus(ctx, id, verbose)
 	if err != nil {
 		return nil, err
@@ -81,7 +93,7 @@ type rotateHarness struct {
 	dir   string
 }
 
-func newRotateHarness(t *testing.T) *rotateHarness {
+func newRotateHarness(t testing.TB) *rotateHarness {
 	t.Helper()
 	h := &rotateHarness{
 		fake:  critest.New(),
@@ -97,7 +109,7 @@ func newRotateHarness(t *testing.T) *rotateHarness {
 
 // container creates a container whose log holds size bytes; managed says
 // whether it carries minikubelet's label, running whether it is started.
-func (h *rotateHarness) container(t *testing.T, name string, size int, managed, running bool) (id, path string) {
+func (h *rotateHarness) container(t testing.TB, name string, size int, managed, running bool) (id, path string) {
 	t.Helper()
 	ctx := context.Background()
 	sb, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
@@ -289,4 +301,156 @@ func TestAgent_RunLogRotation(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("runLogRotation did not return")
 	}
+}
+
+// statusCalls counts the ContainerStatus calls the fake runtime logged.
+func (h *rotateHarness) statusCalls() int {
+	n := 0
+	for _, c := range h.fake.Calls() {
+		if strings.HasPrefix(c, "ContainerStatus ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLogRotator_CachesLogPaths checks that a rotator asks ContainerStatus
+// once per running container, not once per container and pass, and still
+// rotates a remembered log that grew.
+func TestLogRotator_CachesLogPaths(t *testing.T) {
+	h := newRotateHarness(t)
+	cfg := LogRotationConfig{MaxSize: 100, MaxFiles: 2}
+	a, aPath := h.container(t, "a", 10, true, true)
+	b, _ := h.container(t, "b", 10, true, true)
+	h.container(t, "exited", 10, true, false)
+	r := newLogRotator(h.agent)
+
+	require.NoError(t, r.rotate(context.Background(), cfg))
+	assert.Equal(t, 2, h.statusCalls(), "one status per running container")
+	assert.Equal(t, map[string]string{a: aPath, b: r.paths[b]}, r.paths)
+
+	for range 3 {
+		require.NoError(t, r.rotate(context.Background(), cfg))
+	}
+	assert.Equal(t, 2, h.statusCalls(), "remembered paths are not asked again")
+
+	// The remembered path is still checked every pass.
+	require.NoError(t, os.WriteFile(aPath, []byte(strings.Repeat("x", 101)), 0o640))
+	require.NoError(t, r.rotate(context.Background(), cfg))
+	assert.Equal(t, []string{a}, h.rt.reopenCalls())
+	assert.Len(t, logFiles(t, aPath), 2)
+	assert.Equal(t, 2, h.statusCalls())
+}
+
+// TestLogRotator_DropsGoneContainers checks that the entry of a container
+// that stopped or was removed is dropped at the next pass, and that a
+// container that replaces it (the kubelet's restart: a new container in the
+// same sandbox, with the next attempt's log) gets its own path.
+func TestLogRotator_DropsGoneContainers(t *testing.T) {
+	ctx := context.Background()
+	h := newRotateHarness(t)
+	cfg := LogRotationConfig{MaxSize: 100, MaxFiles: 2}
+	old, oldPath := h.container(t, "app", 10, true, true)
+	other, _ := h.container(t, "other", 10, true, true)
+	r := newLogRotator(h.agent)
+	require.NoError(t, r.rotate(ctx, cfg))
+	require.Contains(t, r.paths, old)
+
+	// Stopped: dropped although the container still exists.
+	require.NoError(t, h.fake.Runtime.StopContainer(ctx, old, 0))
+	require.NoError(t, r.rotate(ctx, cfg))
+	assert.NotContains(t, r.paths, old)
+	assert.Contains(t, r.paths, other)
+
+	// Removed, and recreated in the same sandbox under the same name: its
+	// log is 1.log beside the old 0.log.
+	st, err := h.fake.Runtime.ContainerStatus(ctx, old, false)
+	require.NoError(t, err)
+	require.NoError(t, h.fake.Runtime.RemoveContainer(ctx, old))
+	sbID := sandboxOfFake(t, h, "app")
+	id, err := h.fake.Runtime.CreateContainer(ctx, sbID, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: 1},
+		Image:    st.GetStatus().GetImage(),
+		Labels:   map[string]string{labelManagedBy: managedByValue, labelContainerName: "app"},
+	}, nil)
+	require.NoError(t, err)
+	require.NotEqual(t, old, id)
+	require.NoError(t, h.fake.Runtime.StartContainer(ctx, id))
+	newPath := filepath.Join(filepath.Dir(oldPath), "1.log")
+	require.NoError(t, os.WriteFile(newPath, []byte(strings.Repeat("y", 101)), 0o640))
+	require.NoError(t, os.WriteFile(oldPath, []byte(strings.Repeat("x", 101)), 0o640))
+	h.rt.mu.Lock()
+	h.rt.paths[id] = newPath
+	h.rt.mu.Unlock()
+
+	require.NoError(t, r.rotate(ctx, cfg))
+	assert.Equal(t, map[string]string{id: newPath, other: r.paths[other]}, r.paths)
+	assert.Equal(t, []string{id}, h.rt.reopenCalls(), "the new container's log is rotated")
+	assert.Equal(t, []string{"0.log", "1.log", "1.log.20260102-030405.123456"}, logFiles(t, oldPath),
+		"the old container's log is not touched")
+}
+
+// TestLogRotator_StatusNotRunning checks that a container that stopped
+// between the list and its status is not remembered, so a later pass does
+// not rotate a log on the strength of a stale answer.
+func TestLogRotator_StatusNotRunning(t *testing.T) {
+	ctx := context.Background()
+	h := newRotateHarness(t)
+	id, _ := h.container(t, "app", 1000, true, true)
+	r := newLogRotator(h.agent)
+	h.rt.stopBeforeStatus = id
+	require.NoError(t, r.rotate(ctx, LogRotationConfig{MaxSize: 100, MaxFiles: 2}))
+	assert.Empty(t, r.paths)
+	assert.Empty(t, h.rt.reopenCalls())
+}
+
+// sandboxOfFake returns the ID of the fake runtime's sandbox named name.
+func sandboxOfFake(t *testing.T, h *rotateHarness, name string) string {
+	t.Helper()
+	sbs, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
+	require.NoError(t, err)
+	for _, sb := range sbs {
+		if sb.GetMetadata().GetName() == name {
+			return sb.GetId()
+		}
+	}
+	t.Fatalf("no sandbox %s", name)
+	return ""
+}
+
+// BenchmarkLogRotation_Pass compares one rotation pass over 100 running
+// containers whose logs are below the limit: without the path cache (every
+// pass asks ContainerStatus of each, as before) and with it (a rotator's
+// later passes). The fake runtime's calls cost far less than containerd's
+// gRPC round trips, so the real saving is larger than this shows.
+func BenchmarkLogRotation_Pass(b *testing.B) {
+	h := newRotateHarness(b)
+	for i := range 100 {
+		h.container(b, "c"+strconv.Itoa(i), 100, true, true)
+	}
+	cfg := LogRotationConfig{MaxSize: 10 << 20, MaxFiles: 5}
+	ctx := context.Background()
+	b.Run("uncached", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			h.fake.Reset()
+			if err := h.agent.rotateLogs(ctx, cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		r := newLogRotator(h.agent)
+		if err := r.rotate(ctx, cfg); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			h.fake.Reset()
+			if err := r.rotate(ctx, cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

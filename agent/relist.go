@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,10 +21,30 @@ import (
 // ends with an observation, so what it created and started does not wake
 // it again. A busy worker is not woken either; its change is looked at
 // again at the next relist, against what its sync ended up observing.
+//
+// It runs every second whatever happens, so a relist in which nothing
+// changed allocates nothing beyond the runtime's answers: the fingerprints
+// (podState.fingerprint's format) are rendered into buffers kept between
+// relists and compared with the previous ones in place; a string is made
+// only for a pod whose fingerprint changed.
 type relister struct {
 	a *Agent
 	// last is the previous fingerprint per pod UID; owned by the sync loop.
 	last map[types.UID]string
+
+	// Scratch reused by every relist (owned by the sync loop): parts holds
+	// one entry per sandbox and container, whose rendered fingerprint part
+	// is arena[start:end]; fp is one pod's joined fingerprint.
+	parts []relistPart
+	arena []byte
+	fp    []byte
+}
+
+// relistPart is one runtime object of a relist: its pod and the range of
+// relister.arena holding its fingerprint part.
+type relistPart struct {
+	uid        types.UID
+	start, end int
 }
 
 func newRelister(a *Agent) *relister {
@@ -41,36 +63,41 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	parts := map[types.UID][]string{}
+	r.parts, r.arena = r.parts[:0], r.arena[:0]
+	ready := 0
 	for _, sb := range sbs {
-		uid := types.UID(sb.Labels[labelPodUID])
-		parts[uid] = append(parts[uid], sandboxFingerprint(sb.Id, sb.State))
+		start := len(r.arena)
+		r.arena = appendSandboxFingerprint(r.arena, sb.Id, sb.State)
+		r.parts = append(r.parts, relistPart{uid: types.UID(sb.Labels[labelPodUID]), start: start, end: len(r.arena)})
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			ready++
+		}
 	}
 	// The burstable tier follows the Burstable pods that run (kubelet:
 	// every minute and on pod changes; here every relist, from the
 	// runtime, so several agents on one node agree).
 	r.a.updateBurstableTier(burstableMilli(sbs))
-	ready := 0
-	for _, sb := range sbs {
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			ready++
+	var states [4]int // created, running, exited, unknown
+	for _, c := range ctrs {
+		start := len(r.arena)
+		r.arena = appendContainerFingerprint(r.arena, c.Id, c.State)
+		r.parts = append(r.parts, relistPart{uid: types.UID(c.Labels[labelPodUID]), start: start, end: len(r.arena)})
+		if c.State >= 0 && int(c.State) < len(states) {
+			states[c.State]++
 		}
 	}
-	states := map[string]int{}
-	for _, c := range ctrs {
-		states[strings.ToLower(strings.TrimPrefix(c.State.String(), "CONTAINER_"))]++
+	for s, name := range containerStateNames {
+		r.a.metrics.runningContainers.WithLabelValues(name).Set(float64(states[s]))
 	}
-	for _, s := range []string{"created", "running", "exited", "unknown"} {
-		r.a.metrics.runningContainers.WithLabelValues(s).Set(float64(states[s]))
-	}
-	for _, c := range ctrs {
-		uid := types.UID(c.Labels[labelPodUID])
-		parts[uid] = append(parts[uid], containerFingerprint(c.Id, c.State))
-	}
-	now := make(map[types.UID]string, len(parts))
-	for uid, p := range parts {
-		now[uid] = joinFingerprint(p)
-	}
+	// Sorted by pod, and within a pod by part: each pod's parts are then
+	// in joinFingerprint's order.
+	slices.SortFunc(r.parts, func(x, y relistPart) int {
+		if c := cmp.Compare(x.uid, y.uid); c != 0 {
+			return c
+		}
+		return bytes.Compare(r.arena[x.start:x.end], r.arena[y.start:y.end])
+	})
+
 	r.a.mu.Lock()
 	defer r.a.mu.Unlock()
 	r.a.readySandboxes = ready
@@ -79,14 +106,14 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	// report decides for one pod whose objects changed since the last
 	// relist; it returns false when the change must be looked at again
 	// next time (its worker is busy).
-	report := func(uid types.UID, fp string) bool {
+	report := func(uid types.UID, fp []byte) bool {
 		w, ok := r.a.workers[uid]
 		if !ok {
 			changed = append(changed, uid)
 			return true
 		}
 		w.mu.Lock()
-		busy, seen := w.busy, w.observed == fp
+		busy, seen := w.busy, w.observed == string(fp)
 		w.mu.Unlock()
 		if busy {
 			return false
@@ -96,18 +123,61 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 		}
 		return true
 	}
-	for uid, fp := range now {
-		if r.last[uid] != fp && !report(uid, fp) {
-			now[uid] = r.last[uid] // not dealt with: compare again
+	for i := 0; i < len(r.parts); {
+		// The pod of parts[i:j], joined as joinFingerprint does.
+		uid := r.parts[i].uid
+		r.fp = r.fp[:0]
+		j := i
+		for ; j < len(r.parts) && r.parts[j].uid == uid; j++ {
+			if j > i {
+				r.fp = append(r.fp, ',')
+			}
+			r.fp = append(r.fp, r.arena[r.parts[j].start:r.parts[j].end]...)
+		}
+		i = j
+		last, known := r.last[uid]
+		switch {
+		case last == string(r.fp):
+		case report(uid, r.fp):
+			r.last[uid] = string(r.fp)
+		case !known:
+			r.last[uid] = "" // not dealt with: compare again
 		}
 	}
-	for uid, fp := range r.last {
-		if _, ok := now[uid]; !ok && !report(uid, "") {
-			now[uid] = fp
+	// Pods with no object left (a listed pod's fingerprint is never "").
+	for uid := range r.last {
+		if !r.listed(uid) && report(uid, nil) {
+			delete(r.last, uid)
 		}
 	}
-	r.last = now
 	return changed, nil
+}
+
+// listed reports whether the latest relist saw an object of pod uid
+// (r.parts is sorted by pod).
+func (r *relister) listed(uid types.UID) bool {
+	_, ok := slices.BinarySearchFunc(r.parts, uid, func(p relistPart, uid types.UID) int { return cmp.Compare(p.uid, uid) })
+	return ok
+}
+
+// containerStateNames are the label values of the running-containers
+// gauge, indexed by runtimeapi.ContainerState.
+var containerStateNames = [...]string{"created", "running", "exited", "unknown"}
+
+// appendSandboxFingerprint appends sandboxFingerprint(id, state) to b.
+func appendSandboxFingerprint(b []byte, id string, state runtimeapi.PodSandboxState) []byte {
+	b = append(b, "s/"...)
+	b = append(b, id...)
+	b = append(b, '/')
+	return append(b, state.String()...)
+}
+
+// appendContainerFingerprint appends containerFingerprint(id, state) to b.
+func appendContainerFingerprint(b []byte, id string, state runtimeapi.ContainerState) []byte {
+	b = append(b, "c/"...)
+	b = append(b, id...)
+	b = append(b, '/')
+	return append(b, state.String()...)
 }
 
 // burstableMilli sums the CPU requests (millicores) of the Burstable pods
