@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -20,7 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/api"
 )
 
 // End-to-end tests of the daemon (issue #6): `minikubelet serve` in the
@@ -126,7 +130,7 @@ spec:
 // describe, the manifest directory, the socket's mode and /metrics against
 // it.
 func TestDaemon_Client(t *testing.T) {
-	d := newDaemon(t, []string{"e2e-d-ready", "e2e-d-crash", "e2e-d-crash-unready", "e2e-d-logs", "e2e-d-static", "e2e-d-noimage", "e2e-d-config"},
+	d := newDaemon(t, []string{"e2e-d-ready", "e2e-d-crash", "e2e-d-crash-unready", "e2e-d-logs", "e2e-d-static", "e2e-d-noimage", "e2e-d-config", "e2e-d-watch"},
 		"--container-log-max-size", "32Ki")
 	d.start(t)
 
@@ -139,6 +143,10 @@ func TestDaemon_Client(t *testing.T) {
 		assert.Equal(t, uint32(0), st.Uid, "socket owner")
 	})
 
+	t.Run("WatchFollowsAPod", func(t *testing.T) {
+		t.Parallel()
+		testWatchFollowsAPod(t, d)
+	})
 	t.Run("RunReturnsWhenReady", func(t *testing.T) {
 		t.Parallel()
 		testRunReady(t, d)
@@ -837,4 +845,58 @@ func TestDaemon_ConfigDataSurvivesKill9(t *testing.T) {
 	assert.Equal(t, before, containerID(t, pod, "app"))
 
 	deleteConfigData(t, d, pod, path)
+}
+
+// testWatchFollowsAPod: a watch opened before the pod is created sees it
+// ADDED, MODIFIED up to Running, MODIFIED with its deletion mark, and
+// DELETED only once the runtime holds nothing of it any more.
+func testWatchFollowsAPod(t *testing.T, d *daemon) {
+	const name = "e2e-d-watch"
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(2*time.Minute))
+	defer cancel()
+	c := d.api()
+	w, err := c.WatchPods(ctx, "default", api.WatchOptions{Name: name})
+	require.NoError(t, err)
+	defer w.Stop()
+	next := func(what string) watch.Event {
+		t.Helper()
+		select {
+		case ev, ok := <-w.ResultChan():
+			require.True(t, ok, "the watch ended before %s", what)
+			require.NotEqual(t, watch.Error, ev.Type, "%s: error event %+v", what, ev.Object)
+			return ev
+		case <-ctx.Done():
+			t.Fatalf("no event for %s", what)
+		}
+		return watch.Event{}
+	}
+
+	_, err = c.CreatePod(ctx, chaosPod(name))
+	require.NoError(t, err)
+	ev := next("the new pod")
+	require.Equal(t, watch.Added, ev.Type)
+	for {
+		ev = next("Running")
+		require.Equal(t, watch.Modified, ev.Type)
+		if p := ev.Object.(*v1.Pod); isRunning(p) {
+			require.Equal(t, name, p.Name)
+			break
+		}
+	}
+
+	_, err = c.DeletePod(ctx, "default", name, nil)
+	require.NoError(t, err)
+	sawMark := false
+	for {
+		ev = next("the deletion")
+		if ev.Type == watch.Deleted {
+			break
+		}
+		require.Equal(t, watch.Modified, ev.Type)
+		sawMark = sawMark || ev.Object.(*v1.Pod).DeletionTimestamp != nil
+	}
+	require.True(t, sawMark, "the deletion mark was not streamed before DELETED")
+	sbs, err := suite.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.name": name}})
+	require.NoError(t, err)
+	require.Empty(t, sbs, "DELETED came before the sandbox was removed")
 }
