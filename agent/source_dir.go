@@ -13,7 +13,6 @@ package agent
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -83,6 +82,21 @@ type DirSource struct {
 	rescanPeriod time.Duration
 	// scanned, when set, is called by Run's goroutine after every scan.
 	scanned func()
+
+	// files caches each manifest file's prepared objects by path, valid
+	// while the file's content (its SHA-256) is unchanged: a rescan of an
+	// unchanged directory decodes and validates nothing. Used by scan only
+	// (Run's goroutine).
+	files map[string]*dirFile
+}
+
+// dirFile is what a manifest file last held and gave.
+type dirFile struct {
+	sum     [sha256.Size]byte
+	pods    []*v1.Pod
+	cms     []*v1.ConfigMap
+	secrets []*v1.Secret
+	err     error
 }
 
 // NewDirSource returns the source of the manifest directory dir. clk may be
@@ -140,8 +154,10 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		pendingFP [sha256.Size]byte
 		// lastPods is the set of the last scan that could read the
 		// directory: a directory that turns unreadable (permissions, a
-		// failing disk) reports an error but does not remove the pods.
-		lastPods []*v1.Pod
+		// failing disk) reports an error but does not remove the pods;
+		// lastFiles are the files it came from.
+		lastPods  []*v1.Pod
+		lastFiles []fileSum
 	)
 	scan := func() {
 		// Create the directory before watching it, watch it before reading
@@ -150,16 +166,17 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		if w != nil {
 			w.ensure(s.dir)
 		}
-		u := s.scan()
+		u, files := s.scanFiles()
 		if len(u.Errors) > 0 && u.Errors[0].Path == s.dir {
 			// Copies: the consumer owns the pods of every update.
 			for _, p := range lastPods {
 				u.Pods = append(u.Pods, p.DeepCopy())
 			}
+			files = lastFiles
 		} else {
-			lastPods = u.Pods
+			lastPods, lastFiles = u.Pods, files
 		}
-		fp := fingerprint(u)
+		fp := fingerprint(files, u.Errors)
 		switch {
 		case pending != nil && fp == pendingFP, pending == nil && sent && fp == sentFP:
 			// Nothing new for the consumer.
@@ -214,16 +231,39 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 	}
 }
 
-// scan reads the directory once and returns its complete pod set. Files are
-// taken in name order; a pod (namespace/name or UID) defined again by a later
-// file makes that later file an error naming both.
+// fileSum names a manifest file's content: its path and SHA-256.
+type fileSum struct {
+	path string
+	sum  [sha256.Size]byte
+}
+
+// scan reads the directory once and returns its complete pod set.
 func (s *DirSource) scan() SourceUpdate {
+	u, _ := s.scanFiles()
+	return u
+}
+
+// scanFiles is scan, also returning the files whose objects the set holds.
+// Files are taken in name order; a pod (namespace/name or UID) defined
+// again by a later file makes that later file an error naming both. An
+// unchanged file's objects are the same (shared) objects as at the last
+// scan: consumers must not modify them (the agent does not).
+func (s *DirSource) scanFiles() (SourceUpdate, []fileSum) {
 	u := SourceUpdate{Source: sourceFile}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		u.Errors = append(u.Errors, FileError{Path: s.dir, Err: fmt.Errorf("read manifest directory: %w", err)})
-		return u
+		return u, nil
 	}
+	var files []fileSum
+	seen := map[string]bool{}
+	defer func() {
+		for path := range s.files {
+			if !seen[path] {
+				delete(s.files, path)
+			}
+		}
+	}()
 
 	byName := map[string]string{}     // namespace/name → file that defines it
 	byUID := map[types.UID]string{}   // uid → file that uses it
@@ -234,7 +274,8 @@ func (s *DirSource) scan() SourceUpdate {
 			continue
 		}
 		path := filepath.Join(s.dir, e.Name())
-		pods, cms, secrets, err := s.readFile(path)
+		seen[path] = true
+		pods, cms, secrets, sum, err := s.readFile(path)
 		if errors.Is(err, errNotAFile) {
 			continue // a directory, or a symlink to one
 		}
@@ -255,16 +296,11 @@ func (s *DirSource) scan() SourceUpdate {
 		for _, p := range pods {
 			byName[p.Namespace+"/"+p.Name] = path
 			byUID[p.UID] = path
-			if p.Annotations == nil {
-				p.Annotations = map[string]string{}
-			}
-			// After the UID was derived: these never change it.
-			p.Annotations[annotationConfigSource] = sourceFile
-			p.Annotations[annotationSourceFile] = path
 			u.Pods = append(u.Pods, p)
 		}
+		files = append(files, fileSum{path: path, sum: sum})
 	}
-	return u
+	return u, files
 }
 
 // ensureDir creates the directory (0755) when it is missing. A failure is
@@ -282,17 +318,38 @@ func (s *DirSource) ensureDir() {
 var errNotAFile = errors.New("not a regular file")
 
 // readFile reads one manifest file and prepares its pods (PrepareManifest,
-// with the path as the source: the path is part of the derived UID).
-func (s *DirSource) readFile(path string) ([]*v1.Pod, []*v1.ConfigMap, []*v1.Secret, error) {
+// with the path as the source: the path is part of the derived UID), each
+// annotated with its source and file, and returns the content's SHA-256.
+// A file whose content is what it was at the last scan gives the objects
+// (or the error) of then, without decoding it again.
+func (s *DirSource) readFile(path string) ([]*v1.Pod, []*v1.ConfigMap, []*v1.Secret, [sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
 	// Follows symlinks, as the kubelet does.
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return nil, nil, nil, errNotAFile
+		return nil, nil, nil, sum, errNotAFile
 	}
 	data, err := ReadManifestFile(path)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, sum, err
 	}
-	return PrepareObjects(data, path, s.nodeName)
+	sum = sha256.Sum256(data)
+	if f := s.files[path]; f != nil && f.sum == sum {
+		return f.pods, f.cms, f.secrets, sum, f.err
+	}
+	pods, cms, secrets, err := PrepareObjects(data, path, s.nodeName)
+	for _, p := range pods {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		// After the UID was derived: these never change it.
+		p.Annotations[annotationConfigSource] = sourceFile
+		p.Annotations[annotationSourceFile] = path
+	}
+	if s.files == nil {
+		s.files = map[string]*dirFile{}
+	}
+	s.files[path] = &dirFile{sum: sum, pods: pods, cms: cms, secrets: secrets, err: err}
+	return pods, cms, secrets, sum, err
 }
 
 // checkCrossFileData refuses ConfigMaps and Secrets an earlier file
@@ -364,26 +421,18 @@ func isManifestFileName(name string) bool {
 }
 
 // fingerprint summarises an update, to tell whether it differs from the
-// last one sent: the pods' full content and the errors' text, in order.
-func fingerprint(u SourceUpdate) [sha256.Size]byte {
+// last one sent: the files its objects come from with their content's
+// SHA-256 (the objects are a function of path and content), and the
+// errors' text, in order.
+func fingerprint(files []fileSum, errs []FileError) [sha256.Size]byte {
 	h := sha256.New()
-	for _, p := range u.Pods {
-		b, _ := json.Marshal(p) // a v1.Pod always marshals
-		h.Write(b)
+	for _, f := range files {
+		h.Write([]byte(f.path))
 		h.Write([]byte{0})
-	}
-	for _, c := range u.ConfigMaps {
-		b, _ := json.Marshal(c)
-		h.Write(b)
-		h.Write([]byte{0})
-	}
-	for _, sc := range u.Secrets {
-		b, _ := json.Marshal(sc)
-		h.Write(b)
-		h.Write([]byte{0})
+		h.Write(f.sum[:])
 	}
 	h.Write([]byte{1})
-	for _, e := range u.Errors {
+	for _, e := range errs {
 		fmt.Fprintf(h, "%s\x00%v\x00", e.Path, e.Err)
 	}
 	var fp [sha256.Size]byte
