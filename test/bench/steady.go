@@ -47,36 +47,56 @@ func parseStatCPU(stat string) (float64, error) {
 	return float64(u+s) / clockTicks, nil
 }
 
-// procRSS returns VmRSS in MiB.
-func procRSS(pid int) (float64, error) {
+// memory is a process's resident memory, MiB: VmRSS, and its anonymous
+// part (heap, stacks: what the agent's code controls) apart from its
+// file-backed part (mostly the binary's pages, which depend on the page
+// cache as much as on the code).
+type memory struct{ rss, anon, file float64 }
+
+// procMemory reads the process's resident memory.
+func procMemory(pid int) (memory, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
-	return parseStatusRSS(string(b))
+	var m memory
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{{"VmRSS", &m.rss}, {"RssAnon", &m.anon}, {"RssFile", &m.file}} {
+		if *f.dst, err = parseStatusField(string(b), f.name); err != nil {
+			return memory{}, err
+		}
+	}
+	return m, nil
 }
 
 // parseStatusRSS reads the VmRSS line of /proc/PID/status, in MiB.
-func parseStatusRSS(status string) (float64, error) {
+func parseStatusRSS(status string) (float64, error) { return parseStatusField(status, "VmRSS") }
+
+// parseStatusField reads a kB line of /proc/PID/status, in MiB.
+func parseStatusField(status, name string) (float64, error) {
 	for _, l := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
 			f := strings.Fields(v)
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("malformed VmRSS line %q", l)
+				return 0, fmt.Errorf("malformed %s line %q", name, l)
 			}
 			kb, err := strconv.ParseUint(f[0], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("malformed VmRSS line %q", l)
+				return 0, fmt.Errorf("malformed %s line %q", name, l)
 			}
 			return float64(kb) / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS line in /proc status")
+	return 0, fmt.Errorf("no %s line in /proc status", name)
 }
 
 // usage is one steady-state window.
 type usage struct {
 	rss []float64 // MiB, one sample a second
+	// anon and file split rss (RssAnon, RssFile), same samples.
+	anon, file []float64
 	cpu float64   // % of one core over the window
 	// cpuPerSecond is the CPU of each one-second step, % of one core.
 	cpuPerSecond []float64
@@ -103,12 +123,12 @@ func measure(ctx context.Context, pid int, d time.Duration) (usage, error) {
 		if err != nil {
 			return u, err
 		}
-		r, err := procRSS(pid)
+		m, err := procMemory(pid)
 		if err != nil {
 			return u, err
 		}
 		now := time.Now()
-		u.rss = append(u.rss, r)
+		u.rss, u.anon, u.file = append(u.rss, m.rss), append(u.anon, m.anon), append(u.file, m.file)
 		u.cpuPerSecond = append(u.cpuPerSecond, 100*(c-prevC)/now.Sub(prevT).Seconds())
 		prevC, prevT = c, now
 		if now.Sub(t0) >= d {
@@ -180,9 +200,11 @@ func (b *bench) addSteadyRows(pods int, u usage, targets bool) {
 	rss := newRow("3 steady", fmt.Sprintf("agent RSS, %d pods (1 s samples)", pods), "MiB", nil, summarize(u.rss))
 	cpu := newRow("3 steady", fmt.Sprintf("agent CPU, %d pods (mean over %s)", pods, b.o.steadyDuration), "% of a core", nil, single(u.cpu))
 	per := newRow("3 steady", fmt.Sprintf("agent CPU, %d pods (1 s samples)", pods), "% of a core", nil, summarize(u.cpuPerSecond))
+	anon := newRow("3 steady", fmt.Sprintf("agent RssAnon (heap, stacks), %d pods", pods), "MiB", nil, summarize(u.anon))
+	file := newRow("3 steady", fmt.Sprintf("agent RssFile (binary pages), %d pods", pods), "MiB", nil, summarize(u.file))
 	if targets {
 		rss = rss.target("max ≤ 40 MiB", rss.Minikubelet.Max <= 40)
 		cpu = cpu.target("≤ 5 %", u.cpu <= 5)
 	}
-	b.rep.Rows = append(b.rep.Rows, rss, cpu, per)
+	b.rep.Rows = append(b.rep.Rows, rss, anon, file, cpu, per)
 }
