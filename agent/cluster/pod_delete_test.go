@@ -92,8 +92,8 @@ func requireKubeletDelete(t *testing.T, d k8stesting.DeleteAction, name string, 
 	require.Equal(t, uid, *opts.Preconditions.UID)
 }
 
-// runSource runs src until the test ends and returns a receive function.
-func runSource(t *testing.T, src *PodSource) func() agent.SourceUpdate {
+// startSource runs src until the test ends and returns its output.
+func startSource(t *testing.T, src *PodSource) <-chan agent.SourceUpdate {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan agent.SourceUpdate)
@@ -106,6 +106,13 @@ func runSource(t *testing.T, src *PodSource) func() agent.SourceUpdate {
 		cancel()
 		<-stopped
 	})
+	return out
+}
+
+// runSource runs src until the test ends and returns a receive function.
+func runSource(t *testing.T, src *PodSource) func() agent.SourceUpdate {
+	t.Helper()
+	out := startSource(t, src)
 	return func() agent.SourceUpdate {
 		t.Helper()
 		select {

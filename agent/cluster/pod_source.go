@@ -47,11 +47,20 @@ type PodSource struct {
 	// deleteRetryBase and deleteRetryMax bound the back-off of a failed
 	// delete (tests shorten them).
 	deleteRetryBase, deleteRetryMax time.Duration
+	// configSyncWait bounds how long a set waits for the first list of a
+	// ConfigMap or Secret its pods reference (DefaultConfigSyncWait).
+	configSyncWait time.Duration
 
 	// synced, when set, is called by Run once the informer's first list
 	// arrived; rebuilt after each rebuild of the set (tests).
 	synced, rebuilt func()
 }
+
+// DefaultConfigSyncWait bounds how long the source holds a set whose pods
+// reference a ConfigMap or Secret not listed yet: the pods then start with
+// their data (usually milliseconds later) rather than waiting, with a
+// reason, for a resync.
+const DefaultConfigSyncWait = 10 * time.Second
 
 // PodSourceOption configures a PodSource.
 type PodSourceOption func(*PodSource)
@@ -74,6 +83,7 @@ func NewPodSource(client API, nodeName string, logger *slog.Logger, opts ...PodS
 	s := &PodSource{
 		client: client, nodeName: nodeName, logger: logger.With("component", "cluster-pods"),
 		deleteRetryBase: deleteRetryBase, deleteRetryMax: deleteRetryMax,
+		configSyncWait: DefaultConfigSyncWait,
 	}
 	for _, o := range opts {
 		o(s)
@@ -88,6 +98,12 @@ func NewPodSource(client API, nodeName string, logger *slog.Logger, opts ...PodS
 // that collects orphans must wait for it. The informer reconnects by
 // itself (with back-off) when the API server goes away; the pods of the
 // last list stay desired meanwhile.
+//
+// The set carries the ConfigMaps and Secrets its pods reference (see
+// configWatcher), each watched from when a pod first references it until
+// none does, and is sent again when one of them changes; a set is held
+// until those referenced for the first time have been listed
+// (configSyncWait at most). An object that does not exist is absent.
 //
 // A pod deleted on the API server (deletionTimestamp set) stays in the set,
 // marked, until its object is gone: the consumer tears it down with its
@@ -136,6 +152,8 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 
 	deleter := newPodDeleter(ctx, s)
 	defer deleter.stop()
+	config := newConfigWatcher(ctx, s.client, notify)
+	defer config.stop()
 	var (
 		pending *agent.SourceUpdate
 		lastKey string
@@ -149,16 +167,34 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	for {
 		var send chan<- agent.SourceUpdate
 		var u agent.SourceUpdate
+		var hold *time.Timer
+		var holdC <-chan time.Time
 		if pending != nil {
-			send, u = out, *pending
+			if wait := config.unsynced(s.configSyncWait); wait > 0 {
+				// Held for the first list of a referenced object: woken by
+				// that list (notify), or by this timer.
+				hold = time.NewTimer(wait)
+				holdC = hold.C
+			} else {
+				send, u = out, *pending
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-holdC:
 		case <-changed:
 			pods := storedPods(informer.GetStore())
 			gen++
 			next, key := s.update(pods)
+			refs := map[configRef]bool{}
+			for _, p := range next.Pods {
+				podConfigRefs(p, refs)
+			}
+			config.sync(refs)
+			var configKey string
+			next.ConfigMaps, next.Secrets, configKey = config.objects()
+			key += "| " + configKey
 			switch {
 			case key != lastKey:
 				lastKey, pending = key, &next
@@ -179,6 +215,9 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 			pending = nil
 			delivered = pendingGen
 			deleter.start(delivered)
+		}
+		if hold != nil {
+			hold.Stop()
 		}
 	}
 }
