@@ -12,6 +12,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/cluster"
+	"github.com/minikubelet/minikubelet/agent/cluster/clustertest"
 	"github.com/minikubelet/minikubelet/test/controlplane"
 )
 
@@ -53,7 +54,7 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 	}
 
 	nodeClient := cp.NodeClient(t, node)
-	src := cluster.NewPodSource(nodeClient, node, nil)
+	src := cluster.NewPodSource(clustertest.FromClientset(nodeClient), node, nil)
 	out := make(chan agent.SourceUpdate, 1)
 	go src.Run(ctx, out)
 	var u agent.SourceUpdate
@@ -96,7 +97,7 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 	t.Logf("refused: %s", refused.Status.Message)
 
 	// The node writes web's status; the admin reads it back.
-	w := cluster.NewStatusWriter(nodeClient, nil, nil)
+	w := cluster.NewStatusWriter(clustertest.FromClientset(nodeClient), nil, nil)
 	go w.Run(ctx)
 	running := u.Pods[0].DeepCopy()
 	started := metav1.NewTime(time.Now().Truncate(time.Second))
