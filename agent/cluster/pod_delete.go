@@ -66,7 +66,8 @@ func newPodDeleter(ctx context.Context, s *PodSource) *podDeleter {
 func (d *podDeleter) observe(pods []*v1.Pod, gen uint64) {
 	present := make(map[types.UID]bool, len(d.pods))
 	for _, p := range pods {
-		if p.DeletionTimestamp == nil || p.Spec.NodeName != d.nodeName {
+		// Mirror pods are MirrorPods' business.
+		if p.DeletionTimestamp == nil || p.Spec.NodeName != d.nodeName || isMirrorPod(p) {
 			continue
 		}
 		present[p.UID] = true

@@ -50,6 +50,8 @@ type PodSource struct {
 	// configSyncWait bounds how long a set waits for the first list of a
 	// ConfigMap or Secret its pods reference (DefaultConfigSyncWait).
 	configSyncWait time.Duration
+	// mirrors, when set, learns the node's mirror pods (WithMirrorPods).
+	mirrors *MirrorPods
 
 	// synced, when set, is called by Run once the informer's first list
 	// arrived; rebuilt after each rebuild of the set (tests).
@@ -73,6 +75,13 @@ type PodSourceOption func(*PodSource)
 // deleted gracefully stay Terminating on the API server.
 func WithPodDone(podDone func(types.UID) <-chan struct{}) PodSourceOption {
 	return func(s *PodSource) { s.podDone = podDone }
+}
+
+// WithMirrorPods tells m the mirror pods bound to the node, which the
+// source's informer sees (the source never runs them), whenever they
+// change.
+func WithMirrorPods(m *MirrorPods) PodSourceOption {
+	return func(s *PodSource) { s.mirrors = m }
 }
 
 // NewPodSource returns the API server source for node nodeName.
@@ -206,6 +215,9 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 				delivered = gen
 			}
 			s.refuseInvalid(ctx, pods, next.Errors, refused)
+			if s.mirrors != nil {
+				s.mirrors.observeMirrors(s.mirrorPods(pods))
+			}
 			deleter.observe(pods, gen)
 			deleter.start(delivered)
 			if s.rebuilt != nil {
@@ -220,6 +232,17 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 			hold.Stop()
 		}
 	}
+}
+
+// mirrorPods picks the node's mirror pods out of pods.
+func (s *PodSource) mirrorPods(pods []*v1.Pod) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range pods {
+		if isMirrorPod(p) && p.Spec.NodeName == s.nodeName {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // storedPods lists the pods of an informer's store.
@@ -259,11 +282,12 @@ func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
 
 // wanted reports whether p belongs in the source's set: bound to the node
 // (the field selector says so already; this guards against a server that
-// ignores it) and not finished (the kubelet never restarts a pod in a
-// terminal phase). A pod being deleted stays, marked, until its object is
-// gone: the consumer tears it down with its grace period.
+// ignores it), not a mirror pod (the static pod runs from its manifest),
+// and not finished (the kubelet never restarts a pod in a terminal phase).
+// A pod being deleted stays, marked, until its object is gone: the
+// consumer tears it down with its grace period.
 func (s *PodSource) wanted(p *v1.Pod) bool {
-	if p.Spec.NodeName != s.nodeName {
+	if p.Spec.NodeName != s.nodeName || isMirrorPod(p) {
 		return false
 	}
 	return p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
