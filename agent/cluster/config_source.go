@@ -182,8 +182,9 @@ func (c *configWatcher) start(ref configRef) *configWatch {
 	}()
 	go func() {
 		defer c.wg.Done()
-		// A missing object is known only once the list answered.
-		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		// A missing object is known only once the list answered, which no
+		// event tells.
+		if waitSynced(ctx, inf.HasSynced) {
 			c.notify()
 		}
 	}()

@@ -150,7 +150,7 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	}()
 	defer func() { <-informerDone }()
 	start := time.Now()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	if !waitSynced(ctx, informer.HasSynced) {
 		return
 	}
 	s.logger.Info("Listed the node's pods on the API server", "took", time.Since(start).Round(time.Millisecond))
