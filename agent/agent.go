@@ -135,6 +135,9 @@ type Deps struct {
 	// Cgroups manages the kubepods hierarchy and pod cgroups; nil leaves
 	// pods in the runtime's default cgroup parent.
 	Cgroups cgroups.Manager
+	// Tokens issues service account tokens (cluster mode); nil refuses
+	// every pod that projects one (token.go).
+	Tokens TokenSource
 }
 
 // Agent runs the node's pods.
@@ -192,6 +195,8 @@ type Agent struct {
 	// started is when this agent was built: container starts left
 	// unfinished before it are a dead process's (startInterrupted).
 	started time.Time
+	// tokens caches service account tokens; nil without Deps.Tokens.
+	tokens *tokenCache
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -225,6 +230,7 @@ func New(cfg Config, deps Deps) *Agent {
 		a.observer = nopObserver{}
 	}
 	a.started = a.clock.Now()
+	a.tokens = newTokenCache(deps.Tokens, a.clock, a.logger)
 	return a
 }
 
@@ -300,6 +306,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			continue
 		}
 		if reason, msg := a.admitSecurity(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
+		if reason, msg := a.admitServiceAccountTokens(p); reason != "" {
 			a.reject(p, reason, msg)
 			continue
 		}

@@ -73,9 +73,17 @@ var volumeProjectionRules = ruleTable{typ: reflect.TypeFor[v1.VolumeProjection](
 	"secret":              ruleOK,
 	"downwardAPI":         ruleOK,
 	"configMap":           ruleOK,
-	"serviceAccountToken": ruleRefused(reasonNever + ": there is no API server to issue service account tokens"),
+	"serviceAccountToken": ruleLimited("cluster mode (serve --kubeconfig) and pods from the API server only, others are refused at admission: requested through the TokenRequest API for the pod's service account, bound to the pod, refreshed at 80 % of its lifetime or after 24 h"),
 	"clusterTrustBundle":  ruleRefused(reasonNever + ": ClusterTrustBundles are cluster objects"),
 	"podCertificate":      ruleRefused(reasonNever + ": pod certificates are issued through the API server"),
+}}
+
+// Fields of spec.volumes[*].projected.sources[*].serviceAccountToken.
+var serviceAccountTokenRules = ruleTable{typ: reflect.TypeFor[v1.ServiceAccountTokenProjection](), path: "spec.volumes[*].projected.sources[*].serviceAccountToken", rules: map[string]fieldRule{
+	"audience":          ruleLimited("empty: the API server's audiences"),
+	"expirationSeconds": ruleLimited("at least 600 (10 minutes), at most 2^32; default 3600"),
+	"path":              ruleLimited("relative, without '..'"),
+	"user":              ruleRefused(reasonNotYet + ": alpha in Kubernetes (AtomicWriteVolumeUserFields)"),
 }}
 
 // Fields of spec.containers[*].envFrom[*].
@@ -122,6 +130,8 @@ func checkDataVolumeSupport(vol *v1.Volume, p *field.Path) field.ErrorList {
 				keys(src.Secret.Items, sp.Child("secret", "items"))
 			case src.DownwardAPI != nil:
 				files(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"))
+			case src.ServiceAccountToken != nil:
+				errs = append(errs, refuseSet(reflect.ValueOf(*src.ServiceAccountToken), &serviceAccountTokenRules, nil, sp.Child("serviceAccountToken"))...)
 			}
 		}
 	}
@@ -333,7 +343,24 @@ func validateDataVolume(vol *v1.Volume, p *field.Path) field.ErrorList {
 				}
 			case src.DownwardAPI != nil:
 				errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"), paths)...)
+			case src.ServiceAccountToken != nil:
+				errs = append(errs, validateServiceAccountToken(src.ServiceAccountToken, sp.Child("serviceAccountToken"), paths)...)
 			}
+		}
+	}
+	return errs
+}
+
+// validateServiceAccountToken checks a serviceAccountToken projection as
+// the API server does: a path, and a lifetime of 10 minutes to 2^32 s.
+func validateServiceAccountToken(t *v1.ServiceAccountTokenProjection, p *field.Path, seen map[string]bool) field.ErrorList {
+	errs := validateItemPath(t.Path, p.Child("path"), seen)
+	if e := t.ExpirationSeconds; e != nil {
+		switch {
+		case *e < minTokenExpirationSeconds:
+			errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration less than 10 minutes"))
+		case *e > maxTokenExpirationSeconds:
+			errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration larger than 2^32 seconds"))
 		}
 	}
 	return errs

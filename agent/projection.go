@@ -15,9 +15,11 @@ package agent
 // A new version is a new timestamped directory; the ..data symlink is
 // swapped to it with a rename (atomic), then the old directory goes. The
 // payload is rebuilt on every sync of the pod and written only when it
-// changed, so labels and annotations (downwardAPI) and ConfigMap or Secret
-// data follow their sources. Secret volumes live on a tmpfs, as in the
-// kubelet, so secret data never reaches the node's disk.
+// changed, so labels and annotations (downwardAPI), ConfigMap or Secret
+// data and refreshed service account tokens (token.go) follow their
+// sources. Secret volumes, and projected volumes with a secret or a token,
+// live on a tmpfs, as in the kubelet, so secrets never reach the node's
+// disk.
 
 import (
 	"bytes"
@@ -28,6 +30,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -61,6 +64,9 @@ var projectionMu sync.Mutex
 type fileProjection struct {
 	data []byte
 	mode os.FileMode
+	// uid, when set, owns the file (the kubelet's FsUser: service account
+	// tokens of a pod whose containers all run as one user).
+	uid *int64
 }
 
 // mountError is a failed volume setup, reported as the kubelet's
@@ -107,18 +113,32 @@ func (a *Agent) volumeMounterOrHost() volumeMounter {
 // volume at dir (creating it, with its tmpfs for secrets). It is idempotent
 // and rewrites the files only when the payload changed.
 func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
-	projectionMu.Lock()
-	defer projectionMu.Unlock()
+	// The payload is built before taking the lock: a token request may
+	// wait on the API server, and must not hold up every other pod's
+	// volumes meanwhile.
 	payload, err := a.volumePayload(pod, vol)
 	if err != nil {
 		return &mountError{volume: vol.Name, err: err}
 	}
+	gid, policy := podFSGroup(pod)
+	if gid != nil {
+		// The bits the fsGroup ownership change adds (g+r), written at
+		// once: an unchanged payload then compares equal to what is on
+		// disk and is not rewritten at every sync.
+		for k, f := range payload {
+			f.mode |= fsGroupROMask
+			payload[k] = f
+		}
+	}
+	projectionMu.Lock()
+	defer projectionMu.Unlock()
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return &mountError{volume: vol.Name, err: err}
 	}
 	tmpfs := false
 	if vol.Secret != nil || (vol.Projected != nil && projectsSecret(vol.Projected)) {
-		// The kubelet backs secret volumes with a memory emptyDir.
+		// The kubelet backs secret and projected volumes with a memory
+		// emptyDir.
 		if tmpfs, err = a.volumeMounterOrHost().mountTmpfs(dir, emptyDirMemorySize(pod, nil, a.cfg.Node.Allocatable)); err != nil {
 			return &mountError{volume: vol.Name, err: err}
 		}
@@ -134,7 +154,7 @@ func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
 	if err != nil {
 		return &mountError{volume: vol.Name, err: err}
 	}
-	if gid, policy := podFSGroup(pod); gid != nil && changed {
+	if gid != nil && changed {
 		// The kubelet's SetVolumeOwnership after each write (security.go).
 		if err := applyFSGroupReadOnly(dir, *gid, policy); err != nil {
 			return &mountError{volume: vol.Name, err: err}
@@ -143,10 +163,11 @@ func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
 	return nil
 }
 
-// projectsSecret reports whether a projected volume has a secret source.
+// projectsSecret reports whether a projected volume has a secret or a
+// service account token source.
 func projectsSecret(p *v1.ProjectedVolumeSource) bool {
 	for _, s := range p.Sources {
-		if s.Secret != nil {
+		if s.Secret != nil || s.ServiceAccountToken != nil {
 			return true
 		}
 	}
@@ -213,8 +234,10 @@ func emptyDirMemorySize(pod *v1.Pod, sizeLimit *resource.Quantity, allocatable v
 
 // unmountPodVolumes unmounts every mount point under the pod's volume
 // directories (tmpfs of secrets and memory emptyDirs) before they are
-// removed. Best effort: every volume is tried.
+// removed. Best effort: every volume is tried. The pod's service account
+// tokens go with its volumes (the kubelet's DeleteServiceAccountToken).
 func (a *Agent) unmountPodVolumes(pod *v1.Pod) error {
+	a.tokens.forget(pod.UID)
 	m := a.volumeMounterOrHost()
 	plugins, err := os.ReadDir(filepath.Join(a.podDir(pod), "volumes"))
 	if err != nil {
@@ -371,8 +394,10 @@ func (a *Agent) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[
 			part, err = a.secretPayload(pod, src.Secret.Name, src.Secret.Items, mode, isTrue(src.Secret.Optional))
 		case src.DownwardAPI != nil:
 			part, err = a.downwardAPIPayload(pod, src.DownwardAPI.Items, mode)
+		case src.ServiceAccountToken != nil:
+			part, err = a.serviceAccountTokenPayload(pod, src.ServiceAccountToken, mode) // token.go
 		default:
-			// Validation refuses serviceAccountToken and the others.
+			// Validation refuses clusterTrustBundle and podCertificate.
 			err = fmt.Errorf("sources[%d]: unsupported projection", i)
 		}
 		if err != nil {
@@ -511,6 +536,11 @@ func writePayload(dir string, payload map[string]fileProjection) error {
 		if err := os.Chmod(full, f.mode); err != nil {
 			return err
 		}
+		if f.uid != nil {
+			if err := os.Lchown(full, int(*f.uid), -1); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -526,6 +556,9 @@ func sameContent(version string, payload map[string]fileProjection) bool {
 		rel, _ := filepath.Rel(version, p)
 		want, ok := payload[rel]
 		if !ok || fi.Mode().Perm() != want.mode.Perm() {
+			return errors.New("differs")
+		}
+		if st, isUnix := fi.Sys().(*syscall.Stat_t); want.uid != nil && isUnix && int64(st.Uid) != *want.uid {
 			return errors.New("differs")
 		}
 		data, err := os.ReadFile(p)

@@ -361,8 +361,14 @@ func TestValidateDataVolumes(t *testing.T) {
 			`spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName: Required value`,
 			`spec.volumes[0].downwardAPI.items[0].resourceFieldRef.divisor: Invalid value: "3": only divisor's values 1, 1k`,
 		}},
-		{"service account token", `projected: {sources: [{serviceAccountToken: {path: token}}]}`, []string{
-			`spec.volumes[0].projected.sources[0].serviceAccountToken: Forbidden: not supported by minikubelet: there is no API server to issue service account tokens`,
+		{"service account token", `projected: {sources: [{serviceAccountToken: {path: ../token, expirationSeconds: 599, user: 5}}, {downwardAPI: {items: [{path: token, fieldRef: {fieldPath: metadata.name}}]}}, {serviceAccountToken: {path: token}}]}`, []string{
+			`spec.volumes[0].projected.sources[0].serviceAccountToken.path: Invalid value: "../token": must not contain '..'`,
+			`spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes`,
+			`spec.volumes[0].projected.sources[2].serviceAccountToken.path: Invalid value: "token": conflicting duplicate paths`,
+			`spec.volumes[0].projected.sources[0].serviceAccountToken.user: Forbidden: not supported by minikubelet yet: alpha in Kubernetes (AtomicWriteVolumeUserFields)`,
+		}},
+		{"service account token too long", `projected: {sources: [{serviceAccountToken: {path: token, expirationSeconds: 4294967297}}]}`, []string{
+			`spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 4294967297: may not specify a duration larger than 2^32 seconds`,
 		}},
 		{"projected duplicate paths", `projected: {sources: [{configMap: {name: a, items: [{key: k, path: p}]}}, {secret: {name: b, items: [{key: k, path: p}]}}]}`, []string{
 			`spec.volumes[0].projected.sources[1].secret.items[0].path: Invalid value: "p": conflicting duplicate paths`,

@@ -118,9 +118,9 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"activeDeadlineSeconds":         ruleRefused(reasonNotYet),
 	"dnsPolicy":                     ruleLimited("Default and None as the kubelet; ClusterFirst and ClusterFirstWithHostNet fall back to Default (the node's resolv.conf) with a MissingClusterDNS warning event: a lone node has no cluster DNS"),
 	"nodeSelector":                  ruleLimited("matched against the node's labels (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch, --node-labels); a pod that does not match ends Failed with reason NodeAffinity"),
-	"serviceAccountName":            ruleInert("no service account token is mounted"),
-	"serviceAccount":                ruleInert("no service account token is mounted"),
-	"automountServiceAccountToken":  ruleInert("no service account token is mounted"),
+	"serviceAccountName":            ruleLimited("cluster pods: the service account their projected tokens are requested for; local pods get no token"),
+	"serviceAccount":                ruleLimited("deprecated alias of serviceAccountName"),
+	"automountServiceAccountToken":  ruleInert("the API server's ServiceAccount admission reads it and adds the kube-api-access token volume to cluster pods; the node mounts only the volumes the pod lists"),
 	"nodeName":                      ruleLimited("defaults to this node's name"),
 	"hostNetwork":                   ruleOK,
 	"hostPID":                       ruleOK,
@@ -299,7 +299,7 @@ var ruleTables = []*ruleTable{
 	&portRules, &envVarRules, &envVarSourceRules,
 	&resourcesRules, &volumeMountRules, &volumeRules, &emptyDirRules, &hostPathRules,
 	&envFromRules, &configMapVolumeRules, &secretVolumeRules, &downwardAPIVolumeRules, &projectedVolumeRules, &volumeProjectionRules, // datasupport.go
-	&keyToPathRules, &downwardAPIFileRules, // datasupport.go
+	&keyToPathRules, &downwardAPIFileRules, &serviceAccountTokenRules, // datasupport.go
 	&podSecurityContextRules, &securityContextRules, &capabilitiesRules, &seccompProfileRules, // security.go
 }
 

@@ -84,7 +84,9 @@ func TestSupportedFields(t *testing.T) {
 		{"spec.volumes[*].persistentVolumeClaim", false},
 		{"spec.containers[*].env[*].valueFrom.secretKeyRef", true},
 		{"spec.containers[*].env[*].valueFrom.fileKeyRef", false},
-		{"spec.volumes[*].projected.sources[*].serviceAccountToken", false},
+		{"spec.volumes[*].projected.sources[*].serviceAccountToken", true},
+		{"spec.volumes[*].projected.sources[*].serviceAccountToken.user", false},
+		{"spec.volumes[*].projected.sources[*].clusterTrustBundle", false},
 		{"metadata.generateName", false},
 		{"status", false},
 	} {

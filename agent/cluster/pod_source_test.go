@@ -44,14 +44,21 @@ func TestPreparePod(t *testing.T) {
 		require.Equal(t, in.Spec.Containers[0].Image, got.Spec.Containers[0].Image)
 		require.NotContains(t, in.Annotations, annotationConfigSource, "the informer's object is not modified")
 	})
+	t.Run("the ServiceAccount admission's token volume is accepted", func(t *testing.T) {
+		got, err := PreparePod(apiserverPod(t, "apiserver-pod-default-sa.json"), "node-a")
+		require.NoError(t, err)
+		require.NotNil(t, got.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken)
+	})
 	t.Run("what minikubelet cannot run is refused by field path", func(t *testing.T) {
-		// The ServiceAccount admission plugin added a projected token volume.
-		_, err := PreparePod(apiserverPod(t, "apiserver-pod-default-sa.json"), "node-a")
+		in := apiserverPod(t, "apiserver-pod-default-sa.json")
+		bundle := "bundle"
+		in.Spec.Volumes[0].Projected.Sources[0] = v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: &bundle, Path: "b"}}
+		_, err := PreparePod(in, "node-a")
 		require.ErrorIs(t, err, agent.ErrInvalidManifest)
 		var me *agent.ManifestError
 		require.True(t, errors.As(err, &me))
 		require.Equal(t, "cluster:default/web", me.Source)
-		require.Contains(t, err.Error(), "spec.volumes[0].projected.sources[0].serviceAccountToken")
+		require.Contains(t, err.Error(), "spec.volumes[0].projected.sources[0].clusterTrustBundle")
 	})
 	t.Run("bound to another node", func(t *testing.T) {
 		_, err := PreparePod(apiserverPod(t, "apiserver-pod-no-token.json"), "node-b")

@@ -31,6 +31,8 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 type clusterClient struct {
 	client cluster.API
 	server string
+	// tokens requests the pods' service account tokens (Deps.Tokens).
+	tokens *cluster.TokenSource
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
@@ -49,7 +51,11 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 	if err := cluster.CheckNodeIdentity(cfg, nodeName); err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return &clusterClient{client: cs, server: cfg.Host}, nil
+	tokens, err := cluster.NewTokenSource(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens}, nil
 }
 
 // startCluster starts the node agent (Node registration, status, lease) in

@@ -151,7 +151,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.ProtectedPaths = []string{filepath.Dir(sf.socket)}
-	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg})
+	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
+	if cc != nil {
+		// Cluster pods get their projected service account tokens.
+		deps.Tokens = cc.tokens
+	}
+	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err

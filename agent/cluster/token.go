@@ -1,0 +1,101 @@
+package cluster
+
+// Service account tokens for the node's pods: the TokenRequest API
+// (POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token), the request
+// the kubelet's token manager makes through client-go's typed CreateToken.
+// It is built on a plain REST client with a scheme of its own (the
+// authentication.k8s.io/v1 types and metav1.Status) so that the agent does
+// not link client-go's whole clientset for one call. The agent caches and
+// refreshes the tokens (agent/token.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+
+	"github.com/minikubelet/minikubelet/agent"
+)
+
+// TokenSource requests service account tokens from the API server; it is
+// the agent's Deps.Tokens in cluster mode.
+type TokenSource struct {
+	client rest.Interface
+}
+
+var _ agent.TokenSource = (*TokenSource)(nil)
+
+// NewTokenSource returns a token source that talks to the API server of
+// cfg (the node's kubeconfig), as JSON.
+func NewTokenSource(cfg *rest.Config) (*TokenSource, error) {
+	scheme := runtime.NewScheme()
+	if err := authenticationv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("token request scheme: %w", err)
+	}
+	coreV1 := schema.GroupVersion{Version: "v1"}
+	// metav1.Status under v1, so that errors decode into API errors.
+	metav1.AddToGroupVersion(scheme, coreV1)
+	c := rest.CopyConfig(cfg)
+	c.APIPath = "/api"
+	c.GroupVersion = &coreV1
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("token request client: %w", err)
+	}
+	return &TokenSource{client: rc}, nil
+}
+
+// Token implements agent.TokenSource: a token of the pod's service account
+// bound to the pod, for the projection's audience (none: the API server's
+// own) and lifetime. Errors say what the cluster's administrator can do.
+func (s *TokenSource) Token(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) ([]byte, time.Time, error) {
+	sa := pod.Spec.ServiceAccountName
+	req := &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			ExpirationSeconds: src.ExpirationSeconds,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{
+				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+			},
+		},
+	}
+	if src.Audience != "" {
+		req.Spec.Audiences = []string{src.Audience}
+	}
+	out := &authenticationv1.TokenRequest{}
+	err := s.client.Post().Namespace(pod.Namespace).Resource("serviceaccounts").Name(sa).SubResource("token").
+		Body(req).Do(ctx).Into(out)
+	if err != nil {
+		return nil, time.Time{}, tokenError(pod.Namespace, sa, err)
+	}
+	if out.Status.Token == "" {
+		return nil, time.Time{}, errors.New("the API server answered the token request without a token")
+	}
+	return []byte(out.Status.Token), out.Status.ExpirationTimestamp.Time, nil
+}
+
+// tokenError adds to a failed request what to do about it.
+func tokenError(ns, sa string, err error) error {
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w; the node's credentials need \"create serviceaccounts/token\" for the pods bound to it: "+
+			"the system:node ClusterRole with the Node authorizer (--authorization-mode=Node,RBAC, user system:node:<node name> in group system:nodes) grants it for pods bound to this node; "+
+			"a new pod may be refused for a moment until the authorizer has seen it", err)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w; create the service account (kubectl create serviceaccount -n %s %s), or check that the API server serves TokenRequest (--service-account-issuer and --service-account-signing-key-file)", err, ns, sa)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%w; the API server does not accept the node's credentials: check the client certificate or token in the kubeconfig", err)
+	}
+	return err
+}
