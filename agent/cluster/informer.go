@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -33,4 +34,23 @@ func newInformer(api API, obj runtime.Object, selector fields.Selector,
 	}
 	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, api), obj,
 		cache.SharedIndexInformerOptions{})
+}
+
+// syncPollPeriod is how often waitSynced asks.
+const syncPollPeriod = 10 * time.Millisecond
+
+// waitSynced waits until synced (an informer's HasSynced) or ctx ends, and
+// reports which. It asks every 10 ms, where cache.WaitForCacheSync asks
+// every 100 ms: pods wait for it (the first set, a new pod's ConfigMaps).
+func waitSynced(ctx context.Context, synced func() bool) bool {
+	t := time.NewTicker(syncPollPeriod)
+	defer t.Stop()
+	for !synced() {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }

@@ -41,17 +41,63 @@ type PodSource struct {
 	nodeName string
 	logger   *slog.Logger
 
+	// podDone is the agent's PodDone (WithPodDone); nil: pod objects are
+	// never deleted.
+	podDone func(types.UID) <-chan struct{}
+	// deleteRetryBase and deleteRetryMax bound the back-off of a failed
+	// delete (tests shorten them).
+	deleteRetryBase, deleteRetryMax time.Duration
+	// configSyncWait bounds how long a set waits for the first list of a
+	// ConfigMap or Secret its pods reference (DefaultConfigSyncWait).
+	configSyncWait time.Duration
+	// mirrors, when set, learns the node's mirror pods (WithMirrorPods).
+	mirrors *MirrorPods
+
 	// synced, when set, is called by Run once the informer's first list
-	// arrived (tests).
-	synced func()
+	// arrived; rebuilt after each rebuild of the set (tests).
+	synced, rebuilt func()
+}
+
+// DefaultConfigSyncWait bounds how long the source holds a set whose pods
+// reference a ConfigMap or Secret not listed yet: the pods then start with
+// their data (usually milliseconds later) rather than waiting, with a
+// reason, for a resync.
+const DefaultConfigSyncWait = 10 * time.Second
+
+// PodSourceOption configures a PodSource.
+type PodSourceOption func(*PodSource)
+
+// WithPodDone lets the source delete the objects of pods deleted on the
+// API server once the agent has finished with them; podDone is the
+// agent's (*agent.Agent).PodDone: nil for a pod the agent does not have
+// (nothing to wait for), otherwise a channel closed when its teardown
+// completed. Without it the source never deletes a pod object, and pods
+// deleted gracefully stay Terminating on the API server.
+func WithPodDone(podDone func(types.UID) <-chan struct{}) PodSourceOption {
+	return func(s *PodSource) { s.podDone = podDone }
+}
+
+// WithMirrorPods tells m the mirror pods bound to the node, which the
+// source's informer sees (the source never runs them), whenever they
+// change.
+func WithMirrorPods(m *MirrorPods) PodSourceOption {
+	return func(s *PodSource) { s.mirrors = m }
 }
 
 // NewPodSource returns the API server source for node nodeName.
-func NewPodSource(client API, nodeName string, logger *slog.Logger) *PodSource {
+func NewPodSource(client API, nodeName string, logger *slog.Logger, opts ...PodSourceOption) *PodSource {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &PodSource{client: client, nodeName: nodeName, logger: logger.With("component", "cluster-pods")}
+	s := &PodSource{
+		client: client, nodeName: nodeName, logger: logger.With("component", "cluster-pods"),
+		deleteRetryBase: deleteRetryBase, deleteRetryMax: deleteRetryMax,
+		configSyncWait: DefaultConfigSyncWait,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Run sends the node's complete pod set on out once the informer has
@@ -61,6 +107,18 @@ func NewPodSource(client API, nodeName string, logger *slog.Logger) *PodSource {
 // that collects orphans must wait for it. The informer reconnects by
 // itself (with back-off) when the API server goes away; the pods of the
 // last list stay desired meanwhile.
+//
+// The set carries the ConfigMaps and Secrets its pods reference (see
+// configWatcher), each watched from when a pod first references it until
+// none does, and is sent again when one of them changes; a set is held
+// until those referenced for the first time have been listed
+// (configSyncWait at most). An object that does not exist is absent.
+//
+// A pod deleted on the API server (deletionTimestamp set) stays in the set,
+// marked, until its object is gone: the consumer tears it down with its
+// grace period. With WithPodDone, once the consumer has received the
+// marked set and the agent has finished with the pod, Run deletes the
+// object (see podDeleter); terminal pods being deleted likewise.
 func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	informer := newInformer(s.client, &v1.Pod{}, fields.OneTermEqualSelector("spec.nodeName", s.nodeName),
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -92,7 +150,7 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	}()
 	defer func() { <-informerDone }()
 	start := time.Now()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	if !waitSynced(ctx, informer.HasSynced) {
 		return
 	}
 	s.logger.Info("Listed the node's pods on the API server", "took", time.Since(start).Round(time.Millisecond))
@@ -101,32 +159,90 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	}
 	notify()
 
+	deleter := newPodDeleter(ctx, s)
+	defer deleter.stop()
+	config := newConfigWatcher(ctx, s.client, notify)
+	defer config.stop()
 	var (
 		pending *agent.SourceUpdate
 		lastKey string
 		// refused holds the UIDs of pods already marked Failed here.
 		refused = map[types.UID]bool{}
+		// gen counts the informer states the set was built from; pendingGen
+		// is pending's, delivered the newest the consumer has an
+		// equivalent set of.
+		gen, pendingGen, delivered uint64
 	)
 	for {
 		var send chan<- agent.SourceUpdate
 		var u agent.SourceUpdate
+		var hold *time.Timer
+		var holdC <-chan time.Time
 		if pending != nil {
-			send, u = out, *pending
+			if wait := config.unsynced(s.configSyncWait); wait > 0 {
+				// Held for the first list of a referenced object: woken by
+				// that list (notify), or by this timer.
+				hold = time.NewTimer(wait)
+				holdC = hold.C
+			} else {
+				send, u = out, *pending
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-holdC:
 		case <-changed:
 			pods := storedPods(informer.GetStore())
+			gen++
 			next, key := s.update(pods)
-			if key != lastKey {
+			refs := map[configRef]bool{}
+			for _, p := range next.Pods {
+				podConfigRefs(p, refs)
+			}
+			config.sync(refs)
+			var configKey string
+			next.ConfigMaps, next.Secrets, configKey = config.objects()
+			key += "| " + configKey
+			switch {
+			case key != lastKey:
 				lastKey, pending = key, &next
+				pendingGen = gen
+			case pending != nil:
+				pendingGen = gen
+			default:
+				// The consumer's set is this one already.
+				delivered = gen
 			}
 			s.refuseInvalid(ctx, pods, next.Errors, refused)
+			if s.mirrors != nil {
+				s.mirrors.observeMirrors(s.mirrorPods(pods))
+			}
+			deleter.observe(pods, gen)
+			deleter.start(delivered)
+			if s.rebuilt != nil {
+				s.rebuilt()
+			}
 		case send <- u:
 			pending = nil
+			delivered = pendingGen
+			deleter.start(delivered)
+		}
+		if hold != nil {
+			hold.Stop()
 		}
 	}
+}
+
+// mirrorPods picks the node's mirror pods out of pods.
+func (s *PodSource) mirrorPods(pods []*v1.Pod) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range pods {
+		if isMirrorPod(p) && p.Spec.NodeName == s.nodeName {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // storedPods lists the pods of an informer's store.
@@ -164,22 +280,17 @@ func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
 	return u, key.String()
 }
 
-// wanted reports whether the node should run p: bound to it (the field
-// selector says so already; this guards against a server that ignores it),
-// not finished (the kubelet never restarts a pod in a terminal phase), and
-// not being deleted.
-//
-// TODO(cluster): a pod being deleted should stay, with its
-// deletionGracePeriodSeconds as the grace period, until its containers are
-// gone; then the agent deletes the object with grace 0 (issue #10).
+// wanted reports whether p belongs in the source's set: bound to the node
+// (the field selector says so already; this guards against a server that
+// ignores it), not a mirror pod (the static pod runs from its manifest),
+// and not finished (the kubelet never restarts a pod in a terminal phase).
+// A pod being deleted stays, marked, until its object is gone: the
+// consumer tears it down with its grace period.
 func (s *PodSource) wanted(p *v1.Pod) bool {
-	if p.Spec.NodeName != s.nodeName {
+	if p.Spec.NodeName != s.nodeName || isMirrorPod(p) {
 		return false
 	}
-	if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-		return false
-	}
-	return p.DeletionTimestamp == nil
+	return p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
 }
 
 // ReasonUnsupportedPodSpec is the status reason of a cluster pod that
@@ -235,8 +346,10 @@ func podSourcePath(p *v1.Pod) string { return SourceCluster + ":" + p.Namespace 
 // generation, managed fields, timestamps, finalizers, spec.priority), given the same
 // defaults and validation as a pod from a manifest, and the
 // kubernetes.io/config.source annotation "cluster". The UID is the API
-// server's. A pod minikubelet cannot run is an *agent.ManifestError
-// listing every problem by field path.
+// server's; so are the deletion mark and its grace period
+// (DeletionTimestamp, DeletionGracePeriodSeconds) of a pod being deleted.
+// A pod minikubelet cannot run is an *agent.ManifestError listing every
+// problem by field path.
 func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 	c := &v1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -273,5 +386,15 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[annotationConfigSource] = SourceCluster
+	// The server's own fields, which a manifest may not set (hence after
+	// validation).
+	if p.DeletionTimestamp != nil {
+		t := *p.DeletionTimestamp
+		c.DeletionTimestamp = &t
+		if p.DeletionGracePeriodSeconds != nil {
+			g := *p.DeletionGracePeriodSeconds
+			c.DeletionGracePeriodSeconds = &g
+		}
+	}
 	return c, nil
 }

@@ -157,20 +157,34 @@ func TestPodSource_StreamsTheNodesPods(t *testing.T) {
 	pods, _ = names(next())
 	require.Equal(t, []string{"second", "web"}, pods)
 
-	// Being deleted: no longer desired (the agent tears it down).
+	// Being deleted: still in the set, marked, with its grace period (the
+	// agent tears it down); without WithPodDone the object is left alone.
 	web, err := client.CoreV1().Pods("default").Get(ctx2, "web", metav1.GetOptions{})
 	require.NoError(t, err)
-	now := metav1.Now()
-	web.DeletionTimestamp = &now
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	grace := int64(7)
+	web.DeletionTimestamp, web.DeletionGracePeriodSeconds = &now, &grace
 	web.ResourceVersion = "2"
 	_, err = client.CoreV1().Pods("default").Update(ctx2, web, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	pods, _ = names(next())
-	require.Equal(t, []string{"second"}, pods)
+	u = next()
+	pods, _ = names(u)
+	require.Equal(t, []string{"second", "web"}, pods)
+	require.Nil(t, u.Pods[0].DeletionTimestamp)
+	require.Equal(t, &now, u.Pods[1].DeletionTimestamp)
+	require.Equal(t, &grace, u.Pods[1].DeletionGracePeriodSeconds)
 
 	require.NoError(t, client.CoreV1().Pods("default").Delete(ctx2, "second", metav1.DeleteOptions{}))
 	pods, _ = names(next())
+	require.Equal(t, []string{"web"}, pods)
+	require.NoError(t, client.CoreV1().Pods("default").Delete(ctx2, "web", metav1.DeleteOptions{}))
+	pods, _ = names(next())
 	require.Empty(t, pods)
+	for _, a := range client.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok {
+			require.Nil(t, d.GetDeleteOptions().GracePeriodSeconds, "only the test deleted pods (the source deletes with grace 0)")
+		}
+	}
 }
 
 func TestPodSource_NeverBlocksOnItsConsumer(t *testing.T) {

@@ -93,21 +93,28 @@ func (w *StatusWriter) PodEvent(*v1.Pod, agent.Event) {}
 // PodStep implements agent.Observer.
 func (w *StatusWriter) PodStep(*v1.Pod, agent.Step) {}
 
-// PodStatus records pod's new status (the agent's copy) to be sent.
+// PodStatus records pod's new status (the agent's copy) to be sent, for a
+// cluster pod (MirrorPods sends static pods' to their mirrors).
 func (w *StatusWriter) PodStatus(pod *v1.Pod) {
 	if pod.Annotations[annotationConfigSource] != SourceCluster {
 		return
 	}
+	w.record(pod.UID, pod.Namespace, pod.Name, &pod.Status)
+}
+
+// record notes status to be sent to the pod namespace/name whose UID on
+// the API server is uid (a cluster pod's own, or a static pod's mirror's).
+func (w *StatusWriter) record(uid types.UID, namespace, name string, status *v1.PodStatus) {
 	w.mu.Lock()
-	e := w.pods[pod.UID]
+	e := w.pods[uid]
 	if e == nil {
-		e = &podStatusEntry{namespace: pod.Namespace, name: pod.Name}
-		w.pods[pod.UID] = e
+		e = &podStatusEntry{namespace: namespace, name: name}
+		w.pods[uid] = e
 	}
-	if e.sent != nil && apiequality.Semantic.DeepEqual(*e.sent, pod.Status) {
+	if e.sent != nil && apiequality.Semantic.DeepEqual(*e.sent, *status) {
 		e.want = nil
 	} else {
-		e.want = pod.Status.DeepCopy()
+		e.want = status.DeepCopy()
 	}
 	w.mu.Unlock()
 	select {

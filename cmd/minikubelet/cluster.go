@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -84,4 +86,43 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 		_ = na.Run(ctx)
 	}()
 	return func() { <-done }, nil
+}
+
+// clusterPodWiring is what serve wires for the cluster's pods.
+type clusterPodWiring struct {
+	// source is the API server pod source (agent.DaemonConfig.Sources).
+	source agent.Source
+	// observer sends pod statuses to the API server: the cluster pods'
+	// to their objects, the static pods' to their mirrors
+	// (agent.Agent.AddObserver).
+	observer agent.Observer
+	// staticPods keeps the static pods' mirror pods
+	// (agent.DaemonConfig.StaticPods).
+	staticPods func([]*v1.Pod)
+	// run sends statuses and keeps the mirror pods until ctx ends.
+	run func(ctx context.Context)
+}
+
+// newClusterPods builds the cluster's pod source (which deletes the
+// objects of pods deleted on the API server once podDone, the agent's
+// PodDone, says their teardown finished), the status writer and the mirror
+// pods.
+func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, nodeName string, logger *slog.Logger) clusterPodWiring {
+	sw := cluster.NewStatusWriter(cc.client, logger, nil)
+	mirrors := cluster.NewMirrorPods(cc.client, nodeName, sw, logger)
+	src := cluster.NewPodSource(cc.client, nodeName, logger, cluster.WithPodDone(podDone), cluster.WithMirrorPods(mirrors))
+	return clusterPodWiring{
+		source:     src,
+		observer:   agent.Observers(sw, mirrors),
+		staticPods: mirrors.SetStaticPods,
+		run: func(ctx context.Context) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				mirrors.Run(ctx)
+			}()
+			sw.Run(ctx)
+			<-done
+		},
+	}
 }

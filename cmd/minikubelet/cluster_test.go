@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/cluster/clustertest"
 )
 
 func TestClusterFlagsDial(t *testing.T) {
@@ -58,4 +68,72 @@ func TestBinaryLinksNoFullClientset(t *testing.T) {
 	}
 	require.Empty(t, bad, "the binary must not link these client-go packages (see agent/cluster.API)")
 	require.Contains(t, strings.Fields(string(out)), "k8s.io/client-go/gentype", "the check looks at the real dependency list")
+}
+
+// TestNewClusterPods checks serve's cluster wiring against the fake
+// clientset: static pods get mirrors (the mirror loop runs and learns the
+// server's mirrors from the source), and a pod deleted on the API server
+// is deleted once the agent says it is done.
+func TestNewClusterPods(t *testing.T) {
+	f := false
+	clusterPod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-pod", Namespace: "default", UID: "uid-api-pod", ResourceVersion: "1"},
+		Spec: v1.PodSpec{NodeName: "node-a", AutomountServiceAccountToken: &f,
+			Containers: []v1.Container{{Name: "c", Image: "127.0.0.1:5000/minikubelet/busybox:1.36"}}},
+	}
+	cs := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "node-uid"}}, clusterPod)
+	done := make(chan struct{})
+	cp := newClusterPods(&clusterClient{client: clustertest.FromClientset(cs)}, func(uid types.UID) <-chan struct{} {
+		if uid == "uid-api-pod" {
+			return done
+		}
+		return nil
+	}, "node-a", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{}, 2)
+	defer func() {
+		cancel()
+		<-stopped
+		<-stopped
+	}()
+	out := make(chan agent.SourceUpdate)
+	go func() { cp.source.Run(ctx, out); stopped <- struct{}{} }()
+	go func() { cp.run(ctx); stopped <- struct{}{} }()
+	// The daemon's loop: it reads every set.
+	go func() {
+		for {
+			select {
+			case <-out:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "static-uid",
+		Annotations: map[string]string{"kubernetes.io/config.source": "file"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+	cp.staticPods([]*v1.Pod{static})
+	require.Eventually(t, func() bool {
+		m, err := cs.CoreV1().Pods("default").Get(ctx, "web-node-a", metav1.GetOptions{})
+		return err == nil && m.Annotations["kubernetes.io/config.mirror"] != ""
+	}, 10*time.Second, 5*time.Millisecond, "the static pod's mirror is created")
+
+	running := static.DeepCopy()
+	running.Status.Phase = v1.PodRunning
+	cp.observer.PodStatus(running)
+	require.Eventually(t, func() bool {
+		m, err := cs.CoreV1().Pods("default").Get(ctx, "web-node-a", metav1.GetOptions{})
+		return err == nil && m.Status.Phase == v1.PodRunning
+	}, 10*time.Second, 5*time.Millisecond, "the static pod's status reaches its mirror")
+
+	now := metav1.Now()
+	clusterPod.DeletionTimestamp, clusterPod.ResourceVersion = &now, "2"
+	_, err := cs.CoreV1().Pods("default").Update(ctx, clusterPod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	close(done)
+	require.Eventually(t, func() bool {
+		_, err := cs.CoreV1().Pods("default").Get(ctx, "api-pod", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, 10*time.Second, 5*time.Millisecond, "the deleted pod's object goes once the agent is done")
 }

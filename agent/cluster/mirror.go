@@ -1,0 +1,423 @@
+package cluster
+
+// Mirror pods: the static pods of the manifest directory shown on the API
+// server, as the kubelet shows them (pkg/kubelet/pod's mirror client and
+// its pod manager): for each static pod a pod <name>-<node> in its
+// namespace, bound to the node, owned by the Node object, annotated
+// kubernetes.io/config.mirror with a hash of the static pod (and
+// config.source file), whose status is the static pod's. The API server
+// cannot control a static pod through it: deleting a mirror only makes the
+// node create it again; the cluster pod source never runs one.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minikubelet/minikubelet/agent"
+)
+
+// Annotations of static and mirror pods (the kubelet's).
+const (
+	// annotationConfigMirror marks a mirror pod; its value is the hash of
+	// the static pod it mirrors.
+	annotationConfigMirror = "kubernetes.io/config.mirror"
+	// annotationConfigHash is the static pod's hash (the kubelet's file
+	// source sets it to the pod's UID, itself a hash of the file).
+	annotationConfigHash = "kubernetes.io/config.hash"
+	// sourceFile is the config.source of static pods.
+	sourceFile = "file"
+)
+
+// Retry back-off of a failed reconcile.
+const (
+	mirrorRetryBase = time.Second
+	mirrorRetryMax  = 30 * time.Second
+)
+
+// isMirrorPod reports whether p is a mirror pod.
+func isMirrorPod(p *v1.Pod) bool {
+	_, ok := p.Annotations[annotationConfigMirror]
+	return ok
+}
+
+// MirrorPods keeps the node's mirror pods in step with its static pods.
+// It learns the mirrors on the API server from the cluster pod source
+// (WithMirrorPods: its informer sees every pod bound to the node), and
+// sends the static pods' statuses to their mirrors through the
+// StatusWriter (debounced like every pod status). SetStaticPods, the
+// Observer methods and the source's reports never block; Run does the API
+// calls.
+type MirrorPods struct {
+	client   API
+	nodeName string
+	status   *StatusWriter
+	logger   *slog.Logger
+	// retryBase and retryMax bound the back-off of a failed reconcile
+	// (tests shorten them).
+	retryBase, retryMax time.Duration
+
+	// wake is signalled when static pods or mirrors changed; capacity 1.
+	wake chan struct{}
+
+	// mu guards static, byUID and mirrors.
+	mu sync.Mutex
+	// static holds the static pods by their mirror's namespace/name; nil
+	// until the first SetStaticPods (nothing is deleted before).
+	static map[string]*staticPod
+	// byUID finds a static pod's key by its UID (statuses).
+	byUID map[types.UID]string
+	// mirrors holds the mirror pods bound to the node on the API server
+	// by namespace/name, as last reported by the source and corrected by
+	// Run's own writes; nil until the source's first list.
+	mirrors map[string]*v1.Pod
+
+	// nodeUID is the Node object's UID for owner references; Run's only.
+	nodeUID types.UID
+}
+
+// staticPod is what MirrorPods knows of one static pod.
+type staticPod struct {
+	pod  *v1.Pod
+	hash string
+	// status is the agent's newest status of the pod (nil before one).
+	status *v1.PodStatus
+	// sentTo is the mirror UID status was last handed to the writer for.
+	sentTo types.UID
+}
+
+var _ agent.Observer = (*MirrorPods)(nil)
+
+// NewMirrorPods returns the mirror pods of node nodeName; status is the
+// writer that also sends the cluster pods' statuses (its Run sends these).
+func NewMirrorPods(client API, nodeName string, status *StatusWriter, logger *slog.Logger) *MirrorPods {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &MirrorPods{
+		client: client, nodeName: nodeName, status: status,
+		logger:    logger.With("component", "cluster-mirror-pods"),
+		retryBase: mirrorRetryBase, retryMax: mirrorRetryMax,
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// MirrorName is the name of the mirror of static pod name on node.
+func MirrorName(name, node string) string { return name + "-" + node }
+
+// SetStaticPods replaces the static pods (the manifest directory's, as the
+// agent runs them: defaulted, with their UIDs).
+func (m *MirrorPods) SetStaticPods(pods []*v1.Pod) {
+	m.mu.Lock()
+	old := m.static
+	m.static = make(map[string]*staticPod, len(pods))
+	m.byUID = make(map[types.UID]string, len(pods))
+	for _, p := range pods {
+		key := p.Namespace + "/" + MirrorName(p.Name, m.nodeName)
+		st := &staticPod{pod: p, hash: staticPodHash(p)}
+		if prev := old[key]; prev != nil && prev.pod.UID == p.UID {
+			st.status, st.sentTo = prev.status, prev.sentTo
+		}
+		m.static[key] = st
+		m.byUID[p.UID] = key
+	}
+	// Statuses of static pods that are gone: nothing more to send.
+	for key, prev := range old {
+		if st := m.static[key]; prev.sentTo != "" && (st == nil || st.sentTo != prev.sentTo) {
+			m.status.Forget(prev.sentTo)
+		}
+	}
+	m.mu.Unlock()
+	m.poke()
+}
+
+// observeMirrors replaces what MirrorPods knows of the mirrors on the API
+// server (the source's informer: every mirror pod bound to the node).
+func (m *MirrorPods) observeMirrors(mirrors []*v1.Pod) {
+	m.mu.Lock()
+	m.mirrors = make(map[string]*v1.Pod, len(mirrors))
+	for _, p := range mirrors {
+		m.mirrors[p.Namespace+"/"+p.Name] = p
+	}
+	// A mirror found (such as one a previous run created) gets the status
+	// the agent has.
+	for key, st := range m.static {
+		if mirror := m.mirrors[key]; mirror != nil && mirror.UID != st.sentTo {
+			m.forwardLocked(key, st)
+		}
+	}
+	m.mu.Unlock()
+	m.poke()
+}
+
+func (m *MirrorPods) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// PodEvent implements agent.Observer (events are not sent yet).
+func (m *MirrorPods) PodEvent(*v1.Pod, agent.Event) {}
+
+// PodStep implements agent.Observer.
+func (m *MirrorPods) PodStep(*v1.Pod, agent.Step) {}
+
+// PodStatus sends a static pod's new status to its mirror (once there is
+// one).
+func (m *MirrorPods) PodStatus(pod *v1.Pod) {
+	if pod.Annotations[annotationConfigSource] != sourceFile {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key, ok := m.byUID[pod.UID]
+	if !ok {
+		return
+	}
+	st := m.static[key]
+	st.status = pod.Status.DeepCopy()
+	m.forwardLocked(key, st)
+}
+
+// forwardLocked hands st's status to the writer for its current mirror;
+// m.mu is held.
+func (m *MirrorPods) forwardLocked(key string, st *staticPod) {
+	mirror := m.mirrors[key]
+	if mirror == nil || mirror.DeletionTimestamp != nil || mirror.Annotations[annotationConfigMirror] != st.hash {
+		return
+	}
+	if st.sentTo != "" && st.sentTo != mirror.UID {
+		m.status.Forget(st.sentTo)
+		st.sentTo = ""
+	}
+	if st.status == nil {
+		return
+	}
+	m.status.record(mirror.UID, mirror.Namespace, mirror.Name, st.status)
+	st.sentTo = mirror.UID
+}
+
+// Run keeps the mirrors in step until ctx ends: at every change of the
+// static pods or of the mirrors on the API server, and after a failure
+// with back-off.
+func (m *MirrorPods) Run(ctx context.Context) {
+	delay := m.retryBase
+	failures := 0
+	for {
+		var retry <-chan time.Time
+		var t *time.Timer
+		if err := m.reconcile(ctx); err != nil && ctx.Err() == nil {
+			failures++
+			if failures == 1 || failures%10 == 0 {
+				m.logger.Warn("Cannot keep the mirror pods of the static pods on the API server; retrying", "err", err, "failures", failures, "retryIn", delay)
+			}
+			t = time.NewTimer(delay)
+			retry = t.C
+			delay = min(2*delay, m.retryMax)
+		} else {
+			if failures > 0 {
+				m.logger.Info("Mirror pods are in step with the static pods again")
+			}
+			failures, delay = 0, m.retryBase
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+		case <-retry:
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// reconcile creates the missing mirrors, replaces those out of date or
+// being deleted, and deletes those of static pods that are gone. It waits
+// for both the static pods and the mirrors to be known.
+func (m *MirrorPods) reconcile(ctx context.Context) error {
+	m.mu.Lock()
+	if m.static == nil || m.mirrors == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	statics := make(map[string]*staticPod, len(m.static))
+	for k, st := range m.static {
+		statics[k] = &staticPod{pod: st.pod, hash: st.hash}
+	}
+	mirrors := maps.Clone(m.mirrors)
+	m.mu.Unlock()
+
+	var errs []error
+	for key, st := range statics {
+		mirror := mirrors[key]
+		if mirror != nil && mirror.DeletionTimestamp == nil && mirror.Annotations[annotationConfigMirror] == st.hash {
+			continue
+		}
+		if mirror != nil {
+			// Deleted by someone (it comes back), or of an older version
+			// of the static pod.
+			if err := m.deleteMirror(ctx, mirror); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			m.setMirror(key, nil)
+		}
+		created, err := m.createMirror(ctx, st.pod, st.hash)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.setMirror(key, created)
+	}
+	for key, mirror := range mirrors {
+		if _, ok := statics[key]; ok {
+			continue
+		}
+		if err := m.deleteMirror(ctx, mirror); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.setMirror(key, nil)
+	}
+	return errors.Join(errs...)
+}
+
+// setMirror records Run's own write of the mirror key (nil: deleted) and
+// sends the static pod's status to a new mirror.
+func (m *MirrorPods) setMirror(key string, mirror *v1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if mirror == nil {
+		delete(m.mirrors, key)
+		return
+	}
+	m.mirrors[key] = mirror
+	if st := m.static[key]; st != nil {
+		m.forwardLocked(key, st)
+	}
+}
+
+// createMirror creates the mirror of static with hash. An existing pod of
+// that name that is an up-to-date mirror is taken as created; any other
+// mirror there is deleted for the next round.
+func (m *MirrorPods) createMirror(ctx context.Context, static *v1.Pod, hash string) (*v1.Pod, error) {
+	if m.nodeUID == "" {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		node, err := m.client.Nodes().Get(rctx, m.nodeName, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("get node %q for the mirror pods' owner: %w", m.nodeName, err)
+		}
+		m.nodeUID = node.UID
+	}
+	want := mirrorPod(static, hash, m.nodeName, m.nodeUID)
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	pods := m.client.Pods(want.Namespace)
+	created, err := pods.Create(rctx, want, metav1.CreateOptions{})
+	if err == nil {
+		m.logger.Info("Created the mirror pod of a static pod", "pod", want.Namespace+"/"+want.Name, "staticPodUID", string(static.UID))
+		return created, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		// The Node may have been registered again (a new UID).
+		m.nodeUID = ""
+		return nil, fmt.Errorf("create mirror pod %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	existing, gerr := pods.Get(rctx, want.Name, metav1.GetOptions{})
+	if gerr != nil {
+		return nil, fmt.Errorf("create mirror pod %s/%s: %w; get the existing one: %w", want.Namespace, want.Name, err, gerr)
+	}
+	switch {
+	case !isMirrorPod(existing) || existing.Spec.NodeName != m.nodeName:
+		return nil, fmt.Errorf("cannot create mirror pod %s/%s of a static pod: a pod of that name exists that is not this node's mirror pod; rename the static pod or delete that pod", want.Namespace, want.Name)
+	case existing.DeletionTimestamp == nil && existing.Annotations[annotationConfigMirror] == hash:
+		return existing, nil
+	}
+	if derr := m.deleteMirror(ctx, existing); derr != nil {
+		return nil, derr
+	}
+	return nil, fmt.Errorf("mirror pod %s/%s was out of date: deleted, to be created again", want.Namespace, want.Name)
+}
+
+// deleteMirror deletes mirror at once (grace 0), if it is still that
+// object (its UID as precondition), as the kubelet's mirror client.
+func (m *MirrorPods) deleteMirror(ctx context.Context, mirror *v1.Pod) error {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	grace := int64(0)
+	uid := mirror.UID
+	err := m.client.Pods(mirror.Namespace).Delete(rctx, mirror.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	switch {
+	case err == nil:
+		m.logger.Info("Deleted a mirror pod", "pod", mirror.Namespace+"/"+mirror.Name, "uid", string(uid))
+	case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+		return fmt.Errorf("delete mirror pod %s/%s: %w", mirror.Namespace, mirror.Name, err)
+	}
+	return nil
+}
+
+// mirrorPod is the mirror of static on node (whose Node object has UID
+// nodeUID): the static pod's labels, annotations and spec under the name
+// <name>-<node>, bound to the node, owned by the Node (controller, as the
+// NodeRestriction admission plugin requires of a node's mirror pods), and
+// without a service account (a node may not create pods that use one;
+// minikubelet's defaults set "default").
+func mirrorPod(static *v1.Pod, hash, node string, nodeUID types.UID) *v1.Pod {
+	controller := true
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        MirrorName(static.Name, node),
+			Namespace:   static.Namespace,
+			Labels:      maps.Clone(static.Labels),
+			Annotations: maps.Clone(static.Annotations),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Node", Name: node, UID: nodeUID, Controller: &controller,
+			}},
+		},
+		Spec: *static.Spec.DeepCopy(),
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[annotationConfigMirror] = hash
+	p.Annotations[annotationConfigSource] = sourceFile
+	p.Annotations[annotationConfigHash] = string(static.UID)
+	p.Spec.NodeName = node
+	p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "", ""
+	return p
+}
+
+// staticPodHash is the mirror annotation's value for static: a hash of
+// what the mirror is made of (its UID, which the agent derives from the
+// manifest as written, its namespace, name, labels, annotations and spec).
+func staticPodHash(static *v1.Pod) string {
+	h := sha256.New()
+	// A v1.Pod's parts always marshal.
+	b, _ := json.Marshal(struct {
+		UID         types.UID
+		Namespace   string
+		Name        string
+		Labels      map[string]string
+		Annotations map[string]string
+		Spec        v1.PodSpec
+	}{static.UID, static.Namespace, static.Name, static.Labels, static.Annotations, static.Spec})
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
