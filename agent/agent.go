@@ -166,6 +166,10 @@ type Agent struct {
 	restartAfterTeardown map[types.UID]*v1.Pod
 	// stopping is set once the agent stops its workers; guarded by mu.
 	stopping bool
+	// orphanGate, when set (the daemon), is closed once orphans were
+	// collected; PodDone waits for it for pods it does not know. Guarded
+	// by mu.
+	orphanGate chan struct{}
 
 	// crashBackoff delays container restarts (CrashLoopBackOff).
 	crashBackoff *backoff
@@ -455,7 +459,37 @@ func (a *Agent) PodDone(uid types.UID) <-chan struct{} {
 		close(done)
 		return done
 	}
+	if gate := a.orphanGate; gate != nil {
+		select {
+		case <-gate:
+		default:
+			// The daemon has not collected orphans yet: a pod unknown now
+			// may still be in the runtime (left by the previous run, about
+			// to be torn down). Done once collection made sure of it.
+			done := make(chan struct{})
+			go func() {
+				<-gate
+				if ch := a.PodDone(uid); ch != nil {
+					<-ch
+				}
+				close(done)
+			}()
+			return done
+		}
+	}
 	return nil
+}
+
+// gateOrphans makes PodDone wait for the first orphan collection for pods
+// it does not know (the daemon's start); the returned func opens the gate.
+// Call before Run.
+func (a *Agent) gateOrphans() (open func()) {
+	gate := make(chan struct{})
+	a.mu.Lock()
+	a.orphanGate = gate
+	a.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
 }
 
 // GetPod returns a copy of the pod with its current status.

@@ -95,6 +95,8 @@ type Daemon struct {
 	storeApplied bool
 	// firstSetWait is the const unless a test shortens it.
 	firstSetWait time.Duration
+	// openOrphanGate tells the agent orphans were collected (PodDone).
+	openOrphanGate func()
 
 	// mu guards the fields below.
 	mu sync.Mutex
@@ -118,6 +120,7 @@ func NewDaemon(a *Agent, store *PodStore, dir *DirSource, cfg DaemonConfig) *Dae
 
 // Run runs the daemon until ctx ends. Pods keep running when it returns.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.openOrphanGate = d.a.gateOrphans()
 	updates := make(chan SourceUpdate, 4)
 	waiting := len(d.cfg.Sources)
 	if d.dir != nil {
@@ -168,6 +171,7 @@ wait:
 		if err := d.a.collectOrphans(ctx, d.desiredUIDs()); err != nil {
 			d.a.logger.Warn("Orphan collection incomplete", "err", err)
 		}
+		d.openOrphanGate()
 	}
 	collect()
 

@@ -176,3 +176,57 @@ func TestDaemon_StaticPodsHook(t *testing.T) {
 	d.apply(SourceUpdate{Source: sourceFile})
 	assert.Equal(t, [][]string{{"static"}, nil}, got)
 }
+
+// Until the daemon collected orphans, PodDone of a pod the agent does not
+// know waits: the pod may be a previous run's, still in the runtime (a
+// cluster pod deleted while the daemon was down must not have its object
+// deleted before its containers are gone).
+func TestDaemon_PodDoneWaitsForOrphanCollection(t *testing.T) {
+	h := newHarness(t)
+	gone := clusterPod(t, "gone", "uid-gone")
+	h.agent.SetPods([]*v1.Pod{gone})
+	require.Eventually(t, func() bool {
+		got, ok := h.agent.GetPod(gone.UID)
+		return ok && got.Status.Phase == v1.PodRunning
+	}, 10*time.Second, time.Millisecond)
+	h.agent.stopWorkers()
+
+	a2 := New(h.agent.cfg, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+	t.Cleanup(a2.stopWorkers)
+	src := make(chanSource)
+	d := NewDaemon(a2, nil, nil, DaemonConfig{Sources: []Source{src}})
+	d.store = mustStore(t)
+	d.firstSetWait = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-runDone
+	})
+	var done <-chan struct{}
+	require.Eventually(t, func() bool {
+		done = a2.PodDone(gone.UID)
+		return done != nil
+	}, 10*time.Second, time.Millisecond, "before collection, an unknown pod is not done")
+
+	// The source marks it deleted: it is collected, torn down, then done.
+	deleting := gone.DeepCopy()
+	now := metav1.NewTime(h.clock.Now())
+	deleting.DeletionTimestamp = &now
+	src <- SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{deleting}}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("PodDone never closed")
+	}
+	assert.Contains(t, h.fake.Calls(), "RemovePodSandbox gone", "done only after the runtime's objects are gone")
+	assert.Nil(t, a2.PodDone(types.UID("never-seen")), "after collection, an unknown pod is done")
+}
+
+func mustStore(t *testing.T) *PodStore {
+	t.Helper()
+	s, err := NewPodStore(t.TempDir(), "node-1")
+	require.NoError(t, err)
+	return s
+}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
-	"github.com/minikubelet/minikubelet/agent/cluster"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -189,11 +188,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// In cluster mode the API server is a pod source beside the directory
 	// and the local API, and the pods' statuses go back to it.
 	var sources []agent.Source
+	var cp clusterPodWiring
 	if cc != nil {
-		src, obs, run := clusterPods(cc, a, node.Name, logger)
-		sources = append(sources, src)
-		a.AddObserver(obs)
-		go run(ctx)
+		cp = newClusterPods(cc, a.PodDone, node.Name, logger)
+		sources = append(sources, cp.source)
+		a.AddObserver(cp.observer)
+		go cp.run(ctx)
 	}
 	d := agent.NewDaemon(a, store, dir, agent.DaemonConfig{
 		Version:           version,
@@ -202,6 +202,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		RuntimeAPIVersion: client.RuntimeAPIVersion(),
 		LogRotation:       agent.LogRotationConfig{MaxSize: maxSize, MaxFiles: sf.logMaxFiles, Period: 10 * time.Second},
 		Sources:           sources,
+		StaticPods:        cp.staticPods,
 	})
 
 	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
@@ -235,14 +236,6 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	_ = os.Remove(sf.socket)
 	return runErr
-}
-
-// clusterPods builds the cluster's pod source and the writer that sends
-// pod statuses to the API server (an agent observer); run runs the writer
-// until ctx ends.
-func clusterPods(cc *clusterClient, a *agent.Agent, nodeName string, logger *slog.Logger) (agent.Source, agent.Observer, func(context.Context)) {
-	sw := cluster.NewStatusWriter(cc.client, logger, nil)
-	return cluster.NewPodSource(cc.client, nodeName, logger), sw, sw.Run
 }
 
 func boolInt(b bool) int {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/cluster"
@@ -54,7 +56,8 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 	}
 
 	nodeClient := cp.NodeClient(t, node)
-	src := cluster.NewPodSource(clustertest.FromClientset(nodeClient), node, nil)
+	src := cluster.NewPodSource(clustertest.FromClientset(nodeClient), node, nil,
+		cluster.WithPodDone(func(types.UID) <-chan struct{} { return nil }))
 	out := make(chan agent.SourceUpdate, 1)
 	go src.Run(ctx, out)
 	var u agent.SourceUpdate
@@ -119,9 +122,13 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 	require.NotNil(t, got.Status.ContainerStatuses[0].State.Running)
 	require.True(t, got.Status.ContainerStatuses[0].Ready)
 
-	// Deleted through the API: no longer desired (the object stays until
-	// the node confirms; that part is not written yet).
+	// Deleted through the API: the source keeps web, marked with its grace
+	// period, for the agent to tear it down; once the agent has nothing of
+	// it (podDone: no agent here), the node deletes the object (grace 0,
+	// UID precondition: the Node authorizer lets it) and web leaves the set.
 	require.NoError(t, pods.Delete(ctx, "web", metav1.DeleteOptions{}))
-	waitUpdate("web to leave the set once deleted", func(u agent.SourceUpdate) bool { return len(u.Pods) == 1 })
+	waitUpdate("web to leave the set once the node deleted it", func(u agent.SourceUpdate) bool { return len(u.Pods) == 1 })
 	require.Equal(t, "with-token", u.Pods[0].Name)
+	_, err = pods.Get(ctx, "web", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the node deleted the object: %v", err)
 }

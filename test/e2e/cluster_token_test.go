@@ -78,18 +78,6 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), scaled(3*time.Minute))
 	defer cancel()
 
-	// TODO(#10): ConfigMaps do not come from the API server yet; until
-	// they do, the node gets kube-root-ca.crt through its local API (the
-	// same data start.sh put on the API server). Remove this once the
-	// node reads the pod's ConfigMaps from the API server.
-	ca, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "ca.crt"))
-	require.NoError(t, err)
-	lctx, lcancel := shortCtx()
-	_, err = d.api().CreateConfigMap(lctx, &v1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": string(ca)},
-	})
-	lcancel()
-	require.NoError(t, err)
 
 	vaultExp, one := int64(600), int64(1)
 	pod := &v1.Pod{
@@ -149,6 +137,10 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 	}
 	require.Equal(t, "ca.crt\nnamespace\ntoken\n", exec("ls", saDir))
 	require.Equal(t, "default", exec("cat", saDir+"/namespace"))
+	// kube-root-ca.crt comes from the API server (start.sh put the
+	// cluster's CA there, as the controller-manager would).
+	ca, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "ca.crt"))
+	require.NoError(t, err)
 	require.Equal(t, string(ca), exec("cat", saDir+"/ca.crt"))
 	require.Equal(t, "644\n", exec("stat", "-L", "-c", "%a", saDir+"/token"), "the volume's defaultMode (420)")
 	mounts := exec("cat", "/proc/mounts")
