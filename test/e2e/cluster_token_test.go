@@ -180,7 +180,7 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 			Containers: []v1.Container{{Name: "c", Image: suite.registry + "/minikubelet/busybox:1.36", Command: []string{"sleep", "3600"}}},
 		},
 	}
-	lctx, lcancel = shortCtx()
+	lctx, lcancel := shortCtx()
 	_, err = d.api().CreatePod(lctx, local)
 	lcancel()
 	require.NoError(t, err)
