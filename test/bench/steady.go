@@ -97,7 +97,7 @@ type usage struct {
 	rss []float64 // MiB, one sample a second
 	// anon and file split rss (RssAnon, RssFile), same samples.
 	anon, file []float64
-	cpu float64   // % of one core over the window
+	cpu        float64 // % of one core over the window
 	// cpuPerSecond is the CPU of each one-second step, % of one core.
 	cpuPerSecond []float64
 }

@@ -78,7 +78,6 @@ func TestCluster_ServiceAccountTokensAreProjected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), scaled(3*time.Minute))
 	defer cancel()
 
-
 	vaultExp, one := int64(600), int64(1)
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "token-user"},
