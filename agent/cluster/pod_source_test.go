@@ -118,8 +118,13 @@ func TestPodSource_StreamsTheNodesPods(t *testing.T) {
 	require.Equal(t, SourceCluster, u.Source)
 	pods, errs := names(u)
 	require.Equal(t, []string{"web"}, pods, "other nodes' and finished pods are left out")
-	require.Equal(t, []string{"cluster:default/bad"}, errs)
-	require.ErrorContains(t, u.Errors[0].Err, "spec.containers[0].image: Required value")
+	// The source refuses bad as soon as it listed it; when the refusal
+	// (bad turns Failed, a terminal pod) was quicker than this reader, the
+	// newer set without it replaced the unsent one.
+	if len(errs) > 0 {
+		require.Equal(t, []string{"cluster:default/bad"}, errs)
+		require.ErrorContains(t, u.Errors[0].Err, "spec.containers[0].image: Required value")
+	}
 	<-synced
 
 	// The pod it cannot run is marked Failed on the API server, with why;
@@ -131,10 +136,10 @@ func TestPodSource_StreamsTheNodesPods(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, ReasonUnsupportedPodSpec, refused.Status.Reason)
 	require.Equal(t, "Pod was rejected: minikubelet cannot run this pod: spec.containers[0].image: Required value", refused.Status.Message)
-	u = next()
-	pods, errs = names(u)
-	require.Equal(t, []string{"web"}, pods)
-	require.Empty(t, errs)
+	for len(errs) > 0 {
+		pods, errs = names(next())
+		require.Equal(t, []string{"web"}, pods)
+	}
 
 	// The list and the watch asked only for this node's pods.
 	var selectors []string
