@@ -433,10 +433,19 @@ func (a *Agent) markDeleted(p *v1.Pod) {
 	if w == nil {
 		return
 	}
-	if cur := w.pod(); cur.DeletionTimestamp != nil {
+	// Marked already: only a shorter grace period counts (the kubelet's
+	// rule: `kubectl delete --grace-period=1` after a 30 s deletion). A
+	// StopContainer already running keeps the timeout it was given.
+	if cur := w.pod(); cur.DeletionTimestamp != nil && !shorterGrace(p.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds) {
 		return
 	}
 	w.setDeletion(p.DeletionGracePeriodSeconds, a.clock.Now())
+}
+
+// shorterGrace reports whether grace period next is shorter than cur (nil:
+// the pod's own, which a set one never exceeds here).
+func shorterGrace(next, cur *int64) bool {
+	return next != nil && (cur == nil || *next < *cur)
 }
 
 // AddObserver adds o to the agent's observers (the daemon's API watch, the

@@ -59,7 +59,8 @@ type DaemonConfig struct {
 // Source is a pod source the daemon merges with its own. Run sends the
 // source's complete set on out whenever it changed and must never block on
 // out for long (DirSource's contract: newer sets replace an unsent one).
-// A pod a source sends with a DeletionTimestamp is being deleted there: the
+// out is unbuffered: once a send completed, every set sent before it has
+// been applied. A pod a source sends with a DeletionTimestamp is being deleted there: the
 // daemon tears it down with its DeletionGracePeriodSeconds (if set) and
 // never starts it (the kubelet's handling of a pod the API server deletes
 // gracefully).
@@ -121,7 +122,10 @@ func NewDaemon(a *Agent, store *PodStore, dir *DirSource, cfg DaemonConfig) *Dae
 // Run runs the daemon until ctx ends. Pods keep running when it returns.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.openOrphanGate = d.a.gateOrphans()
-	updates := make(chan SourceUpdate, 4)
+	// Unbuffered: a source's completed send means the daemon received
+	// that set, so it applied every earlier one (the cluster source asks
+	// PodDone only then: a pod of an earlier set is the agent's by then).
+	updates := make(chan SourceUpdate)
 	waiting := len(d.cfg.Sources)
 	if d.dir != nil {
 		waiting++
@@ -129,6 +133,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	for _, src := range d.cfg.Sources {
 		go src.Run(ctx, updates)
+	}
+	if d.dir == nil && d.cfg.StaticPods != nil {
+		// No manifest directory: no static pods (mirror pods a previous
+		// run left go).
+		d.cfg.StaticPods(nil)
 	}
 	d.applyStore()
 
@@ -183,6 +192,9 @@ wait:
 		case <-ctx.Done():
 			return <-agentDone
 		case u := <-updates:
+			if ctx.Err() != nil {
+				continue // stopping: the agent's workers are going away
+			}
 			first(u)
 			d.apply(u)
 			collect()
@@ -212,9 +224,13 @@ func (d *Daemon) applyStore() {
 }
 
 // apply records one source's new set and hands the merged desired set to
-// the agent. A file pod and an API pod of the same namespace/name cannot
-// both run: the API refuses names a file already uses, so a clash means a
-// file came later — the running API pod stays and the file is reported.
+// the agent. Two pods of the same namespace/name cannot both run: the
+// local API refuses names another source's running pod uses, so a clash
+// means a file (or a cluster pod) came later. The order of
+// sourceOrderLocked decides: the API's pod, then the file's, then the
+// cluster's; the other is reported. (A static file added later with a
+// running cluster pod's name therefore replaces that pod: the node's own
+// configuration wins.)
 // For ConfigMaps and Secrets it is the other way round: the file's object
 // wins (the manifest directory is the node's configuration), and the API's
 // is reported and kept on disk until it is deleted.
@@ -375,6 +391,10 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 		orphans[uid] = p
 	}
 	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		return nil
+	}
 	for _, p := range orphans {
 		if a.workers[p.UID] != nil {
 			// Wanted meanwhile: collection runs after the agent started

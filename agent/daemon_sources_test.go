@@ -230,3 +230,27 @@ func mustStore(t *testing.T) *PodStore {
 	require.NoError(t, err)
 	return s
 }
+
+// A deletion mark only ever shortens the grace period, and keeps its first
+// timestamp (the kubelet's rule for a second, shorter delete).
+func TestAgent_MarkDeletedOnlyShortensGrace(t *testing.T) {
+	h := newHarness(t)
+	p := clusterPod(t, "db", "uid-db")
+	h.agent.SetPods([]*v1.Pod{p})
+	w, _ := h.agent.findPod("default", "db")
+	require.NotNil(t, w)
+	mark := func(grace int64) {
+		m := p.DeepCopy()
+		now := metav1.NewTime(h.clock.Now())
+		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = &now, &grace
+		h.agent.markDeleted(m)
+	}
+	mark(30)
+	first := *w.pod().DeletionTimestamp
+	h.clock.Step(5 * time.Second)
+	mark(5)
+	assert.Equal(t, int64(5), *w.pod().DeletionGracePeriodSeconds, "a shorter grace period wins")
+	assert.Equal(t, first, *w.pod().DeletionTimestamp, "the first deletion's time stays")
+	mark(9)
+	assert.Equal(t, int64(5), *w.pod().DeletionGracePeriodSeconds, "a longer one does not")
+}

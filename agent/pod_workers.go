@@ -156,8 +156,10 @@ func (w *podWorker) setDeletion(grace *int64, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p := w.spec.DeepCopy()
-	t := metav1.NewTime(now)
-	p.DeletionTimestamp = &t
+	if p.DeletionTimestamp == nil {
+		t := metav1.NewTime(now)
+		p.DeletionTimestamp = &t
+	}
 	if grace != nil {
 		g := *grace
 		p.DeletionGracePeriodSeconds = &g

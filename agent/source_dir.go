@@ -152,11 +152,12 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		// its fingerprint.
 		pending   *SourceUpdate
 		pendingFP [sha256.Size]byte
-		// lastPods is the set of the last scan that could read the
+		// last is the set of the last scan that could read the
 		// directory: a directory that turns unreadable (permissions, a
-		// failing disk) reports an error but does not remove the pods;
-		// lastFiles are the files it came from.
-		lastPods  []*v1.Pod
+		// failing disk) reports an error but removes neither the pods nor
+		// the ConfigMaps and Secrets they use; lastFiles are the files it
+		// came from.
+		last      SourceUpdate
 		lastFiles []fileSum
 	)
 	scan := func() {
@@ -168,13 +169,11 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		}
 		u, files := s.scanFiles()
 		if len(u.Errors) > 0 && u.Errors[0].Path == s.dir {
-			// Copies: the consumer owns the pods of every update.
-			for _, p := range lastPods {
-				u.Pods = append(u.Pods, p.DeepCopy())
-			}
+			// The same (shared, read-only) objects as last time.
+			u.Pods, u.ConfigMaps, u.Secrets = last.Pods, last.ConfigMaps, last.Secrets
 			files = lastFiles
 		} else {
-			lastPods, lastFiles = u.Pods, files
+			last, lastFiles = u, files
 		}
 		fp := fingerprint(files, u.Errors)
 		switch {
