@@ -303,30 +303,30 @@ func (d *Daemon) sourceOrderLocked(fileFirst bool) []string {
 // the first source's winning a clash (logged when report is set); d.mu is
 // held.
 func (d *Daemon) mergedConfigLocked(report bool) configSet {
-	var out configSet
-	cmFrom, secretFrom := map[string]string{}, map[string]string{}
-	for _, src := range d.sourceOrderLocked(true) {
-		for _, cm := range d.sources[src].ConfigMaps {
-			key := cm.Namespace + "/" + cm.Name
-			if winner, ok := cmFrom[key]; ok {
+	order := d.sourceOrderLocked(true)
+	return configSet{
+		ConfigMaps: mergeByName(d, order, report, "ConfigMap", func(u SourceUpdate) []*v1.ConfigMap { return u.ConfigMaps }),
+		Secrets:    mergeByName(d, order, report, "Secret", func(u SourceUpdate) []*v1.Secret { return u.Secrets }),
+	}
+}
+
+// mergeByName is the union of the objects of the sources in order, by
+// namespace/name, the first one's winning a clash (logged when report is
+// set); d.mu is held.
+func mergeByName[T metav1.Object](d *Daemon, order []string, report bool, kind string, objects func(SourceUpdate) []T) []T {
+	var out []T
+	from := map[string]string{}
+	for _, src := range order {
+		for _, o := range objects(d.sources[src]) {
+			key := o.GetNamespace() + "/" + o.GetName()
+			if winner, ok := from[key]; ok {
 				if report {
-					d.a.logger.Warn("Two pod sources define the same ConfigMap; the first one's is used", "configMap", key, "used", winner, "ignored", src)
+					d.a.logger.Warn("Two pod sources define the same "+kind+"; the first one's is used", "name", key, "kind", kind, "used", winner, "ignored", src)
 				}
 				continue
 			}
-			cmFrom[key] = src
-			out.ConfigMaps = append(out.ConfigMaps, cm)
-		}
-		for _, sec := range d.sources[src].Secrets {
-			key := sec.Namespace + "/" + sec.Name
-			if winner, ok := secretFrom[key]; ok {
-				if report {
-					d.a.logger.Warn("Two pod sources define the same Secret; the first one's is used", "secret", key, "used", winner, "ignored", src)
-				}
-				continue
-			}
-			secretFrom[key] = src
-			out.Secrets = append(out.Secrets, sec)
+			from[key] = src
+			out = append(out, o)
 		}
 	}
 	return out

@@ -357,18 +357,12 @@ func (m *MirrorPods) createMirror(ctx context.Context, static *v1.Pod, hash stri
 // deleteMirror deletes mirror at once (grace 0), if it is still that
 // object (its UID as precondition), as the kubelet's mirror client.
 func (m *MirrorPods) deleteMirror(ctx context.Context, mirror *v1.Pod) error {
-	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	grace := int64(0)
-	uid := mirror.UID
-	err := m.client.Pods(mirror.Namespace).Delete(rctx, mirror.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &uid},
-	})
-	switch {
-	case err == nil:
-		m.logger.Info("Deleted a mirror pod", "pod", mirror.Namespace+"/"+mirror.Name, "uid", string(uid))
-	case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-		return fmt.Errorf("delete mirror pod %s/%s: %w", mirror.Namespace, mirror.Name, err)
+	deleted, err := deleteExact(ctx, m.client, mirror.Namespace, mirror.Name, mirror.UID)
+	if err != nil {
+		return fmt.Errorf("mirror: %w", err)
+	}
+	if deleted {
+		m.logger.Info("Deleted a mirror pod", "pod", mirror.Namespace+"/"+mirror.Name, "uid", string(mirror.UID))
 	}
 	return nil
 }

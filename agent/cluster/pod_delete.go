@@ -8,6 +8,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -135,20 +136,15 @@ func (d *podDeleter) finish(ctx context.Context, del deletion, done <-chan struc
 			return
 		}
 	}
-	grace := int64(0)
-	uid := del.uid
-	opts := metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &uid}}
 	delay := d.retryBase
 	for attempt := 1; ; attempt++ {
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		err := d.client.Pods(del.namespace).Delete(rctx, del.name, opts)
-		cancel()
+		deleted, err := deleteExact(ctx, d.client, del.namespace, del.name, del.uid)
 		switch {
-		case err == nil:
+		case err == nil && deleted:
 			log.Info("Pod deleted from the API server: its teardown finished")
 			return
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			log.Debug("Pod object already gone or replaced", "err", err)
+		case err == nil:
+			log.Debug("Pod object already gone or replaced")
 			return
 		case ctx.Err() != nil:
 			return
@@ -165,4 +161,25 @@ func (d *podDeleter) finish(ctx context.Context, del deletion, done <-chan struc
 		}
 		delay = min(2*delay, d.retryMax)
 	}
+}
+
+// deleteExact deletes the pod object namespace/name if it is still the one
+// with uid (a UID precondition: a pod created again under that name is not
+// the node's to delete), with grace 0: the node's final delete, once
+// nothing of the pod runs. deleted is false when the object was already
+// gone or replaced, which is no error.
+func deleteExact(ctx context.Context, client API, namespace, name string, uid types.UID) (deleted bool, err error) {
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	grace := int64(0)
+	err = client.Pods(namespace).Delete(rctx, name, metav1.DeleteOptions{
+		GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("delete pod %s/%s: %w", namespace, name, err)
 }
