@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,7 +127,7 @@ func NewClient(kubeconfig, userAgent string) (API, *rest.Config, error) {
 }
 
 // scheme knows the types the node reads and writes (core/v1,
-// coordination.k8s.io/v1) and meta's (Status, WatchEvent, list and get
+// coordination.k8s.io/v1, authentication.k8s.io/v1's TokenRequest) and meta's (Status, WatchEvent, list and get
 // options): all its REST clients decode, nothing else.
 var (
 	scheme         = runtime.NewScheme()
@@ -138,6 +139,7 @@ func init() {
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	utilruntime.Must(v1.AddToScheme(scheme))
 	utilruntime.Must(coordinationv1.AddToScheme(scheme))
+	utilruntime.Must(authenticationv1.AddToScheme(scheme))
 }
 
 // restAPI is API over the API server: one REST client per API group,
@@ -145,6 +147,10 @@ func init() {
 // for the whole node, as the clientset does).
 type restAPI struct {
 	core, coordination rest.Interface
+	// tokens is core/v1 as JSON, for TokenRequest (TokenSource): its
+	// body is another group's type, which client-go's typed CreateToken
+	// also sends on the core client.
+	tokens rest.Interface
 }
 
 func newRESTAPI(cfg *rest.Config) (*restAPI, error) {
@@ -156,21 +162,28 @@ func newRESTAPI(cfg *rest.Config) (*restAPI, error) {
 	if err != nil {
 		return nil, err
 	}
-	group := func(gv schema.GroupVersion, apiPath string) (rest.Interface, error) {
+	group := func(gv schema.GroupVersion, apiPath string, json bool) (rest.Interface, error) {
 		c := rest.CopyConfig(base)
 		c.GroupVersion, c.APIPath = &gv, apiPath
+		if json {
+			c.ContentType, c.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+		}
 		c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()
 		return rest.RESTClientForConfigAndClient(c, httpClient)
 	}
-	core, err := group(v1.SchemeGroupVersion, "/api")
+	core, err := group(v1.SchemeGroupVersion, "/api", false)
 	if err != nil {
 		return nil, err
 	}
-	coordination, err := group(coordinationv1.SchemeGroupVersion, "/apis")
+	coordination, err := group(coordinationv1.SchemeGroupVersion, "/apis", false)
 	if err != nil {
 		return nil, err
 	}
-	return &restAPI{core: core, coordination: coordination}, nil
+	tokens, err := group(v1.SchemeGroupVersion, "/api", true)
+	if err != nil {
+		return nil, err
+	}
+	return &restAPI{core: core, coordination: coordination, tokens: tokens}, nil
 }
 
 func (a *restAPI) Pods(namespace string) PodClient {

@@ -3,10 +3,10 @@ package cluster
 // Service account tokens for the node's pods: the TokenRequest API
 // (POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token), the request
 // the kubelet's token manager makes through client-go's typed CreateToken.
-// It is built on a plain REST client with a scheme of its own (the
-// authentication.k8s.io/v1 types and metav1.Status) so that the agent does
-// not link client-go's whole clientset for one call. The agent caches and
-// refreshes the tokens (agent/token.go).
+// It uses NewClient's REST client for core/v1 (as JSON; the same
+// connections, scheme and rate limiter as the node's other requests), so
+// that the agent does not link client-go's whole clientset for one call.
+// The agent caches and refreshes the tokens (agent/token.go).
 
 import (
 	"context"
@@ -17,10 +17,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -34,27 +30,14 @@ type TokenSource struct {
 
 var _ agent.TokenSource = (*TokenSource)(nil)
 
-// NewTokenSource returns a token source that talks to the API server of
-// cfg (the node's kubeconfig), as JSON.
-func NewTokenSource(cfg *rest.Config) (*TokenSource, error) {
-	scheme := runtime.NewScheme()
-	if err := authenticationv1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("token request scheme: %w", err)
+// NewTokenSource returns the token source of api, which must be the client
+// NewClient returned.
+func NewTokenSource(api API) (*TokenSource, error) {
+	ra, ok := api.(*restAPI)
+	if !ok {
+		return nil, fmt.Errorf("token requests need the API server client NewClient returns, not a %T", api)
 	}
-	coreV1 := schema.GroupVersion{Version: "v1"}
-	// metav1.Status under v1, so that errors decode into API errors.
-	metav1.AddToGroupVersion(scheme, coreV1)
-	c := rest.CopyConfig(cfg)
-	c.APIPath = "/api"
-	c.GroupVersion = &coreV1
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	rc, err := rest.RESTClientFor(c)
-	if err != nil {
-		return nil, fmt.Errorf("token request client: %w", err)
-	}
-	return &TokenSource{client: rc}, nil
+	return &TokenSource{client: ra.tokens}, nil
 }
 
 // Token implements agent.TokenSource: a token of the pod's service account

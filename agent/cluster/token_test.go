@@ -58,8 +58,7 @@ func TestTokenSource_RequestsABoundToken(t *testing.T) {
 	defer hs.Close()
 	// The node's config as NewClient makes it: protobuf is asked for, the
 	// token source still speaks JSON.
-	ts, err := NewTokenSource(&rest.Config{Host: hs.URL, BearerToken: "node-token", ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}})
-	require.NoError(t, err)
+	ts := newTestTokenSource(t, &rest.Config{Host: hs.URL, BearerToken: "node-token", ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"}})
 
 	exp := int64(3607)
 	for _, tc := range []struct {
@@ -118,10 +117,9 @@ func TestTokenSource_ErrorsSayWhatToDo(t *testing.T) {
 				writeJSON(w, int(st.Code), st)
 			}})
 			defer hs.Close()
-			ts, err := NewTokenSource(&rest.Config{Host: hs.URL})
-			require.NoError(t, err)
+			ts := newTestTokenSource(t, &rest.Config{Host: hs.URL})
 			exp := int64(600)
-			_, _, err = ts.Token(t.Context(), tokenPod(), &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
+			_, _, err := ts.Token(t.Context(), tokenPod(), &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
 			require.Error(t, err)
 			require.True(t, tc.is(err), "the API error is kept: %v", err)
 			for _, w := range tc.want {
@@ -137,9 +135,19 @@ func TestTokenSource_EmptyToken(t *testing.T) {
 		writeJSON(w, http.StatusCreated, req)
 	}})
 	defer hs.Close()
-	ts, err := NewTokenSource(&rest.Config{Host: hs.URL})
-	require.NoError(t, err)
+	ts := newTestTokenSource(t, &rest.Config{Host: hs.URL})
 	exp := int64(600)
-	_, _, err = ts.Token(t.Context(), tokenPod(), &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
+	_, _, err := ts.Token(t.Context(), tokenPod(), &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
 	require.EqualError(t, err, "the API server answered the token request without a token")
+}
+
+// newTestTokenSource is the token source of the node client NewClient
+// would build from cfg.
+func newTestTokenSource(t *testing.T, cfg *rest.Config) *TokenSource {
+	t.Helper()
+	api, err := newRESTAPI(cfg)
+	require.NoError(t, err)
+	ts, err := NewTokenSource(api)
+	require.NoError(t, err)
+	return ts
 }

@@ -51,7 +51,7 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 	if err := cluster.CheckNodeIdentity(cfg, nodeName); err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	tokens, err := cluster.NewTokenSource(cfg)
+	tokens, err := cluster.NewTokenSource(cs)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
