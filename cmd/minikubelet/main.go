@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	// Heap profiling off before the other packages initialize (see there).
+	_ "github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
 )
 
 // defaultSocket is the local API's unix socket.

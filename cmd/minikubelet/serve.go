@@ -20,6 +20,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -34,8 +35,10 @@ TCP only with --api-address. Stopping the daemon leaves pods running; the
 next start adopts them.
 
 With --kubeconfig the node joins that Kubernetes cluster: it registers its
-Node object and keeps its status and Lease there (the pods the cluster
-schedules to it are not run yet).
+Node object and keeps its status and Lease there, runs the pods the cluster
+schedules to it (with their ConfigMaps, Secrets and service-account
+tokens), reports their status, and shows its static pods as mirror pods.
+See the README's "Joining a cluster".
 
 A YAML config file (--config) may hold the same settings under the flag
 names (e.g. "pod-cidr: 10.88.0.0/16"); flags given on the command line win.
@@ -128,6 +131,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return &exitError{code: 2, err: err}
 	}
 	setServeGC(os.Getenv)
+	if sf.profiling {
+		// The heap profile samples from here on (earlyinit).
+		earlyinit.Restore()
+	}
 
 	client, err := dialWithRetry(ctx, nf, sf.dialRetryLimit, logger)
 	if err != nil {

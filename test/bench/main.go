@@ -208,6 +208,9 @@ func run(ctx context.Context, o options) error {
 		b.rep.Settings["minikubelet observed by"] = "polling"
 		b.rep.Settings["GetPod poll"], b.rep.Settings["ListPods poll"] = o.poll.String(), o.listPoll.String()
 	}
+	if o.profileDir != "" {
+		b.rep.Settings["daemon profiling"] = "on (--enable-profiling, heap sampling): memory is not comparable"
+	}
 	// The network both sides use: the daemon would install the same
 	// conflist; installing it first lets the floor run before the daemon
 	// starts and keeps the daemon from changing it.
@@ -257,7 +260,7 @@ func run(ctx context.Context, o options) error {
 		"--cgroups-per-qos=" + strconv.FormatBool(o.cgroupsPerQOS),
 	}
 	progress("starting %s serve (log %s)", o.bin, filepath.Join(work, "daemon", "minikubelet.log"))
-	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), nodeArgs)
+	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), nodeArgs, o.profileDir != "")
 	if err != nil {
 		return err
 	}

@@ -42,8 +42,10 @@ type daemon struct {
 }
 
 // startDaemon starts bin with the node flags and its own directories under
-// dir, and waits until /healthz answers.
-func startDaemon(ctx context.Context, bin, dir string, nodeArgs []string) (*daemon, error) {
+// dir, and waits until /healthz answers. With profiling the daemon serves
+// its pprof profiles (and samples its heap, which costs memory); without,
+// it runs as users run it.
+func startDaemon(ctx context.Context, bin, dir string, nodeArgs []string, profiling bool) (*daemon, error) {
 	d := &daemon{sock: filepath.Join(dir, "api.sock"), logPath: filepath.Join(dir, "minikubelet.log"), done: make(chan struct{})}
 	for _, sub := range []string{"root", "pod-logs", "manifests"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
@@ -60,8 +62,10 @@ func startDaemon(ctx context.Context, bin, dir string, nodeArgs []string) (*daem
 		"--root-dir", filepath.Join(dir, "root"),
 		"--pod-log-dir", filepath.Join(dir, "pod-logs"),
 		"--manifest-dir", filepath.Join(dir, "manifests"),
-		"--enable-profiling",
 	)
+	if profiling {
+		args = append(args, "--enable-profiling")
+	}
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	if err := d.cmd.Start(); err != nil {

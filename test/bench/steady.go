@@ -191,6 +191,9 @@ func (b *bench) steadyLoaded(ctx context.Context, names []string) error {
 		if err := b.d.getDebug(ctx, "/debug/pprof/heap", filepath.Join(b.o.profileDir, "heap-steady.pprof")); err != nil {
 			progress("profile: %v", err)
 		}
+		if err := b.d.getDebug(ctx, "/debug/pprof/goroutine?debug=1", filepath.Join(b.o.profileDir, "goroutines-steady.txt")); err != nil {
+			progress("profile: %v", err)
+		}
 	}
 	return nil
 }
