@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
@@ -30,8 +29,8 @@ import (
 // It is a narrow stand-in for client-go's kubernetes.Interface: linking the
 // full clientset (every API group's typed client, its scheme, the informer
 // factory and listers) doubled the binary and the daemon's idle RSS (issue
-// #8). NewClient builds it from client-go's generic typed clients
-// (k8s.io/client-go/gentype) over REST clients whose scheme knows core/v1,
+// #8). NewClient builds it from small typed clients (typedResource) over
+// client-go REST clients whose scheme knows core/v1,
 // coordination.k8s.io/v1 and meta only; tests adapt client-go's fake
 // clientset to it (clustertest.FromClientset), whose typed clients satisfy
 // every XClient below as they are.
@@ -187,33 +186,28 @@ func newRESTAPI(cfg *rest.Config) (*restAPI, error) {
 }
 
 func (a *restAPI) Pods(namespace string) PodClient {
-	return gentype.NewClientWithList("pods", a.core, parameterCodec, namespace,
-		func() *v1.Pod { return &v1.Pod{} }, func() *v1.PodList { return &v1.PodList{} },
-		gentype.PrefersProtobuf[*v1.Pod]())
+	return &typedResource[*v1.Pod, *v1.PodList]{client: a.core, name: "pods", namespace: namespace,
+		newObject: func() *v1.Pod { return &v1.Pod{} }, newList: func() *v1.PodList { return &v1.PodList{} }}
 }
 
 func (a *restAPI) Nodes() NodeClient {
-	return gentype.NewClientWithList("nodes", a.core, parameterCodec, "",
-		func() *v1.Node { return &v1.Node{} }, func() *v1.NodeList { return &v1.NodeList{} },
-		gentype.PrefersProtobuf[*v1.Node]())
+	return &typedResource[*v1.Node, *v1.NodeList]{client: a.core, name: "nodes",
+		newObject: func() *v1.Node { return &v1.Node{} }, newList: func() *v1.NodeList { return &v1.NodeList{} }}
 }
 
 func (a *restAPI) Leases(namespace string) LeaseClient {
-	return gentype.NewClientWithList("leases", a.coordination, parameterCodec, namespace,
-		func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} },
-		gentype.PrefersProtobuf[*coordinationv1.Lease]())
+	return &typedResource[*coordinationv1.Lease, *coordinationv1.LeaseList]{client: a.coordination, name: "leases", namespace: namespace,
+		newObject: func() *coordinationv1.Lease { return &coordinationv1.Lease{} }, newList: func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} }}
 }
 
 func (a *restAPI) ConfigMaps(namespace string) ConfigMapClient {
-	return gentype.NewClientWithList("configmaps", a.core, parameterCodec, namespace,
-		func() *v1.ConfigMap { return &v1.ConfigMap{} }, func() *v1.ConfigMapList { return &v1.ConfigMapList{} },
-		gentype.PrefersProtobuf[*v1.ConfigMap]())
+	return &typedResource[*v1.ConfigMap, *v1.ConfigMapList]{client: a.core, name: "configmaps", namespace: namespace,
+		newObject: func() *v1.ConfigMap { return &v1.ConfigMap{} }, newList: func() *v1.ConfigMapList { return &v1.ConfigMapList{} }}
 }
 
 func (a *restAPI) Secrets(namespace string) SecretClient {
-	return gentype.NewClientWithList("secrets", a.core, parameterCodec, namespace,
-		func() *v1.Secret { return &v1.Secret{} }, func() *v1.SecretList { return &v1.SecretList{} },
-		gentype.PrefersProtobuf[*v1.Secret]())
+	return &typedResource[*v1.Secret, *v1.SecretList]{client: a.core, name: "secrets", namespace: namespace,
+		newObject: func() *v1.Secret { return &v1.Secret{} }, newList: func() *v1.SecretList { return &v1.SecretList{} }}
 }
 
 // hasCredentials reports whether cfg authenticates at all.

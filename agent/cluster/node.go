@@ -34,7 +34,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -465,7 +464,7 @@ func statusPatch(node *v1.Node, want v1.NodeStatus) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode node status: %w", err)
 	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Node{})
+	patch, err := twoWayMergePatch(oldJSON, newJSON, v1.Node{})
 	if err != nil {
 		return nil, fmt.Errorf("compute node status patch: %w", err)
 	}

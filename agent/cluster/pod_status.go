@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -252,7 +251,7 @@ func podStatusPatch(uid types.UID, old, want v1.PodStatus) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode pod status: %w", err)
 	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
+	patch, err := twoWayMergePatch(oldJSON, newJSON, v1.Pod{})
 	if err != nil {
 		return nil, fmt.Errorf("compute pod status patch: %w", err)
 	}
