@@ -14,7 +14,8 @@
 //	         per-pod p50/p99
 //	steady   the agent's RSS and CPU (from /proc) over --steady-duration with
 //	         --pods running pods (HTTP liveness and TCP readiness probes every
-//	         second), and with 0 pods
+//	         second), and with 0 pods; then the CPU of a floor prober making
+//	         the same probe connections with no agent (probefloor.go)
 //	delete   --pods pods deleted at once with grace period 1 s: time until
 //	         every CRI object and IP reservation is gone
 //
@@ -136,6 +137,13 @@ func parseFlags(args []string) (options, error) {
 var allScenarios = []string{"start", "ready", "density", "steady", "delete"}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == probeFloorCommand {
+		if err := runProbeFloor(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

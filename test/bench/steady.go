@@ -183,6 +183,9 @@ func (b *bench) steadyLoaded(ctx context.Context, names []string) error {
 	}
 	progress("steady: %d pods: RSS %.1f MiB (max %.1f), CPU %.2f %% of one core", len(names), summarize(u.rss).Median, summarize(u.rss).Max, u.cpu)
 	b.addSteadyRows(len(names), u, true)
+	if err := b.steadyProbeFloor(ctx, u); err != nil {
+		return err
+	}
 	if b.o.profileDir != "" {
 		progress("steady: capturing a 30 s CPU profile and a heap profile into %s (after the window)", b.o.profileDir)
 		if err := <-b.profile(ctx, "cpu-steady.pprof", 30*time.Second); err != nil {
@@ -195,6 +198,31 @@ func (b *bench) steadyLoaded(ctx context.Context, names []string) error {
 			progress("profile: %v", err)
 		}
 	}
+	return nil
+}
+
+// steadyProbeFloor measures the floor prober (probefloor.go) on the
+// steady pods for a window as long as the agent's, right after it (the
+// agent keeps probing meanwhile), and reports the agent's CPU against it.
+func (b *bench) steadyProbeFloor(ctx context.Context, agent usage) error {
+	l, err := b.d.c.ListPods(ctx, benchNS)
+	if err != nil {
+		return err
+	}
+	var ips []string
+	for i := range l.Items {
+		if ip := l.Items[i].Status.PodIP; ip != "" {
+			ips = append(ips, ip)
+		}
+	}
+	progress("steady: the same probes of %d pods without an agent (the floor), %s window", len(ips), b.o.steadyDuration)
+	u, err := probeFloor(ctx, ips, b.o.steadyDuration)
+	if err != nil {
+		return fmt.Errorf("steady probe floor: %w", err)
+	}
+	progress("steady: probe floor: CPU %.2f %% of one core (agent %.2f %%)", u.cpu, agent.cpu)
+	b.rep.Rows = append(b.rep.Rows, newRow("3 steady", fmt.Sprintf("CPU, %d pods' probes: floor prober vs agent (mean over %s)", len(ips), b.o.steadyDuration),
+		"% of a core", single(u.cpu), single(agent.cpu)))
 	return nil
 }
 
