@@ -132,13 +132,7 @@ func TestDaemon_OrphansWaitForEverySource(t *testing.T) {
 	src := make(chanSource)
 	d := NewDaemon(a2, store, nil, DaemonConfig{Sources: []Source{src}})
 	d.firstSetWait = 10 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-runDone
-	})
+	runDaemon(t, d)
 
 	// The local pod starts although the source has not answered (orphans
 	// would have been collected before the agent started).
@@ -197,13 +191,7 @@ func TestDaemon_PodDoneWaitsForOrphanCollection(t *testing.T) {
 	d := NewDaemon(a2, nil, nil, DaemonConfig{Sources: []Source{src}})
 	d.store = mustStore(t)
 	d.firstSetWait = time.Hour
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-runDone
-	})
+	runDaemon(t, d)
 	var done <-chan struct{}
 	require.Eventually(t, func() bool {
 		done = a2.PodDone(gone.UID)
@@ -253,4 +241,16 @@ func TestAgent_MarkDeletedOnlyShortensGrace(t *testing.T) {
 	assert.Equal(t, first, *w.pod().DeletionTimestamp, "the first deletion's time stays")
 	mark(9)
 	assert.Equal(t, int64(5), *w.pod().DeletionGracePeriodSeconds, "a longer one does not")
+}
+
+// runDaemon runs d until the test ends.
+func runDaemon(t *testing.T, d *Daemon) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-runDone
+	})
 }

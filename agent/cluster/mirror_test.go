@@ -59,6 +59,18 @@ func newMirrorHarness(t *testing.T, objects ...runtime.Object) *mirrorHarness {
 	return &mirrorHarness{client: client, w: w, m: NewMirrorPods(fromClientset(client), "node-a", w, nil)}
 }
 
+// markDeleted gives the server's pod name a deletion timestamp, as a
+// user's graceful delete does, and returns the pod as it was.
+func (h *mirrorHarness) markDeleted(t *testing.T, name string) *v1.Pod {
+	t.Helper()
+	p := h.get(t, name)
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+	_, err := h.client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	return p
+}
+
 func (h *mirrorHarness) get(t *testing.T, name string) *v1.Pod {
 	t.Helper()
 	p, err := h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
@@ -168,11 +180,7 @@ func TestMirrorPods_KeepsTheMirrorsInStep(t *testing.T) {
 	require.Empty(t, h.verbs())
 
 	t.Run("a mirror a user deletes comes back", func(t *testing.T) {
-		deleting := h.get(t, "web-node-a")
-		now := metav1.Now()
-		deleting.DeletionTimestamp = &now
-		_, err := h.client.CoreV1().Pods("default").Update(ctx, deleting, metav1.UpdateOptions{})
-		require.NoError(t, err)
+		deleting := h.markDeleted(t, "web-node-a")
 		h.m.observeMirrors(h.serverMirrors(t))
 		h.client.ClearActions()
 		require.NoError(t, h.m.reconcile(ctx))
@@ -268,11 +276,7 @@ func TestMirrorPods_SendsTheStaticPodsStatusToItsMirror(t *testing.T) {
 	h.m.PodStatus(other)
 
 	// The mirror is replaced: the status goes to the new one.
-	deleting := h.get(t, "web-node-a")
-	now := metav1.Now()
-	deleting.DeletionTimestamp = &now
-	_, err := h.client.CoreV1().Pods("default").Update(ctx, deleting, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	h.markDeleted(t, "web-node-a")
 	h.m.observeMirrors(h.serverMirrors(t))
 	require.NoError(t, h.m.reconcile(ctx))
 	replaced := h.get(t, "web-node-a")

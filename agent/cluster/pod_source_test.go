@@ -99,21 +99,7 @@ func TestPodSource_StreamsTheNodesPods(t *testing.T) {
 	src := NewPodSource(fromClientset(client), "node-a", nil)
 	synced := make(chan struct{})
 	src.synced = func() { close(synced) }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out := make(chan agent.SourceUpdate)
-	go src.Run(ctx, out)
-
-	next := func() agent.SourceUpdate {
-		t.Helper()
-		select {
-		case u := <-out:
-			return u
-		case <-time.After(10 * time.Second):
-			t.Fatal("no update from the pod source")
-			return agent.SourceUpdate{}
-		}
-	}
+	next := runSource(t, src)
 	u := next()
 	require.Equal(t, SourceCluster, u.Source)
 	pods, errs := names(u)
