@@ -159,6 +159,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.ProtectedPaths = []string{filepath.Dir(sf.socket)}
+	if cf.nodeIP != "" {
+		// Pods report the Node's InternalIP as their hostIP.
+		acfg.HostIPs = []string{cf.nodeIP}
+	}
 	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
 	if cc != nil {
 		// Cluster pods get their projected service account tokens.
