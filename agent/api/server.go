@@ -138,7 +138,7 @@ func (s *Server) routes() http.Handler {
 		http.MethodGet: s.notFound, http.MethodPost: s.notFound, http.MethodPut: s.notFound,
 		http.MethodPatch: s.notFound, http.MethodDelete: s.notFound,
 	})
-	return mux
+	return requireMediaType(mux)
 }
 
 // writeError writes err as a Status. A 5xx is logged here, where it is
@@ -235,15 +235,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 }
 
 // bodyJSON returns the body as JSON: YAML bodies (Content-Type
-// application/yaml) are converted, JSON is passed through.
+// application/yaml) are converted, JSON is passed through. A body without
+// a Content-Type is refused (requireMediaType already did, before routing).
 func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
-	mt := "application/json"
-	if ct != "" {
-		var err error
-		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("bad Content-Type %q: %v", ct, err))
-		}
+	mt, _, err := mime.ParseMediaType(ct)
+	if ct == "" || err != nil {
+		mt = ct
 	}
 	switch mt {
 	case "application/json":
