@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -45,32 +46,45 @@ var acceptedMediaTypes = map[string]bool{
 	"application/apply-patch+yaml":           true,
 }
 
-// requireMediaType refuses, with a 415, a request that carries or may carry
+// checkMediaType refuses, with a 415, a request that carries or may carry
 // a body (POST, PUT, PATCH, or any request with a body) without a JSON or
-// YAML Content-Type.
-func requireMediaType(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodPost, r.Method == http.MethodPut, r.Method == http.MethodPatch:
-		case r.ContentLength != 0:
-		default:
-			next.ServeHTTP(w, r)
+// YAML Content-Type. Routes check it once the method is known to be
+// served (a wrong method stays a 405).
+func checkMediaType(r *http.Request) error {
+	switch {
+	case r.Method == http.MethodPost, r.Method == http.MethodPut, r.Method == http.MethodPatch:
+	case r.ContentLength != 0:
+	default:
+		return nil
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return unsupportedMediaType(fmt.Sprintf("%s %s needs a Content-Type: send the body as application/json or application/yaml", r.Method, r.URL.Path))
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || !acceptedMediaTypes[mt] {
+		return unsupportedMediaType(fmt.Sprintf("the body of the request was in an unknown format %q: accepted media types are application/json and application/yaml", ct))
+	}
+	return nil
+}
+
+// requireMediaType is checkMediaType before handlers outside the routes
+// (the profiles).
+func requireMediaType(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkMediaType(r); err != nil {
+			writeJSON(w, http.StatusUnsupportedMediaType, toStatus(err))
 			return
 		}
-		ct := r.Header.Get("Content-Type")
-		if ct == "" {
-			writeStatus(w, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
-				fmt.Sprintf("%s %s needs a Content-Type: send the body as application/json or application/yaml", r.Method, r.URL.Path))
-			return
-		}
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || !acceptedMediaTypes[mt] {
-			writeStatus(w, http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
-				fmt.Sprintf("the body of the request was in an unknown format %q: accepted media types are application/json and application/yaml", ct))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+		next(w, r)
+	}
+}
+
+// unsupportedMediaType is a 415 Status error.
+func unsupportedMediaType(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
+		Reason: metav1.StatusReasonUnsupportedMediaType, Message: msg,
+	}}
 }
 
 // rejectBrowsers refuses requests carrying an Origin header: on the unix

@@ -99,6 +99,10 @@ func (s *Server) routes() http.Handler {
 				s.writeError(w, r, methodNotAllowed(r.Method, r.URL.Path))
 				return
 			}
+			if err := checkMediaType(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)
 			}
@@ -128,17 +132,17 @@ func (s *Server) routes() http.Handler {
 	handle("/metrics", route{http.MethodGet: s.metrics})
 	handle("/version", route{http.MethodGet: s.version})
 	if s.opts.Profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/", requireMediaType(pprof.Index))
+		mux.HandleFunc("/debug/pprof/cmdline", requireMediaType(pprof.Cmdline))
+		mux.HandleFunc("/debug/pprof/profile", requireMediaType(pprof.Profile))
+		mux.HandleFunc("/debug/pprof/symbol", requireMediaType(pprof.Symbol))
+		mux.HandleFunc("/debug/pprof/trace", requireMediaType(pprof.Trace))
 	}
 	handle("/", route{
 		http.MethodGet: s.notFound, http.MethodPost: s.notFound, http.MethodPut: s.notFound,
 		http.MethodPatch: s.notFound, http.MethodDelete: s.notFound,
 	})
-	return requireMediaType(mux)
+	return mux
 }
 
 // writeError writes err as a Status. A 5xx is logged here, where it is
