@@ -20,6 +20,7 @@ package api
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"mime"
 	"net"
@@ -108,6 +109,9 @@ func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, ms
 	})
 }
 
+// errNotLoopback marks a listen address refused by CheckListenAddress.
+var errNotLoopback = errors.New("not a loopback address")
+
 // CheckListenAddress checks a TCP listen address (host:port): the host must
 // be given, and be a loopback IP or "localhost" unless allowRemote. The
 // API gives root on this node to whoever holds its admin certificate;
@@ -175,7 +179,8 @@ type tcpGuard struct {
 // listener's IP, localhost and the loopback IPs, on port.
 func newTCPGuard(p *PKI, port string, addr net.Addr) *tcpGuard {
 	g := &tcpGuard{port: port, hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
-	if h, _, err := net.SplitHostPort(p.Address); err == nil && h != "" {
+	// Never 0.0.0.0 or ::, which browsers send to localhost.
+	if h, _, err := net.SplitHostPort(p.Address); err == nil && h != "" && !isUnspecified(h) {
 		g.hosts[canonicalHost(h)] = true
 	}
 	if ta, ok := addr.(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
@@ -190,6 +195,12 @@ func newTCPGuard(p *PKI, port string, addr net.Addr) *tcpGuard {
 		}
 	}
 	return g
+}
+
+// isUnspecified reports whether h is 0.0.0.0 or ::.
+func isUnspecified(h string) bool {
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsUnspecified()
 }
 
 // canonicalHost lower-cases a name and writes an IP in its canonical form.

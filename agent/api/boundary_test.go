@@ -336,3 +336,26 @@ func TestServerURL(t *testing.T) {
 		assert.Equal(t, want, ServerURL(addr), addr)
 	}
 }
+
+func TestTCPGuard_AllowsOnlyThisServer(t *testing.T) {
+	// Listening on every address of a machine named node1 with one LAN IP.
+	p, err := EnsurePKI(filepath.Join(t.TempDir(), "pki"), "0.0.0.0:6443", []string{"node1", "192.168.1.10"}, time.Now())
+	require.NoError(t, err)
+	g := newTCPGuard(p, "6443", &net.TCPAddr{IP: net.IPv4zero, Port: 6443})
+	for host, want := range map[string]bool{
+		"localhost:6443":        true,
+		"127.0.0.1:6443":        true,
+		"[::1]:6443":            true,
+		"node1:6443":            true,
+		"NODE1:6443":            true,
+		"192.168.1.10:6443":     true,
+		"0.0.0.0:6443":          false, // browsers send it to localhost
+		"[::]:6443":             false,
+		"node1:443":             false,
+		"node1":                 false, // https' 443
+		"attacker.example:6443": false,
+		"":                      false,
+	} {
+		assert.Equal(t, want, g.allows(host), host)
+	}
+}

@@ -25,7 +25,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -380,6 +379,3 @@ func writeAtomic(path string, data []byte, mode os.FileMode) (retErr error) {
 	}
 	return nil
 }
-
-// errNotLoopback marks a listen address refused by CheckListenAddress.
-var errNotLoopback = errors.New("not a loopback address")
