@@ -30,13 +30,15 @@ The minikubelet daemon: owns this node's pods across its own restarts and
 reboots. Desired pods come from the static manifest directory (*.yaml,
 *.yml, *.json; edits and removals are picked up) and from the local API
 (pods submitted with 'minikubelet run' while the daemon runs, persisted
-under the root dir). The API listens on a unix socket (mode 0600, root
-only), and on TCP only with --api-address: TLS with client certificates
-from a CA the daemon creates under <root-dir>/pki, the admin credentials
-in --admin-kubeconfig (kubectl --kubeconfig /etc/minikubelet/admin.kubeconfig;
-'minikubelet kubeconfig' prints it). Whoever can use the API is root on
-this node. Stopping the daemon leaves pods running; the
-next start adopts them.
+under the root dir). Stopping the daemon leaves pods running; the next
+start adopts them.
+
+The API listens on a unix socket (mode 0600, root only), and on TCP only
+with --api-address (loopback unless --api-allow-remote): TLS with client
+certificates from a CA the daemon creates under <root-dir>/pki; the admin
+credentials are in --admin-kubeconfig, which 'minikubelet kubeconfig'
+prints (kubectl --kubeconfig /etc/minikubelet/admin.kubeconfig get pods).
+Whoever can use the API is root on this node.
 
 With --kubeconfig the node joins that Kubernetes cluster: it registers its
 Node object and keeps its status and Lease there, runs the pods the cluster
