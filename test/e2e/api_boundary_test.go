@@ -24,6 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/agent/api"
 )
 
 // TestAPIBoundary attacks the TCP API of a daemon started with
@@ -50,6 +53,10 @@ func TestAPIBoundary(t *testing.T) {
 	require.True(t, roots.AppendCertsFromPEM(cluster.CertificateAuthorityData))
 	admin, err := tls.X509KeyPair(user.ClientCertificateData, user.ClientKeyData)
 	require.NoError(t, err)
+	// Another node's admin certificate, from a CA this daemon never saw.
+	otherPKI, err := api.EnsurePKI(filepath.Join(t.TempDir(), "other-pki"), "127.0.0.1:1", nil, time.Now())
+	require.NoError(t, err)
+	otherCertPEM, otherKeyPEM := otherPKI.AdminCertPEM, otherPKI.AdminKeyPEM
 	podJSON := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + csrfPod + `"},` +
 		`"spec":{"containers":[{"name":"c","image":"` + suite.registry + `/minikubelet/busybox:1.36","command":["sleep","3600"]}]}}`
 
@@ -73,15 +80,19 @@ func TestAPIBoundary(t *testing.T) {
 	})
 
 	t.Run("NoClientCertificateRefused", func(t *testing.T) {
+		// The handshake admits no certificate; the request gets a 401.
 		code, body, err := tlsDo(roots, nil, http.MethodGet, "https://"+addr+"/api/v1/pods", "", "", nil)
-		if err == nil {
-			assert.Equal(t, http.StatusUnauthorized, code, body)
-			assertStatus(t, body, http.StatusUnauthorized)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusUnauthorized, code, body)
+		assertStatus(t, body, http.StatusUnauthorized)
 		code, body, err = tlsDo(roots, nil, http.MethodPost, "https://"+addr+"/api/v1/namespaces/default/pods", "", "application/json", []byte(podJSON))
-		if err == nil {
-			assert.Equal(t, http.StatusUnauthorized, code, body)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusUnauthorized, code, body)
+		// A certificate of another CA fails the handshake.
+		other, err := tls.X509KeyPair(otherCertPEM, otherKeyPEM)
+		require.NoError(t, err)
+		_, _, err = tlsDo(roots, &other, http.MethodGet, "https://"+addr+"/api/v1/pods", "", "", nil)
+		require.Error(t, err, "a foreign client certificate must fail the TLS handshake")
 		// Plain HTTP gets nothing either.
 		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/api/v1/pods")
 		if err == nil {
@@ -129,6 +140,9 @@ func TestAPIBoundary(t *testing.T) {
 	t.Run("AdminKubeconfigWorksWithClientGo", func(t *testing.T) {
 		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		require.NoError(t, err)
+		// client-go's clientset sends built-in types as protobuf, which
+		// the API does not speak (issue #20): JSON, as kubectl sends.
+		rc.ContentType = "application/json"
 		cs, err := kubernetes.NewForConfig(rc)
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -139,7 +153,7 @@ func TestAPIBoundary(t *testing.T) {
 		// A write with client-go's Content-Type is served: the pod runs.
 		pod := &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: clientGoPod},
-			Spec: v1.PodSpec{Containers: []v1.Container{{
+			Spec: v1.PodSpec{TerminationGracePeriodSeconds: ptr.To[int64](1), Containers: []v1.Container{{
 				Name: "c", Image: suite.registry + "/minikubelet/busybox:1.36", Command: []string{"sleep", "3600"},
 			}}},
 		}
