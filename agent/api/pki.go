@@ -14,6 +14,10 @@ package api
 //
 // Keys are ECDSA P-256, written 0600; certificates 0644. Every file is
 // written to a temporary name and renamed into place.
+//
+// TODO(api): renew the leaf certificates while the daemon runs; today a
+// start renews those within 90 days of their end, so a daemon that runs a
+// year without restarting serves an expired certificate (issue #20).
 
 import (
 	"bytes"
