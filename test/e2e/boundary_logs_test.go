@@ -191,8 +191,8 @@ func readProcStatusKB(pid int, field string) (int64, error) {
 
 // rssWatch samples a process's VmRSS every 20 ms until stopped.
 type rssWatch struct {
-	done    chan struct{}
-	wg      sync.WaitGroup
+	done chan struct{}
+	wg   sync.WaitGroup
 	// peak (bytes), samples and err are written by the sampler and read
 	// after stop.
 	peak    int64
