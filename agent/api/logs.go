@@ -357,7 +357,8 @@ func (lr *logReader) readHead(w *window, off, limit int64) (logHead, error) {
 	if err != nil {
 		return logHead{}, err
 	}
-	lh := lr.parseHead(off, h, nl)
+	// A line that ends within the header bytes (newline or limit) is whole.
+	lh := lr.parseHead(off, h, nl || len(h) < maxLogHeader)
 	if nl {
 		lh.end, lh.nl = off+int64(len(h))+1, true
 		return lh, nil
@@ -627,7 +628,7 @@ func (lr *logReader) copyJoined(s int, from, to int64, ts time.Time, partial boo
 		if err != nil {
 			return err
 		}
-		lh := lr.parseHead(off, h, nl)
+		lh := lr.parseHead(off, h, nl || len(h) < maxLogHeader)
 		mine := lh.ok && streamIndex(lh.Stream) == s
 		if mine {
 			if err := lr.write(h[lh.content-off:]); err != nil {

@@ -111,6 +111,9 @@ func genLog(script []byte) []byte {
 		case c&0xfc == 0xf8:
 			b.WriteString("\n")
 			continue
+		case c&0xfc == 0xf4: // no content field at all
+			b.WriteString(strings.TrimSuffix(criLine(i, stream, tag, ""), " \n") + "\n")
+			continue
 		}
 		content := strings.Repeat(string(rune('a'+i%26)), int(c>>2)%40)
 		b.WriteString(criLine(i, stream, tag, content))
