@@ -434,3 +434,43 @@ func TestReadLog_TailMatchesReference(t *testing.T) {
 	require.True(t, referenceLog(b.Bytes(), LogOptions{}) == got.String(), "full log differs")
 	_, _ = io.Copy(io.Discard, &got)
 }
+
+// TestReadLog_FollowChunkedWrites follows a one-stream log written in
+// random pieces (lines cut anywhere, long lines streamed before their
+// newline arrives) and compares what it wrote with referenceLog of the
+// whole file: the streaming follower writes the same bytes.
+func TestReadLog_FollowChunkedWrites(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	var b bytes.Buffer
+	for i := range 300 {
+		tag := []string{"F", "P"}[rng.Intn(2)]
+		n := rng.Intn(100)
+		if rng.Intn(10) == 0 {
+			n = 1000 + rng.Intn(40<<10) // past a header's bytes and a window
+		}
+		b.WriteString(criLine(i%60, "stdout", tag, strings.Repeat(string(rune('a'+i%26)), n)))
+	}
+	b.WriteString(criLine(1, "stdout", "F", "end"))
+	data := b.Bytes()
+	for _, ts := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "0.log")
+		writeFile(t, path)
+		out, stop := follow(t, path, LogOptions{Timestamps: ts})
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 1+rng.Intn(3000))
+			_, err := f.Write(rest[:n])
+			require.NoError(t, err)
+			rest = rest[n:]
+			if rng.Intn(4) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		require.NoError(t, f.Close())
+		want := referenceLog(data, LogOptions{Timestamps: ts})
+		require.Eventually(t, func() bool { return len(out.String()) >= len(want) }, 10*time.Second, 5*time.Millisecond)
+		require.NoError(t, stop())
+		require.True(t, out.String() == want, "timestamps %v: output differs (%d bytes, want %d)", ts, len(out.String()), len(want))
+	}
+}
