@@ -209,6 +209,9 @@ func milliCPUToShares(m int64) int64 {
 	if m == 0 {
 		return minShares
 	}
+	if m > maxShares*milliPerCPU/sharesPerCPU {
+		return maxShares // before m*sharesPerCPU can overflow to a negative
+	}
 	s := m * sharesPerCPU / milliPerCPU
 	return min(max(s, minShares), maxShares)
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -181,12 +182,20 @@ func appendContainerFingerprint(b []byte, id string, state runtimeapi.ContainerS
 }
 
 // burstableMilli sums the CPU requests (millicores) of the Burstable pods
-// whose sandboxes are ready, from the sandboxes' annotations.
+// whose sandboxes are ready, from the sandboxes' annotations. A malformed
+// or negative value counts as 0 and the sum saturates: what the runtime
+// hands back cannot turn the tier's shares negative.
 func burstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
 	var sum int64
 	for _, sb := range sbs {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[annotationQOSClass] == string(v1.PodQOSBurstable) {
-			m, _ := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
+			m, err := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
+			if err != nil || m < 0 {
+				continue
+			}
+			if sum > math.MaxInt64-m {
+				return math.MaxInt64
+			}
 			sum += m
 		}
 	}
