@@ -88,6 +88,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
+	var gf gcFlags
+	gf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
@@ -166,6 +168,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
+	if err := gf.start(ctx, a, inst, logger); err != nil {
+		return err
+	}
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
 	} else if path != "" {
