@@ -149,6 +149,10 @@ type ImageManagerConfig struct {
 	// RuntimeTimeout bounds each CRI call; 0 is 2 minutes (RemoveImage of
 	// a big image takes a while).
 	RuntimeTimeout time.Duration
+	// Keep are images (ID, tag or digest) never removed, as if always in
+	// use: the runtime's sandbox image, which containerd 1.6 does not mark
+	// pinned (the kubelet always kept its sandbox image).
+	Keep []string
 }
 
 // ImageManager is the image garbage collector. Its methods are safe for
@@ -311,7 +315,10 @@ func (m *ImageManager) detectLocked(ctx context.Context, now time.Time) ([]candi
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	inUse := make(map[string]bool, 2*len(ctrs))
+	inUse := make(map[string]bool, 2*len(ctrs)+len(m.cfg.Keep))
+	for _, k := range m.cfg.Keep {
+		inUse[k] = true
+	}
 	for _, c := range ctrs {
 		for _, ref := range []string{c.GetImageRef(), c.GetImageId(), c.GetImage().GetImage()} {
 			if ref != "" {

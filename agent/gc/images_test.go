@@ -188,12 +188,14 @@ func TestImageManager_BelowHighThresholdKeepsEverything(t *testing.T) {
 // the usage to the low threshold; in-use, pinned and young images stay.
 func TestImageManager_FreesLRUDownToLowThreshold(t *testing.T) {
 	fx := newFixture(t, DefaultImagePolicy())
+	fx.m.cfg.Keep = []string{"sandbox"}
 	ctx := context.Background()
-	fx.rt.other = 250
+	fx.rt.other = 150
 	fx.rt.add("used-long-ago", 100, false)
 	fx.rt.add("used-recently", 100, false)
 	fx.rt.add("never-used", 100, false)
 	fx.rt.add("pause", 100, true)
+	fx.rt.add("sandbox", 100, false) // Keep: the runtime's sandbox image, not pinned
 	fx.rt.add("running", 100, false)
 	fx.rt.use("used-long-ago", false)
 	fx.rt.use("used-recently", true) // by tag
@@ -205,7 +207,7 @@ func TestImageManager_FreesLRUDownToLowThreshold(t *testing.T) {
 	fx.rt.unuse("used-recently")
 	fx.clock.Step(10 * time.Minute)
 	fx.rt.add("just-pulled", 100, false) // detected now: younger than MinAge
-	// 250 + 6×100 = 850 of 1000: 85 %, at the high threshold. The low
+	// 150 + 7×100 = 850 of 1000: 85 %, at the high threshold. The low
 	// threshold, 80 %, needs 50 bytes freed: one image.
 	res, err := fx.m.Collect(ctx)
 	require.NoError(t, err)
@@ -214,7 +216,7 @@ func TestImageManager_FreesLRUDownToLowThreshold(t *testing.T) {
 
 	// More pressure: 950 of 1000 needs 150 bytes freed: two images, in
 	// LRU order; just-pulled is still too young, the rest in use or pinned.
-	fx.rt.other = 450
+	fx.rt.other = 350
 	fx.clock.Step(time.Minute)
 	res, err = fx.m.Collect(ctx)
 	require.NoError(t, err)

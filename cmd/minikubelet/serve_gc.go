@@ -49,7 +49,18 @@ func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumen
 	if f.imageGCPeriod <= 0 || f.containerPeriod <= 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--image-gc-period and --container-gc-period must be positive")}
 	}
+	// The sandbox image stays, pinned by the runtime or not.
+	var keep []string
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, err := inst.Status(sctx, true)
+	cancel()
+	if err != nil {
+		logger.Warn("Could not ask the runtime for its sandbox image; image GC keeps it only if the runtime pins it", "err", err)
+	} else if img := cri.SandboxImage(st.GetInfo()); img != "" {
+		keep = append(keep, img)
+	}
 	images, err := gc.NewImageManager(gc.ImageManagerConfig{
+		Keep:       keep,
 		Images:     inst,
 		Containers: inst, // every container on the runtime, whoever made it
 		Policy:     f.policy,
@@ -65,7 +76,7 @@ func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumen
 	if err != nil {
 		return err
 	}
-	logger.Info("Garbage collection", "imageGCHighThresholdPercent", f.policy.HighThresholdPercent,
+	logger.Info("Garbage collection", "keepImages", keep, "imageGCHighThresholdPercent", f.policy.HighThresholdPercent,
 		"imageGCLowThresholdPercent", f.policy.LowThresholdPercent, "imageMinimumGCAge", f.policy.MinAge,
 		"imageMaximumGCAge", f.policy.MaxAge, "imageGCPeriod", f.imageGCPeriod, "containerGCPeriod", f.containerPeriod)
 	go images.Run(ctx, f.imageGCPeriod)
