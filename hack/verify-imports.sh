@@ -20,6 +20,7 @@ check "$mod/cgroups" "^$mod/(agent|cri|cni|probes)(/|$)|^k8s.io/api/" "a leaf: n
 check "$mod/probes" "^$mod/(agent|cri|cni|cgroups)(/|$)" "a leaf: no agent, no other leaf"
 check "$mod/agent" "^$mod/(cmd|test)(/|$)" "agent is below cmd and test"
 check "$mod/agent/gc" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)|^k8s.io/api/" "below agent: the agent wires it; CRI only, no k8s.io/api"
+check "$mod/agent/eviction" "^$mod/" "pure: thresholds and ranking only, nothing of the repo"
 for p in $(go list ./... | grep -v "^$mod/test/"); do
   if go list -f '{{join .Imports "\n"}}' "$p" | grep -qE "^$mod/test(/|$)"; then
     echo "import rule broken: $p imports test/ (only test/ may)"; fail=1
