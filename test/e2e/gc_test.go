@@ -162,7 +162,11 @@ func countFill(tags []string) int {
 // container GC periods, while the live pod keeps everything.
 func TestGC_ImagesAndDeadContainers(t *testing.T) {
 	mnt := loopFS(t, 160)
-	r := newPrivateRuntimeIn(t, mnt)
+	// containerd's DIR is a directory on the filesystem, not its root:
+	// stop-containerd.sh removes DIR.
+	ctrDir := filepath.Join(mnt, "c")
+	require.NoError(t, os.Mkdir(ctrDir, 0o711))
+	r := newPrivateRuntimeIn(t, ctrDir)
 	var fill []string
 	for k := range gcFillImages {
 		fill = append(fill, pushFillImage(t, k, gcFillSize))
