@@ -256,6 +256,7 @@ func TestGC_ImagesAndDeadContainers(t *testing.T) {
 	// Container GC: a pod of this daemon (its labels) that no source wants,
 	// left with two dead instances of a container and a stopped sandbox.
 	gone := leaveDeadPod(t, r, d, busybox)
+	stopped := time.Now()
 	waitFor(t, "the gone pod's containers, sandbox and logs removed", 30*time.Second, func() string {
 		ctx, cancel := shortCtx()
 		defer cancel()
@@ -274,6 +275,7 @@ func TestGC_ImagesAndDeadContainers(t *testing.T) {
 		}
 		return ""
 	})
+	t.Logf("the gone pod's 2 dead containers, sandbox and log directory removed %s after its sandbox stopped", time.Since(stopped).Round(time.Millisecond))
 	out, _ = d.out.snapshot()
 	require.Equal(t, 2, strings.Count(out, "Removed a dead container of a gone pod"), "log:\n%s", tail(out, 4000))
 	require.Contains(t, out, "Removed the log directory of a gone pod")
