@@ -149,6 +149,9 @@ type ImageManagerConfig struct {
 	// RuntimeTimeout bounds each CRI call; 0 is 2 minutes (RemoveImage of
 	// a big image takes a while).
 	RuntimeTimeout time.Duration
+	// PressureCheckPeriod is how often Run checks the usage between
+	// collections (DefaultPressureCheckPeriod if 0, never if negative).
+	PressureCheckPeriod time.Duration
 	// Keep are images (ID, tag or digest) never removed, as if always in
 	// use: the runtime's sandbox image, which containerd 1.6 does not mark
 	// pinned (the kubelet always kept its sandbox image).
@@ -256,9 +259,20 @@ func (m *ImageManager) Status() LoopStatus {
 	return m.status
 }
 
+// DefaultPressureCheckPeriod is how often Run looks at the image
+// filesystem's usage between collections: the kubelet's eviction
+// monitoring interval, at which its eviction manager reclaims unused
+// images once imagefs.available is below its threshold, without waiting
+// for the next image GC period.
+const DefaultPressureCheckPeriod = 10 * time.Second
+
 // Run detects the images present at start (those in use count as used
-// now), then collects every period (ImageGCPeriod if 0) and on Trigger,
-// until ctx ends.
+// now), then collects every period (ImageGCPeriod if 0), on Trigger, and
+// as soon as a pressure check (every PressureCheckPeriod) finds the image
+// filesystem at or above the high threshold, until ctx ends. After a
+// collection that left the usage above the high threshold (nothing more
+// could go), pressure checks wait for the next periodic collection, so a
+// full disk of used images does not cost a collection every 10 seconds.
 func (m *ImageManager) Run(ctx context.Context, period time.Duration) {
 	if period <= 0 {
 		period = ImageGCPeriod
@@ -268,18 +282,50 @@ func (m *ImageManager) Run(ctx context.Context, period time.Duration) {
 	}
 	t := m.cfg.Clock.NewTicker(period)
 	defer t.Stop()
+	var pressure <-chan time.Time
+	if p := m.cfg.PressureCheckPeriod; p >= 0 {
+		if p == 0 {
+			p = DefaultPressureCheckPeriod
+		}
+		pt := m.cfg.Clock.NewTicker(p)
+		defer pt.Stop()
+		pressure = pt.C()
+	}
+	// held: the last collection could not get below the high threshold;
+	// pressure checks wait for the next periodic or triggered run.
+	held := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
 		case <-m.trigger:
+		case <-pressure:
+			if held || !m.overHigh(ctx) {
+				continue
+			}
 		}
-		if err := m.GarbageCollect(ctx); err != nil {
+		res, err := m.Collect(ctx)
+		if err != nil {
 			m.logger.Warn("Image garbage collection failed", "err", err)
 			m.event("Warning", EventImageGCFailed, err.Error())
 		}
+		held = err != nil && res.UsagePercent >= 0 && len(res.Removed) == 0
 	}
+}
+
+// overHigh reports whether the image filesystem is at or above the high
+// threshold now; a failed measurement says no (the periodic collection
+// reports it).
+func (m *ImageManager) overHigh(ctx context.Context) bool {
+	if m.cfg.Policy.HighThresholdPercent == 100 {
+		return false
+	}
+	capacity, available, _, err := m.imageFs(ctx)
+	if err != nil {
+		return false
+	}
+	return 100-int(available*100/capacity) >= m.cfg.Policy.HighThresholdPercent
 }
 
 // Detect records the runtime's images: new ones as detected now, those a

@@ -87,6 +87,13 @@ func (f *fakeImages) statfs(path string) (FsStats, error) {
 	return FsStats{Capacity: f.capacity, Available: f.capacity - used}, nil
 }
 
+// removedNames is a copy of removed.
+func (f *fakeImages) removedNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.removed)
+}
+
 // add puts an image named name of size bytes on the runtime.
 func (f *fakeImages) add(name string, size uint64, pinned bool) {
 	f.mu.Lock()
@@ -380,4 +387,37 @@ func TestImageManager_InvalidCapacity(t *testing.T) {
 	require.ErrorContains(t, err, "invalid capacity 0")
 	require.Len(t, fx.events, 1)
 	assert.True(t, strings.HasPrefix(fx.events[0], "Warning InvalidDiskCapacity"))
+}
+
+// Run collects at once when a pressure check finds the image filesystem
+// at or above the high threshold, without waiting for the 5-minute period;
+// after a collection that freed nothing it waits for the next period.
+func TestImageManager_RunCollectsUnderPressure(t *testing.T) {
+	fx := newFixture(t, DefaultImagePolicy())
+	fx.rt.other = 700
+	fx.rt.add("a", 100, false) // 80 %: below the high threshold
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); fx.m.Run(ctx, ImageGCPeriod) }()
+	defer func() { cancel(); <-done }()
+	step := func(d time.Duration) {
+		require.Eventually(t, fx.clock.HasWaiters, 5*time.Second, time.Millisecond)
+		fx.clock.Step(d)
+	}
+	step(DefaultImageMinimumGCAge) // a is old enough; the checks found 80 %
+	assert.Empty(t, fx.rt.removed)
+	fx.rt.add("b", 100, false) // 90 %
+	step(DefaultPressureCheckPeriod)
+	require.Eventually(t, func() bool { return fx.m.Status().Runs == 1 }, 5*time.Second, time.Millisecond)
+	// b was detected at that collection: too young; a went.
+	assert.Equal(t, []string{"a"}, fx.rt.removedNames())
+	fx.rt.use("b", false)
+	fx.rt.other = 850 // 95 %, nothing removable
+	step(DefaultPressureCheckPeriod)
+	require.Eventually(t, func() bool { return fx.m.Status().Runs == 2 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, 1, fx.m.Status().ConsecutiveFailures)
+	step(DefaultPressureCheckPeriod) // held: no collection
+	step(DefaultPressureCheckPeriod)
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, 2, fx.m.Status().Runs, "pressure checks wait for the next period after a fruitless run")
 }
