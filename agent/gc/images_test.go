@@ -87,6 +87,13 @@ func (f *fakeImages) statfs(path string) (FsStats, error) {
 	return FsStats{Capacity: f.capacity, Available: f.capacity - used}, nil
 }
 
+// setOther sets the bytes used by other data.
+func (f *fakeImages) setOther(n uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.other = n
+}
+
 // removedNames is a copy of removed.
 func (f *fakeImages) removedNames() []string {
 	f.mu.Lock()
@@ -412,7 +419,7 @@ func TestImageManager_RunCollectsUnderPressure(t *testing.T) {
 	// b was detected at that collection: too young; a went.
 	assert.Equal(t, []string{"a"}, fx.rt.removedNames())
 	fx.rt.use("b", false)
-	fx.rt.other = 850 // 95 %, nothing removable
+	fx.rt.setOther(850) // 95 %, nothing removable
 	step(DefaultPressureCheckPeriod)
 	require.Eventually(t, func() bool { return fx.m.Status().Runs == 2 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, 1, fx.m.Status().ConsecutiveFailures)
