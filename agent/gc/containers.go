@@ -129,6 +129,9 @@ func NewContainerGC(cfg ContainerGCConfig) (*ContainerGC, error) {
 		if err := cfg.Registerer.Register(g.removed); err != nil {
 			return nil, fmt.Errorf("register container GC metrics: %w", err)
 		}
+		if err := registerStatus(cfg.Registerer, "container", g.Status); err != nil {
+			return nil, fmt.Errorf("register container GC metrics: %w", err)
+		}
 	}
 	return g, nil
 }

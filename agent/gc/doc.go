@@ -6,7 +6,9 @@
 //     was first detected and last used, and removes unused images, least
 //     recently used first, when the image filesystem is fuller than the high
 //     threshold, down to the low one; and images unused for longer than a
-//     maximum age. It runs every ImageGCPeriod and on demand (Trigger).
+//     maximum age. It runs every ImageGCPeriod, on demand (Trigger), and at
+//     once when a 10 s check finds the image filesystem over the high
+//     threshold (where the kubelet's eviction manager would reclaim).
 //   - ContainerGC (containers.go) is the kubelet's container GC
 //     (pkg/kubelet/kuberuntime/kuberuntime_gc.go) for pods that are gone:
 //     their dead containers, with their log files, their dead sandboxes,

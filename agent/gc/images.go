@@ -193,21 +193,6 @@ type imageRecord struct {
 	name string
 }
 
-// LoopStatus is a GC loop's health (house style rule 18).
-type LoopStatus struct {
-	// Runs and Failures count the loop's runs, failed ones included in
-	// Runs.
-	Runs, Failures int
-	// ConsecutiveFailures counts failures since the last success.
-	ConsecutiveFailures int
-	// LastError is the last failure's message.
-	LastError string
-	// LastSuccess is when a run last succeeded.
-	LastSuccess time.Time
-	// Removed counts what the loop removed since start.
-	Removed int
-}
-
 // NewImageManager builds an image GC manager. Nothing runs until Run or
 // GarbageCollect.
 func NewImageManager(cfg ImageManagerConfig) (*ImageManager, error) {
@@ -238,6 +223,9 @@ func NewImageManager(cfg ImageManagerConfig) (*ImageManager, error) {
 	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(m.collected); err != nil {
+			return nil, fmt.Errorf("register image GC metrics: %w", err)
+		}
+		if err := registerStatus(cfg.Registerer, "image", m.Status); err != nil {
 			return nil, fmt.Errorf("register image GC metrics: %w", err)
 		}
 	}
