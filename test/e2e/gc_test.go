@@ -284,6 +284,32 @@ func TestGC_ImagesAndDeadContainers(t *testing.T) {
 	logs, err := filepath.Glob(filepath.Join(d.logDir, "default_gc-user_*", "app", "0.log"))
 	require.NoError(t, err)
 	require.Len(t, logs, 1, "the live pod's log stays")
+
+	// Generation 3: no removal for space (high threshold 100), a maximum
+	// age of 3 s: the unused images go for age once unused that long
+	// (counted from this start, where they are detected), the used and
+	// the sandbox image stay.
+	d.stop(t)
+	d.extra = []string{"--image-gc-high-threshold=100", "--image-maximum-gc-age=3s", "--image-minimum-gc-age=1s", "--image-gc-period=1s"}
+	start = time.Now()
+	d.start(t)
+	waitFor(t, "unused images removed for age", 30*time.Second, func() string {
+		tags, _ := imageTags(t, r)
+		if n := countFill(tags); n > 0 {
+			return fmt.Sprintf("%d fill images left: %v", n, tags)
+		}
+		return ""
+	})
+	idle := time.Since(start)
+	t.Logf("unused images removed for age %s after the daemon's start", idle.Round(time.Millisecond))
+	require.GreaterOrEqual(t, idle, 3*time.Second, "not before the maximum age")
+	tags, _ = imageTags(t, r)
+	require.Contains(t, tags, busybox)
+	require.True(t, slices.ContainsFunc(tags, func(s string) bool { return strings.Contains(s, "/minikubelet/pause:") }), "the sandbox image stays: %v", tags)
+	_, metrics, err = d.get("/metrics")
+	require.NoError(t, err)
+	v, _ = metricValue(metrics, "kubelet_image_garbage_collected_total", `reason="age"`)
+	require.Equal(t, 3.0, v, "three images removed for age")
 }
 
 // deadPod is what leaveDeadPod made.
