@@ -85,11 +85,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var nf nodeFlags
 	nf.register(fs)
+	var gf gcFlags
+	gf.register(fs)
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
-	var gf gcFlags
-	gf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
