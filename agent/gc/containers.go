@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -473,6 +474,9 @@ func (g *ContainerGC) sweepLogs(p *podObjects, files []scannedFile, res *Contain
 	now := g.cfg.Clock.Now()
 	var errs []error
 	for _, f := range files {
+		if !instanceLog.MatchString(filepath.Base(f.rel)) {
+			continue // not named as the runtime names instance logs
+		}
 		kept := slices.ContainsFunc(keep, func(k string) bool { return f.rel == k || strings.HasPrefix(f.rel, k+".") })
 		if kept || now.Sub(f.modTime) < strayLogMinAge {
 			continue
@@ -490,6 +494,11 @@ func (g *ContainerGC) sweepLogs(p *podObjects, files []scannedFile, res *Contain
 	}
 	return errors.Join(errs...)
 }
+
+// instanceLog matches the names of container instance logs and their
+// rotations (<restart>.log, <restart>.log.<suffix>): the sweep removes
+// nothing else, whatever it finds in a pod's log directory.
+var instanceLog = regexp.MustCompile(`^[0-9]+\.log(\..+)?$`)
 
 // globEscape escapes the glob metacharacters of a literal path.
 func globEscape(s string) string {

@@ -191,6 +191,8 @@ func TestContainerGC_SweepsStrayLogsOfLivePods(t *testing.T) {
 			require.NoError(t, fx.f.Runtime.RemoveContainer(ctx, c.Id))
 		}
 	}
+	other := filepath.Join(filepath.Dir(curLog), "notes.txt") // not an instance log: never swept
+	require.NoError(t, os.WriteFile(other, nil, 0o644))
 	fresh := filepath.Join(filepath.Dir(curLog), "7.log") // just written by someone: too young
 	require.NoError(t, os.WriteFile(fresh, nil, 0o644))
 	require.NoError(t, os.Chtimes(fresh, fx.clock.Now(), fx.clock.Now()))
@@ -202,6 +204,7 @@ func TestContainerGC_SweepsStrayLogsOfLivePods(t *testing.T) {
 	assert.FileExists(t, curLog)
 	assert.FileExists(t, curLog+".20260101-000000")
 	assert.FileExists(t, fresh)
+	assert.FileExists(t, other)
 	assert.Empty(t, res.Containers)
 }
 
