@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -40,14 +41,22 @@ func (f *gcFlags) register(fs *flag.FlagSet) {
 		"how often dead containers and sandboxes of gone pods, and their logs, are removed (the kubelet's 1m)")
 }
 
-// start validates the settings and starts image and container GC for a's
-// pods on the runtime behind inst; they stop with ctx.
-func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, logger *slog.Logger) error {
+// validate checks the settings; a usage error (exit code 2) if wrong.
+func (f *gcFlags) validate() error {
 	if err := f.policy.Validate(); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("image garbage collection: %w", err)}
 	}
 	if f.imageGCPeriod <= 0 || f.containerPeriod <= 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--image-gc-period and --container-gc-period must be positive")}
+		return &exitError{code: 2, err: errors.New("--image-gc-period and --container-gc-period must be positive")}
+	}
+	return nil
+}
+
+// start validates the settings and starts image and container GC for a's
+// pods on the runtime behind inst; they stop with ctx.
+func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, logger *slog.Logger) error {
+	if err := f.validate(); err != nil {
+		return err
 	}
 	// The sandbox image stays, pinned by the runtime or not.
 	var keep []string
