@@ -31,9 +31,10 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 		Labels:   gc.PodLabels{UID: labelPodUID, Name: labelPodName, Namespace: labelPodNamespace},
 		PodGone:  a.podGoneForGC,
 		LogFile:  containerLogFile,
-		// The agent's removeContainer needs a pod worker; RemoveContainer
-		// of a dead container with a task left behind fails and is tried
-		// again at the next collection.
+		// RemoveContainer stays the runtime's: the agent's removeContainer
+		// (which deletes a task containerd left behind) needs a pod
+		// worker. Such a container's removal fails and is tried again at
+		// the next collection.
 		PodLogDir:      a.cfg.PodLogDir,
 		Clock:          a.clock,
 		Logger:         a.logger,
