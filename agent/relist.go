@@ -55,7 +55,7 @@ func newRelister(a *Agent) *relister {
 // relist returns the UIDs of pods whose sandboxes or containers appeared,
 // disappeared or changed state, unbeknown to their worker.
 func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
-	sel := map[string]string{labelManagedBy: managedByValue}
+	sel := relistSelector()
 	sbs, err := r.a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
@@ -200,4 +200,17 @@ func burstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
 		}
 	}
 	return sum
+}
+
+// relistSelector is the label selector of the relister's runtime lists;
+// container GC lists with it too.
+func relistSelector() map[string]string {
+	return map[string]string{labelManagedBy: managedByValue}
+}
+
+// relistOwns reports whether an object the relister listed, by its labels,
+// is this agent's. Container GC takes only what this says (gc.go), so the
+// two always agree on what is ours.
+func (a *Agent) relistOwns(labels map[string]string) bool {
+	return labels[labelManagedBy] == managedByValue
 }

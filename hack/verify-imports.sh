@@ -24,5 +24,9 @@ for p in $(go list ./... | grep -v "^$mod/test/"); do
     echo "import rule broken: $p imports test/ (only test/ may)"; fail=1
   fi
 done
+# The garbage collector and the eviction rules sit below agent, which
+# wires them.
+check "$mod/agent/gc" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)|^k8s.io/api/" "below agent: the agent wires it; CRI only, no k8s.io/api"
+check "$mod/agent/eviction" "^$mod/" "pure: thresholds and ranking only, nothing of the repo"
 [ "$fail" = 0 ] && echo "imports OK"
 exit "$fail"

@@ -93,6 +93,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var nf nodeFlags
 	nf.register(fs)
+	var gf gcFlags
+	gf.register(fs)
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
@@ -182,6 +184,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
+	if err := gf.start(ctx, a, inst, logger); err != nil {
+		return err
+	}
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
 	} else if path != "" {
