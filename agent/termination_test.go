@@ -103,7 +103,7 @@ func TestAgent_TerminationMessageFileMountedAndRead(t *testing.T) {
 	assert.Equal(t, "disk full", h.agent.terminationMessage(context.Background(), id, nil, 1))
 	resp, err := h.fake.Runtime.ContainerStatus(context.Background(), id, false)
 	require.NoError(t, err)
-	assert.Equal(t, "disk full", terminationMessageFromStatus(resp.GetStatus()))
+	assert.Equal(t, "disk full", h.agent.terminationMessageFromStatus(resp.GetStatus()))
 
 	// The directories go with the pod directory.
 	require.NoError(t, h.agent.cleanupPodDirs(pod))
@@ -141,7 +141,7 @@ func TestReadTerminationMessage(t *testing.T) {
 	tests := []struct {
 		name     string
 		file     *string // nil = no file at the mount
-		dirFile  bool    // the mounted host path is a directory: read error
+		dirFile  bool    // the mounted host path is a directory: refused
 		noMount  bool
 		policy   string
 		exitCode int32
@@ -168,7 +168,8 @@ func TestReadTerminationMessage(t *testing.T) {
 		{name: "last 80 lines", policy: fallback, exitCode: 1, log: criLog(manyLines...), want: wantLast80.String()},
 		{name: "2048 bytes of the last lines", policy: fallback, exitCode: 1, log: criLog(wideLines...), want: strings.Repeat(strings.Repeat("x", 99)+"\n", 21)[:2048]},
 		{name: "no log", policy: fallback, exitCode: 1, want: ""},
-		{name: "read error", dirFile: true, policy: fallback, exitCode: 1, wantPfx: "Error on reading termination log "},
+		{name: "a directory is refused, fallback", dirFile: true, policy: fallback, exitCode: 1, log: criLog("stdout F a"), want: "a\n"},
+		{name: "a directory is refused, File", dirFile: true, policy: file, exitCode: 1, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,7 +189,7 @@ func TestReadTerminationMessage(t *testing.T) {
 			if tt.log != "" {
 				require.NoError(t, os.WriteFile(logPath, []byte(tt.log), 0o644))
 			}
-			got := readTerminationMessage(path, tt.policy, tt.exitCode, mounts, logPath)
+			got := readTerminationMessage(path, tt.policy, tt.exitCode, mounts, logPath, filepath.Join(dir, "pods"))
 			if tt.wantPfx != "" {
 				assert.True(t, strings.HasPrefix(got, tt.wantPfx), got)
 				return
