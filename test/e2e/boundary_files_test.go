@@ -130,7 +130,8 @@ func assertNoMountsUnder(t *testing.T, dir string) {
 // Finding 1: one container flips <emptyDir>/s between a directory and a
 // symlink to a host directory, as fast as it can, for over a minute;
 // four others mount subPath s and restart every few seconds, each start
-// racing the flip. They write into what they got, and report when they
+// racing the flip (the flipper is held to half a CPU: the machine is
+// shared; its loop still flips every few milliseconds). They write into what they got, and report when they
 // can see the host's canary. The host directory must never be mounted:
 // nothing written into it, the canary never seen, and some victim starts
 // must have succeeded (else nothing was raced).
@@ -157,6 +158,7 @@ spec:
   - name: flipper
     image: REGISTRY/minikubelet/busybox:1.36
     command: ["sh", "-c", "trap 'exit 0' TERM; while :; do rm -rf /data/s; mkdir /data/s; rm -rf /data/s; ln -s ` + host + ` /data/s; done"]
+    resources: {limits: {cpu: 500m}}
     volumeMounts:
     - {name: data, mountPath: /data}` +
 		victim("v1") + victim("v2") + victim("v3") + victim("v4")
