@@ -128,7 +128,9 @@ func assertNoMountsUnder(t *testing.T, dir string) {
 }
 
 // Finding 1: one container flips <emptyDir>/s between a directory and a
-// symlink to a host directory, as fast as it can, for over a minute;
+// symlink to a host directory, as fast as it can, for over a minute (by
+// renames: a directory deleted after it was pinned would fail the start
+// with ENOENT, which is safe but races nothing);
 // four others mount subPath s and restart every few seconds, each start
 // racing the flip (the flipper is held to half a CPU: the machine is
 // shared; its loop still flips every few milliseconds). They write into what they got, and report when they
@@ -157,7 +159,7 @@ spec:
   containers:
   - name: flipper
     image: REGISTRY/minikubelet/busybox:1.36
-    command: ["sh", "-c", "trap 'exit 0' TERM; while :; do rm -rf /data/s; mkdir /data/s; rm -rf /data/s; ln -s ` + host + ` /data/s; done"]
+    command: ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /data/d; while :; do mv /data/d /data/s; mv /data/s /data/d; ln -s ` + host + ` /data/s; rm -f /data/s; done"]
     resources: {limits: {cpu: 500m}}
     volumeMounts:
     - {name: data, mountPath: /data}` +
@@ -183,7 +185,7 @@ spec:
 	assert.True(t, os.IsNotExist(err), "a victim saw the host's canary")
 	n := strings.Count(string(starts), "\n")
 	t.Logf("victim starts with subPath s mounted: %d (restarts %d) during 65 s of flipping", n, restarts)
-	assert.GreaterOrEqual(t, n, 8, "too few victim starts to have raced the flip")
+	assert.GreaterOrEqual(t, n, 5, "too few victim starts to have raced the flip")
 
 	deletePod(t, d, "boundary-flipper")
 	assert.Equal(t, []string{"canary"}, dirEntries(t, host))
