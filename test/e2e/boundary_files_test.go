@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/minikubelet/minikubelet/agent/api"
@@ -369,4 +370,92 @@ spec:
 	assert.Empty(t, dirEntries(t, host), "the agent created directories outside the volume")
 	deletePod(t, d, "boundary-mkdir")
 	assert.Empty(t, dirEntries(t, host))
+}
+
+// Pinned subPath mounts do not outlive their pod when the agent dies: two
+// pods with subPaths run from the manifest dir; the daemon is killed; one
+// pod's manifest goes (orphan collection tears it down at the restart),
+// and the other's too, after its sandbox was removed behind the agent's
+// back (only its pod directory, with the pins, is left). After the
+// restart no mount is left under the root dir.
+func TestBoundary_SubPathMountsAfterAgentKill(t *testing.T) {
+	t.Parallel()
+	r := newPrivateRuntime(t)
+	pods := []string{"boundary-orphan-a", "boundary-orphan-b"}
+	d := r.newDaemon(t, pods)
+	t.Cleanup(func() { assertNoMountsUnder(t, d.root) })
+	manifest := func(name string) string {
+		return strings.ReplaceAll(`
+apiVersion: v1
+kind: Pod
+metadata: {name: `+name+`, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: data, emptyDir: {}}
+  containers:
+  - name: c
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"]
+    volumeMounts:
+    - {name: data, mountPath: /a, subPath: x/y}
+    - {name: data, mountPath: /b, subPath: z}
+`, "REGISTRY", suite.registry)
+	}
+	for _, name := range pods {
+		require.NoError(t, os.WriteFile(filepath.Join(d.manifests, name+".yaml"), []byte(manifest(name)), 0o644))
+	}
+	d.start(t)
+	for _, name := range pods {
+		d.waitPod(t, name, "Running", scaled(2*time.Minute), isRunning)
+	}
+	require.NotEmpty(t, mountPointsOf(t, filepath.Join(d.root, "pods")), "the subPaths are pinned")
+
+	d.kill9(t)
+	for _, name := range pods {
+		require.NoError(t, os.Remove(filepath.Join(d.manifests, name+".yaml")))
+	}
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, id := range podSandboxIDs(t, r, "boundary-orphan-b") {
+		require.NoError(t, r.rt.StopPodSandbox(c, id))
+		require.NoError(t, r.rt.RemovePodSandbox(c, id))
+	}
+
+	d.start(t)
+	waitFor(t, "no mount left under the root dir", scaled(2*time.Minute), func() string {
+		if m := mountPointsOf(t, filepath.Join(d.root, "pods")); len(m) > 0 {
+			return strings.Join(m, ", ")
+		}
+		return ""
+	})
+}
+
+// mountPointsOf lists the host's mount points at or below dir.
+func mountPointsOf(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// podSandboxIDs lists the sandboxes of a pod on the private runtime.
+func podSandboxIDs(t *testing.T, r *privateRuntime, pod string) []string {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sbs, err := r.rt.ListPodSandbox(c, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.name": pod}})
+	require.NoError(t, err)
+	var ids []string
+	for _, sb := range sbs {
+		ids = append(ids, sb.Id)
+	}
+	return ids
 }
