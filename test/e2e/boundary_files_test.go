@@ -319,9 +319,10 @@ spec:
 	deletePod(t, d, "boundary-fifo")
 }
 
-// Finding 4: a subPath through a symlink to a host path that does not
-// exist. The agent must refuse the mount without creating anything on
-// the way: the host directory stays empty.
+// Finding 4: a subPath through a symlink (absolute, or relative and
+// climbing) to a host directory, naming a path below it that does not
+// exist. The agent must refuse the mount without creating anything on the
+// way: the host directory stays empty.
 func testSubPathMkdirOutside(t *testing.T, d *daemon) {
 	host, err := os.MkdirTemp("/tmp", "mkl-boundary-mkdir-")
 	require.NoError(t, err)
@@ -337,7 +338,7 @@ spec:
   initContainers:
   - name: init
     image: REGISTRY/minikubelet/busybox:1.36
-    command: ["sh", "-c", "ln -s ` + host + `/made /data/m; ln -s ../../../../../../../../../../../..` + host + `/climbed /data/c"]
+    command: ["sh", "-c", "ln -s ` + host + ` /data/m; ln -s ../../../../../../../../../../../..` + host + ` /data/c"]
     volumeMounts:
     - {name: data, mountPath: /data}
   containers:
