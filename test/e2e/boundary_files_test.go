@@ -410,7 +410,8 @@ spec:
 	for _, name := range pods {
 		d.waitPod(t, name, "Running", scaled(2*time.Minute), isRunning)
 	}
-	require.NotEmpty(t, mountPointsOf(t, filepath.Join(d.root, "pods")), "the subPaths are pinned")
+	pinned := mountPointsOf(t, filepath.Join(d.root, "pods"))
+	require.Len(t, pinned, 4, "two subPaths pinned per pod")
 
 	d.kill9(t)
 	for _, name := range pods {
@@ -423,6 +424,7 @@ spec:
 		require.NoError(t, r.rt.RemovePodSandbox(c, id))
 	}
 
+	t0 := time.Now()
 	d.start(t)
 	waitFor(t, "no mount left under the root dir", scaled(2*time.Minute), func() string {
 		if m := mountPointsOf(t, filepath.Join(d.root, "pods")); len(m) > 0 {
@@ -430,6 +432,15 @@ spec:
 		}
 		return ""
 	})
+	out, _ := d.out.snapshot()
+	var removals []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Removing a") || strings.Contains(l, "Removing the subPath mounts") {
+			removals = append(removals, l)
+		}
+	}
+	t.Logf("%d pinned mounts before the kill, none %s after the restart; the daemon said:\n%s", len(pinned), time.Since(t0).Round(time.Millisecond), strings.Join(removals, "\n"))
+	assert.Contains(t, out, "Removing a pod no source wants", "pod a was collected as an orphan")
 }
 
 // mountPointsOf lists the host's mount points at or below dir.
