@@ -61,6 +61,10 @@ func TestCluster_EnvAndEvents(t *testing.T) {
 	cp := controlplane.Start(t, node)
 	r := newPrivateRuntime(t)
 	d := r.newDaemon(t, nil, "--node-name", node, "--kubeconfig", cp.NodeKubeconfig(t, node))
+	d.deleteClusterPod = func(ctx context.Context, namespace, name string) error {
+		zero := int64(0)
+		return cp.Admin.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
 	d.start(t)
 	cs := cp.Admin
 	ctx, cancel := context.WithTimeout(context.Background(), scaled(5*time.Minute))
@@ -187,8 +191,13 @@ func TestCluster_EnvAndEvents(t *testing.T) {
 	})
 	for _, e := range evs {
 		require.Equal(t, v1.EventSource{Component: "kubelet", Host: node}, e.Source, summary(evs))
-		require.Equal(t, "spec.containers{c}", e.InvolvedObject.FieldPath, summary(evs))
 		require.Equal(t, "v1", e.InvolvedObject.APIVersion)
+		switch e.Reason {
+		case "Pulling", "Pulled", "Created", "Started":
+			require.Equal(t, "spec.containers{c}", e.InvolvedObject.FieldPath, summary(evs))
+		case "MissingClusterDNS":
+			require.Empty(t, e.InvolvedObject.FieldPath, "a pod-level event: %s", summary(evs))
+		}
 		switch e.Reason {
 		case "Created":
 			require.Equal(t, "Created container: c", e.Message)
