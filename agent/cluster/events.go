@@ -99,10 +99,18 @@ func NewEventRecorder(api API, nodeName string, logger *slog.Logger, clk clock.W
 	}
 }
 
+// SetLogger replaces the logger given to NewEventRecorder; call it before
+// Run and before any event.
+func (r *EventRecorder) SetLogger(logger *slog.Logger) {
+	if logger != nil {
+		r.logger = logger.With("component", "events")
+	}
+}
+
 // PodEvent queues one occurrence of ev about pod. Pods of the local API
 // exist only on this node: their events stay there.
 func (r *EventRecorder) PodEvent(pod *v1.Pod, ev agent.Event) {
-	if pod == nil || pod.Annotations[annotationConfigSource] == localAPISourceValue {
+	if r == nil || pod == nil || pod.Annotations[annotationConfigSource] == localAPISourceValue {
 		return
 	}
 	ref := v1.ObjectReference{Kind: podEventObjectKind, APIVersion: eventObjectAPIVersion, Namespace: pod.Namespace,
@@ -119,11 +127,18 @@ func (r *EventRecorder) PodStatus(*v1.Pod) {}
 // NodeEvent queues an event about the node (the kubelet's node reference:
 // kind Node, the node's name as name and UID, no namespace).
 func (r *EventRecorder) NodeEvent(typ, reason, message string) {
+	if r == nil {
+		return
+	}
 	r.record(v1.ObjectReference{Kind: nodeEventObjectKind, Name: r.node, UID: types.UID(r.node)}, typ, reason, message)
 }
 
-// record builds the event as client-go's recorder does and queues it.
+// record builds the event as client-go's recorder does and queues it. A
+// nil recorder records nothing.
 func (r *EventRecorder) record(ref v1.ObjectReference, typ, reason, message string) {
+	if r == nil {
+		return
+	}
 	now := metav1.NewTime(r.clock.Now())
 	ns := ref.Namespace
 	if ns == "" {

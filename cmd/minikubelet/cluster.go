@@ -37,6 +37,9 @@ type clusterClient struct {
 	// services lists the cluster's Services for the containers' service
 	// link variables (Deps.Services); newClusterPods' run runs it.
 	services *cluster.ServiceLister
+	// events posts the node's and its pods' events; newClusterPods' run
+	// runs it (nil in tests that build a clusterClient by hand).
+	events *cluster.EventRecorder
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
@@ -59,7 +62,8 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, services: cluster.NewServiceLister(cs, nil)}, nil
+	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, services: cluster.NewServiceLister(cs, nil),
+		events: cluster.NewEventRecorder(cs, nodeName, nil, nil)}, nil
 }
 
 // startCluster starts the node agent (Node registration, status, lease) in
@@ -79,6 +83,7 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 		RuntimeVersion: runtimeVersion,
 		Version:        version,
 		RootDir:        rootDir,
+		Events:         cc.events,
 	}, logger, nil)
 	if err != nil {
 		return nil, err
@@ -116,7 +121,11 @@ func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, 
 	sw := cluster.NewStatusWriter(cc.client, logger, nil)
 	mirrors := cluster.NewMirrorPods(cc.client, nodeName, sw, logger)
 	src := cluster.NewPodSource(cc.client, nodeName, logger, cluster.WithPodDone(podDone), cluster.WithMirrorPods(mirrors))
-	events := cluster.NewEventRecorder(cc.client, nodeName, logger, nil)
+	events := cc.events
+	if events == nil {
+		events = cluster.NewEventRecorder(cc.client, nodeName, logger, nil)
+	}
+	events.SetLogger(logger)
 	return clusterPodWiring{
 		source:     src,
 		observer:   agent.Observers(sw, mirrors, events),

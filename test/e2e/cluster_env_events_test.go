@@ -235,9 +235,20 @@ func TestCluster_EnvAndEvents(t *testing.T) {
 		return summary(evs)
 	})
 
-	// The node's Starting event.
-	nodeEvs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node}.AsSelector().String()})
-	require.NoError(t, err)
-	require.NotEmpty(t, nodeEvs.Items, "the node's Starting event")
-	require.Equal(t, "Starting", nodeEvs.Items[0].Reason)
+	// The node's Starting and NodeReady events.
+	waitFor(t, "the node's Starting and NodeReady events", scaled(30*time.Second), func() string {
+		sel := fields.Set{"involvedObject.kind": "Node", "involvedObject.name": node}.AsSelector().String()
+		list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return err.Error()
+		}
+		have := map[string]bool{}
+		for _, e := range list.Items {
+			have[e.Reason+": "+e.Message] = true
+		}
+		if !have["Starting: Starting kubelet."] || !have["NodeReady: Node "+node+" status is now: NodeReady"] {
+			return summary(list.Items)
+		}
+		return ""
+	})
 }
