@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -74,6 +75,9 @@ type EventRecorder struct {
 	// queue holds events for Run, capacity eventQueueLength; PodEvent
 	// drops an event when it is full.
 	queue chan *v1.Event
+	// dropping is set while events are being dropped, so that only the
+	// first drop of a run of them is logged.
+	dropping atomic.Bool
 	// correlator and writes belong to Run's goroutine.
 	correlator *eventCorrelator
 	writes     *tokenBucket
@@ -159,8 +163,11 @@ func (r *EventRecorder) record(ref v1.ObjectReference, typ, reason, message stri
 	}
 	select {
 	case r.queue <- ev:
+		r.dropping.Store(false)
 	default:
-		r.logger.Warn("Event queue full; event dropped", "object", ref.Namespace+"/"+ref.Name, "reason", reason)
+		if !r.dropping.Swap(true) {
+			r.logger.Warn("Event queue full; events are dropped until it drains", "object", ref.Namespace+"/"+ref.Name, "reason", reason)
+		}
 	}
 }
 
