@@ -66,26 +66,26 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 			return "", nil, newReasonError(ErrImagePull, "inspect image %q: %s", c.Image, cri.Message(err))
 		}
 		if img := st.GetImage(); img != nil {
-			pw.event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+			pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 			pw.step(stepImage, 0, fmt.Sprintf("%s already present", c.Image))
 			return img.GetId(), img, nil
 		}
 		if c.ImagePullPolicy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-			pw.event(v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
+			pw.containerEvent(c.Name, v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
 			return "", nil, newReasonError(ErrImageNeverPull, "%s", msg)
 		}
 	}
-	pw.event(v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := a.clock.Now()
 	ref, err := a.pullImage(ctx, pw, spec, sandboxCfg)
 	if err != nil {
 		msg := cri.Message(err)
-		pw.event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
 		return "", nil, newReasonError(ErrImagePull, "%s", msg)
 	}
 	d := a.clock.Since(start)
-	pw.event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, d.Round(time.Millisecond))
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, d.Round(time.Millisecond))
 	pw.step(stepImage, d, fmt.Sprintf("%s pulled", c.Image))
 	return ref, nil, nil
 }
@@ -293,7 +293,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	}
 	// envFrom keys that are not valid names are skipped with an event.
 	for _, msg := range a.envWarnings(pod, c) { // envvars.go
-		pw.event(v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
 	}
 	cfg, err := a.generateContainerConfig(pod, c, ctype, restartCount, imageRef, sb.ip, volPaths)
 	if err != nil {
@@ -327,18 +327,18 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 			pw.logger.Warn("Unmount subPaths of a container that was not created failed", "container", c.Name, "err", uerr)
 		}
 		msg := cri.Message(err)
-		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return "", newReasonError(ErrCreateContainer, "%s", msg)
 	}
-	pw.event(v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
 	pw.step(stepCreated, a.clock.Since(t0), c.Name)
 	t1 := a.clock.Now()
 	if err := a.runtime.StartContainer(ctx, id); err != nil {
 		msg := cri.Message(err)
-		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return id, newReasonError(ErrRunContainer, "%s", msg)
 	}
-	pw.event(v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	pw.step(stepStarted, a.clock.Since(t1), c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		msg, err := a.runLifecycleHandler(ctx, pw, c, id, sb.ip, c.Lifecycle.PostStart)
@@ -348,7 +348,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 			return id, fmt.Errorf("postStart hook of container %q abandoned: %w", c.Name, ctx.Err())
 		}
 		if err != nil {
-			pw.event(v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+			pw.containerEvent(c.Name, v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
 			if kerr := a.killContainer(ctx, pw, id, c.Name, "FailedPostStartHook", gracePeriod(pod)); kerr != nil {
 				pw.logger.Warn("Kill container after failed postStart hook failed", "container", c.Name, "containerID", id, "err", kerr)
 			}
@@ -380,7 +380,7 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 	if message == "" {
 		message = fmt.Sprintf("Stopping container %s", name)
 	}
-	pw.event(v1.EventTypeNormal, "Killing", "%s", message)
+	pw.containerEvent(name, v1.EventTypeNormal, "Killing", "%s", message)
 	if grace > 0 {
 		if c, h := a.preStopTarget(ctx, pw, id, name); h != nil {
 			grace -= a.runPreStopHook(ctx, pw, c, id, h, grace)

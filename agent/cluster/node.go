@@ -96,6 +96,14 @@ type NodeConfig struct {
 	// Periods; zero values take the Default* constants.
 	StatusUpdatePeriod, StatusReportPeriod time.Duration
 	LeaseDuration, LeaseRenewPeriod        time.Duration
+	// Events receives the node's events (NodeReady, NodeNotReady), as
+	// the kubelet records them; nil records none (EventRecorder).
+	Events NodeEventSink
+}
+
+// NodeEventSink records an event about the node (EventRecorder.NodeEvent).
+type NodeEventSink interface {
+	NodeEvent(typ, reason, message string)
 }
 
 func (c NodeConfig) withDefaults() NodeConfig {
@@ -445,10 +453,16 @@ func (n *NodeAgent) syncStatus(ctx context.Context) error {
 	n.state.Ready, n.state.ReadyMessage = ready, msg
 	n.mu.Unlock()
 	if ready != was {
+		event := "NodeNotReady"
 		if ready == v1.ConditionTrue {
+			event = "NodeReady"
 			n.logger.Info("Node is Ready")
 		} else {
 			n.logger.Warn("Node is not Ready", "reason", msg)
+		}
+		if n.cfg.Events != nil && (was != "" || ready == v1.ConditionTrue) {
+			// The kubelet's recordNodeStatusEvent: Normal either way.
+			n.cfg.Events.NodeEvent(v1.EventTypeNormal, event, fmt.Sprintf("Node %s status is now: %s", n.cfg.Node.Name, event))
 		}
 	}
 	return nil

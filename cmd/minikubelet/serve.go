@@ -179,8 +179,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
 	if cc != nil {
-		// Cluster pods get their projected service account tokens.
-		deps.Tokens = cc.tokens
+		// Cluster pods get their projected service account tokens, and
+		// every pod the service link variables.
+		deps.Tokens, deps.Services = cc.tokens, cc.services
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
