@@ -655,14 +655,15 @@ func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
 	for i, e := range evs {
 		out = append(out, v1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", pod.Name, i), Namespace: pod.Namespace},
-			InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+			InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, APIVersion: "v1", FieldPath: e.FieldPath},
 			Reason:         e.Reason,
 			Message:        e.Message,
 			Type:           e.Type,
 			Count:          int32(e.Count),
 			FirstTimestamp: metav1.NewTime(e.FirstTimestamp),
 			LastTimestamp:  metav1.NewTime(e.LastTimestamp),
-			Source:         v1.EventSource{Component: "minikubelet", Host: d.a.cfg.NodeName},
+			// The kubelet's component name, as on the API server (cluster mode).
+			Source: v1.EventSource{Component: "kubelet", Host: d.a.cfg.NodeName},
 		})
 	}
 	return out, nil
