@@ -1,0 +1,26 @@
+// Package kubeletserver is the kubelet server of a cluster-mode node: the
+// HTTPS endpoint (10250 by default) through which the API server reaches the
+// node for `kubectl logs`, `exec`, `attach` and `port-forward`, and the node
+// proxy (/pods, /healthz, /metrics).
+//
+// It owns:
+//   - the listener and its TLS: the serving certificate from files, or a
+//     self-signed one it creates under its certificate directory;
+//   - authentication: a client certificate signed by the client CA, or a
+//     bearer token the API server vouches for (TokenReview); anonymous
+//     requests are refused with 401;
+//   - authorization: one SubjectAccessReview per request, with the
+//     kubelet's mapping of path and method to the nodes/<subresource>
+//     resource and verb (attributes in auth.go);
+//   - the endpoints: the log endpoint's parameters (the reading itself is
+//     the daemon's, behind Logs), and the streaming endpoints, which ask the
+//     runtime (CRI Exec, Attach, PortForward) for a session on its own
+//     streaming server and proxy the client's upgraded connection there
+//     (SPDY or WebSocket: the runtime's server speaks the protocols, this
+//     package only relays bytes, as the kubelet does).
+//
+// It must not import cmd, test or the agent package: what it needs of the
+// daemon (pods, log paths, metrics) and of the runtime (the streaming calls)
+// it declares as the interfaces Pods, Logs, Metrics and Runtime, which the
+// daemon, agent/api's log reader and cri.Client satisfy in cmd's wiring.
+package kubeletserver

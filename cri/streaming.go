@@ -1,0 +1,42 @@
+package cri
+
+import (
+	"context"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// The streaming calls: the runtime prepares an exec, attach or port-forward
+// session and answers with a URL on its own streaming server, to which the
+// kubelet server proxies the client's upgraded connection. Signatures are
+// cri-api's RuntimeService's, so its fake satisfies an interface of them.
+
+// Exec asks the runtime for an exec session's streaming URL.
+func (c *Client) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	var resp *runtimeapi.ExecResponse
+	err := call(ctx, "Exec", c.opts.Timeout, func(ctx context.Context) (err error) {
+		resp, err = c.rt.Exec(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// Attach asks the runtime for an attach session's streaming URL.
+func (c *Client) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	var resp *runtimeapi.AttachResponse
+	err := call(ctx, "Attach", c.opts.Timeout, func(ctx context.Context) (err error) {
+		resp, err = c.rt.Attach(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+// PortForward asks the runtime for a port-forward session's streaming URL.
+func (c *Client) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	var resp *runtimeapi.PortForwardResponse
+	err := call(ctx, "PortForward", c.opts.Timeout, func(ctx context.Context) (err error) {
+		resp, err = c.rt.PortForward(ctx, req)
+		return err
+	})
+	return resp, err
+}
