@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -33,6 +34,12 @@ type clusterClient struct {
 	server string
 	// tokens requests the pods' service account tokens (Deps.Tokens).
 	tokens *cluster.TokenSource
+	// rest is the node's API server configuration (the kubelet server's
+	// TokenReviews and SubjectAccessReviews use it).
+	rest *rest.Config
+	// kubeletPort is the kubelet server's bound port, advertised in the
+	// Node status (0 before it listens).
+	kubeletPort int32
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
@@ -55,7 +62,7 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens}, nil
+	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, rest: cfg}, nil
 }
 
 // startCluster starts the node agent (Node registration, status, lease) in
@@ -75,6 +82,7 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 		RuntimeVersion: runtimeVersion,
 		Version:        version,
 		RootDir:        rootDir,
+		KubeletPort:    cc.kubeletPort,
 	}, logger, nil)
 	if err != nil {
 		return nil, err

@@ -88,6 +88,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
+	var kf kubeletServerFlags
+	kf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
@@ -130,6 +132,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	cc, err := cf.dial(node.Name)
 	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := kf.check(fs, cc != nil); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	setServeGC(os.Getenv)
@@ -214,6 +219,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		StaticPods:        cp.staticPods,
 	})
 
+	// The kubelet server listens before the Node is registered, so that
+	// the Node status advertises its port.
+	waitKubeletServer := func() {}
+	if cc != nil {
+		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, client, nf.rootDir, node.Name, logger); err != nil {
+			return err
+		}
+	}
 	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
 	if err != nil {
 		return err
@@ -237,6 +250,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	runErr := d.Run(ctx)
 	waitCluster()
+	waitKubeletServer()
 	logger.Info("Stopping; pods keep running and are adopted at the next start")
 	for range 1 + boolInt(sf.apiAddress != "") {
 		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
