@@ -1,0 +1,285 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+	"k8s.io/utils/exec"
+
+	"github.com/minikubelet/minikubelet/test/controlplane"
+)
+
+// freePort is a TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncWriter is a bytes.Buffer safe for a stream's writer goroutine and
+// the test reading it.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestCluster_KubeletServerServesLogsExecAttachPortForward runs `serve
+// --kubeconfig` with the kubelet server against a real kube-apiserver
+// (which reaches it at the Node's InternalIP and advertised port, with its
+// --kubelet-client-certificate, signed by the CA the node trusts as
+// --client-ca-file) and uses it the way kubectl does, through client-go:
+//   - the Node advertises the port; an unauthenticated request to it is
+//     refused (401), the admin's client certificate is let in (the node
+//     asked the API server with a SubjectAccessReview);
+//   - `kubectl logs` (tailLines) and `kubectl logs -f`: new lines arrive;
+//   - `kubectl exec` without a TTY (stdout, stderr, exit code) and with a
+//     TTY and stdin (what `-it` sends), over WebSocket with SPDY fallback,
+//     as kubectl;
+//   - `kubectl attach` to a running container's output;
+//   - `kubectl port-forward`, then an HTTP GET through it.
+func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
+	t.Parallel()
+	const node = "mkl-cluster-kubeletsrv"
+	cp := controlplane.Start(t, node)
+	r := newPrivateRuntime(t)
+	port := freePort(t)
+	d := r.newDaemon(t, nil, "--node-name", node, "--kubeconfig", cp.NodeKubeconfig(t, node),
+		"--port", strconv.Itoa(port), "--client-ca-file", filepath.Join(cp.Dir, "pki", "ca.crt"))
+	d.deleteClusterPod = func(ctx context.Context, namespace, name string) error {
+		zero := int64(0)
+		return cp.Admin.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+	d.start(t)
+	cs := cp.Admin
+	cfg, err := cp.RestConfig(cp.AdminKubeconfig)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), scaled(5*time.Minute))
+	defer cancel()
+
+	zero := int64(0)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "ks", Namespace: "default"},
+		Spec: v1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []v1.Container{{
+				Name:  "talker",
+				Image: suite.registry + "/minikubelet/busybox:1.36",
+				Command: []string{"sh", "-c",
+					`i=0; while true; do echo "line-$i"; i=$((i+1)); sleep 0.5; done`},
+			}, {
+				Name:  "web",
+				Image: suite.registry + "/minikubelet/testserver:v1",
+			}},
+		},
+	}
+	_, err = cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	waitFor(t, "ks Running on the API server", scaled(90*time.Second), func() string {
+		p, err := serverPod(t, cs, "ks")
+		if err != nil || p == nil {
+			return fmt.Sprintf("get: %v", err)
+		}
+		if !isRunning(p) {
+			return podSummary(p)
+		}
+		return ""
+	})
+
+	// The Node advertises the port; the node's address answers there.
+	n := clusterNode(t, cs, node)
+	require.Equal(t, int32(port), n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	var ip string
+	for _, a := range n.Status.Addresses {
+		if a.Type == v1.NodeInternalIP {
+			ip = a.Address
+		}
+	}
+	require.NotEmpty(t, ip, "the Node has an InternalIP")
+	t.Run("unauthenticated is refused", func(t *testing.T) {
+		base := "https://" + net.JoinHostPort(ip, strconv.Itoa(port))
+		get := func(certs ...tls.Certificate) (int, string) {
+			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+				InsecureSkipVerify: true, //nolint:gosec // the node's self-signed serving certificate
+				Certificates:       certs,
+			}}}
+			resp, err := c.Get(base + "/pods")
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		code, body := get()
+		require.Equal(t, http.StatusUnauthorized, code, body)
+		admin, err := tls.LoadX509KeyPair(filepath.Join(cp.Dir, "pki", "admin.crt"), filepath.Join(cp.Dir, "pki", "admin.key"))
+		require.NoError(t, err)
+		code, body = get(admin)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"name":"ks"`)
+	})
+
+	t.Run("logs", func(t *testing.T) {
+		tail := int64(2)
+		b, err := cs.CoreV1().Pods("default").GetLogs("ks", &v1.PodLogOptions{Container: "talker", TailLines: &tail}).DoRaw(ctx)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		require.Len(t, lines, 2, "%q", b)
+		require.True(t, strings.HasPrefix(lines[0], "line-"), "%q", b)
+	})
+
+	t.Run("logs -f", func(t *testing.T) {
+		fctx, fcancel := context.WithTimeout(ctx, scaled(30*time.Second))
+		defer fcancel()
+		tail := int64(1)
+		rc, err := cs.CoreV1().Pods("default").GetLogs("ks", &v1.PodLogOptions{Container: "talker", Follow: true, TailLines: &tail}).Stream(fctx)
+		require.NoError(t, err)
+		defer rc.Close()
+		sc := bufio.NewScanner(rc)
+		var got []string
+		for len(got) < 4 && sc.Scan() {
+			got = append(got, sc.Text())
+		}
+		require.Len(t, got, 4, "lines followed before the deadline: %q (%v)", got, sc.Err())
+		first, _ := strconv.Atoi(strings.TrimPrefix(got[0], "line-"))
+		last, _ := strconv.Atoi(strings.TrimPrefix(got[3], "line-"))
+		require.Equal(t, first+3, last, "consecutive lines as they are written: %q", got)
+	})
+
+	execURL := func(opts *v1.PodExecOptions) *rest.Request {
+		return cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("ks").
+			SubResource("exec").VersionedParams(opts, scheme.ParameterCodec)
+	}
+	// executor is what kubectl 1.30+ builds: WebSocket (v5.channel.k8s.io,
+	// which the API server translates to SPDY towards the node) first,
+	// SPDY when the upgrade fails.
+	executor := func(t *testing.T, req *rest.Request) remotecommand.Executor {
+		ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+		require.NoError(t, err)
+		sp, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+		require.NoError(t, err)
+		ex, err := remotecommand.NewFallbackExecutor(ws, sp, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
+		require.NoError(t, err)
+		return ex
+	}
+
+	t.Run("exec", func(t *testing.T) {
+		req := execURL(&v1.PodExecOptions{Container: "talker", Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, Stdout: true, Stderr: true})
+		var stdout, stderr syncWriter
+		err := executor(t, req).StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		var exitErr exec.ExitError
+		require.True(t, errors.As(err, &exitErr), "want the command's exit code, got %v", err)
+		require.Equal(t, 3, exitErr.ExitStatus())
+		require.Equal(t, "out\n", stdout.String())
+		require.Equal(t, "err\n", stderr.String())
+	})
+
+	t.Run("exec -it", func(t *testing.T) {
+		req := execURL(&v1.PodExecOptions{Container: "talker", Command: []string{"sh"}, Stdin: true, Stdout: true, TTY: true})
+		var out syncWriter
+		err := executor(t, req).StreamWithContext(ctx, remotecommand.StreamOptions{
+			Stdin: strings.NewReader("tty -s && echo on-a-tty-$((40+2))\nexit 0\n"), Stdout: &out, Tty: true,
+		})
+		require.NoError(t, err, out.String())
+		require.Contains(t, out.String(), "on-a-tty-42", "the shell ran on a terminal and read stdin")
+	})
+
+	t.Run("attach", func(t *testing.T) {
+		actx, acancel := context.WithCancel(ctx)
+		defer acancel()
+		req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("ks").
+			SubResource("attach").VersionedParams(&v1.PodAttachOptions{Container: "talker", Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		var out syncWriter
+		done := make(chan error, 1)
+		go func() { done <- executor(t, req).StreamWithContext(actx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}) }()
+		waitFor(t, "attached output", scaled(20*time.Second), func() string {
+			if strings.Count(out.String(), "line-") < 2 {
+				select {
+				case err := <-done:
+					return fmt.Sprintf("attach ended: %v (%q)", err, out.String())
+				default:
+				}
+				return fmt.Sprintf("%q", out.String())
+			}
+			return ""
+		})
+		acancel()
+	})
+
+	t.Run("port-forward", func(t *testing.T) {
+		req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("ks").SubResource("portforward")
+		// As kubectl 1.31+: SPDY tunneled over WebSocket first, SPDY after.
+		tunnel, err := portforward.NewSPDYOverWebsocketDialer(req.URL(), cfg)
+		require.NoError(t, err)
+		transport, upgrader, err := spdy.RoundTripperFor(cfg)
+		require.NoError(t, err)
+		dialer := portforward.NewFallbackDialer(tunnel, spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", req.URL()),
+			func(err error) bool { return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err) })
+		stop, ready := make(chan struct{}), make(chan struct{})
+		var out, errOut syncWriter
+		pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &out, &errOut)
+		require.NoError(t, err)
+		fwdErr := make(chan error, 1)
+		go func() { fwdErr <- pf.ForwardPorts() }()
+		defer func() {
+			close(stop)
+			<-fwdErr
+		}()
+		select {
+		case <-ready:
+		case err := <-fwdErr:
+			t.Fatalf("port-forward ended: %v (%s)", err, errOut.String())
+		case <-time.After(scaled(30 * time.Second)):
+			t.Fatalf("port-forward not ready: %s %s", out.String(), errOut.String())
+		}
+		ports, err := pf.GetPorts()
+		require.NoError(t, err)
+		require.Len(t, ports, 1)
+		c := &http.Client{Timeout: 10 * time.Second}
+		resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
+		require.NoError(t, err, errOut.String())
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		require.Contains(t, string(body), "hello from", "the pod's server answered through the tunnel")
+	})
+
+	require.NoError(t, cs.CoreV1().Pods("default").Delete(ctx, "ks", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+}
