@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +68,7 @@ func (w *syncWriter) String() string {
 //   - the Node advertises the port; an unauthenticated request to it is
 //     refused (401), the admin's client certificate is let in (the node
 //     asked the API server with a SubjectAccessReview);
+//   - the API server's node proxy reaches /pods and /healthz;
 //   - `kubectl logs` (tailLines) and `kubectl logs -f`: new lines arrive;
 //   - `kubectl exec` without a TTY (stdout, stderr, exit code) and with a
 //     TTY and stdin (what `-it` sends), over WebSocket with SPDY fallback,
@@ -152,6 +154,19 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 		code, body = get(admin)
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"name":"ks"`)
+	})
+
+	t.Run("node proxy", func(t *testing.T) {
+		// What `kubectl get --raw /api/v1/nodes/<node>/proxy/pods` reads.
+		b, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "pods").DoRaw(ctx)
+		require.NoError(t, err)
+		var list v1.PodList
+		require.NoError(t, json.Unmarshal(b, &list))
+		require.Len(t, list.Items, 1, "%s", b)
+		require.Equal(t, "ks", list.Items[0].Name)
+		b, err = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "healthz").DoRaw(ctx)
+		require.NoError(t, err)
+		require.Equal(t, "ok", string(b))
 	})
 
 	t.Run("logs", func(t *testing.T) {
