@@ -2,6 +2,8 @@ package cri
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -38,5 +40,55 @@ func (c *Client) PortForward(ctx context.Context, req *runtimeapi.PortForwardReq
 		resp, err = c.rt.PortForward(ctx, req)
 		return err
 	})
+	return resp, err
+}
+
+// Streamer is the streaming calls of a runtime (Client has them, and so
+// does cri-api's fake).
+type Streamer interface {
+	Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
+	PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+}
+
+var _ Streamer = (*Client)(nil)
+
+// errNoStreaming is returned by Instrumented's streaming calls when the
+// wrapped Runtime has none.
+var errNoStreaming = errors.New("the runtime client has no streaming calls (Exec, Attach, PortForward)")
+
+// Exec implements Streamer when the wrapped Runtime does.
+func (x *Instrumented) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	s, ok := x.rt.(Streamer)
+	if !ok {
+		return nil, errNoStreaming
+	}
+	start := time.Now()
+	resp, err := s.Exec(ctx, req)
+	x.record(ctx, "Exec", start, err, "containerID", req.GetContainerId(), "cmd", req.GetCmd(), "tty", req.GetTty())
+	return resp, err
+}
+
+// Attach implements Streamer when the wrapped Runtime does.
+func (x *Instrumented) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	s, ok := x.rt.(Streamer)
+	if !ok {
+		return nil, errNoStreaming
+	}
+	start := time.Now()
+	resp, err := s.Attach(ctx, req)
+	x.record(ctx, "Attach", start, err, "containerID", req.GetContainerId(), "tty", req.GetTty())
+	return resp, err
+}
+
+// PortForward implements Streamer when the wrapped Runtime does.
+func (x *Instrumented) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	s, ok := x.rt.(Streamer)
+	if !ok {
+		return nil, errNoStreaming
+	}
+	start := time.Now()
+	resp, err := s.PortForward(ctx, req)
+	x.record(ctx, "PortForward", start, err, "sandboxID", req.GetPodSandboxId(), "ports", req.GetPort())
 	return resp, err
 }

@@ -98,8 +98,9 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 	return func() { <-done }, nil
 }
 
-// Compile-time check: the CRI client has the streaming calls.
-var _ kubeletserver.Runtime = (*cri.Client)(nil)
+// Compile-time check: the instrumented CRI client has the streaming calls
+// (logged and counted like every CRI call).
+var _ kubeletserver.Runtime = (*cri.Instrumented)(nil)
 
 // daemonLogs reads a container's log for the kubelet server with the local
 // API's reader (api.ReadLog) at the daemon's log path.
