@@ -170,12 +170,24 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 	})
 
 	t.Run("logs", func(t *testing.T) {
+		// The talker writes a line every 0.5 s: once it wrote three, the
+		// last two are what tailLines=2 returns.
 		tail := int64(2)
-		b, err := cs.CoreV1().Pods("default").GetLogs("ks", &v1.PodLogOptions{Container: "talker", TailLines: &tail}).DoRaw(ctx)
-		require.NoError(t, err)
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		require.Len(t, lines, 2, "%q", b)
-		require.True(t, strings.HasPrefix(lines[0], "line-"), "%q", b)
+		waitFor(t, "two lines of the last two", scaled(20*time.Second), func() string {
+			all, err := cs.CoreV1().Pods("default").GetLogs("ks", &v1.PodLogOptions{Container: "talker"}).DoRaw(ctx)
+			if err != nil || strings.Count(string(all), "\n") < 3 {
+				return fmt.Sprintf("%q %v", all, err)
+			}
+			b, err := cs.CoreV1().Pods("default").GetLogs("ks", &v1.PodLogOptions{Container: "talker", TailLines: &tail}).DoRaw(ctx)
+			if err != nil {
+				return err.Error()
+			}
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "line-") || !strings.HasPrefix(lines[1], "line-") {
+				return fmt.Sprintf("tailLines=2 gave %q", b)
+			}
+			return ""
+		})
 	})
 
 	t.Run("logs -f", func(t *testing.T) {
@@ -227,13 +239,37 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 	})
 
 	t.Run("exec -it", func(t *testing.T) {
+		// As a user at a terminal: stdin stays open while the shell works,
+		// and the session ends when the shell exits.
 		req := execURL(&v1.PodExecOptions{Container: "talker", Command: []string{"sh"}, Stdin: true, Stdout: true, TTY: true})
+		stdinR, stdinW := io.Pipe()
+		defer stdinW.Close()
 		var out syncWriter
-		err := executor(t, req).StreamWithContext(ctx, remotecommand.StreamOptions{
-			Stdin: strings.NewReader("tty -s && echo on-a-tty-$((40+2))\nexit 0\n"), Stdout: &out, Tty: true,
+		done := make(chan error, 1)
+		go func() {
+			done <- executor(t, req).StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &out, Tty: true})
+		}()
+		_, err := io.WriteString(stdinW, "tty -s && echo on-a-tty-$((40+2))\n")
+		require.NoError(t, err)
+		waitFor(t, "the shell's answer on the terminal", scaled(20*time.Second), func() string {
+			if !strings.Contains(out.String(), "on-a-tty-42") {
+				select {
+				case err := <-done:
+					return fmt.Sprintf("exec ended: %v (%q)", err, out.String())
+				default:
+				}
+				return fmt.Sprintf("%q", out.String())
+			}
+			return ""
 		})
-		require.NoError(t, err, out.String())
-		require.Contains(t, out.String(), "on-a-tty-42", "the shell ran on a terminal and read stdin")
+		_, err = io.WriteString(stdinW, "exit 0\n")
+		require.NoError(t, err)
+		select {
+		case err := <-done:
+			require.NoError(t, err, out.String())
+		case <-time.After(scaled(20 * time.Second)):
+			t.Fatalf("the session did not end after exit: %q", out.String())
+		}
 	})
 
 	t.Run("attach", func(t *testing.T) {
