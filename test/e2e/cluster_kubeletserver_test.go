@@ -70,11 +70,14 @@ func (w *syncWriter) String() string {
 //     asked the API server with a SubjectAccessReview);
 //   - the API server's node proxy reaches /pods and /healthz;
 //   - `kubectl logs` (tailLines) and `kubectl logs -f`: new lines arrive;
-//   - `kubectl exec` without a TTY (stdout, stderr, exit code) and with a
-//     TTY and stdin (what `-it` sends), over WebSocket with SPDY fallback,
-//     as kubectl;
+//   - `kubectl exec` without a TTY (stdout, stderr, exit code) over
+//     WebSocket (v5.channel.k8s.io, which the API server translates to
+//     SPDY towards the node) and over SPDY each alone, and with a TTY and
+//     an open stdin (what `-it` sends) the way kubectl does it (WebSocket,
+//     SPDY when the upgrade fails);
 //   - `kubectl attach` to a running container's output;
-//   - `kubectl port-forward`, then an HTTP GET through it.
+//   - `kubectl port-forward` (SPDY tunneled over WebSocket, and SPDY), then
+//     an HTTP GET through it.
 func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 	t.Parallel()
 	const node = "mkl-cluster-kubeletsrv"
@@ -226,17 +229,33 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 		require.NoError(t, err)
 		return ex
 	}
+	// Each protocol alone, so that a fallback cannot hide a broken one.
+	wsOnly := func(t *testing.T, req *rest.Request) remotecommand.Executor {
+		ex, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+		require.NoError(t, err)
+		return ex
+	}
+	spdyOnly := func(t *testing.T, req *rest.Request) remotecommand.Executor {
+		ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+		require.NoError(t, err)
+		return ex
+	}
 
-	t.Run("exec", func(t *testing.T) {
-		req := execURL(&v1.PodExecOptions{Container: "talker", Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, Stdout: true, Stderr: true})
-		var stdout, stderr syncWriter
-		err := executor(t, req).StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
-		var exitErr exec.ExitError
-		require.True(t, errors.As(err, &exitErr), "want the command's exit code, got %v", err)
-		require.Equal(t, 3, exitErr.ExitStatus())
-		require.Equal(t, "out\n", stdout.String())
-		require.Equal(t, "err\n", stderr.String())
-	})
+	for _, proto := range []struct {
+		name string
+		new  func(*testing.T, *rest.Request) remotecommand.Executor
+	}{{"WebSocket", wsOnly}, {"SPDY", spdyOnly}} {
+		t.Run("exec over "+proto.name, func(t *testing.T) {
+			req := execURL(&v1.PodExecOptions{Container: "talker", Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, Stdout: true, Stderr: true})
+			var stdout, stderr syncWriter
+			err := proto.new(t, req).StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+			var exitErr exec.ExitError
+			require.True(t, errors.As(err, &exitErr), "want the command's exit code, got %v", err)
+			require.Equal(t, 3, exitErr.ExitStatus())
+			require.Equal(t, "out\n", stdout.String())
+			require.Equal(t, "err\n", stderr.String())
+		})
+	}
 
 	t.Run("exec -it", func(t *testing.T) {
 		// As a user at a terminal: stdin stays open while the shell works,
@@ -279,7 +298,9 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 			SubResource("attach").VersionedParams(&v1.PodAttachOptions{Container: "talker", Stdout: true, Stderr: true}, scheme.ParameterCodec)
 		var out syncWriter
 		done := make(chan error, 1)
-		go func() { done <- executor(t, req).StreamWithContext(actx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out}) }()
+		go func() {
+			done <- spdyOnly(t, req).StreamWithContext(actx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
+		}()
 		waitFor(t, "attached output", scaled(20*time.Second), func() string {
 			if strings.Count(out.String(), "line-") < 2 {
 				select {
@@ -301,36 +322,45 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 		require.NoError(t, err)
 		transport, upgrader, err := spdy.RoundTripperFor(cfg)
 		require.NoError(t, err)
-		dialer := portforward.NewFallbackDialer(tunnel, spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", req.URL()),
-			func(err error) bool { return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err) })
-		stop, ready := make(chan struct{}), make(chan struct{})
-		var out, errOut syncWriter
-		pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &out, &errOut)
-		require.NoError(t, err)
-		fwdErr := make(chan error, 1)
-		go func() { fwdErr <- pf.ForwardPorts() }()
-		defer func() {
-			close(stop)
-			<-fwdErr
-		}()
-		select {
-		case <-ready:
-		case err := <-fwdErr:
-			t.Fatalf("port-forward ended: %v (%s)", err, errOut.String())
-		case <-time.After(scaled(30 * time.Second)):
-			t.Fatalf("port-forward not ready: %s %s", out.String(), errOut.String())
+		sp := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", req.URL())
+		// Each protocol alone, so that a fallback cannot hide a broken one.
+		for _, dialer := range []httpstream.Dialer{tunnel, sp} {
+			forwardAndGet(t, dialer)
 		}
-		ports, err := pf.GetPorts()
-		require.NoError(t, err)
-		require.Len(t, ports, 1)
-		c := &http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
-		require.NoError(t, err, errOut.String())
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
-		require.Contains(t, string(body), "hello from", "the pod's server answered through the tunnel")
 	})
 
 	require.NoError(t, cs.CoreV1().Pods("default").Delete(ctx, "ks", metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+}
+
+// forwardAndGet forwards a local port to the pod's 8080 through dialer and
+// GETs / through it from the pod's testserver.
+func forwardAndGet(t *testing.T, dialer httpstream.Dialer) {
+	t.Helper()
+	stop, ready := make(chan struct{}), make(chan struct{})
+	var out, errOut syncWriter
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &out, &errOut)
+	require.NoError(t, err)
+	fwdErr := make(chan error, 1)
+	go func() { fwdErr <- pf.ForwardPorts() }()
+	defer func() {
+		close(stop)
+		<-fwdErr
+	}()
+	select {
+	case <-ready:
+	case err := <-fwdErr:
+		t.Fatalf("port-forward ended: %v (%s)", err, errOut.String())
+	case <-time.After(scaled(30 * time.Second)):
+		t.Fatalf("port-forward not ready: %s %s", out.String(), errOut.String())
+	}
+	ports, err := pf.GetPorts()
+	require.NoError(t, err)
+	require.Len(t, ports, 1)
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/", ports[0].Local))
+	require.NoError(t, err, errOut.String())
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.Contains(t, string(body), "hello from", "the pod's server answered through the tunnel")
 }
