@@ -3,7 +3,9 @@ package kubeletserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +47,9 @@ type authenticator struct {
 	clientCAs *x509.CertPool
 	// reviewer checks bearer tokens; nil accepts none.
 	reviewer Reviewer
+	// tokens caches authenticated tokens' users, keyed by the token's
+	// SHA-256 (refused tokens are asked about again).
+	tokens *ttlCache[*User]
 }
 
 // authenticate returns the request's user, errUnauthenticated, or another
@@ -56,6 +61,11 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 	token, ok := bearerToken(r)
 	if !ok || a.reviewer == nil {
 		return nil, errUnauthenticated
+	}
+	sum := sha256.Sum256([]byte(token))
+	key := hex.EncodeToString(sum[:])
+	if u, ok := a.tokens.get(key); ok {
+		return u, nil
 	}
 	res, err := a.reviewer.ReviewToken(r.Context(), &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}})
 	if err != nil {
@@ -72,6 +82,7 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 			u.Extra[k] = authzv1.ExtraValue(v)
 		}
 	}
+	a.tokens.put(key, u, tokenCacheTTL)
 	return u, nil
 }
 
@@ -168,6 +179,19 @@ func accessReview(u *User, node string, a attributes) *authzv1.SubjectAccessRevi
 			Name:        node,
 		},
 	}}
+}
+
+// decision is a SubjectAccessReview's answer.
+type decision struct {
+	allowed bool
+	reason  string
+}
+
+// reviewKey is the cache key of a SubjectAccessReview: everything its
+// answer depends on.
+func reviewKey(sar *authzv1.SubjectAccessReview) string {
+	b, _ := json.Marshal(sar.Spec)
+	return string(b)
 }
 
 // restReviewer is a Reviewer over the API server's REST API: the two POSTs

@@ -17,6 +17,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 )
 
 // DefaultPort is the kubelet server's port (the kubelet's --port).
@@ -64,6 +65,8 @@ type Deps struct {
 	Metrics  Metrics
 	Reviewer Reviewer
 	Logger   *slog.Logger
+	// Clock times the review caches (nil: the real clock).
+	Clock clock.PassiveClock
 }
 
 // Server is the kubelet server.
@@ -74,6 +77,9 @@ type Server struct {
 	logger  *slog.Logger
 	handler http.Handler
 	tls     *tls.Config
+	// decisions caches SubjectAccessReview answers (allowed 5 min,
+	// denied 30 s, as the kubelet).
+	decisions *ttlCache[decision]
 	// ln is the listener once Listen succeeded.
 	ln net.Listener
 }
@@ -90,8 +96,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return nil, errors.New("kubelet server: give both --tls-cert-file and --tls-private-key-file, or neither")
 	}
-	s := &Server{cfg: cfg, deps: deps, logger: deps.Logger.With("component", "kubelet-server")}
-	s.authn = &authenticator{reviewer: deps.Reviewer}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	s := &Server{cfg: cfg, deps: deps, logger: deps.Logger.With("component", "kubelet-server"),
+		decisions: newTTLCache[decision](deps.Clock)}
+	s.authn = &authenticator{reviewer: deps.Reviewer, tokens: newTTLCache[*User](deps.Clock)}
 	if cfg.ClientCAFile != "" {
 		pem, err := os.ReadFile(cfg.ClientCAFile)
 		if err != nil {
@@ -233,11 +243,22 @@ func (s *Server) authorize(ctx context.Context, u *User, a attributes) (bool, st
 	if s.deps.Reviewer == nil {
 		return false, "no authorizer", nil
 	}
-	res, err := s.deps.Reviewer.ReviewAccess(ctx, accessReview(u, s.cfg.NodeName, a))
+	sar := accessReview(u, s.cfg.NodeName, a)
+	key := reviewKey(sar)
+	if d, ok := s.decisions.get(key); ok {
+		return d.allowed, d.reason, nil
+	}
+	res, err := s.deps.Reviewer.ReviewAccess(ctx, sar)
 	if err != nil {
 		return false, "", fmt.Errorf("subject access review: %w", err)
 	}
-	return res.Status.Allowed && !res.Status.Denied, res.Status.Reason, nil
+	d := decision{allowed: res.Status.Allowed && !res.Status.Denied, reason: res.Status.Reason}
+	ttl := allowedCacheTTL
+	if !d.allowed {
+		ttl = deniedCacheTTL
+	}
+	s.decisions.put(key, d, ttl)
+	return d.allowed, d.reason, nil
 }
 
 // pods serves the node's pods as a v1.PodList.

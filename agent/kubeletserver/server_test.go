@@ -30,6 +30,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // testCA is a certificate authority for client certificates.
@@ -181,6 +183,12 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWithClock(t, nil)
+}
+
+// newHarnessWithClock is newHarness with the review caches on clk.
+func newHarnessWithClock(t *testing.T, clk clock.PassiveClock) *harness {
+	t.Helper()
 	h := &harness{api: &fakeAPIServer{}, logs: &fakeLogs{content: "one\ntwo\nthree\n"}, ca: newTestCA(t, "client-ca")}
 	apiSrv := httptest.NewServer(h.api)
 	t.Cleanup(apiSrv.Close)
@@ -190,7 +198,7 @@ func newHarness(t *testing.T) *harness {
 	caFile := filepath.Join(dir, "ca.crt")
 	require.NoError(t, os.WriteFile(caFile, h.ca.pem, 0o600))
 	s, err := New(Config{NodeName: "node-a", CertDir: filepath.Join(dir, "pki"), ClientCAFile: caFile},
-		Deps{Pods: fakePods{}, Logs: h.logs, Reviewer: reviewer})
+		Deps{Pods: fakePods{}, Logs: h.logs, Reviewer: reviewer, Clock: clk})
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.TLS = s.tls
@@ -254,7 +262,9 @@ func TestServer_Authentication(t *testing.T) {
 		})
 	}
 	// The certificate's groups and the token's user details reach the
-	// SubjectAccessReview.
+	// SubjectAccessReview (a new server: nothing cached).
+	h = newHarness(t)
+	admin = h.ca.client(t, "kube-apiserver-kubelet-client", "system:masters")
 	code, _ := h.do(t, "GET", "/pods", &admin, "")
 	require.Equal(t, 200, code)
 	require.Equal(t, []string{"system:masters"}, h.api.lastSAR().Groups)
@@ -289,16 +299,18 @@ func TestServer_AccessReviewAttributes(t *testing.T) {
 		{"DELETE", "/pods", "delete", "proxy"},
 		{"HEAD", "/healthz", "get", "proxy"},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			// Bob is refused: the handler is never reached, only the
-			// review is made.
-			bob := h.ca.client(t, "bob")
+			// The user is refused: the handler is never reached, only
+			// the review is made. One user per case, so that no answer
+			// comes from the decision cache.
+			user := fmt.Sprintf("bob-%d", i)
+			bob := h.ca.client(t, user)
 			code, _ := h.do(t, tt.method, tt.path, &bob, "")
 			require.Equal(t, http.StatusForbidden, code)
 			sar := h.api.lastSAR()
 			require.Equal(t, &authzv1.ResourceAttributes{Verb: tt.verb, Resource: "nodes", Subresource: tt.subresource, Name: "node-a"}, sar.ResourceAttributes)
-			require.Equal(t, "bob", sar.User)
+			require.Equal(t, user, sar.User)
 		})
 	}
 }
@@ -413,4 +425,53 @@ func TestSelfSigned_CreatedOnceAndKept(t *testing.T) {
 
 func urlQuery(s string) (url.Values, error) {
 	return url.ParseQuery(s)
+}
+
+// TestServer_CachesReviews checks the kubelet's cache lifetimes: a token's
+// user for 2 minutes, an allowed decision for 5, a denied one for 30 s;
+// a refused token is asked about again.
+func TestServer_CachesReviews(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
+	h := newHarnessWithClock(t, clk)
+	reviews := func() (tokens, sars int) {
+		h.api.mu.Lock()
+		defer h.api.mu.Unlock()
+		return h.api.tokens, len(h.api.sars)
+	}
+	get := func(cert *tls.Certificate, token string) int {
+		code, _ := h.do(t, "GET", "/healthz", cert, token)
+		return code
+	}
+
+	require.Equal(t, 200, get(nil, "good-token"))
+	require.Equal(t, 200, get(nil, "good-token"))
+	tokens, sars := reviews()
+	require.Equal(t, 1, tokens, "the token's user is cached")
+	require.Equal(t, 1, sars, "the decision is cached")
+
+	clk.SetTime(clk.Now().Add(2*time.Minute + time.Second))
+	require.Equal(t, 200, get(nil, "good-token"))
+	tokens, sars = reviews()
+	require.Equal(t, 2, tokens, "after 2 minutes the token is reviewed again")
+	require.Equal(t, 1, sars, "an allowed decision lasts 5 minutes")
+
+	clk.SetTime(clk.Now().Add(3 * time.Minute))
+	require.Equal(t, 200, get(nil, "good-token"))
+	_, sars = reviews()
+	require.Equal(t, 2, sars, "after 5 minutes the decision is asked again")
+
+	require.Equal(t, 401, get(nil, "bad-token"))
+	require.Equal(t, 401, get(nil, "bad-token"))
+	tokens, _ = reviews()
+	require.Equal(t, 5, tokens, "a refused token is not cached")
+
+	bob := h.ca.client(t, "bob")
+	require.Equal(t, 403, get(&bob, ""))
+	require.Equal(t, 403, get(&bob, ""))
+	_, sars = reviews()
+	require.Equal(t, 3, sars, "a denied decision is cached")
+	clk.SetTime(clk.Now().Add(31 * time.Second))
+	require.Equal(t, 403, get(&bob, ""))
+	_, sars = reviews()
+	require.Equal(t, 4, sars, "for 30 seconds")
 }
