@@ -53,9 +53,12 @@ type Streamer interface {
 
 var _ Streamer = (*Client)(nil)
 
-// errNoStreaming is returned by Instrumented's streaming calls when the
-// wrapped Runtime has none.
-var errNoStreaming = errors.New("the runtime client has no streaming calls (Exec, Attach, PortForward)")
+// errNoStreaming and errNoStats are returned by Instrumented's streaming
+// and stats calls when the wrapped Runtime has none.
+var (
+	errNoStreaming = errors.New("the runtime client has no streaming calls (Exec, Attach, PortForward)")
+	errNoStats     = errors.New("the runtime client has no ListContainerStats")
+)
 
 // Exec implements Streamer when the wrapped Runtime does.
 func (x *Instrumented) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {

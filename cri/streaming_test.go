@@ -11,7 +11,7 @@ import (
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
 
-func TestInstrumented_StreamingCalls(t *testing.T) {
+func TestInstrumented_StreamingAndStatsCalls(t *testing.T) {
 	f := critest.New()
 	x := cri.Instrument(f.Runtime, f.Images, nil)
 	ctx := context.Background()
@@ -21,8 +21,10 @@ func TestInstrumented_StreamingCalls(t *testing.T) {
 	require.NoError(t, err)
 	_, err = x.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: "s1"})
 	require.NoError(t, err)
+	_, err = x.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	require.NoError(t, err)
 	st := x.Stats()
-	for _, verb := range []string{"Exec", "Attach", "PortForward"} {
+	for _, verb := range []string{"Exec", "Attach", "PortForward", "ListContainerStats"} {
 		require.Equal(t, 1, st[verb].Count, verb)
 	}
 }

@@ -65,6 +65,10 @@ type Deps struct {
 	Metrics  Metrics
 	Reviewer Reviewer
 	Logger   *slog.Logger
+	// ContainerStats and NodeUsage feed /metrics/resource, which is served
+	// only with ContainerStats set (NodeUsage may be nil: no node series).
+	ContainerStats ContainerStats
+	NodeUsage      NodeUsage
 	// Clock times the review caches (nil: the real clock).
 	Clock clock.PassiveClock
 }
@@ -190,6 +194,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /runningpods/", s.runningPods)
 	if s.deps.Metrics != nil {
 		mux.HandleFunc("GET /metrics", s.metrics)
+	}
+	if s.deps.ContainerStats != nil {
+		mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
 	}
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
 	for _, p := range []string{"/exec/{ns}/{pod}/{container}", "/exec/{ns}/{pod}/{uid}/{container}"} {

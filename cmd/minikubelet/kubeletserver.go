@@ -10,6 +10,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,7 +58,7 @@ func (k *kubeletServerFlags) check(fs *flag.FlagSet, cluster bool) error {
 // (the Node status advertises it), then serves until ctx ends; wait blocks
 // until it stopped.
 func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServerFlags, nodeIP string, d *agent.Daemon,
-	rt kubeletserver.Runtime, rootDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
+	rt *cri.Instrumented, rootDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
 	reviewer, err := kubeletserver.NewReviewer(cc.rest)
 	if err != nil {
 		return nil, err
@@ -80,6 +83,9 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		Metrics:  d,
 		Reviewer: reviewer,
 		Logger:   logger,
+		// /metrics/resource: what metrics-server (kubectl top) scrapes.
+		ContainerStats: rt,
+		NodeUsage:      procNodeUsage,
 	})
 	if err != nil {
 		return nil, err
@@ -98,9 +104,12 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 	return func() { <-done }, nil
 }
 
-// Compile-time check: the instrumented CRI client has the streaming calls
-// (logged and counted like every CRI call).
-var _ kubeletserver.Runtime = (*cri.Instrumented)(nil)
+// Compile-time check: the instrumented CRI client has the streaming and
+// stats calls (logged and counted like every CRI call).
+var (
+	_ kubeletserver.Runtime        = (*cri.Instrumented)(nil)
+	_ kubeletserver.ContainerStats = (*cri.Instrumented)(nil)
+)
 
 // daemonLogs reads a container's log for the kubelet server with the local
 // API's reader (api.ReadLog) at the daemon's log path.
@@ -153,4 +162,74 @@ func runningID(p *v1.Pod, container string) string {
 		}
 	}
 	return ""
+}
+
+// procNodeUsage reads the node's usage for /metrics/resource from /proc:
+// CPU time from /proc/stat's cpu line (user, nice, system, irq, softirq,
+// steal; USER_HZ is 100 on Linux), and as working set MemTotal minus
+// MemAvailable from /proc/meminfo (the kubelet reads the root cgroup's
+// usage minus inactive file pages; MemAvailable counts those as free too).
+func procNodeUsage() (float64, uint64, time.Time, error) {
+	now := time.Now()
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, now, err
+	}
+	meminfo, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, 0, now, err
+	}
+	cpu, err := parseProcStatCPU(string(stat))
+	if err != nil {
+		return 0, 0, now, err
+	}
+	mem, err := parseMeminfoWorkingSet(string(meminfo))
+	return cpu, mem, now, err
+}
+
+// parseProcStatCPU is the busy CPU time of /proc/stat's "cpu" line in
+// seconds.
+func parseProcStatCPU(stat string) (float64, error) {
+	for line := range strings.Lines(stat) {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != "cpu" {
+			continue
+		}
+		var ticks uint64
+		for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
+			n, err := strconv.ParseUint(f[i], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/stat: %q: %w", f[i], err)
+			}
+			ticks += n
+		}
+		return float64(ticks) / 100, nil
+	}
+	return 0, errors.New("/proc/stat has no cpu line")
+}
+
+// parseMeminfoWorkingSet is MemTotal minus MemAvailable in bytes.
+func parseMeminfoWorkingSet(meminfo string) (uint64, error) {
+	var total, avail uint64
+	var haveTotal, haveAvail bool
+	for line := range strings.Lines(meminfo) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "MemTotal:":
+			total, haveTotal = n*1024, true
+		case "MemAvailable:":
+			avail, haveAvail = n*1024, true
+		}
+	}
+	if !haveTotal || !haveAvail || avail > total {
+		return 0, errors.New("/proc/meminfo: no MemTotal and MemAvailable")
+	}
+	return total - avail, nil
 }

@@ -68,7 +68,8 @@ func (w *syncWriter) String() string {
 //   - the Node advertises the port; an unauthenticated request to it is
 //     refused (401), the admin's client certificate is let in (the node
 //     asked the API server with a SubjectAccessReview);
-//   - the API server's node proxy reaches /pods and /healthz;
+//   - the API server's node proxy reaches /pods, /healthz and
+//     /metrics/resource (the containers' CPU and memory from CRI stats);
 //   - `kubectl logs` (tailLines) and `kubectl logs -f`: new lines arrive;
 //   - `kubectl exec` without a TTY (stdout, stderr, exit code) over
 //     WebSocket (v5.channel.k8s.io, which the API server translates to
@@ -170,6 +171,17 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 		b, err = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "healthz").DoRaw(ctx)
 		require.NoError(t, err)
 		require.Equal(t, "ok", string(b))
+		// What metrics-server scrapes for `kubectl top`.
+		b, err = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics", "resource").DoRaw(ctx)
+		require.NoError(t, err)
+		for _, series := range []string{
+			`container_cpu_usage_seconds_total{container="talker",namespace="default",pod="ks"} `,
+			`container_memory_working_set_bytes{container="web",namespace="default",pod="ks"} `,
+			`pod_cpu_usage_seconds_total{namespace="default",pod="ks"} `,
+			"\nnode_cpu_usage_seconds_total ", "\nnode_memory_working_set_bytes ", "\nscrape_error 0\n",
+		} {
+			require.Contains(t, string(b), series)
+		}
 	})
 
 	t.Run("logs", func(t *testing.T) {
