@@ -1,7 +1,8 @@
 // Package kubeletserver is the kubelet server of a cluster-mode node: the
 // HTTPS endpoint (10250 by default) through which the API server reaches the
 // node for `kubectl logs`, `exec`, `attach` and `port-forward`, and the node
-// proxy (/pods, /healthz, /metrics).
+// proxy (/pods, /runningpods/, /healthz, /metrics, and /metrics/resource,
+// which metrics-server scrapes for `kubectl top`).
 //
 // It owns:
 //   - the listener and its TLS: the serving certificate from files, or a
@@ -22,7 +23,12 @@
 //     package only relays bytes, as the kubelet does).
 //
 // It must not import cmd, test or the agent package: what it needs of the
-// daemon (pods, log paths, metrics) and of the runtime (the streaming calls)
-// it declares as the interfaces Pods, Logs, Metrics and Runtime, which the
-// daemon, agent/api's log reader and cri.Client satisfy in cmd's wiring.
+// daemon (pods, log paths, metrics) and of the runtime (the streaming and
+// stats calls) it declares as the interfaces Pods, Logs, Metrics, Runtime,
+// ContainerStats and NodeUsage, which the daemon, agent/api's log reader,
+// cri.Instrumented and /proc satisfy in cmd's wiring.
+//
+// Not served yet: /stats/summary, /metrics/probes, /metrics/cadvisor,
+// /configz, /checkpoint and /logs (the node's own logs).
+// TODO(kubeletserver): /stats/summary (issue #19).
 package kubeletserver

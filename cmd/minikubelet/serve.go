@@ -40,7 +40,7 @@ schedules to it (with their ConfigMaps, Secrets and service-account
 tokens), reports their status, and shows its static pods as mirror pods.
 It also serves the kubelet API on --port (10250) for the API server:
 kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
-/healthz, /metrics), to clients with a certificate of --client-ca-file or a
+/healthz, /metrics, /metrics/resource), to clients with a certificate of --client-ca-file or a
 token the API server vouches for, as the API server authorizes them.
 See the README's "Joining a cluster".
 
