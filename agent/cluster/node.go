@@ -93,6 +93,11 @@ type NodeConfig struct {
 	// RootDir is the agent's root dir; its file system is nodefs for the
 	// DiskPressure condition.
 	RootDir string
+	// KubeletPort is the port of the kubelet server (agent/kubeletserver),
+	// advertised as status.daemonEndpoints.kubeletEndpoint.port: the API
+	// server reaches the node there for logs, exec, attach, port-forward
+	// and the node proxy. 0 advertises none.
+	KubeletPort int32
 	// Periods; zero values take the Default* constants.
 	StatusUpdatePeriod, StatusReportPeriod time.Duration
 	LeaseDuration, LeaseRenewPeriod        time.Duration
@@ -357,6 +362,7 @@ func (n *NodeAgent) inputs(rt runtimeState, r readings) statusInputs {
 	return statusInputs{
 		node:           n.cfg.Node,
 		addresses:      n.addresses,
+		kubeletPort:    n.cfg.KubeletPort,
 		system:         n.system,
 		runtime:        rt,
 		memoryPressure: mem,

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -40,6 +41,12 @@ type clusterClient struct {
 	// events posts the node's and its pods' events; newClusterPods' run
 	// runs it (nil in tests that build a clusterClient by hand).
 	events *cluster.EventRecorder
+	// rest is the node's API server configuration (the kubelet server's
+	// TokenReviews and SubjectAccessReviews use it).
+	rest *rest.Config
+	// kubeletPort is the kubelet server's bound port, advertised in the
+	// Node status (0 before it listens).
+	kubeletPort int32
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
@@ -62,7 +69,7 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, services: cluster.NewServiceLister(cs, nil),
+	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, rest: cfg, services: cluster.NewServiceLister(cs, nil),
 		events: cluster.NewEventRecorder(cs, nodeName, nil, nil)}, nil
 }
 
@@ -84,6 +91,7 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 		Version:        version,
 		RootDir:        rootDir,
 		Events:         cc.events,
+		KubeletPort:    cc.kubeletPort,
 	}, logger, nil)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,10 @@ With --kubeconfig the node joins that Kubernetes cluster: it registers its
 Node object and keeps its status and Lease there, runs the pods the cluster
 schedules to it (with their ConfigMaps, Secrets and service-account
 tokens), reports their status, and shows its static pods as mirror pods.
+It also serves the kubelet API on --port (10250) for the API server:
+kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
+/healthz, /metrics, /metrics/resource), to clients with a certificate of --client-ca-file or a
+token the API server vouches for, as the API server authorizes them.
 See the README's "Joining a cluster".
 
 A YAML config file (--config) may hold the same settings under the flag
@@ -98,6 +102,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
+	var kf kubeletServerFlags
+	kf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
@@ -144,6 +150,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	cc, err := cf.dial(node.Name)
 	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if err := kf.check(fs, cc != nil); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	setServeGC(os.Getenv)
@@ -236,6 +245,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		StaticPods:        cp.staticPods,
 	})
 
+	// The kubelet server listens before the Node is registered, so that
+	// the Node status advertises its port.
+	waitKubeletServer := func() {}
+	if cc != nil {
+		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, nf.rootDir, node.Name, logger); err != nil {
+			return err
+		}
+	}
 	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
 	if err != nil {
 		return err
@@ -260,6 +277,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	runErr := d.Run(ctx)
 	waitCluster()
+	waitKubeletServer()
 	logger.Info("Stopping; pods keep running and are adopted at the next start")
 	for range 1 + boolInt(sf.apiAddress != "") {
 		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
