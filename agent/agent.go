@@ -63,6 +63,10 @@ type Config struct {
 	// AllowPrivileged lets pods mount the agent's own state through
 	// hostPath (the kubelet's --allow-privileged spirit).
 	AllowPrivileged bool
+	// AgentID names this agent among the minikubelets sharing the runtime
+	// (label io.minikubelet.agent): ServeAgentID(RootDir) by default, the
+	// daemon's; ForegroundAgentID for a foreground `run`.
+	AgentID string
 	// ProtectedPaths are host paths pods may not mount without
 	// AllowPrivileged, besides RootDir (e.g. the API socket's directory).
 	ProtectedPaths []string
@@ -119,6 +123,9 @@ func (c Config) withDefaults() Config {
 		c.BackoffMax = 300 * time.Second
 	}
 	c.Network = c.Network.WithDefaults()
+	if c.AgentID == "" {
+		c.AgentID = ServeAgentID(c.RootDir)
+	}
 	return c
 }
 

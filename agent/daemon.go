@@ -369,19 +369,24 @@ func (d *Daemon) desiredUIDs() map[types.UID]bool {
 	return uids
 }
 
-// collectOrphans tears down every pod minikubelet created that no source
+// collectOrphans tears down every pod this agent created that no source
 // wants (the agent's restart found them in the runtime), using only what
 // the runtime's labels and annotations tell, as the kubelet does; and
-// removes pod cgroups of pods that exist nowhere.
+// removes pod cgroups of pods that exist nowhere. Pods of another
+// minikubelet on the runtime (a foreground run, another daemon) are left
+// alone and logged (agent_identity.go).
 func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) error {
 	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
+	for _, n := range foreignPodNotices(a.foreignPods(sbs)) {
+		a.logger.Info(n)
+	}
 	orphans := map[types.UID]*v1.Pod{}
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[labelPodUID])
-		if uid == "" || desired[uid] || orphans[uid] != nil {
+		if uid == "" || desired[uid] || orphans[uid] != nil || !a.ownsObject(sb.Labels) {
 			continue
 		}
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[labelPodName], Namespace: sb.Labels[labelPodNamespace], UID: uid}}
@@ -409,7 +414,8 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	}
 	a.mu.Unlock()
 
-	// Pod cgroups whose pod has no sandbox and no source.
+	// Pod cgroups whose pod has no sandbox and no source. Every sandbox
+	// counts, another minikubelet's too: its pod cgroup is live.
 	if a.cgroups == nil {
 		return nil
 	}

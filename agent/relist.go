@@ -63,6 +63,13 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
+	// The burstable tier follows the Burstable pods that run (kubelet:
+	// every minute and on pod changes; here every relist, from the
+	// runtime, so several agents on one node agree): every minikubelet's.
+	r.a.updateBurstableTier(burstableMilli(sbs))
+	// The rest (workers, metrics) is this agent's own objects only.
+	sbs = slices.DeleteFunc(sbs, func(sb *runtimeapi.PodSandbox) bool { return !r.a.ownsObject(sb.Labels) })
+	ctrs = slices.DeleteFunc(ctrs, func(c *runtimeapi.Container) bool { return !r.a.ownsObject(c.Labels) })
 	r.parts, r.arena = r.parts[:0], r.arena[:0]
 	ready := 0
 	for _, sb := range sbs {
@@ -73,10 +80,6 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 			ready++
 		}
 	}
-	// The burstable tier follows the Burstable pods that run (kubelet:
-	// every minute and on pod changes; here every relist, from the
-	// runtime, so several agents on one node agree).
-	r.a.updateBurstableTier(burstableMilli(sbs))
 	var states [4]int // created, running, exited, unknown
 	for _, c := range ctrs {
 		start := len(r.arena)
