@@ -24,7 +24,12 @@ const secretDirSize = 128 << 20
 // is false when the agent cannot mount (not root, not Linux): dir is then
 // a plain directory, and the caller should say so.
 func PrepareSecretDir(dir string) (mounted bool, err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// The parent (the socket's directory) as the API creates it; only
+	// the secret dir itself is private.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return false, fmt.Errorf("create secret dir: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return false, fmt.Errorf("create secret dir: %w", err)
 	}
 	mounted, err = mountSecretTmpfs(dir, secretDirSize)
