@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -61,8 +62,9 @@ func randomValue(t *testing.T) string {
 
 // filesHolding walks dir on its own file system (mounts below it, such as
 // the tmpfs of a pod's secret volume, are skipped: they are memory) and
-// returns the files that contain needle.
-func filesHolding(t *testing.T, dir string, needle []byte) []string {
+// returns the files that contain value, as it is or base64-encoded (as
+// the data of a Secret is in JSON and YAML).
+func filesHolding(t *testing.T, dir string, value string) []string {
 	t.Helper()
 	var rootDev uint64
 	var st syscall.Stat_t
@@ -87,7 +89,7 @@ func filesHolding(t *testing.T, dir string, needle []byte) []string {
 			return nil
 		}
 		data, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(data, needle) {
+		if err == nil && (bytes.Contains(data, []byte(value)) || bytes.Contains(data, []byte(base64.StdEncoding.EncodeToString([]byte(value))))) {
 			found = append(found, p)
 		}
 		return nil
@@ -187,7 +189,7 @@ func TestBoundaryStore_ClusterPodCannotReadNodeSecret(t *testing.T) {
 	assert.Equal(t, nodeShared+"|"+nodeOnly+"|"+nodeShared, read("e2e-bs-local"), "a local pod sees the node's")
 
 	// The cluster's Secret is in memory only: nothing under the root dir.
-	assert.Empty(t, filesHolding(t, d.root, []byte(clusterShared)))
+	assert.Empty(t, filesHolding(t, d.root, clusterShared))
 }
 
 // TestBoundaryStore_LocalAPISecretNeverUnderRootDir: a Secret created
@@ -217,7 +219,7 @@ func TestBoundaryStore_LocalAPISecretNeverUnderRootDir(t *testing.T) {
 		r := d.cli(t, "exec", pod, "--", "sh", "-c", `echo "$PASSWORD $(cat /etc/s/password)"`)
 		require.Equal(t, 0, r.code, "%s", r)
 		assert.Equal(t, value+" "+value, strings.TrimSpace(r.stdout), when)
-		assert.Empty(t, filesHolding(t, d.root, []byte(value)), "%s: files under the root dir hold the secret", when)
+		assert.Empty(t, filesHolding(t, d.root, value), "%s: files under the root dir hold the secret", when)
 	}
 	check("created")
 	secretDir := filepath.Join(filepath.Dir(d.sock), "secrets")
@@ -259,7 +261,6 @@ spec:
     command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
 `, fg))
 	run.waitRunning(fg)
-	assert.Regexp(t, `1 pod on this runtime belongs to another minikubelet \(minikubelet serve serve-[0-9a-f]+\): left alone`, run.output())
 	before := containerID(t, fg, "c")
 	pid := run.cmd.Process.Pid
 
@@ -268,9 +269,12 @@ spec:
 	d.start(t)
 	d.waitPod(t, svc, "adopted, Running", scaled(60*time.Second), isRunning)
 	want := regexp.MustCompile(fmt.Sprintf(`1 pod on this runtime belongs to another minikubelet \(foreground run, pid %d\): left alone`, pid))
-	waitFor(t, "the daemon names the run's pod it leaves alone", scaled(60*time.Second), func() string {
+	// Orphan collection has run once the daemon says what it left (or,
+	// when it took the run's pod, once that is going).
+	waitFor(t, "the daemon's orphan collection", scaled(60*time.Second), func() string {
 		out, _ := d.out.snapshot()
-		if want.MatchString(out) {
+		sbs := podSandboxes(t, fg)
+		if want.MatchString(out) || len(sbs) != 1 || sbs[0].State != runtimeapi.PodSandboxState_SANDBOX_READY {
 			return ""
 		}
 		return tail(out, 3000)
@@ -285,6 +289,10 @@ spec:
 		}
 		return nil
 	})
+	out, _ := d.out.snapshot()
+	assert.Regexp(t, want, out, "the daemon names the run's pod it leaves alone")
+	assert.Regexp(t, `1 pod on this runtime belongs to another minikubelet \(minikubelet serve serve-[0-9a-f]+\): left alone`, run.output(),
+		"the run names the daemon's pod it leaves alone")
 	for _, sb := range podSandboxes(t, fg) {
 		assert.Equal(t, fmt.Sprintf("run-%d", pid), sb.Labels["io.minikubelet.agent"])
 	}
