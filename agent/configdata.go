@@ -156,15 +156,6 @@ func (s *configStore) removeLegacySecrets() (bool, error) {
 	return true, os.RemoveAll(dir)
 }
 
-// toAny widens the values of m.
-func toAny[V any](m map[string]V) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // mirror writes objs (by <sub>/<ns>/<name>) as <dir>/<sub>/<ns>/<name>.json
 // with mode and removes the files of objects no longer present.
 // Directories are 0700 when the files are private.
