@@ -27,7 +27,7 @@ test-fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s); fails on
 test-e2e: ## end-to-end suite (real runc, CNI plugins, registry) against Debian's containerd 1.6, then the pinned 2.x; CONTAINERD=1.6 or CONTAINERD=2 runs one (root)
 	E2E_FLAGS="$(E2E_FLAGS)" REGISTRY=$(REGISTRY) hack/e2e.sh
 
-bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-readme rewrites the README's results
+bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-docs rewrites docs/performance.md's results
 	BENCH_FLAGS="$(BENCH_FLAGS)" REGISTRY=$(REGISTRY) hack/bench.sh
 
 test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu guest, both drivers (root; guest image cached per machine)

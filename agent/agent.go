@@ -85,6 +85,11 @@ type Config struct {
 	// it (admission.go). A nil Node.Allocatable turns admission off (unit
 	// tests only).
 	Node NodeInfo
+	// HostIPs are the node's addresses, the first its primary one, for
+	// status.hostIP(s), the fieldRef of the same paths and the pod IPs of
+	// host-network pods (cluster mode: the Node's InternalIP). Empty: the
+	// address of the default route's interface (hostIPs).
+	HostIPs []string
 }
 
 // withDefaults fills unset fields with the kubelet's defaults.

@@ -61,11 +61,21 @@ func (a *Agent) ownsObject(labels map[string]string) bool {
 	if labels[labelManagedBy] != managedByValue {
 		return false
 	}
+	self := a.agentID()
 	id := labels[labelAgent]
 	if id == "" {
-		return strings.HasPrefix(a.cfg.AgentID, agentIDServe)
+		return strings.HasPrefix(self, agentIDServe)
 	}
-	return id == a.cfg.AgentID
+	return id == self
+}
+
+// agentID is Config.AgentID, the daemon's by default (an Agent built as a
+// struct literal in tests has no defaults applied).
+func (a *Agent) agentID() string {
+	if a.cfg.AgentID == "" {
+		return ServeAgentID(a.cfg.RootDir)
+	}
+	return a.cfg.AgentID
 }
 
 // describeAgent names the owner of objects labelled with agent ID id.

@@ -59,6 +59,7 @@ func TestOwnsObject(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.serve, serve.ownsObject(tc.labels), "serve")
 			assert.Equal(t, tc.run, run.ownsObject(tc.labels), "run")
+			assert.Equal(t, tc.serve, serve.relistOwns(tc.labels), "relist and container GC agree")
 		})
 	}
 }

@@ -90,14 +90,19 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	return ref, nil, nil
 }
 
+// pinFunc pins the subPath sub of the index-th volumeMount of a container
+// inside the volume at root and returns the host path to mount: the
+// agent's is pinSubPath (subpath.go).
+type pinFunc func(index int, volume, root, sub string) (string, error)
+
 // mountsFor maps the container's volumeMounts onto host paths: subPath
 // (or subPathExpr, expanded against the container's environment) selects a
-// path inside the volume, created as a directory when missing, which must
-// stay inside the volume even through symlinks; mountPropagation becomes
-// the CRI propagation mode.
-func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]string) ([]*runtimeapi.Mount, error) {
+// path inside the volume, which pin opens beneath the volume's root
+// (creating missing directories) and pins; mountPropagation becomes the
+// CRI propagation mode.
+func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]string, pin pinFunc) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
-	for _, m := range c.VolumeMounts {
+	for i, m := range c.VolumeMounts {
 		hp, ok := volPaths[m.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
@@ -113,7 +118,10 @@ func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]strin
 			}
 		}
 		if sub != "" {
-			p, err := subPathHostPath(hp, sub)
+			if err := checkSubPath(sub); err != nil {
+				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
+			}
+			p, err := pin(i, m.Name, hp, sub)
 			if err != nil {
 				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
 			}
@@ -127,33 +135,6 @@ func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]strin
 		})
 	}
 	return out, nil
-}
-
-// subPathHostPath resolves sub inside the volume at root, creating it as a
-// directory when missing (the kubelet does), and refuses a path that leaves
-// the volume, through ".." or through a symlink.
-func subPathHostPath(root, sub string) (string, error) {
-	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") || strings.Contains(sub, "/../") || strings.HasSuffix(sub, "/..") {
-		return "", fmt.Errorf("subPath %q must be a relative path inside the volume", sub)
-	}
-	p := filepath.Join(root, sub)
-	if _, err := os.Lstat(p); os.IsNotExist(err) {
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return "", fmt.Errorf("create subPath %q: %w", sub, err)
-		}
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	if real != realRoot && !strings.HasPrefix(real, realRoot+"/") {
-		return "", fmt.Errorf("subPath %q resolves to %s, outside the volume", sub, real)
-	}
-	return real, nil
 }
 
 // mountPropagation maps the API's mode to the CRI's (None is private).
@@ -209,6 +190,9 @@ func milliCPUToShares(m int64) int64 {
 	if m == 0 {
 		return minShares
 	}
+	if m > maxShares*milliPerCPU/sharesPerCPU {
+		return maxShares // before m*sharesPerCPU can overflow to a negative
+	}
 	s := m * sharesPerCPU / milliPerCPU
 	return min(max(s, minShares), maxShares)
 }
@@ -226,19 +210,27 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
-	mounts, err := mountsFor(c, volPaths, envMap)
-	if err != nil {
-		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
-	}
 	// Propagation needs the source on a shared mount: make the pod's own
-	// volume directory one (hostPath volumes are the host's business).
-	for i, m := range c.VolumeMounts {
+	// volume directory one (hostPath volumes are the host's business),
+	// before subPaths are pinned, so that their bind mounts join its peer
+	// group.
+	for _, m := range c.VolumeMounts {
 		root := volPaths[m.Name]
-		if mounts[i].Propagation != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
+		if mountPropagation(m.MountPropagation) != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
 			if err := makeRShared(root); err != nil {
 				return nil, newReasonError(ErrCreateContainerConfig, "volumeMount %q: %v", m.Name, err)
 			}
 		}
+	}
+	// subPaths are opened beneath their volume and pinned (subpath.go);
+	// on any failure the pins made so far go again.
+	pin := func(index int, volume, root, sub string) (string, error) {
+		return a.pinSubPath(pod, c.Name, volume, root, sub, index)
+	}
+	mounts, err := mountsFor(c, volPaths, envMap, pin)
+	if err != nil {
+		_ = a.unpinSubPaths(pod, c.Name)
+		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	a.readOnlyDataMounts(pod, mounts) // projection.go
 	// The effective security context (security.go).
@@ -330,6 +322,9 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	if err != nil {
 		if termPath != "" {
 			_ = os.Remove(termPath) // no container holds it
+		}
+		if uerr := a.unpinSubPaths(pod, c.Name); uerr != nil { // no container mounts them
+			pw.logger.Warn("Unmount subPaths of a container that was not created failed", "container", c.Name, "err", uerr)
 		}
 		msg := cri.Message(err)
 		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)

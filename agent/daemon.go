@@ -430,16 +430,22 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	}
 	a.mu.Unlock()
 
-	// Pod cgroups whose pod has no sandbox and no source. Every sandbox
-	// counts, another minikubelet's too: its pod cgroup is live.
-	if a.cgroups == nil {
-		return nil
-	}
+	// Every sandbox counts as live, another minikubelet's too: its subPath
+	// mounts and its pod cgroup are not this agent's to remove.
 	live := map[types.UID]bool{}
 	for _, sb := range sbs {
 		live[types.UID(sb.Labels[labelPodUID])] = true
 	}
+	// Pinned subPath mounts of pods that exist nowhere (a teardown cut
+	// short): no mount outlives its pod.
 	var errs []error
+	if err := a.cleanupStaleSubPaths(desired, live); err != nil {
+		errs = append(errs, err)
+	}
+	// Pod cgroups whose pod has no sandbox and no source.
+	if a.cgroups == nil {
+		return errors.Join(errs...)
+	}
 	for _, tier := range []cgroups.Name{cgroups.Kubepods, cgroups.KubepodsBurstable, cgroups.KubepodsBestEffort} {
 		names, err := a.cgroups.ListPods(tier)
 		if err != nil {

@@ -198,9 +198,13 @@ func fitDNSLimits(cfg *runtimeapi.DNSConfig) []dnsWarning {
 
 // podHostnameAndDomain returns the pod's hostname (podHostname) and its
 // domain, <subdomain>.<namespace>.svc.<clusterDomain> when spec.subdomain
-// is set, else "" (the kubelet's GeneratePodHostNameAndDomain).
+// is set, else "" (the kubelet's GeneratePodHostNameAndDomain). A
+// hostnameOverride has no domain: it names the pod only, not its DNS record.
 func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (string, string) {
 	domain := ""
+	if o := pod.Spec.HostnameOverride; o != nil && *o != "" {
+		return podHostname(pod), ""
+	}
 	if pod.Spec.Subdomain != "" {
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
@@ -226,6 +230,22 @@ func sandboxHostname(pod *v1.Pod, clusterDomain string) (string, error) {
 // spec.hostAliases as the API server does.
 func validateDNS(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if o := spec.HostnameOverride; o != nil {
+		// The API server's rules for the field (beta, on by default).
+		hoPath := fldPath.Child("hostnameOverride")
+		for _, msg := range validation.IsDNS1123Subdomain(*o) {
+			errs = append(errs, field.Invalid(hoPath, *o, msg))
+		}
+		if len(*o) > 64 {
+			errs = append(errs, field.TooLong(hoPath, *o, 64))
+		}
+		if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+			errs = append(errs, field.Invalid(hoPath, *o, "may not be set when setHostnameAsFQDN is true"))
+		}
+		if spec.HostNetwork {
+			errs = append(errs, field.Invalid(hoPath, *o, "may not be set when hostNetwork is true"))
+		}
+	}
 	cfgPath := fldPath.Child("dnsConfig")
 	if spec.DNSPolicy == v1.DNSNone && spec.DNSConfig == nil {
 		errs = append(errs, field.Required(cfgPath, fmt.Sprintf("must provide `dnsConfig` when `dnsPolicy` is %s", v1.DNSNone)))

@@ -253,7 +253,7 @@ func (a *Agent) podFieldValue(pod *v1.Pod, path, podIP string) (string, error) {
 	}
 	if pod.Spec.HostNetwork && podIP == "" {
 		// A host-network pod has the node's addresses.
-		podIPs = hostIPs()
+		podIPs = a.hostIPs()
 	}
 	switch path {
 	case "spec.nodeName":
@@ -268,12 +268,12 @@ func (a *Agent) podFieldValue(pod *v1.Pod, path, podIP string) (string, error) {
 		}
 		return pod.Spec.ServiceAccountName, nil
 	case "status.hostIP":
-		if ips := hostIPs(); len(ips) > 0 {
+		if ips := a.hostIPs(); len(ips) > 0 {
 			return ips[0], nil
 		}
 		return "", nil
 	case "status.hostIPs":
-		return strings.Join(hostIPs(), ","), nil
+		return strings.Join(a.hostIPs(), ","), nil
 	case "status.podIP":
 		if len(podIPs) > 0 {
 			return podIPs[0], nil
@@ -406,11 +406,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// hostIPs are the node's addresses for status.hostIP(s): the address the
+// hostIPs are the node's addresses (Config.HostIPs, else defaultHostIPs).
+func (a *Agent) hostIPs() []string {
+	if len(a.cfg.HostIPs) > 0 {
+		return a.cfg.HostIPs
+	}
+	return defaultHostIPs()
+}
+
+// defaultHostIPs are the node's addresses for status.hostIP(s): the address the
 // host would use for its default route, else its first global unicast
 // addresses (IPv4 first). Read once: the kubelet reads the node's
 // addresses from the Node object, which minikubelet does not have.
-var hostIPs = sync.OnceValue(func() []string {
+var defaultHostIPs = sync.OnceValue(func() []string {
 	var out []string
 	// A UDP "connection" sends nothing; it only picks a source address.
 	if conn, err := net.Dial("udp4", "192.0.2.1:9"); err == nil {

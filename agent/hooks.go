@@ -261,7 +261,11 @@ func preStopAnnotation(c *v1.Container) string {
 func containerFromAnnotations(name string, annotations map[string]string) *v1.Container {
 	c := &v1.Container{Name: name}
 	if s := annotations[annotationContainerPorts]; s != "" {
-		_ = json.Unmarshal([]byte(s), &c.Ports)
+		// Into a fresh slice: a failed decode can leave part of one.
+		var ports []v1.ContainerPort
+		if err := json.Unmarshal([]byte(s), &ports); err == nil {
+			c.Ports = ports
+		}
 	}
 	if s := annotations[annotationPreStopHandler]; s != "" {
 		h := &v1.LifecycleHandler{}

@@ -8,14 +8,18 @@ import (
 	"testing"
 )
 
-var updateReadme = flag.Bool("update-readme", false, "rewrite the supported-fields table in ../README.md")
+// The supported-fields table lives in docs/pod-spec.md (it moved there from
+// the README); the test keeps its old name so `-run Readme` still finds it.
+const podSpecDoc = "../docs/pod-spec.md"
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite the supported-fields table in "+podSpecDoc)
 
 const (
-	readmeBegin = "<!-- BEGIN SUPPORTED FIELDS -->"
-	readmeEnd   = "<!-- END SUPPORTED FIELDS -->"
+	fieldsBegin = "<!-- BEGIN SUPPORTED FIELDS -->"
+	fieldsEnd   = "<!-- END SUPPORTED FIELDS -->"
 )
 
-// supportedFieldsMarkdown renders SupportedFields as the README's table.
+// supportedFieldsMarkdown renders SupportedFields as the docs' table.
 func supportedFieldsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| field | status | note |\n|---|---|---|\n")
@@ -32,27 +36,27 @@ func supportedFieldsMarkdown() string {
 	return b.String()
 }
 
-// The README's table is generated from the support table, so a field can
-// never be documented differently from how it is handled. Regenerate with
-// `go test ./agent -run TestReadmeSupportedFields -update-readme`.
+// The docs' table is generated from the support table, so a field can never
+// be documented differently from how it is handled. Regenerate with
+// `go test ./agent -run TestReadmeSupportedFields -update-docs`.
 func TestReadmeSupportedFields(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile(podSpecDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i, j := strings.Index(s, readmeBegin), strings.Index(s, readmeEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %s … %s markers", readmeBegin, readmeEnd)
+	i, j := strings.Index(s, fieldsBegin), strings.Index(s, fieldsEnd)
+	if i < 0 || j < i || strings.Count(s, fieldsBegin) != 1 || strings.Count(s, fieldsEnd) != 1 {
+		t.Fatalf("%s needs one %s … %s pair of markers, in that order", podSpecDoc, fieldsBegin, fieldsEnd)
 	}
-	want := readmeBegin + "\n" + supportedFieldsMarkdown() + readmeEnd
-	if got := s[i : j+len(readmeEnd)]; got != want {
-		if *updateReadme {
-			if err := os.WriteFile("../README.md", []byte(s[:i]+want+s[j+len(readmeEnd):]), 0o644); err != nil {
+	want := fieldsBegin + "\n" + supportedFieldsMarkdown() + fieldsEnd
+	if got := s[i : j+len(fieldsEnd)]; got != want {
+		if *updateDocs {
+			if err := os.WriteFile(podSpecDoc, []byte(s[:i]+want+s[j+len(fieldsEnd):]), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return
 		}
-		t.Fatalf("README.md's supported-fields table is stale; run: go test ./agent -run TestReadmeSupportedFields -update-readme")
+		t.Fatalf("%s's supported-fields table is stale; run: go test ./agent -run TestReadmeSupportedFields -update-docs", podSpecDoc)
 	}
 }

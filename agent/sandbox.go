@@ -41,12 +41,16 @@ func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	return ns
 }
 
-// podHostname is spec.hostname or the pod name, cut to 63 characters as the
-// kubelet does (GeneratePodHostNameAndDomain).
+// podHostname is spec.hostnameOverride, else spec.hostname, else the pod
+// name, cut to 63 characters as the kubelet does
+// (GeneratePodHostNameAndDomain).
 func podHostname(pod *v1.Pod) string {
 	h := pod.Spec.Hostname
 	if h == "" {
 		h = pod.Name
+	}
+	if o := pod.Spec.HostnameOverride; o != nil && *o != "" {
+		h = *o
 	}
 	if len(h) > 63 {
 		h = strings.TrimRight(h[:63], "-.")

@@ -42,9 +42,15 @@ import (
 
 // Support tables (support.go) of the security context types.
 
+// seLinuxNote says what becomes of seLinuxOptions: the kubelet hands them to
+// the runtime (the sandbox's and each container's SELinuxOption), which
+// applies them only where SELinux is enabled; minikubelet does the same
+// rather than refusing pods written for SELinux clusters.
+const seLinuxNote = "passed to the runtime as the kubelet does; it applies them only on hosts with SELinux enabled"
+
 // Fields of spec.securityContext.
 var podSecurityContextRules = ruleTable{typ: reflect.TypeFor[v1.PodSecurityContext](), path: "spec.securityContext", rules: map[string]fieldRule{
-	"seLinuxOptions":           ruleRefused(reasonNever + ": SELinux is not used on minikubelet's nodes"),
+	"seLinuxOptions":           ruleLimited(seLinuxNote),
 	"windowsOptions":           ruleInert("Windows only; ignored on Linux, as the kubelet does"),
 	"runAsUser":                ruleLimited("the sandbox's and, unless a container sets its own, the containers' user"),
 	"runAsGroup":               ruleLimited("the sandbox's and, unless a container sets its own, the containers' primary group"),
@@ -63,7 +69,7 @@ var podSecurityContextRules = ruleTable{typ: reflect.TypeFor[v1.PodSecurityConte
 var securityContextRules = ruleTable{typ: reflect.TypeFor[v1.SecurityContext](), path: "spec.containers[*].securityContext", rules: map[string]fieldRule{
 	"capabilities":             ruleOK,
 	"privileged":               ruleLimited("only when the agent runs with --allow-privileged (else rejected at admission: PrivilegedForbidden)"),
-	"seLinuxOptions":           ruleRefused(reasonNever + ": SELinux is not used on minikubelet's nodes"),
+	"seLinuxOptions":           ruleLimited(seLinuxNote + "; overrides spec.securityContext.seLinuxOptions"),
 	"windowsOptions":           ruleInert("Windows only; ignored on Linux, as the kubelet does"),
 	"runAsUser":                ruleLimited("overrides spec.securityContext.runAsUser"),
 	"runAsGroup":               ruleLimited("overrides spec.securityContext.runAsGroup"),
@@ -465,8 +471,17 @@ func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext
 			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 		}
 		sc.SupplementalGroups = podSupplementalGroups(psc)
+		sc.SelinuxOptions = seLinuxOption(psc.SELinuxOptions)
 	}
 	return sc
+}
+
+// seLinuxOption converts SELinux options for the CRI (nil stays nil).
+func seLinuxOption(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
+	if o == nil {
+		return nil
+	}
+	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 }
 
 // podSysctls are the pod's sysctls in dotted form (nil when none).
@@ -506,6 +521,9 @@ func effectiveSecurityContext(pod *v1.Pod, c *v1.Container) *v1.SecurityContext 
 	}
 	if eff.SeccompProfile == nil {
 		eff.SeccompProfile = psc.SeccompProfile
+	}
+	if eff.SELinuxOptions == nil && psc.SELinuxOptions != nil {
+		eff.SELinuxOptions = psc.SELinuxOptions.DeepCopy()
 	}
 	return eff
 }
@@ -566,6 +584,7 @@ func (a *Agent) containerSecurityContext(pod *v1.Pod, c *v1.Container) (*runtime
 	if eff.ReadOnlyRootFilesystem != nil {
 		sc.ReadonlyRootfs = *eff.ReadOnlyRootFilesystem
 	}
+	sc.SelinuxOptions = seLinuxOption(eff.SELinuxOptions)
 	// no_new_privs only when allowPrivilegeEscalation is explicitly false
 	// (pkg/securitycontext AddNoNewPrivileges).
 	if eff.AllowPrivilegeEscalation != nil {

@@ -507,7 +507,6 @@ func TestValidatePod_Security(t *testing.T) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0"}}
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
 		}, want: []string{
-			"spec.securityContext.seLinuxOptions: Forbidden: not supported by minikubelet: SELinux is not used on minikubelet's nodes",
 			"spec.containers[0].securityContext.appArmorProfile: Forbidden: not supported by minikubelet: AppArmor is not available on minikubelet's nodes",
 		}},
 		{name: "supplementalGroupsPolicy Merge is the default", mutate: func(p *v1.Pod) {

@@ -63,10 +63,23 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		QOSClass:  podQOSClass(pod),
 		StartTime: &t,
 	}
+	// The node's addresses, as the kubelet sets them from its Node once
+	// the pod is bound to it (a host-network pod has them as its own).
+	if ips := a.hostIPs(); len(ips) > 0 {
+		out.HostIP = ips[0]
+		for _, ip := range ips {
+			out.HostIPs = append(out.HostIPs, v1.HostIP{IP: ip})
+		}
+	}
 	if len(st.sandboxes) > 0 && st.sandboxes[0].ready {
 		if ip := st.sandboxes[0].ip; ip != "" {
 			out.PodIP = ip
 			out.PodIPs = []v1.PodIP{{IP: ip}}
+		} else if pod.Spec.HostNetwork && out.HostIP != "" {
+			out.PodIP = out.HostIP
+			for _, h := range out.HostIPs {
+				out.PodIPs = append(out.PodIPs, v1.PodIP{IP: h.IP})
+			}
 		}
 	}
 	defaultReason := "ContainerCreating"

@@ -149,7 +149,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"schedulingGates":               ruleRefused(reasonNever + ": there is no scheduler to lift the gates"),
 	"resourceClaims":                ruleRefused(reasonNotYet),
 	"resources":                     ruleRefused(reasonNotYet),
-	"hostnameOverride":              ruleRefused(reasonNotYet),
+	"hostnameOverride":              ruleLimited("the pod's hostname (and its /etc/hosts entry), without a domain; not with hostNetwork or setHostnameAsFQDN"),
 	"schedulingGroup":               ruleRefused(reasonNotYet),
 	"evictionResponders":            ruleRefused(reasonNotYet),
 }}

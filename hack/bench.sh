@@ -8,8 +8,8 @@
 #
 # Extra arguments go to the benchmark (go run ./test/bench -h lists them),
 # e.g. hack/bench.sh --scenarios start,ready --reps 5. BENCH_FLAGS (split on
-# spaces) is added too; `make bench BENCH_FLAGS=--update-readme` rewrites
-# the README's performance section. Results: bench-results.json and
+# spaces) is added too; `make bench BENCH_FLAGS=--update-docs` rewrites
+# the results table of docs/performance.md. Results: bench-results.json and
 # bench-results.md in the repository root.
 # Env: REGISTRY (default 127.0.0.1:5000), BENCH_PROFILE_DIR (capture the
 # daemon's pprof profiles and keep its log there).
@@ -79,5 +79,5 @@ step "running the benchmark (several minutes; keep the machine quiet)"
 	--work-dir "$DIR/work" \
 	--json "$REPO/bench-results.json" \
 	--md "$REPO/bench-results.md" \
-	--readme "$REPO/README.md" \
+	--perf-doc "$REPO/docs/performance.md" \
 	"${profile[@]}" ${BENCH_FLAGS:-} "$@"

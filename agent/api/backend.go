@@ -1,5 +1,6 @@
 // Package api is minikubelet's local API: Kubernetes-shaped HTTP/JSON over a
-// unix socket (and optionally a loopback TCP address), served to the CLI.
+// unix socket (and optionally TCP, with TLS and client certificates from
+// the node's own CA: pki.go, boundary.go), served to the CLI.
 // It knows nothing of the agent's internals: the daemon implements Backend.
 package api
 

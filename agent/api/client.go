@@ -83,6 +83,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
+	// The server refuses a write without a JSON or YAML Content-Type
+	// (CSRF defense): say JSON when the caller did not say otherwise.
+	if contentType == "" && (body != nil || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch) {
+		contentType = "application/json"
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -98,10 +99,22 @@ func (l *unixListener) Close() error {
 // Serve serves the API on l until ctx ends, then shuts down gracefully:
 // followed log streams end, requests in flight get a few seconds to
 // finish. It returns nil after a shutdown caused by ctx.
+//
+// The socket is for root only: a request is refused only when it comes
+// from a web page (an Origin header) or has a body that is not JSON or
+// YAML (see boundary.go).
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	return s.serve(ctx, l, rejectBrowsers(s.handler))
+}
+
+// serve serves h on l until ctx ends.
+func (s *Server) serve(ctx context.Context, l net.Listener, h http.Handler) error {
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		// TLS handshake failures (no or a foreign certificate) and the
+		// like: worth seeing, not worth a warning each.
+		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelInfo),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -99,6 +99,10 @@ func (s *Server) routes() http.Handler {
 				s.writeError(w, r, methodNotAllowed(r.Method, r.URL.Path))
 				return
 			}
+			if err := checkMediaType(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)
 			}
@@ -128,11 +132,11 @@ func (s *Server) routes() http.Handler {
 	handle("/metrics", route{http.MethodGet: s.metrics})
 	handle("/version", route{http.MethodGet: s.version})
 	if s.opts.Profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/", requireMediaType(pprof.Index))
+		mux.HandleFunc("/debug/pprof/cmdline", requireMediaType(pprof.Cmdline))
+		mux.HandleFunc("/debug/pprof/profile", requireMediaType(pprof.Profile))
+		mux.HandleFunc("/debug/pprof/symbol", requireMediaType(pprof.Symbol))
+		mux.HandleFunc("/debug/pprof/trace", requireMediaType(pprof.Trace))
 	}
 	handle("/", route{
 		http.MethodGet: s.notFound, http.MethodPost: s.notFound, http.MethodPut: s.notFound,
@@ -235,15 +239,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 }
 
 // bodyJSON returns the body as JSON: YAML bodies (Content-Type
-// application/yaml) are converted, JSON is passed through.
+// application/yaml) are converted, JSON is passed through. A body without
+// a Content-Type is refused (requireMediaType already did, before routing).
 func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
-	mt := "application/json"
-	if ct != "" {
-		var err error
-		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("bad Content-Type %q: %v", ct, err))
-		}
+	mt, _, err := mime.ParseMediaType(ct)
+	if ct == "" || err != nil {
+		mt = ct
 	}
 	switch mt {
 	case "application/json":
@@ -452,6 +454,16 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request) error {
 	if opts.TailLines, err = queryInt(r, "tailLines"); err != nil {
 		return err
 	}
+	limit, err := queryInt(r, "limitBytes")
+	if err != nil {
+		return err
+	}
+	if limit != nil {
+		if *limit <= 0 {
+			return apierrors.NewBadRequest("limitBytes must be a positive number")
+		}
+		opts.LimitBytes = *limit
+	}
 	since, err := queryInt(r, "sinceSeconds")
 	if err != nil {
 		return err
@@ -478,11 +490,15 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(path); err != nil {
+	// Refused before the 200 is written: ReadLog serves regular files only
+	// (it would refuse a symlink or FIFO after the header, with an empty body).
+	if fi, err := os.Lstat(path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q has no log yet", container, name))
 		}
 		return err
+	} else if !fi.Mode().IsRegular() {
+		return apierrors.NewInternalError(fmt.Errorf("the log of container %q in pod %q is not a regular file (%s): refused", container, name, fi.Mode().Type()))
 	}
 	// A previous instance has exited: there is nothing to follow.
 	opts.Follow = follow && !previous

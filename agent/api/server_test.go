@@ -101,8 +101,14 @@ func TestServer_Routes(t *testing.T) {
 		{name: "create JSON", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json",
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"new"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, wantCode: 201, wantIn: `"uid":"uid-new"`},
 		{name: "create YAML", method: "POST", path: "/api/v1/namespaces/prod/pods", contentType: "application/yaml", body: podYAML, wantCode: 201, wantIn: `"namespace":"prod"`},
-		{name: "create no content type is JSON", method: "POST", path: "/api/v1/namespaces/default/pods",
-			body: `{"metadata":{"name":"new"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, wantCode: 201},
+		{name: "create no content type refused", method: "POST", path: "/api/v1/namespaces/default/pods",
+			body: `{"metadata":{"name":"new"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, wantCode: 415, wantReason: metav1.StatusReasonUnsupportedMediaType, wantIn: "needs a Content-Type"},
+		{name: "create form body refused", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/x-www-form-urlencoded",
+			body: `{"metadata":{"name":"new"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, wantCode: 415, wantReason: metav1.StatusReasonUnsupportedMediaType},
+		{name: "create text/plain JSON refused", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "text/plain;charset=UTF-8",
+			body: `{"metadata":{"name":"new"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, wantCode: 415, wantReason: metav1.StatusReasonUnsupportedMediaType},
+		{name: "create JSON with charset", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json; charset=utf-8",
+			body: `{"metadata":{"name":"new2"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, wantCode: 201},
 		{name: "create exists", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json",
 			body: `{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"x"}]}}`, wantCode: 409, wantReason: metav1.StatusReasonAlreadyExists},
 		{name: "create invalid", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json",
@@ -116,7 +122,9 @@ func TestServer_Routes(t *testing.T) {
 		{name: "create wrong kind", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json",
 			body: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"}}`, wantCode: 400},
 		{name: "create malformed JSON", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json", body: `{"metadata":`, wantCode: 400},
-		{name: "create empty body", method: "POST", path: "/api/v1/namespaces/default/pods", body: "", wantCode: 400, wantIn: "empty"},
+		{name: "create empty body", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json", body: "", wantCode: 400, wantIn: "empty"},
+		{name: "create empty body without content type", method: "POST", path: "/api/v1/namespaces/default/pods", body: "", wantCode: 415},
+		{name: "delete with body without content type", method: "DELETE", path: "/api/v1/namespaces/default/pods/a", body: `{"gracePeriodSeconds":7}`, wantCode: 415},
 		{name: "create unsupported media type", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "text/plain", body: "x", wantCode: 415},
 		{name: "create too large", method: "POST", path: "/api/v1/namespaces/default/pods", contentType: "application/json",
 			body: `{"metadata":{"name":"big","annotations":{"a":"` + strings.Repeat("x", 2048) + `"}}}`, wantCode: 413, wantReason: metav1.StatusReasonRequestEntityTooLarge},
@@ -140,11 +148,12 @@ func TestServer_Routes(t *testing.T) {
 			b.SetEvents("default", "a", []v1.Event{{Reason: "Started"}})
 		}, method: "GET", path: "/api/v1/namespaces/default/events", wantCode: 200, wantIn: `"kind":"EventList"`},
 		{name: "events bad selector", method: "GET", path: "/api/v1/namespaces/default/events?fieldSelector=%3D%3D%3D", wantCode: 400},
-		{name: "exec", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=echo&command=hi", wantCode: 200, wantIn: `"stdout":"` /* base64 */},
-		{name: "exec no command", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec", wantCode: 400, wantIn: "at least one command"},
-		{name: "exec tty refused", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&tty=true", wantCode: 400, wantIn: "not supported"},
-		{name: "exec bad container", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&container=nope", wantCode: 400, wantIn: "choose one of: [c]"},
-		{name: "exec bad timeout", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&timeout=soon", wantCode: 400},
+		{name: "exec without content type", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=echo&command=hi", wantCode: 415},
+		{name: "exec", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=echo&command=hi", contentType: "application/json", wantCode: 200, wantIn: `"stdout":"` /* base64 */},
+		{name: "exec no command", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec", contentType: "application/json", wantCode: 400, wantIn: "at least one command"},
+		{name: "exec tty refused", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&tty=true", contentType: "application/json", wantCode: 400, wantIn: "not supported"},
+		{name: "exec bad container", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&container=nope", contentType: "application/json", wantCode: 400, wantIn: "choose one of: [c]"},
+		{name: "exec bad timeout", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&timeout=soon", contentType: "application/json", wantCode: 400},
 		{name: "exec GET not allowed", method: "GET", path: "/api/v1/namespaces/default/pods/a/exec?command=sh", wantCode: 405},
 		{name: "healthz", method: "GET", path: "/healthz", wantCode: 200, wantIn: "ok"},
 		{name: "readyz failing", setup: func(b *apitest.Backend) { b.ReadyErr = assert.AnError }, method: "GET", path: "/readyz", wantCode: 503, wantIn: assert.AnError.Error()},
@@ -242,11 +251,11 @@ func TestServer_Exec(t *testing.T) {
 		gotContainer, gotTimeout = container, timeout
 		return &api.ExecResult{Stdout: []byte("out"), Stderr: []byte("err"), ExitCode: 3}, nil
 	}
-	code, body, _ := request(t, "POST", srv.URL+"/api/v1/namespaces/default/pods/a/exec?command=sh", "", "")
+	code, body, _ := request(t, "POST", srv.URL+"/api/v1/namespaces/default/pods/a/exec?command=sh", "application/json", "")
 	assert.Equal(t, 400, code)
 	assert.Contains(t, body, "a container name must be specified for pod a, choose one of: [c d]")
 
-	code, body, _ = request(t, "POST", srv.URL+"/api/v1/namespaces/default/pods/a/exec?container=d&command=sh&command=-c&command=exit+3&timeout=30", "", "")
+	code, body, _ = request(t, "POST", srv.URL+"/api/v1/namespaces/default/pods/a/exec?container=d&command=sh&command=-c&command=exit+3&timeout=30", "application/json", "")
 	require.Equal(t, 200, code, body)
 	var res api.ExecResult
 	require.NoError(t, json.Unmarshal([]byte(body), &res))
@@ -280,6 +289,10 @@ func TestServer_Logs(t *testing.T) {
 	b.SetLog("default", "a", "c", false, cur)
 	b.SetLog("default", "a", "c", true, prev)
 	b.SetLog("default", "two", "d", false, filepath.Join(dir, "missing.log"))
+	// A log path a hostile runtime state turned into a symlink.
+	require.NoError(t, os.Symlink("/etc/shadow", filepath.Join(dir, "link.log")))
+	b.SetPod(testPod("default", "linked", "c"))
+	b.SetLog("default", "linked", "c", false, filepath.Join(dir, "link.log"))
 
 	tests := []struct {
 		name     string
@@ -295,6 +308,9 @@ func TestServer_Logs(t *testing.T) {
 		{name: "previous", query: "previous=true", want: "before the crash\n"},
 		{name: "previous follow returns", query: "previous=true&follow=true", want: "before the crash\n"},
 		{name: "bad tail", query: "tailLines=-1", wantCode: 400},
+		{name: "limitBytes", query: "limitBytes=5", want: "one\nt"},
+		{name: "bad limitBytes", query: "limitBytes=0", wantCode: 400, want: "limitBytes"},
+		{name: "symlinked log refused before the header", pod: "linked", wantCode: 500, want: "not a regular file"},
 		{name: "bad bool", query: "follow=maybe", wantCode: 400},
 		{name: "two containers need a name", pod: "two", wantCode: 400, want: "choose one of: [c d]"},
 		{name: "no log file yet", pod: "two", query: "container=d", wantCode: 400, want: "has no log yet"},

@@ -33,7 +33,8 @@ Usage:
   minikubelet serve [flags]        the daemon: run the node's pods (manifest dir + local API)
   minikubelet run [flags] FILE     run the pods in FILE: through the daemon when it runs,
                                    else in the foreground until Ctrl-C
-` + apiUsage + `  minikubelet version              print the version
+` + apiUsage + `  minikubelet kubeconfig           print the admin kubeconfig of serve --api-address (for kubectl)
+  minikubelet version              print the version
   minikubelet help [COMMAND]       show help
 
 Run 'minikubelet help run' for the flags.
@@ -79,6 +80,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return serveCommand(ctx, args[1:], stdout, stderr)
+	case "kubeconfig":
+		return kubeconfigCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "Client: minikubelet %s\n", version)
 		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -95,6 +98,9 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		if len(args) > 1 && args[1] == "serve" {
 			return serveCommand(ctx, []string{"-h"}, stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "kubeconfig" {
+			return kubeconfigCommand(ctx, []string{"-h"}, stdout, stderr)
 		}
 		if len(args) > 1 {
 			if handled, err := apiCommands(ctx, args[1], []string{"-h"}, stdout, stderr); handled {

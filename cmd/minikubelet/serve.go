@@ -30,9 +30,15 @@ The minikubelet daemon: owns this node's pods across its own restarts and
 reboots. Desired pods come from the static manifest directory (*.yaml,
 *.yml, *.json; edits and removals are picked up) and from the local API
 (pods submitted with 'minikubelet run' while the daemon runs, persisted
-under the root dir). The API listens on a unix socket (mode 0600), and on
-TCP only with --api-address. Stopping the daemon leaves pods running; the
-next start adopts them.
+under the root dir). Stopping the daemon leaves pods running; the next
+start adopts them.
+
+The API listens on a unix socket (mode 0600, root only), and on TCP only
+with --api-address (loopback unless --api-allow-remote): TLS with client
+certificates from a CA the daemon creates under <root-dir>/pki; the admin
+credentials are in --admin-kubeconfig, which 'minikubelet kubeconfig'
+prints (kubectl --kubeconfig /etc/minikubelet/admin.kubeconfig get pods).
+Whoever can use the API is root on this node.
 
 With --kubeconfig the node joins that Kubernetes cluster: it registers its
 Node object and keeps its status and Lease there, runs the pods the cluster
@@ -52,6 +58,8 @@ type serveFlags struct {
 	manifestDir    string
 	socket         string
 	apiAddress     string
+	apiRemote      bool
+	adminKubecfg   string
 	logMaxSize     string
 	logMaxFiles    int
 	dialRetryLimit time.Duration
@@ -85,13 +93,17 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var nf nodeFlags
 	nf.register(fs)
+	var gf gcFlags
+	gf.register(fs)
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
-	fs.StringVar(&sf.apiAddress, "api-address", "", "also serve the API on this TCP address (loopback only unless you say otherwise, e.g. 127.0.0.1:10250)")
+	fs.StringVar(&sf.apiAddress, "api-address", "", "also serve the API on this TCP address with TLS and client certificates, e.g. 127.0.0.1:6443 (loopback only without --api-allow-remote)")
+	fs.BoolVar(&sf.apiRemote, "api-allow-remote", false, "allow a non-loopback --api-address (anyone with the admin certificate is root on this node)")
+	fs.StringVar(&sf.adminKubecfg, "admin-kubeconfig", api.DefaultAdminKubeconfig, "where --api-address writes the admin kubeconfig (0600)")
 	fs.StringVar(&sf.logMaxSize, "container-log-max-size", "10Mi", "rotate a container log above this size")
 	fs.IntVar(&sf.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included")
 	fs.DurationVar(&sf.dialRetryLimit, "runtime-wait", 0, "how long to wait for the runtime at start (0: forever)")
@@ -121,8 +133,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--container-log-max-size: %w", err)}
 	}
-	if err := checkAPIAddress(sf.apiAddress); err != nil {
-		return &exitError{code: 2, err: err}
+	if sf.apiAddress != "" {
+		if err := api.CheckListenAddress(sf.apiAddress, sf.apiRemote); err != nil {
+			return &exitError{code: 2, err: err}
+		}
 	}
 	node, err := nf.node()
 	if err != nil {
@@ -159,6 +173,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.ProtectedPaths = []string{filepath.Dir(sf.socket)}
+	if cf.nodeIP != "" {
+		// Pods report the Node's InternalIP as their hostIP.
+		acfg.HostIPs = []string{cf.nodeIP}
+	}
 	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
 	if cc != nil {
 		// Cluster pods get their projected service account tokens.
@@ -166,6 +184,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
+	if err := gf.start(ctx, a, inst, logger); err != nil {
+		return err
+	}
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
 	} else if path != "" {
@@ -235,11 +256,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ctx, ul) }()
 	if sf.apiAddress != "" {
-		tl, err := net.Listen("tcp", sf.apiAddress)
+		tl, pki, err := listenTLS(sf.apiAddress, filepath.Join(nf.rootDir, "pki"), sf.adminKubecfg)
 		if err != nil {
-			return fmt.Errorf("--api-address: %w", err)
+			return err
 		}
-		go func() { serveErr <- srv.Serve(ctx, tl) }()
+		logger.Info("Serving the API over TLS with client certificates", "address", tl.Addr().String(), "pki", pki.Dir, "kubeconfig", sf.adminKubecfg)
+		go func() { serveErr <- srv.ServeTLS(ctx, tl, pki) }()
 	}
 	logger.Info("Serving the local API", "socket", sf.socket, "tcp", sf.apiAddress, "manifestDir", sf.manifestDir)
 
@@ -335,20 +357,52 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	return given
 }
 
-// checkAPIAddress allows a non-loopback TCP address only with an explicit
-// IP: there is no authentication on the API.
-func checkAPIAddress(addr string) error {
-	if addr == "" {
+// listenTLS listens on addr for the TCP API, then makes sure of its PKI
+// under pkiDir (created on first start, the serving certificate issued
+// again when the address changed) and writes the admin kubeconfig.
+func listenTLS(addr, pkiDir, kubeconfig string) (l net.Listener, p *api.PKI, retErr error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--api-address: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			l.Close()
+		}
+	}()
+	// Port 0 picks one: the certificate and kubeconfig name the real one.
+	host, _, _ := net.SplitHostPort(addr)
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	addr = net.JoinHostPort(host, port)
+	p, err = api.EnsurePKI(pkiDir, addr, machineHosts(host), time.Now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("API certificates in %s: %w", pkiDir, err)
+	}
+	if err := api.WriteKubeconfig(kubeconfig, p); err != nil {
+		return nil, nil, fmt.Errorf("--admin-kubeconfig: %w", err)
+	}
+	return l, p, nil
+}
+
+// machineHosts are the names a client may dial the API by when it listens
+// on every address (host 0.0.0.0 or ::): the host name and the interface
+// IPs; nil for any other host.
+func machineHosts(host string) []string {
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsUnspecified() {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--api-address %q: %w", addr, err)
+	var hosts []string
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
 	}
-	if host == "" {
-		return fmt.Errorf("--api-address %q: give the IP to listen on, e.g. 127.0.0.1 (the API has no authentication)", addr)
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLinkLocalUnicast() {
+			hosts = append(hosts, n.IP.String())
+		}
 	}
-	return nil
+	return hosts
 }
 
 // parseBytes parses sizes like 10Mi, 512Ki, 1G, 1048576.

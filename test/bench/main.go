@@ -2,7 +2,8 @@
 // making exactly the CRI calls the same pods need, measured in the same run,
 // interleaved (raw, minikubelet, raw, minikubelet…), against the same
 // private containerd, CNI network and image. hack/bench.sh (`make bench`)
-// sets everything up and runs it; see the README's Performance section.
+// sets everything up and runs it; see docs/performance.md, whose results
+// table --update-docs rewrites.
 //
 // Scenarios (--scenarios, comma-separated; default all):
 //
@@ -74,8 +75,8 @@ type options struct {
 	grace          int64
 	jsonOut        string
 	mdOut          string
-	readme         string
-	updateReadme   bool
+	perfDoc        string
+	updateDoc      bool
 	profileDir     string
 	cgroupsPerQOS  bool
 	timeout        time.Duration
@@ -104,8 +105,12 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.grace, "grace", 1, "grace period of the delete scenario, seconds")
 	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "write the results as JSON here")
 	fs.StringVar(&o.mdOut, "md", "bench-results.md", "write the results as a Markdown table here")
-	fs.StringVar(&o.readme, "readme", "README.md", "the README whose performance section --update-readme rewrites")
-	fs.BoolVar(&o.updateReadme, "update-readme", false, "replace the README's section between <!-- BEGIN PERFORMANCE --> and <!-- END PERFORMANCE --> with the results")
+	fs.StringVar(&o.perfDoc, "perf-doc", "docs/performance.md", "the document whose results table --update-docs rewrites")
+	fs.BoolVar(&o.updateDoc, "update-docs", false, "replace the --perf-doc section between <!-- BEGIN PERFORMANCE --> and <!-- END PERFORMANCE --> with the results")
+	// The names of the days the table lived in the README, kept so that old
+	// command lines still work; they set the same options.
+	fs.StringVar(&o.perfDoc, "readme", "docs/performance.md", "old name of --perf-doc")
+	fs.BoolVar(&o.updateDoc, "update-readme", false, "old name of --update-docs")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "also capture the daemon's CPU profiles (density, steady) and heap profile (steady) into this directory")
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "pods in the kubepods hierarchy (both sides), as the daemon's default")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
@@ -319,11 +324,11 @@ func (b *bench) write() error {
 		return err
 	}
 	progress("wrote %s and %s", b.o.jsonOut, b.o.mdOut)
-	if b.o.updateReadme {
-		if err := updateReadme(b.o.readme, md); err != nil {
+	if b.o.updateDoc {
+		if err := updatePerfDoc(b.o.perfDoc, md); err != nil {
 			return err
 		}
-		progress("updated the performance section of %s", b.o.readme)
+		progress("updated the results table of %s", b.o.perfDoc)
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 package main
 
-// Statistics and the report: JSON, a Markdown table, and the README's
-// performance section between its markers.
+// Statistics and the report: JSON, a Markdown table, and the results
+// section of docs/performance.md between its markers.
 
 import (
 	"bytes"
@@ -201,25 +201,25 @@ func (r *Report) markdown() string {
 	return b.String()
 }
 
-// README markers of the generated performance results.
+// Markers of the generated performance results in docs/performance.md.
 const (
-	readmeBegin = "<!-- BEGIN PERFORMANCE -->"
-	readmeEnd   = "<!-- END PERFORMANCE -->"
+	perfBegin = "<!-- BEGIN PERFORMANCE -->"
+	perfEnd   = "<!-- END PERFORMANCE -->"
 )
 
 // replaceSection returns doc with the text between the markers replaced by
 // body; both markers must be present, in order, once.
 func replaceSection(doc []byte, body string) ([]byte, error) {
-	begin := bytes.Index(doc, []byte(readmeBegin))
-	end := bytes.Index(doc, []byte(readmeEnd))
+	begin := bytes.Index(doc, []byte(perfBegin))
+	end := bytes.Index(doc, []byte(perfEnd))
 	if begin < 0 || end < 0 || end < begin {
-		return nil, fmt.Errorf("the README has no %s … %s section: add both markers, in that order, where the results go", readmeBegin, readmeEnd)
+		return nil, fmt.Errorf("the document has no %s … %s section: add both markers, in that order, where the results go", perfBegin, perfEnd)
 	}
-	if bytes.Count(doc, []byte(readmeBegin)) != 1 || bytes.Count(doc, []byte(readmeEnd)) != 1 {
-		return nil, fmt.Errorf("the README has more than one %s or %s marker: keep one of each", readmeBegin, readmeEnd)
+	if bytes.Count(doc, []byte(perfBegin)) != 1 || bytes.Count(doc, []byte(perfEnd)) != 1 {
+		return nil, fmt.Errorf("the document has more than one %s or %s marker: keep one of each", perfBegin, perfEnd)
 	}
 	var out bytes.Buffer
-	out.Write(doc[:begin+len(readmeBegin)])
+	out.Write(doc[:begin+len(perfBegin)])
 	out.WriteString("\n")
 	out.WriteString(strings.TrimSpace(body))
 	out.WriteString("\n")
@@ -227,8 +227,9 @@ func replaceSection(doc []byte, body string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// updateReadme rewrites the performance section of the README at path.
-func updateReadme(path, body string) error {
+// updatePerfDoc rewrites the results section of the document at path
+// (docs/performance.md).
+func updatePerfDoc(path, body string) error {
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestMarkdown(t *testing.T) {
 }
 
 func TestReplaceSection(t *testing.T) {
-	doc := "# T\n\nintro\n\n" + readmeBegin + "\nold table\n" + readmeEnd + "\n\n## Next\n"
+	doc := "# T\n\nintro\n\n" + perfBegin + "\nold table\n" + perfEnd + "\n\n## Next\n"
 	for _, tc := range []struct {
 		name    string
 		doc     string
@@ -74,10 +75,10 @@ func TestReplaceSection(t *testing.T) {
 		{
 			name: "replaces between the markers, keeps the rest",
 			doc:  doc,
-			want: "# T\n\nintro\n\n" + readmeBegin + "\nnew table\n" + readmeEnd + "\n\n## Next\n",
+			want: "# T\n\nintro\n\n" + perfBegin + "\nnew table\n" + perfEnd + "\n\n## Next\n",
 		},
 		{name: "no markers", doc: "# T\n", wantErr: "has no <!-- BEGIN PERFORMANCE -->"},
-		{name: "markers in the wrong order", doc: readmeEnd + "\n" + readmeBegin + "\n", wantErr: "in that order"},
+		{name: "markers in the wrong order", doc: perfEnd + "\n" + perfBegin + "\n", wantErr: "in that order"},
 		{name: "two sections", doc: doc + doc, wantErr: "more than one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,4 +124,20 @@ func TestParseFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, o.reps)
 	require.True(t, strings.Contains(o.scenarios, "ready"))
+}
+
+// docs/performance.md holds the generated results table: --update-docs
+// must find exactly one pair of markers there, and rewriting the section
+// with what it holds must change nothing else.
+func TestPerfDocHasResultsSection(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/performance.md")
+	require.NoError(t, err)
+	s := string(doc)
+	begin, end := strings.Index(s, perfBegin), strings.Index(s, perfEnd)
+	require.True(t, begin >= 0 && end > begin, "docs/performance.md lacks the %s … %s markers", perfBegin, perfEnd)
+	body := s[begin+len(perfBegin) : end]
+	require.Contains(t, body, "| scenario | metric |", "the section holds the generated results table")
+	out, err := replaceSection(doc, body)
+	require.NoError(t, err)
+	require.Equal(t, s, string(out))
 }
