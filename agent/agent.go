@@ -12,8 +12,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +63,10 @@ type Config struct {
 	// AllowPrivileged lets pods mount the agent's own state through
 	// hostPath (the kubelet's --allow-privileged spirit).
 	AllowPrivileged bool
+	// AgentID names this agent among the minikubelets sharing the runtime
+	// (label io.minikubelet.agent): ServeAgentID(RootDir) by default, the
+	// daemon's; ForegroundAgentID for a foreground `run`.
+	AgentID string
 	// ProtectedPaths are host paths pods may not mount without
 	// AllowPrivileged, besides RootDir (e.g. the API socket's directory).
 	ProtectedPaths []string
@@ -126,6 +128,9 @@ func (c Config) withDefaults() Config {
 		c.BackoffMax = 300 * time.Second
 	}
 	c.Network = c.Network.WithDefaults()
+	if c.AgentID == "" {
+		c.AgentID = ServeAgentID(c.RootDir)
+	}
 	return c
 }
 
@@ -359,33 +364,6 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			delete(a.restartAfterTeardown, uid)
 		}
 	}
-}
-
-// protectedHostPath refuses hostPath volumes that reach the agent's own
-// state (its root dir, its socket): a pod could rewrite the pods the agent
-// runs or drive its API. The reason is empty when the pod is fine.
-func (a *Agent) protectedHostPath(p *v1.Pod) (string, string) {
-	if a.cfg.AllowPrivileged {
-		return "", ""
-	}
-	protected := append([]string{a.cfg.RootDir}, a.cfg.ProtectedPaths...)
-	for _, vol := range p.Spec.Volumes {
-		if vol.HostPath == nil {
-			continue
-		}
-		hp := filepath.Clean(vol.HostPath.Path)
-		for _, pp := range protected {
-			pp = filepath.Clean(pp)
-			if pp == "" || pp == "." {
-				continue
-			}
-			// Either inside the agent's state, or a parent that contains it.
-			if hp == pp || strings.HasPrefix(hp, pp+"/") || strings.HasPrefix(pp, strings.TrimSuffix(hp, "/")+"/") {
-				return "HostPathForbidden", fmt.Sprintf("volume %q: hostPath %s reaches minikubelet's own state (%s); start the agent with --allow-privileged to allow it", vol.Name, vol.HostPath.Path, pp)
-			}
-		}
-	}
-	return "", ""
 }
 
 // reject records a pod admission refused, with the kubelet's Warning event

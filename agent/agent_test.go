@@ -222,6 +222,7 @@ func TestAgent_RunsPodThroughCRI(t *testing.T) {
 		"io.kubernetes.pod.namespace": "demo",
 		"io.kubernetes.pod.uid":       string(pod.UID),
 		"io.minikubelet.managed-by":   "minikubelet",
+		"io.minikubelet.agent":        ServeAgentID(h.agent.cfg.RootDir),
 	}, sbs[0].Labels)
 
 	// Containers: identity labels only, hash and restart count annotations,
@@ -232,6 +233,7 @@ func TestAgent_RunsPodThroughCRI(t *testing.T) {
 	for _, c := range ctrs {
 		assert.Equal(t, "demo", c.Labels["io.kubernetes.pod.namespace"])
 		assert.Equal(t, "minikubelet", c.Labels["io.minikubelet.managed-by"])
+		assert.Equal(t, ServeAgentID(h.agent.cfg.RootDir), c.Labels["io.minikubelet.agent"])
 		assert.NotContains(t, c.Labels, "app", "pod labels are not copied onto containers")
 		assert.Equal(t, "0", c.Annotations["io.kubernetes.container.restartCount"])
 		assert.NotEmpty(t, c.Annotations["io.kubernetes.container.hash"])

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,27 +113,107 @@ func TestPrepareObjects_Invalid(t *testing.T) {
 	}
 }
 
-func TestSetConfigData_StoresUnderRootDir(t *testing.T) {
+// ConfigMaps are mirrored under the root dir; Secrets never are, and the
+// Secrets an older version mirrored there are removed at first use.
+func TestSetConfigData_SecretsStayOffTheRootDir(t *testing.T) {
 	root := t.TempDir()
+	legacy := filepath.Join(root, "configdata", "secrets", "shop", "old.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(legacy), 0o700))
+	require.NoError(t, os.WriteFile(legacy, []byte(`{"data":{"k":"c2VjcmV0"}}`), 0o600))
 	a := New(Config{RootDir: root}, Deps{})
-	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("default", "c")}}, []*v1.Secret{{ObjectMeta: metaNS("shop", "s"), Data: map[string][]byte{"k": []byte("v")}}})
-	fi, err := os.Stat(filepath.Join(root, "configdata", "secrets", "shop", "s.json"))
+	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("default", "c")}}, []*v1.Secret{{ObjectMeta: metaNS("shop", "s"), Data: map[string][]byte{"k": []byte("s3cr3t-value")}}})
+	_, err := os.Stat(filepath.Join(root, "configdata", "configmaps", "default", "c.json"))
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	di, err := os.Stat(filepath.Join(root, "configdata", "secrets", "shop"))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
-	_, err = os.Stat(filepath.Join(root, "configdata", "configmaps", "default", "c.json"))
-	require.NoError(t, err)
+	assert.NoDirExists(t, filepath.Join(root, "configdata", "secrets"), "the older version's mirror is gone")
+	assertNoFileContains(t, root, "s3cr3t-value")
 
-	got, err := a.configData().secret("shop", "s")
+	pod := &v1.Pod{ObjectMeta: metaNS("shop", "web")}
+	got, err := a.configData().secret(pod, "s")
 	require.NoError(t, err)
-	assert.Equal(t, "v", string(got.Data["k"]))
+	assert.Equal(t, "s3cr3t-value", string(got.Data["k"]))
 
 	// The whole set is replaced: what is gone is removed.
 	a.SetConfigData(nil, nil)
-	_, err = os.Stat(filepath.Join(root, "configdata", "secrets", "shop", "s.json"))
+	_, err = os.Stat(filepath.Join(root, "configdata", "configmaps", "default", "c.json"))
 	assert.True(t, os.IsNotExist(err))
-	_, err = a.configData().secret("shop", "s")
+	_, err = a.configData().secret(pod, "s")
 	assert.EqualError(t, err, `secret "s" not found`)
+}
+
+// assertNoFileContains fails when a file under dir holds needle.
+func assertNoFileContains(t *testing.T, dir, needle string) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		assert.NotContains(t, string(data), needle, "%s holds the secret", p)
+		return nil
+	}))
+}
+
+// A pod sees the ConfigMaps and Secrets of its own source's scope only: a
+// cluster pod the cluster's, a local pod (manifest file or directory,
+// local API, foreground run) the node's, whatever the other scope holds
+// under the same namespace/name; in env, envFrom, volumes, projected
+// volumes and pull secrets alike (they all look up through configScope).
+func TestConfigStore_ScopesBySource(t *testing.T) {
+	a := New(Config{RootDir: t.TempDir()}, Deps{})
+	secret := func(v string) *v1.Secret {
+		return &v1.Secret{ObjectMeta: metaNS("shop", "creds"), Data: map[string][]byte{"password": []byte(v)}}
+	}
+	cm := func(v string) *v1.ConfigMap {
+		return &v1.ConfigMap{ObjectMeta: metaNS("shop", "settings"), Data: map[string]string{"from": v}}
+	}
+	a.setConfigScopes(map[string]configSet{
+		configScopeNode: {ConfigMaps: []*v1.ConfigMap{cm("node")}, Secrets: []*v1.Secret{secret("node")}},
+		sourceCluster:   {ConfigMaps: []*v1.ConfigMap{cm("cluster")}},
+	})
+	pod := func(source string) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metaNS("shop", "web")}
+		if source != "" {
+			p.Annotations = map[string]string{annotationConfigSource: source}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		source, wantCM, wantSecret string
+	}{
+		{"", "node", "node"},
+		{sourceFile, "node", "node"},
+		{sourceAPI, "node", "node"},
+		{sourceCluster, "cluster", ""},
+	} {
+		t.Run("source="+tc.source, func(t *testing.T) {
+			p := pod(tc.source)
+			got, err := a.configData().configMap(p, "settings")
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantCM, got.Data["from"])
+			sec, err := a.configData().secret(p, "creds")
+			if tc.wantSecret == "" {
+				assert.ErrorIs(t, err, errConfigNotFound, "the node's Secret is not the cluster pod's")
+				ref := v1.LocalObjectReference{Name: "creds"}
+				c := &v1.Container{Name: "app"}
+				_, _, err = a.envValueFrom(p, c, "", &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: ref, Key: "password"}})
+				assert.ErrorIs(t, err, errConfigNotFound, "env")
+				c.EnvFrom = []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: ref}}}
+				_, _, _, err = a.containerEnv(p, c, "")
+				assert.ErrorIs(t, err, errConfigNotFound, "envFrom")
+				_, err = a.secretPayload(p, "creds", nil, 0o644, false)
+				assert.ErrorIs(t, err, errConfigNotFound, "secret volume")
+				_, err = a.projectedPayload(p, &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{Secret: &v1.SecretProjection{LocalObjectReference: ref}}}})
+				assert.ErrorIs(t, err, errConfigNotFound, "projected volume")
+				p.Spec.ImagePullSecrets = []v1.LocalObjectReference{ref}
+				_, missing, _ := a.pullKeyring(p)
+				assert.Equal(t, []string{"creds"}, missing, "pull secrets")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantSecret, string(sec.Data["password"]))
+		})
+	}
 }

@@ -255,7 +255,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
 		Mounts:      mounts,
-		Labels:      containerLabels(pod, c),
+		Labels:      containerLabels(pod, c, a.cfg.AgentID),
 		Annotations: annotations,
 		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
 		Linux: &runtimeapi.LinuxContainerConfig{

@@ -147,7 +147,7 @@ spec:
 	assert.Equal(t, `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`, cfg.Annotations[annotationContainerPorts])
 	assert.Equal(t, map[string]string{
 		labelPodName: "web", labelPodNamespace: "shop", labelPodUID: "11111111-2222-3333-4444-555555555555",
-		labelContainerName: "app", labelManagedBy: "minikubelet",
+		labelContainerName: "app", labelManagedBy: "minikubelet", labelAgent: a.cfg.AgentID,
 	}, cfg.Labels)
 }
 

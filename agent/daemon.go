@@ -87,9 +87,9 @@ type Daemon struct {
 	// applyMu serialises apply, so the agent gets the merged sets in the
 	// order the sources changed (API requests and the Run loop both apply).
 	applyMu sync.Mutex
-	// configApplied is the merged ConfigMaps and Secrets last handed to the
-	// agent (guarded by applyMu); nil before the first apply.
-	configApplied *configSet
+	// configApplied is the ConfigMaps and Secrets, by scope, last handed to
+	// the agent (guarded by applyMu); nil before the first apply.
+	configApplied map[string]configSet
 	// storeGen is the generation of the store's set last applied, valid
 	// once storeApplied (both guarded by applyMu).
 	storeGen     uint64
@@ -233,7 +233,9 @@ func (d *Daemon) applyStore() {
 // configuration wins.)
 // For ConfigMaps and Secrets it is the other way round: the file's object
 // wins (the manifest directory is the node's configuration), and the API's
-// is reported and kept on disk until it is deleted.
+// is reported and kept until it is deleted. The cluster's ConfigMaps and
+// Secrets never clash with the node's: they are a scope of their own,
+// which only the cluster's pods see (mergedConfigLocked).
 func (d *Daemon) apply(u SourceUpdate) {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
@@ -257,9 +259,9 @@ func (d *Daemon) applyLocked(u SourceUpdate) {
 	// Every worker is triggered by a new set: only hand over a change. The
 	// API's objects are shared between the store's sets: the same pointers
 	// are the same objects, which spares comparing their contents.
-	if d.configApplied == nil || !config.same(*d.configApplied) && !apiequality.Semantic.DeepEqual(*d.configApplied, config) {
-		d.a.SetConfigData(config.ConfigMaps, config.Secrets)
-		d.configApplied = &config
+	if d.configApplied == nil || !sameScopes(config, d.configApplied) && !apiequality.Semantic.DeepEqual(d.configApplied, config) {
+		d.a.setConfigScopes(config)
+		d.configApplied = config
 	}
 	// The deletion's grace period first: SetPods then tears the pod down.
 	for _, p := range deleting {
@@ -277,6 +279,12 @@ type configSet struct {
 // same reports whether c and o hold the same objects (pointers), in order.
 func (c configSet) same(o configSet) bool {
 	return slices.Equal(c.ConfigMaps, o.ConfigMaps) && slices.Equal(c.Secrets, o.Secrets)
+}
+
+// sameScopes reports whether a and b hold the same scopes with the same
+// objects (pointers), in order.
+func sameScopes(a, b map[string]configSet) bool {
+	return maps.EqualFunc(a, b, configSet.same)
 }
 
 // sourceOrderLocked names the sources in the order their objects win a
@@ -299,15 +307,23 @@ func (d *Daemon) sourceOrderLocked(fileFirst bool) []string {
 	return append(order, others...)
 }
 
-// mergedConfigLocked is the union of the sources' ConfigMaps and Secrets,
-// the first source's winning a clash (logged when report is set); d.mu is
-// held.
-func (d *Daemon) mergedConfigLocked(report bool) configSet {
-	order := d.sourceOrderLocked(true)
-	return configSet{
-		ConfigMaps: mergeByName(d, order, report, "ConfigMap", func(u SourceUpdate) []*v1.ConfigMap { return u.ConfigMaps }),
-		Secrets:    mergeByName(d, order, report, "Secret", func(u SourceUpdate) []*v1.Secret { return u.Secrets }),
+// mergedConfigLocked is the ConfigMaps and Secrets by scope (configScope):
+// the node's are the union of the manifest directory's and the local
+// API's, the directory's winning a clash (logged when report is set); each
+// other source (the cluster) is a scope of its own, which neither the
+// node's objects nor another source's can shadow. d.mu is held.
+func (d *Daemon) mergedConfigLocked(report bool) map[string]configSet {
+	merge := func(order []string) configSet {
+		return configSet{
+			ConfigMaps: mergeByName(d, order, report, "ConfigMap", func(u SourceUpdate) []*v1.ConfigMap { return u.ConfigMaps }),
+			Secrets:    mergeByName(d, order, report, "Secret", func(u SourceUpdate) []*v1.Secret { return u.Secrets }),
+		}
 	}
+	sets := map[string]configSet{configScopeNode: merge([]string{sourceFile, sourceAPI})}
+	for _, src := range d.sourceOrderLocked(true)[2:] {
+		sets[src] = merge([]string{src})
+	}
+	return sets
 }
 
 // mergeByName is the union of the objects of the sources in order, by
@@ -369,19 +385,24 @@ func (d *Daemon) desiredUIDs() map[types.UID]bool {
 	return uids
 }
 
-// collectOrphans tears down every pod minikubelet created that no source
+// collectOrphans tears down every pod this agent created that no source
 // wants (the agent's restart found them in the runtime), using only what
 // the runtime's labels and annotations tell, as the kubelet does; and
-// removes pod cgroups of pods that exist nowhere.
+// removes pod cgroups of pods that exist nowhere. Pods of another
+// minikubelet on the runtime (a foreground run, another daemon) are left
+// alone and logged (agent_identity.go).
 func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) error {
 	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
+	for _, n := range foreignPodNotices(a.foreignPods(sbs)) {
+		a.logger.Info(n)
+	}
 	orphans := map[types.UID]*v1.Pod{}
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[labelPodUID])
-		if uid == "" || desired[uid] || orphans[uid] != nil {
+		if uid == "" || desired[uid] || orphans[uid] != nil || !a.ownsObject(sb.Labels) {
 			continue
 		}
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[labelPodName], Namespace: sb.Labels[labelPodNamespace], UID: uid}}
@@ -409,6 +430,8 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	}
 	a.mu.Unlock()
 
+	// Every sandbox counts as live, another minikubelet's too: its subPath
+	// mounts and its pod cgroup are not this agent's to remove.
 	live := map[types.UID]bool{}
 	for _, sb := range sbs {
 		live[types.UID(sb.Labels[labelPodUID])] = true
@@ -975,11 +998,12 @@ func (d *Daemon) DeleteSecret(ctx context.Context, namespace, name string) error
 }
 
 // ListConfigMaps implements api.Backend: the node's ConfigMaps of a
-// namespace ("" = all) from both sources, as the pods see them, sorted by
-// namespace and name.
+// namespace ("" = all) from both node sources, as the node's pods see
+// them, sorted by namespace and name (the cluster's are the API server's
+// to list).
 func (d *Daemon) ListConfigMaps(namespace string) []*v1.ConfigMap {
 	d.mu.Lock()
-	set := d.mergedConfigLocked(false)
+	set := d.mergedConfigLocked(false)[configScopeNode]
 	d.mu.Unlock()
 	var out []*v1.ConfigMap
 	for _, cm := range set.ConfigMaps {
@@ -997,7 +1021,7 @@ func (d *Daemon) ListConfigMaps(namespace string) []*v1.ConfigMap {
 // included, as the API server does; the socket is root's only.
 func (d *Daemon) ListSecrets(namespace string) []*v1.Secret {
 	d.mu.Lock()
-	set := d.mergedConfigLocked(false)
+	set := d.mergedConfigLocked(false)[configScopeNode]
 	d.mu.Unlock()
 	var out []*v1.Secret
 	for _, s := range set.Secrets {

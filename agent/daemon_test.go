@@ -99,29 +99,48 @@ func TestDirSource_ConfigData(t *testing.T) {
 // directory's.
 func TestDaemon_MergesConfigData(t *testing.T) {
 	h := newHarness(t)
-	store, err := NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
+	secretDir := filepath.Join(t.TempDir(), "secrets") // a tmpfs in the daemon
+	store, err := NewPodStoreWithSecretDir(filepath.Join(h.agent.cfg.RootDir, "api-pods"), secretDir, "node-1")
 	require.NoError(t, err)
 	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
 	ctx := context.Background()
+	local := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x", Annotations: map[string]string{annotationConfigSource: sourceAPI}}}
+	cluster := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "y", Annotations: map[string]string{annotationConfigSource: sourceTestCluster}}}
 
 	// The API's first, then a manifest file defining the same name.
 	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"from": "api"}})
 	require.NoError(t, err)
-	_, err = d.CreateSecret(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"password": "pw"}})
+	_, err = d.CreateSecret(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"password": "pw-3f9a1c"}})
 	require.NoError(t, err)
-	got, err := h.agent.configData().configMap("default", "shared")
+	got, err := h.agent.configData().configMap(local, "shared")
 	require.NoError(t, err, "a created ConfigMap is the agent's before CreateConfigMap returns")
 	assert.Equal(t, "api", got.Data["from"])
-	sec, err := h.agent.configData().secret("default", "creds")
+	sec, err := h.agent.configData().secret(local, "creds")
 	require.NoError(t, err)
-	assert.Equal(t, []byte("pw"), sec.Data["password"])
-	fi, err := os.Stat(filepath.Join(h.agent.cfg.RootDir, "configdata", "secrets", "default", "creds.json"))
-	require.NoError(t, err, "the node's secrets are mirrored under the root dir")
+	assert.Equal(t, []byte("pw-3f9a1c"), sec.Data["password"])
+	assertNoFileContains(t, h.agent.cfg.RootDir, "pw-3f9a1c")
+	fi, err := os.Stat(filepath.Join(secretDir, "default_creds.yaml"))
+	require.NoError(t, err, "the API's Secrets are kept in the secret dir")
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	// The cluster's Secret of the same name is the cluster pods' only, and
+	// shadows nothing of the node's.
+	clusterSecret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"password": []byte("from-cluster")}}
+	d.apply(SourceUpdate{Source: sourceTestCluster, Secrets: []*v1.Secret{clusterSecret}})
+	sec, err = h.agent.configData().secret(cluster, "creds")
+	require.NoError(t, err)
+	assert.Equal(t, "from-cluster", string(sec.Data["password"]))
+	sec, err = h.agent.configData().secret(local, "creds")
+	require.NoError(t, err)
+	assert.Equal(t, "pw-3f9a1c", string(sec.Data["password"]))
+	_, err = h.agent.configData().configMap(cluster, "shared")
+	assert.ErrorIs(t, err, errConfigNotFound, "the node's ConfigMap is not the cluster pods'")
+	assertNoFileContains(t, h.agent.cfg.RootDir, "from-cluster")
+	assert.Len(t, d.ListSecrets(""), 1, "the local API lists the node's Secrets only")
 
 	fileCM := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "default"}, Data: map[string]string{"from": "file"}}
 	d.apply(SourceUpdate{Source: sourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
-	got, err = h.agent.configData().configMap("default", "shared")
+	got, err = h.agent.configData().configMap(local, "shared")
 	require.NoError(t, err)
 	assert.Equal(t, "file", got.Data["from"], "the manifest directory wins a clash")
 	cms := d.ListConfigMaps("")
@@ -133,7 +152,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	// A pod update of the API source keeps the data (the whole set travels).
 	_, err = d.CreatePod(ctx, apiPod("", "web", "hi"))
 	require.NoError(t, err)
-	_, err = h.agent.configData().secret("default", "creds")
+	_, err = h.agent.configData().secret(local, "creds")
 	require.NoError(t, err)
 
 	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
@@ -155,10 +174,10 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	assert.Equal(t, "data[.dockerconfigjson]", se.Status().Details.Causes[0].Field)
 
 	require.NoError(t, d.DeleteSecret(ctx, "default", "creds"))
-	_, err = h.agent.configData().secret("default", "creds")
+	_, err = h.agent.configData().secret(local, "creds")
 	assert.Error(t, err, "a deleted Secret is gone from the agent")
 	assert.True(t, apierrors.IsNotFound(d.DeleteSecret(ctx, "default", "creds")))
-	_, err = os.Stat(filepath.Join(h.agent.cfg.RootDir, "configdata", "secrets", "default", "creds.json"))
+	_, err = os.Stat(filepath.Join(secretDir, "default_creds.yaml"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 

@@ -145,7 +145,7 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 		switch {
 		case ef.ConfigMapRef != nil:
 			kind, name, optional = "configMap", ef.ConfigMapRef.Name, isTrue(ef.ConfigMapRef.Optional)
-			cm, err := a.configData().configMap(pod.Namespace, name)
+			cm, err := a.configData().configMap(pod, name)
 			if err != nil {
 				if errors.Is(err, errConfigNotFound) && optional {
 					continue
@@ -155,7 +155,7 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 			data = cm.Data
 		case ef.SecretRef != nil:
 			kind, name, optional = "secret", ef.SecretRef.Name, isTrue(ef.SecretRef.Optional)
-			s, err := a.configData().secret(pod.Namespace, name)
+			s, err := a.configData().secret(pod, name)
 			if err != nil {
 				if errors.Is(err, errConfigNotFound) && optional {
 					continue
@@ -228,7 +228,7 @@ func (a *Agent) envValueFrom(pod *v1.Pod, c *v1.Container, podIP string, vf *v1.
 	case vf.ConfigMapKeyRef != nil:
 		ref := vf.ConfigMapKeyRef
 		optional := isTrue(ref.Optional)
-		cm, err := a.configData().configMap(pod.Namespace, ref.Name)
+		cm, err := a.configData().configMap(pod, ref.Name)
 		if err != nil {
 			if errors.Is(err, errConfigNotFound) && optional {
 				return "", false, nil
@@ -246,7 +246,7 @@ func (a *Agent) envValueFrom(pod *v1.Pod, c *v1.Container, podIP string, vf *v1.
 	case vf.SecretKeyRef != nil:
 		ref := vf.SecretKeyRef
 		optional := isTrue(ref.Optional)
-		s, err := a.configData().secret(pod.Namespace, ref.Name)
+		s, err := a.configData().secret(pod, ref.Name)
 		if err != nil {
 			if errors.Is(err, errConfigNotFound) && optional {
 				return "", false, nil

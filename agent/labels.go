@@ -23,6 +23,10 @@ const (
 	// Objects without it are never touched (house style rule 5).
 	labelManagedBy = "io.minikubelet.managed-by"
 	managedByValue = "minikubelet"
+	// labelAgent says which minikubelet on the runtime created the object
+	// (Config.AgentID, agent_identity.go): a daemon and a foreground run
+	// may share one runtime, and each touches only its own.
+	labelAgent = "io.minikubelet.agent"
 
 	annotationContainerHash          = "io.kubernetes.container.hash"
 	annotationRestartCount           = "io.kubernetes.container.restartCount"
@@ -37,8 +41,8 @@ const (
 )
 
 // sandboxLabels returns the pod's own labels plus the identity labels.
-func sandboxLabels(pod *v1.Pod) map[string]string {
-	l := make(map[string]string, len(pod.Labels)+4)
+func sandboxLabels(pod *v1.Pod, agentID string) map[string]string {
+	l := make(map[string]string, len(pod.Labels)+5)
 	for k, v := range pod.Labels {
 		l[k] = v
 	}
@@ -46,6 +50,7 @@ func sandboxLabels(pod *v1.Pod) map[string]string {
 	l[labelPodNamespace] = pod.Namespace
 	l[labelPodUID] = string(pod.UID)
 	l[labelManagedBy] = managedByValue
+	l[labelAgent] = agentID
 	return l
 }
 
@@ -65,13 +70,14 @@ func sandboxAnnotations(pod *v1.Pod) map[string]string {
 
 // containerLabels are only the identity labels: the kubelet does not copy pod
 // labels onto containers.
-func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
+func containerLabels(pod *v1.Pod, c *v1.Container, agentID string) map[string]string {
 	return map[string]string{
 		labelPodName:       pod.Name,
 		labelPodNamespace:  pod.Namespace,
 		labelPodUID:        string(pod.UID),
 		labelContainerName: c.Name,
 		labelManagedBy:     managedByValue,
+		labelAgent:         agentID,
 	}
 }
 

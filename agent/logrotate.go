@@ -166,7 +166,8 @@ func (r *logRotator) rotate(ctx context.Context, cfg LogRotationConfig) error {
 	running := make(map[string]bool, len(cs))
 	for _, c := range cs {
 		// The filter is the runtime's to honour; never touch what is not ours.
-		if c.GetLabels()[labelManagedBy] == managedByValue && c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		// Another minikubelet's containers are rotated by that one.
+		if a.ownsObject(c.GetLabels()) && c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			running[c.GetId()] = true
 		}
 	}

@@ -292,7 +292,7 @@ func modeOr(m *int32, def os.FileMode) os.FileMode {
 // data and binaryData, or only items (key → path, own mode). A missing
 // ConfigMap is an empty payload when optional.
 func (a *Agent) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]fileProjection, error) {
-	cm, err := a.configData().configMap(pod.Namespace, name)
+	cm, err := a.configData().configMap(pod, name)
 	if err != nil {
 		if errors.Is(err, errConfigNotFound) && optional {
 			return map[string]fileProjection{}, nil
@@ -312,7 +312,7 @@ func (a *Agent) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath,
 
 // secretPayload is configMapPayload for a Secret.
 func (a *Agent) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]fileProjection, error) {
-	s, err := a.configData().secret(pod.Namespace, name)
+	s, err := a.configData().secret(pod, name)
 	if err != nil {
 		if errors.Is(err, errConfigNotFound) && optional {
 			return map[string]fileProjection{}, nil

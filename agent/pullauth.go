@@ -208,7 +208,7 @@ func imageRepository(image string) string {
 func (a *Agent) pullKeyring(pod *v1.Pod) (k *keyring, missing []string, problems []error) {
 	k = &keyring{}
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, err := a.configData().secret(pod.Namespace, ref.Name)
+		s, err := a.configData().secret(pod, ref.Name)
 		if err != nil {
 			missing = append(missing, ref.Name)
 			continue

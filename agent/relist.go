@@ -64,6 +64,13 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
+	// The burstable tier follows the Burstable pods that run (kubelet:
+	// every minute and on pod changes; here every relist, from the
+	// runtime, so several agents on one node agree): every minikubelet's.
+	r.a.updateBurstableTier(burstableMilli(sbs))
+	// The rest (workers, metrics) is this agent's own objects only.
+	sbs = slices.DeleteFunc(sbs, func(sb *runtimeapi.PodSandbox) bool { return !r.a.relistOwns(sb.Labels) })
+	ctrs = slices.DeleteFunc(ctrs, func(c *runtimeapi.Container) bool { return !r.a.relistOwns(c.Labels) })
 	r.parts, r.arena = r.parts[:0], r.arena[:0]
 	ready := 0
 	for _, sb := range sbs {
@@ -74,10 +81,6 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 			ready++
 		}
 	}
-	// The burstable tier follows the Burstable pods that run (kubelet:
-	// every minute and on pod changes; here every relist, from the
-	// runtime, so several agents on one node agree).
-	r.a.updateBurstableTier(burstableMilli(sbs))
 	var states [4]int // created, running, exited, unknown
 	for _, c := range ctrs {
 		start := len(r.arena)
@@ -209,8 +212,10 @@ func relistSelector() map[string]string {
 }
 
 // relistOwns reports whether an object the relister listed, by its labels,
-// is this agent's. Container GC takes only what this says (gc.go), so the
-// two always agree on what is ours.
+// is this agent's: another minikubelet's on the same runtime (a foreground
+// run beside the daemon) is not (ownsObject, agent_identity.go). Container
+// GC takes only what this says (gc.go), so the two always agree on what is
+// ours.
 func (a *Agent) relistOwns(labels map[string]string) bool {
-	return labels[labelManagedBy] == managedByValue
+	return a.ownsObject(labels)
 }

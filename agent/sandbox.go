@@ -101,7 +101,7 @@ func (a *Agent) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimea
 		},
 		LogDirectory: podLogDir(a.cfg.PodLogDir, pod),
 		PortMappings: portMappings(pod),
-		Labels:       sandboxLabels(pod),
+		Labels:       sandboxLabels(pod, a.cfg.AgentID),
 		Annotations:  sandboxAnnotations(pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: sandboxSecurityContext(pod), // security.go

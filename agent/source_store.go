@@ -99,8 +99,11 @@ func (e *PodInvalidError) Unwrap() error {
 // directory fsync. (A change is shown while its directory is fsynced: a
 // crash then keeps it or not, and it was not acknowledged.)
 type PodStore struct {
-	dir      string
-	nodeName string
+	dir string
+	// secretDir holds the Secrets (storeSecretDir of dir unless
+	// NewPodStoreWithSecretDir put them on a tmpfs outside the root dir).
+	secretDir string
+	nodeName  string
 
 	// mu guards the fields below. The stored set (pods, cms, secrets and
 	// the bad files) is written only by the committing request, with mu
@@ -164,13 +167,21 @@ type storeOp struct {
 // NewPodStore opens (creating it 0700) the store directory dir, e.g.
 // <root>/api-pods, removes temporary files a crash left behind, and reads
 // the stored pods, ConfigMaps and Secrets.
+//
+// Its Secrets are files under dir too: the daemon opens its store with
+// NewPodStoreWithSecretDir instead, which keeps them off the disk.
 func NewPodStore(dir, nodeName string) (*PodStore, error) {
+	return openPodStore(dir, filepath.Join(dir, storeSecretDir), nodeName)
+}
+
+// openPodStore is NewPodStore with the Secrets in secretDir.
+func openPodStore(dir, secretDir, nodeName string) (*PodStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pod store: %w", err)
 	}
 	// The subdirectories of ConfigMaps and Secrets appear with their first
 	// object (addConfig).
-	for _, d := range []string{dir, filepath.Join(dir, storeConfigMapDir), filepath.Join(dir, storeSecretDir)} {
+	for _, d := range []string{dir, filepath.Join(dir, storeConfigMapDir), secretDir} {
 		entries, err := os.ReadDir(d)
 		if errors.Is(err, fs.ErrNotExist) && d != dir {
 			continue
@@ -184,7 +195,7 @@ func NewPodStore(dir, nodeName string) (*PodStore, error) {
 			}
 		}
 	}
-	s := &PodStore{dir: dir, nodeName: nodeName, updates: make(chan struct{}, 1),
+	s := &PodStore{dir: dir, secretDir: secretDir, nodeName: nodeName, updates: make(chan struct{}, 1),
 		badPods: map[string]FileError{}, badConfig: map[string]FileError{}}
 	var errs []FileError
 	s.pods, errs = s.loadPods()

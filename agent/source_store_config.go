@@ -1,8 +1,10 @@
 package agent
 
 // The ConfigMaps and Secrets of the API source (PodStore): the same files
-// and guarantees as its pods, in the subdirectories configmaps/ and
-// secrets/ of the store directory.
+// and guarantees as its pods. ConfigMaps are in the subdirectory
+// configmaps/ of the store directory; Secrets in the daemon's secret dir,
+// a tmpfs outside the root dir (NewPodStoreWithSecretDir): they survive a
+// restart of the daemon, not of the machine, and never reach the disk.
 
 import (
 	"errors"
@@ -147,7 +149,7 @@ func (s *PodStore) addConfig(k configKind, namespace, name string, obj any, set 
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", k.kind, key, err)
 	}
-	dir := filepath.Join(s.dir, k.sub)
+	dir := s.kindDir(k)
 	file := storeFileName(namespace, name)
 	if err := s.ensureSubdir(dir); err != nil {
 		return fmt.Errorf("add %s %s: %w", k.kind, key, err)
@@ -160,8 +162,16 @@ func (s *PodStore) addConfig(k configKind, namespace, name string, obj any, set 
 		apply: func() { set(file) }})
 }
 
-// ensureSubdir creates a subdirectory of the store (0700) that does not
-// exist yet, durably: the store directory is fsynced after.
+// kindDir is the directory of the stored objects of kind k.
+func (s *PodStore) kindDir(k configKind) string {
+	if k == secretKind && s.secretDir != "" {
+		return s.secretDir
+	}
+	return filepath.Join(s.dir, k.sub)
+}
+
+// ensureSubdir creates a directory of the store (0700) that does not
+// exist yet, durably: its parent is fsynced after.
 func (s *PodStore) ensureSubdir(dir string) error {
 	if _, err := os.Stat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -169,7 +179,7 @@ func (s *PodStore) ensureSubdir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return s.syncDir(s.dir)
+	return s.syncDir(filepath.Dir(dir))
 }
 
 // deleteConfig durably removes the file of one ConfigMap or Secret; unset
@@ -181,7 +191,7 @@ func (s *PodStore) deleteConfig(k configKind, namespace, name string, unset func
 		return fmt.Errorf("%s %s: %w", k.kind, key, ErrConfigDataNotFound)
 	}
 	file := storeFileName(namespace, name)
-	return s.commit(&storeOp{dir: filepath.Join(s.dir, k.sub), name: file, what: k.kind + " " + key, notFound: ErrConfigDataNotFound,
+	return s.commit(&storeOp{dir: s.kindDir(k), name: file, what: k.kind + " " + key, notFound: ErrConfigDataNotFound,
 		apply: func() { unset(file) }})
 }
 
@@ -190,7 +200,7 @@ func (s *PodStore) deleteConfig(k configKind, namespace, name string, unset func
 // file name. The objects are keyed by file name.
 func readConfigDir[T any](s *PodStore, k configKind, load func([]byte) (*T, string, string, error)) (map[string]*T, []FileError) {
 	objs := map[string]*T{}
-	dir := filepath.Join(s.dir, k.sub)
+	dir := s.kindDir(k)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return objs, nil // a store from before ConfigMaps and Secrets

@@ -119,3 +119,46 @@ func TestPodStore_ConfigDataInvalid(t *testing.T) {
 	assert.Contains(t, ferrs[0].Err.Error(), "belongs in default_why.yaml")
 	assert.Contains(t, ferrs[1].Err.Error(), "bogus: unknown field")
 }
+
+// With a secret dir, the store keeps its Secrets there and nothing of
+// them under the store directory; a restarted daemon reads them back; the
+// Secrets an older version stored under the store directory are moved
+// there at open (none lost) and removed from the disk.
+func TestPodStore_SecretsInSecretDir(t *testing.T) {
+	base := t.TempDir()
+	dir, secretDir := filepath.Join(base, "root", "api-pods"), filepath.Join(base, "tmpfs", "secrets")
+
+	// An older version's store: a Secret under <dir>/secrets.
+	old, err := NewPodStore(dir, "node-1")
+	require.NoError(t, err)
+	_, err = old.AddSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "legacy"}, StringData: map[string]string{"k": "legacy-7d1e"}})
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(dir, storeSecretDir, "default_legacy.yaml"))
+
+	s, err := NewPodStoreWithSecretDir(dir, secretDir, "node-1")
+	require.NoError(t, err)
+	assert.NoDirExists(t, filepath.Join(dir, storeSecretDir), "moved off the disk")
+	_, err = s.AddSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "fresh"}, StringData: map[string]string{"k": "fresh-92ab"}})
+	require.NoError(t, err)
+	_, err = s.AddConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"k": "v"}})
+	require.NoError(t, err)
+	assertNoFileContains(t, filepath.Join(base, "root"), "legacy-7d1e")
+	assertNoFileContains(t, filepath.Join(base, "root"), "fresh-92ab")
+	fi, err := os.Stat(filepath.Join(secretDir, "default_fresh.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	assert.FileExists(t, filepath.Join(dir, storeConfigMapDir, "default_cm.yaml"), "ConfigMaps stay on disk")
+
+	// The daemon restarts: both Secrets are back.
+	s2, err := NewPodStoreWithSecretDir(dir, secretDir, "node-1")
+	require.NoError(t, err)
+	_, secrets, bad := s2.ListConfigData()
+	assert.Empty(t, bad)
+	var names []string
+	for _, sec := range secrets {
+		names = append(names, sec.Name)
+	}
+	assert.ElementsMatch(t, []string{"legacy", "fresh"}, names)
+	require.NoError(t, s2.DeleteSecret("default", "legacy"))
+	assert.NoFileExists(t, filepath.Join(secretDir, "default_legacy.yaml"))
+}

@@ -87,7 +87,7 @@ func tokenAgent(t *testing.T) (*Agent, *fakeTokens, *testclock.FakeClock, *fakeM
 	a := New(Config{NodeName: "node-1", RootDir: t.TempDir()}, Deps{Clock: clk, Tokens: src})
 	m := newFakeMounter()
 	a.mounter = m
-	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}, nil)
+	a.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
 	return a, src, clk, m
 }
 
@@ -321,7 +321,7 @@ func TestAgent_TokenFailureWaitsAndRetries(t *testing.T) {
 	src := &fakeTokens{clock: h.clock}
 	src.setErr(errors.New(`serviceaccounts "robot" is forbidden: give the node create serviceaccounts/token`))
 	h.agent.tokens = newTokenCache(src, h.clock, h.agent.logger)
-	h.agent.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}, nil)
+	h.agent.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
 	go func() { _ = h.agent.Run(t.Context()) }()
 	h.agent.SetPods([]*v1.Pod{testPod(t, kubeAPIAccessPod)})
 	got := h.rec.waitStatus(t, "CreateContainerConfigError", func(p *v1.Pod) bool {

@@ -253,7 +253,9 @@ func (c *configWatcher) stop() {
 
 // prepareConfigObject is the agent's copy of an informer's ConfigMap or
 // Secret: its kind set, without the managed fields (the agent mirrors the
-// objects to files under its root dir).
+// ConfigMaps to files under its root dir; Secrets stay in memory). The
+// agent keeps them in the scope of this source: only the cluster's pods
+// see them, and no node-local object of the same name shadows them.
 func prepareConfigObject(obj any) runtime.Object {
 	switch o := obj.(type) {
 	case *v1.ConfigMap:

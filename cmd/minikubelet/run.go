@@ -267,7 +267,16 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.line("node", "cgroups", time.Since(t3), detail)
 	}
 
-	a := agent.New(nf.agentConfig(node, client.RuntimeName()), agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
+	// Its own identity on the runtime: a daemon sharing it leaves this
+	// run's pods alone, and this run leaves the daemon's.
+	acfg := nf.agentConfig(node, client.RuntimeName())
+	acfg.AgentID = agent.ForegroundAgentID(os.Getpid())
+	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
+	if notices, err := a.ForeignPods(ctx); err == nil {
+		for _, n := range notices {
+			p.line("node", "notice", 0, n)
+		}
+	}
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
 	} else if path != "" {

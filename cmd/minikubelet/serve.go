@@ -217,7 +217,15 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// keeps serving.
 	go ensureNetworkLoop(ctx, a, logger)
 
-	store, err := agent.NewPodStore(filepath.Join(nf.rootDir, "api-pods"), nf.nodeName)
+	// The local API's Secrets: on a tmpfs beside the socket, never under
+	// the root dir (they survive a daemon restart, not a reboot).
+	secretDir := filepath.Join(filepath.Dir(sf.socket), "secrets")
+	if mounted, err := agent.PrepareSecretDir(secretDir); err != nil {
+		return err
+	} else if !mounted {
+		logger.Warn("Secret dir is not a tmpfs: the local API's Secrets are written to the disk under it", "dir", secretDir)
+	}
+	store, err := agent.NewPodStoreWithSecretDir(filepath.Join(nf.rootDir, "api-pods"), secretDir, nf.nodeName)
 	if err != nil {
 		return err
 	}

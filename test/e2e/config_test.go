@@ -162,10 +162,12 @@ func TestConfig_ConfigMapSecretDownwardAPI(t *testing.T) {
 	assert.Contains(t, hostMounts, secretDir+" tmpfs")
 	assert.Contains(t, hostMounts, memDir+" tmpfs")
 
-	// Stored under the root dir, secrets private.
-	fi, err := os.Stat(filepath.Join(suite.dir, "root", "configdata", "secrets", "default", "e2e-creds.json"))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	// ConfigMaps are mirrored under the root dir; Secrets never are (they
+	// stay in memory and in the pod's tmpfs).
+	_, err = os.Stat(filepath.Join(suite.dir, "root", "configdata", "configmaps", "default", "e2e-settings.json"))
+	assert.NoError(t, err)
+	_, err = os.Stat(filepath.Join(suite.dir, "root", "configdata", "secrets"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
 
 	p.interrupt()
 	hostMounts = readHostMounts(t)

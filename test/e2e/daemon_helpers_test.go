@@ -89,7 +89,12 @@ func newDaemonOn(t *testing.T, node []string, rt *cri.Client, pods []string, ext
 	})
 	sockDir, err := os.MkdirTemp("/tmp", "mkd-")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	t.Cleanup(func() {
+		// serve mounts the tmpfs of the local API's Secrets there, and
+		// leaves it mounted (it survives a daemon restart).
+		_ = syscall.Unmount(filepath.Join(sockDir, "secrets"), syscall.MNT_DETACH)
+		_ = os.RemoveAll(sockDir)
+	})
 	base := t.TempDir()
 	d := &daemon{
 		sock:      filepath.Join(sockDir, "api.sock"),

@@ -766,12 +766,11 @@ func runConfigData(t *testing.T, d *daemon, pod string) string {
 		mode os.FileMode
 	}{
 		{filepath.Join(d.root, "api-pods", "configmaps", "default_"+pod+"-settings.yaml"), 0o600},
-		{filepath.Join(d.root, "api-pods", "secrets", "default_"+pod+"-creds.yaml"), 0o600},
-		{filepath.Join(d.root, "configdata", "secrets", "default", pod+"-creds.json"), 0o600},
+		{filepath.Join(filepath.Dir(d.sock), "secrets", "default_"+pod+"-creds.yaml"), 0o600}, // the tmpfs secret dir
 		{filepath.Join(d.root, "configdata", "configmaps", "default", pod+"-settings.json"), 0o644},
 	} {
 		fi, err := os.Stat(f.path)
-		if assert.NoError(t, err, "kept under the root dir") {
+		if assert.NoError(t, err, "kept") {
 			assert.Equal(t, f.mode, fi.Mode().Perm(), f.path)
 		}
 	}
@@ -809,8 +808,9 @@ func deleteConfigData(t *testing.T, d *daemon, pod, path string) {
 	_, err = d.api().GetSecret(c, "default", pod+"-creds")
 	assert.True(t, apierrors.IsNotFound(err), "the Secret after delete -f: %v", err)
 	for _, f := range []string{
-		filepath.Join(d.root, "api-pods", "secrets", "default_"+pod+"-creds.yaml"),
-		filepath.Join(d.root, "configdata", "secrets", "default", pod+"-creds.json"),
+		filepath.Join(filepath.Dir(d.sock), "secrets", "default_"+pod+"-creds.yaml"),
+		filepath.Join(d.root, "api-pods", "secrets"),
+		filepath.Join(d.root, "configdata", "secrets"),
 	} {
 		_, err := os.Stat(f)
 		assert.ErrorIs(t, err, os.ErrNotExist, f)

@@ -1,0 +1,139 @@
+package agent
+
+// Several minikubelets may share one container runtime: the daemon
+// (`serve`) and foreground `run`s, or daemons with different root dirs.
+// Every sandbox and container carries the creating agent's identity
+// (labelAgent); orphan collection, relist (and the metrics it feeds) and
+// log rotation take only this agent's own objects, and each agent reports
+// what the others own instead of removing it.
+//
+// Objects from versions before the label (managed-by only) are the
+// daemon's, as they always were: a `serve` adopts and collects them as
+// before, a foreground run leaves them alone. Shared node state stays
+// shared: the burstable QoS tier sums every minikubelet's pods, and IP
+// leak repair and pod cgroup cleanup treat every sandbox on the runtime
+// as live.
+//
+// Adoption of a wanted pod is by pod UID (state.go), not by agent: UIDs
+// derive from a pod's source (the file path, api:<ns>/<name>, the API
+// server's UID), so two agents want one UID only when given the same
+// source, and then it is the same pod (a `run` of the same file again
+// takes over what an earlier, killed `run` left).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Prefixes of agent IDs.
+const (
+	agentIDServe = "serve-"
+	agentIDRun   = "run-"
+)
+
+// ServeAgentID is the identity of the daemon with root dir rootDir:
+// "serve-" and a hash of the clean path, so a restarted daemon is the same
+// agent and two daemons with different root dirs are not.
+func ServeAgentID(rootDir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(rootDir)))
+	return agentIDServe + hex.EncodeToString(sum[:6])
+}
+
+// ForegroundAgentID is the identity of a foreground `minikubelet run`
+// with process ID pid.
+func ForegroundAgentID(pid int) string {
+	return agentIDRun + strconv.Itoa(pid)
+}
+
+// ownsObject reports whether a sandbox or container, by its labels, was
+// created by this agent; objects without an agent label (older versions)
+// are the daemon's.
+func (a *Agent) ownsObject(labels map[string]string) bool {
+	if labels[labelManagedBy] != managedByValue {
+		return false
+	}
+	self := a.agentID()
+	id := labels[labelAgent]
+	if id == "" {
+		return strings.HasPrefix(self, agentIDServe)
+	}
+	return id == self
+}
+
+// agentID is Config.AgentID, the daemon's by default (an Agent built as a
+// struct literal in tests has no defaults applied).
+func (a *Agent) agentID() string {
+	if a.cfg.AgentID == "" {
+		return ServeAgentID(a.cfg.RootDir)
+	}
+	return a.cfg.AgentID
+}
+
+// describeAgent names the owner of objects labelled with agent ID id.
+func describeAgent(id string) string {
+	switch {
+	case id == "":
+		return "an older minikubelet daemon, no agent label"
+	case strings.HasPrefix(id, agentIDRun):
+		return "foreground run, pid " + strings.TrimPrefix(id, agentIDRun)
+	case strings.HasPrefix(id, agentIDServe):
+		return "minikubelet serve " + id
+	}
+	return id
+}
+
+// foreignPods counts, by owner, the pods (distinct UIDs) of sbs that
+// belong to another minikubelet.
+func (a *Agent) foreignPods(sbs []*runtimeapi.PodSandbox) map[string]int {
+	seen := map[string]bool{}
+	byOwner := map[string]int{}
+	for _, sb := range sbs {
+		if sb.Labels[labelManagedBy] != managedByValue || a.ownsObject(sb.Labels) {
+			continue
+		}
+		uid := sb.Labels[labelPodUID]
+		if seen[uid] {
+			continue
+		}
+		seen[uid] = true
+		byOwner[sb.Labels[labelAgent]]++
+	}
+	return byOwner
+}
+
+// foreignPodNotices are one sentence per other minikubelet with pods on
+// the runtime, in a stable order.
+func foreignPodNotices(byOwner map[string]int) []string {
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(byOwner)) {
+		n := byOwner[id]
+		what := "pods on this runtime belong"
+		if n == 1 {
+			what = "pod on this runtime belongs"
+		}
+		out = append(out, fmt.Sprintf("%d %s to another minikubelet (%s): left alone", n, what, describeAgent(id)))
+	}
+	return out
+}
+
+// ForeignPods lists the pods of other minikubelets on the runtime, one
+// sentence per owner, for `run` to print at start (the daemon logs them
+// at orphan collection).
+func (a *Agent) ForeignPods(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RuntimeTimeout)
+	defer cancel()
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	return foreignPodNotices(a.foreignPods(sbs)), nil
+}

@@ -1,0 +1,158 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// syncWriter is a bytes.Buffer safe for a logger and a test.
+type syncWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+func TestOwnsObject(t *testing.T) {
+	serve := &Agent{cfg: Config{AgentID: ServeAgentID("/var/lib/minikubelet")}}
+	run := &Agent{cfg: Config{AgentID: ForegroundAgentID(4242)}}
+	labels := func(agent string) map[string]string {
+		l := map[string]string{labelManagedBy: managedByValue}
+		if agent != "" {
+			l[labelAgent] = agent
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		name       string
+		labels     map[string]string
+		serve, run bool
+	}{
+		{"the daemon's", labels(ServeAgentID("/var/lib/minikubelet/")), true, false},
+		{"the run's", labels(ForegroundAgentID(4242)), false, true},
+		{"another run's", labels(ForegroundAgentID(7)), false, false},
+		{"another daemon's", labels(ServeAgentID("/srv/mk")), false, false},
+		{"older version: the daemon's", labels(""), true, false},
+		{"not minikubelet's", map[string]string{labelAgent: ForegroundAgentID(4242)}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.serve, serve.ownsObject(tc.labels), "serve")
+			assert.Equal(t, tc.run, run.ownsObject(tc.labels), "run")
+			assert.Equal(t, tc.serve, serve.relistOwns(tc.labels), "relist and container GC agree")
+		})
+	}
+}
+
+// A daemon's orphan collection takes only its own pods (and those older
+// versions left without an agent label); the pods of a foreground run on
+// the same runtime keep running, the daemon says whose they are, and the
+// run's relist sees only its own pods. Every sandbox and container
+// carries its agent's label.
+func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
+	h := newHarness(t)
+	run := New(Config{NodeName: "node-1", RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
+		AgentID: ForegroundAgentID(4242)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+	t.Cleanup(run.stopWorkers)
+
+	ours, fg := clusterPod(t, "ours", "uid-ours"), clusterPod(t, "fg", "uid-fg")
+	h.agent.SetPods([]*v1.Pod{ours})
+	run.SetPods([]*v1.Pod{fg})
+	for _, c := range []struct {
+		a *Agent
+		p *v1.Pod
+	}{{h.agent, ours}, {run, fg}} {
+		require.Eventually(t, func() bool {
+			got, ok := c.a.GetPod(c.p.UID)
+			return ok && got.Status.Phase == v1.PodRunning
+		}, 10*time.Second, time.Millisecond, "%s runs", c.p.Name)
+	}
+	// A sandbox an older minikubelet made: no agent label.
+	_, err := h.fake.Runtime.RunPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "legacy", Namespace: "default", Uid: "uid-legacy"},
+		Labels: map[string]string{labelManagedBy: managedByValue, labelPodUID: "uid-legacy",
+			labelPodName: "legacy", labelPodNamespace: "default"},
+	}, "")
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	sbs, err := h.fake.Runtime.ListPodSandbox(ctx, nil)
+	require.NoError(t, err)
+	ctrs, err := h.fake.Runtime.ListContainers(ctx, nil)
+	require.NoError(t, err)
+	want := map[string]string{"uid-ours": h.agent.cfg.AgentID, "uid-fg": ForegroundAgentID(4242), "uid-legacy": ""}
+	for _, sb := range sbs {
+		assert.Equal(t, want[sb.Labels[labelPodUID]], sb.Labels[labelAgent], "sandbox of %s", sb.Labels[labelPodUID])
+	}
+	for _, c := range ctrs {
+		assert.Equal(t, want[c.Labels[labelPodUID]], c.Labels[labelAgent], "container of %s", c.Labels[labelPodUID])
+	}
+
+	// The run's relist: its own pod only.
+	r := newRelister(run)
+	_, err = r.relist(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []types.UID{"uid-fg"}, mapKeysSorted(r.last))
+	notices, err := run.ForeignPods(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"1 pod on this runtime belongs to another minikubelet (an older minikubelet daemon, no agent label): left alone",
+		"1 pod on this runtime belongs to another minikubelet (minikubelet serve " + h.agent.cfg.AgentID + "): left alone",
+	}, notices)
+
+	// The daemon restarts with nothing wanted.
+	h.agent.stopWorkers()
+	logs := &syncWriter{}
+	d2 := New(h.agent.cfg, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	t.Cleanup(d2.stopWorkers)
+	require.NoError(t, d2.collectOrphans(ctx, map[types.UID]bool{}))
+	podsLeft := func() map[string]bool {
+		sbs, err := h.fake.Runtime.ListPodSandbox(ctx, nil)
+		require.NoError(t, err)
+		left := map[string]bool{}
+		for _, sb := range sbs {
+			left[sb.Labels[labelPodUID]] = true
+		}
+		return left
+	}
+	require.Eventually(t, func() bool {
+		left := podsLeft()
+		return !left["uid-ours"] && !left["uid-legacy"]
+	}, 10*time.Second, time.Millisecond, "the daemon's own and the older version's pods are collected")
+	assert.True(t, podsLeft()["uid-fg"], "the foreground run's pod is left")
+	got, ok := run.GetPod(fg.UID)
+	require.True(t, ok)
+	assert.Equal(t, v1.PodRunning, got.Status.Phase)
+	assert.Contains(t, logs.String(), "1 pod on this runtime belongs to another minikubelet (foreground run, pid 4242): left alone")
+}
+
+// mapKeysSorted returns the keys of m in order.
+func mapKeysSorted[V any](m map[types.UID]V) []types.UID {
+	var out []types.UID
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
