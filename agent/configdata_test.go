@@ -114,7 +114,7 @@ func TestPrepareObjects_Invalid(t *testing.T) {
 
 func TestSetConfigData_StoresUnderRootDir(t *testing.T) {
 	root := t.TempDir()
-	a := New(Config{RootDir: root}, Deps{})
+	a := New(Config{RootDir: root, Network: testNetwork(t)}, Deps{})
 	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("default", "c")}}, []*v1.Secret{{ObjectMeta: metaNS("shop", "s"), Data: map[string][]byte{"k": []byte("v")}}})
 	fi, err := os.Stat(filepath.Join(root, "configdata", "secrets", "shop", "s.json"))
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ func testAgent(t *testing.T, resolv string) *Agent {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "resolv.conf")
 	require.NoError(t, os.WriteFile(path, []byte(resolv), 0o644))
-	return New(Config{NodeName: "node-1", RootDir: "/var/lib/mkl", PodLogDir: "/var/log/pods", ResolvConf: path}, Deps{})
+	return New(Config{NodeName: "node-1", RootDir: "/var/lib/mkl", PodLogDir: "/var/log/pods", ResolvConf: path, Network: testNetwork(t)}, Deps{})
 }
 
 func TestGeneratePodSandboxConfig(t *testing.T) {
