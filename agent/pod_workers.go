@@ -233,6 +233,13 @@ func (w *podWorker) run() {
 		}
 		requeue := w.a.syncPod(w.ctx, w)
 		w.setIdle()
+		if requeue <= 0 {
+			// At once (promptResync): through the wake-up channel, as a
+			// zero timer on a fake clock would never fire. The timer
+			// still covers the periodic resync.
+			w.trigger()
+			requeue = w.a.cfg.ResyncPeriod
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C():
