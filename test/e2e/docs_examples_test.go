@@ -456,6 +456,8 @@ func checkShellDemo(t *testing.T, d *docsPod) {
 
 // sidecar-adapter.yaml: the adapter sidecar prefixes each raw line.
 func checkSidecarAdapter(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedPromptly("adapter", false, "main-app")
 	d.running()
 	d.waitLogs("adapter", `(?m)^adapted: .* raw event$`, 30*time.Second)
 	d.stop()
@@ -463,6 +465,8 @@ func checkSidecarAdapter(t *testing.T, d *docsPod) {
 
 // sidecar-localhost.yaml: the sidecar reaches nginx on localhost.
 func checkSidecarLocalhost(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedPromptly("client", false, "web")
 	d.running()
 	d.waitLogs("client", `<title>Welcome to nginx!</title>`, 30*time.Second)
 	d.stop()
@@ -473,6 +477,8 @@ func checkSidecarLocalhost(t *testing.T, d *docsPod) {
 func checkSidecarResources(t *testing.T, d *docsPod) {
 	_, qos := d.validated()
 	assert.Equal(t, "Burstable", qos)
+	d.startedPromptly("setup", true, "log-shipper")
+	d.startedPromptly("log-shipper", false, "app")
 	d.running()
 	cg := d.podCgroup()
 	assert.Equal(t, milliCPUToShares(350), cgroupInt(t, "cpu", cg, "cpu.shares"))
