@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/minikubelet/minikubelet/test/testutil"
 )
 
 // Helpers for docs_examples_test.go: run one unmodified manifest of
@@ -22,8 +24,8 @@ import (
 // share a pod name, and they run in parallel).
 
 // docsExamplesDir is where CI checks out the shared examples, beside the
-// repository.
-func docsExamplesDir() string { return filepath.Join(suite.repo, "..", "shared", "k8s-docs-examples") }
+// repository ($MINIKUBELET_DOCS_EXAMPLES overrides it).
+func docsExamplesDir() string { return testutil.DocsExamplesDir(suite.repo) }
 
 // docsPod is one example's run and the pod it declares.
 type docsPod struct {
