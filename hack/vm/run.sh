@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh DIR: run minikubelet's end-to-end cgroup, lifecycle and probe cases
-# inside a Debian bookworm guest with systemd and cgroup v2 (qemu, software
-# emulation), once with the systemd cgroup driver and once with cgroupfs, in
+# inside a Debian bookworm guest with systemd and cgroup v2 (qemu with KVM
+# when /dev/kvm is usable, software emulation otherwise), once with the systemd cgroup driver and once with cgroupfs, in
 # one boot. test/cgroupv2 (make test-cgroupv2) calls it and reports DIR/out
 # as Go test output; run by hand it leaves everything in DIR:
 #
@@ -72,9 +72,19 @@ TIME_SCALE='$TIME_SCALE'
 TEST_TIMEOUT='$(((TIMEOUT - 300) / $(wc -w <<<"$DRIVERS")))s'
 ENV
 
+# KVM when /dev/kvm is usable (qemu can open it and create a VM: a paused
+# machine that lives until the timeout), software emulation (TCG) otherwise.
+accel=(-accel tcg,thread=multi,tb-size=256 -cpu max)
+accel_name="software emulation (TCG), ~1 min to boot"
+if [[ -c /dev/kvm ]] && { timeout 3 qemu-system-x86_64 -accel kvm -machine none -nodefaults -display none -S </dev/null >/dev/null 2>&1; (($? == 124)); }; then
+	accel=(-accel kvm -cpu host)
+	accel_name="KVM"
+fi
+step "accelerator: $accel_name"
+
 kernel_args="root=/dev/vda rw console=ttyS0 loglevel=4 systemd.unified_cgroup_hierarchy=1 systemd.show_status=auto"
 qemu=(qemu-system-x86_64 -name mkl-cgroupv2
-	-accel tcg,thread=multi,tb-size=256 -cpu max -smp 2 -m 2048
+	"${accel[@]}" -smp 2 -m 2048
 	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" -append "$kernel_args"
 	-drive "file=$image/disk.raw,format=raw,if=virtio,snapshot=on"
 	-nic none -display none -monitor none -no-reboot
@@ -87,7 +97,7 @@ if ! flock -n 8; then
 	step "waiting for another guest on this machine to finish ($lock)"
 	flock 8
 fi
-step "booting the guest (drivers: $DRIVERS; software emulation, ~1 min to boot, then the cases; timeout ${TIMEOUT}s; console $DIR/console.log)"
+step "booting the guest (drivers: $DRIVERS; $accel_name, then the cases; timeout ${TIMEOUT}s; console $DIR/console.log)"
 start=$SECONDS
 rc=0
 timeout --kill-after=10 "$TIMEOUT" "${qemu[@]}" </dev/null &
