@@ -48,16 +48,19 @@ if ((${#missing[@]})); then
 fi
 # The host side needs what the e2e suite needs (registry, busybox, CNI
 # plugins) when this runs alone, e.g. `make test-cgroupv2` on a fresh machine.
-"$REPO/hack/install-deps.sh"
-image=$("$VM/image.sh" | tail -n1)
+timed "host dependencies (hack/install-deps.sh)" "$REPO/hack/install-deps.sh"
+# image.sh prints its progress lines, then the image directory last: show
+# them all (a first build debootstraps for minutes), keep the last.
+image_start=$SECONDS
+step "guest image (hack/vm/image.sh) ..."
+image=$("$VM/image.sh" | tee /dev/stderr | tail -n1)
+step "guest image (hack/vm/image.sh): done in $(duration $((SECONDS - image_start)))"
 
 mkdir -p "$DIR"
 rm -rf "${DIR:?}"/{bin,repo,registry,out} "$DIR/console.log"
 mkdir -p "$DIR"/{bin,repo/test/e2e,out}
 
-step "building static minikubelet and e2e.test"
-(cd "$REPO" && CGO_ENABLED=0 go build -o "$DIR/bin/minikubelet" ./cmd/minikubelet)
-(cd "$REPO" && CGO_ENABLED=0 go test -c -o "$DIR/bin/e2e.test" ./test/e2e)
+timed "building static minikubelet and e2e.test" bash -c 'cd "$1" && CGO_ENABLED=0 go build -o "$2/bin/minikubelet" ./cmd/minikubelet && CGO_ENABLED=0 go test -c -o "$2/bin/e2e.test" ./test/e2e' _ "$REPO" "$DIR"
 
 step "test images: local registry on $REGISTRY, hack/images"
 "$REPO/hack/start-registry.sh" "$REGISTRY"
@@ -115,6 +118,10 @@ while pid_alive "$qpid"; do
 		break
 	fi
 	sleep 1
+	if (((SECONDS - start) % 60 == 0)); then
+		# A line a minute: the guest may run its cases for many minutes.
+		step "guest running for $(duration $((SECONDS - start))); results so far: $(find "$DIR/out" -name '*.rc' -printf '%f ' 2>/dev/null)"
+	fi
 done
 wait "$qpid" || rc=$?
 qpid=
@@ -128,4 +135,4 @@ fi
 for driver in $DRIVERS; do
 	step "driver $driver: e2e.test exit $(cat "$DIR/out/$driver.rc" 2>/dev/null || echo missing), $(wc -l <"$DIR/out/$driver-leftovers.txt" 2>/dev/null || echo ?) leftover cgroups/units"
 done
-step "guest done after ${elapsed}s; results in $DIR/out"
+step "guest done after $(duration "$elapsed"); results in $DIR/out"
