@@ -109,6 +109,7 @@ qpid=$!
 trap '[[ -z ${qpid:-} ]] || kill -TERM "$qpid" 2>/dev/null || true' EXIT
 # The payload powers the guest off. Should the guest linger once the
 # results are written, stop it rather than wait for the timeout.
+next_beat=$((SECONDS + 60))
 while pid_alive "$qpid"; do
 	if [[ -f $DIR/out/done ]]; then
 		if ! wait_for 120 "the guest to power off after its payload" proc_gone "$qpid"; then
@@ -118,8 +119,9 @@ while pid_alive "$qpid"; do
 		break
 	fi
 	sleep 1
-	if (((SECONDS - start) % 60 == 0)); then
+	if ((SECONDS >= next_beat)); then
 		# A line a minute: the guest may run its cases for many minutes.
+		next_beat=$((SECONDS + 60))
 		step "guest running for $(duration $((SECONDS - start))); results so far: $(find "$DIR/out" -name '*.rc' -printf '%f ' 2>/dev/null)"
 	fi
 done
