@@ -275,7 +275,13 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 //     is no change (podKillChanges), so a finished pod, which the plan
 //     always asks to kill, is not synced again;
 //   - a step gated by a probe (startup not yet succeeded) is no step of
-//     the plan: the probe's result change wakes the worker instead.
+//     the plan: the probe's result change wakes the worker instead;
+//   - should a runtime undo every change anyway (a container that stays
+//     UNKNOWN after each stop), the worker brakes after maxPromptSyncs
+//     syncs at once in a row.
+//
+// A step held back by back-off is recorded in res (retryAfter), so the
+// sync is requeued when it is due.
 //
 // Requeuing at once after any change, without the plan, would cost every
 // new pod a second, useless sync (the plan of a pod whose app containers
