@@ -219,3 +219,106 @@ spec:
 	h.waitCallsSettle(t)
 	assert.Equal(t, 3, starts())
 }
+
+// TestPromptResync is the requeue decision over the planner's base fixture
+// (planPod: setup, the proxy sidecar, apps a and b): the sync's own change
+// and the plan on its closing observation decide.
+func TestPromptResync(t *testing.T) {
+	touched := func(r *syncResult) { r.touch("x", "sb1") }
+	for _, tc := range []struct {
+		name  string
+		res   func(*syncResult)
+		state func(*v1.Pod) *podState
+		setup func(h *harness, pod *v1.Pod)
+		want  bool
+		retry bool // a back-off's end was recorded
+	}{
+		{
+			name: "sidecar started, no startup probe: the apps go at once",
+			res:  touched,
+			state: func(p *v1.Pod) *podState {
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "proxy", running, 0, 3), ctr(p, "setup", exited, 0, 2)}}
+			},
+			want: true,
+		},
+		{
+			name: "init container completed before the closing observation",
+			res:  touched,
+			state: func(p *v1.Pod) *podState {
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "setup", exited, 0, 2)}}
+			},
+			want: true,
+		},
+		{
+			name: "init container still running: the relister wakes the worker when it exits",
+			res:  touched,
+			state: func(p *v1.Pod) *podState {
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "setup", running, 0, 2)}}
+			},
+		},
+		{
+			name:  "apps started: nothing left to do",
+			res:   touched,
+			state: initialized,
+		},
+		{
+			name: "the same plan without a change of the sync's own (a resync)",
+			res:  func(*syncResult) {},
+			state: func(p *v1.Pod) *podState {
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "setup", exited, 0, 2)}}
+			},
+		},
+		{
+			name: "a failed step never requeues at once",
+			res:  func(r *syncResult) { r.touch("x", "sb1"); r.fail() },
+			state: func(p *v1.Pod) *podState {
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{ctr(p, "setup", exited, 0, 2)}}
+			},
+		},
+		{
+			name: "an app that exited before the closing observation, in crash back-off: requeued at its end",
+			res:  touched,
+			state: func(p *v1.Pod) *podState {
+				st := initialized(p)
+				st.containers[0] = ctr(p, "b", exited, 1, 5)
+				return st
+			},
+			setup: func(h *harness, p *v1.Pod) {
+				h.agent.crashBackoff.next(crashBackoffKey(p, &p.Spec.Containers[1]), h.clock.Now())
+			},
+			retry: true,
+		},
+		{
+			name: "the last app killed: the pod is done and killed at once",
+			res:  touched,
+			state: func(p *v1.Pod) *podState {
+				st := initialized(p)
+				p.Spec.RestartPolicy = v1.RestartPolicyNever
+				st.containers[0] = ctr(p, "b", exited, 1, 5)
+				st.containers[1] = ctr(p, "a", exited, 0, 4)
+				return st
+			},
+			want: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			pod := planPod()
+			pod.UID = "uid-1"
+			st := tc.state(pod)
+			for _, c := range st.containers {
+				if c.state == exited {
+					c.finishedAt = h.clock.Now().UnixNano()
+				}
+			}
+			if tc.setup != nil {
+				tc.setup(h, pod)
+			}
+			res := &syncResult{}
+			tc.res(res)
+			w := newPodWorker(h.agent, pod)
+			assert.Equal(t, tc.want, h.agent.promptResync(pod, st, res, w))
+			assert.Equal(t, tc.retry, res.retryIn > 0, "retryIn %s", res.retryIn)
+		})
+	}
+}
