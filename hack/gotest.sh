@@ -3,7 +3,8 @@
 # and print what a plain `go test` prints (hack/testsum), keeping the JSON
 # in $TESTLOG_DIR/NAME.json for the skip summary at the end of make test
 # (hack/testsum -summary). --stream prints every test's output as it comes
-# (for suites that report progress, like go test -v). Exits non-zero when
+# (for suites that report progress, like go test -v; -v among the
+# arguments does the same). Exits non-zero when
 # go test or any test failed.
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -16,6 +17,11 @@ if [[ ${1:-} == --stream ]]; then
 	stream=(-stream)
 	shift
 fi
+# -v among the arguments (E2E_FLAGS='-run X -v') asks for every test's
+# output, as go test -v prints it.
+for a in "$@"; do
+	[[ $a != -v && $a != -test.v && $a != -v=true ]] || stream=(-stream)
+done
 export TESTLOG_DIR=${TESTLOG_DIR:-$root/bin/testlogs}
 mkdir -p "$TESTLOG_DIR"
 testsum=$root/bin/testsum
