@@ -88,7 +88,6 @@ if ((cluster)); then
 		env MINIKUBELET_E2E=1 hack/gotest.sh controlplane -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/... ./agent/cluster/... || failed+=(controlplane)
 fi
 
-failed=()
 for flavor in "${flavors[@]}"; do
 	if [[ $flavor == 1.6 ]]; then
 		what="containerd $(containerd --version | awk '{print $3}') (system)"
