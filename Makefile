@@ -7,6 +7,9 @@ TESTFLAGS ?=
 E2E_FLAGS ?=
 BIN := bin/minikubelet
 REGISTRY ?= 127.0.0.1:5000
+# TESTLOG_DIR keeps the JSON of every go test run of make test
+# (hack/gotest.sh) for the skip summary at its end (hack/test-summary.sh).
+export TESTLOG_DIR ?= $(CURDIR)/bin/testlogs
 
 .PHONY: help build test test-unit test-fuzz test-e2e test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench
 
@@ -16,10 +19,23 @@ help: ## show this help
 build: ## build bin/minikubelet
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/minikubelet
 
-test: test-unit test-fuzz test-e2e test-cgroupv2 ## everything CI runs: unit tests, fuzzing, the end-to-end suite, the cgroup v2 guest (needs root)
+TEST_PARTS := test-unit test-fuzz test-e2e test-cgroupv2
+
+# Each part says how long it took; the run stops at the first part that
+# fails, and ends (also then) with the skipped tests by reason and the
+# closing "N passed, N failed, N skipped" line.
+test: ## everything CI runs: unit tests, fuzzing, the end-to-end suite, the cgroup v2 guest (needs root); ends with the skips by reason
+	@rm -rf "$(TESTLOG_DIR)"; mkdir -p "$(TESTLOG_DIR)"; rc=0; \
+	for part in $(TEST_PARTS); do \
+		start=$$SECONDS; echo "[make test] $$part ..."; \
+		$(MAKE) --no-print-directory $$part || rc=$$?; \
+		if [ $$rc -ne 0 ]; then echo "[make test] $$part: FAILED after $$((SECONDS - start))s"; break; fi; \
+		echo "[make test] $$part: done in $$((SECONDS - start))s"; \
+	done; \
+	hack/test-summary.sh; exit $$rc
 
 test-unit: verify ## unit tests with -race; no root, no containerd
-	$(GOTEST) -race -count=1 $(TESTFLAGS) ./...
+	hack/gotest.sh unit -race -count=1 $(TESTFLAGS) ./...
 
 test-fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s); fails on a crash
 	hack/fuzz.sh
@@ -31,7 +47,7 @@ bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BE
 	BENCH_FLAGS="$(BENCH_FLAGS)" REGISTRY=$(REGISTRY) hack/bench.sh
 
 test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu guest, both drivers (root; guest image cached per machine)
-	MINIKUBELET_VM=1 REGISTRY=$(REGISTRY) $(GOTEST) -count=1 -timeout 60m -v ./test/cgroupv2/
+	MINIKUBELET_VM=1 REGISTRY=$(REGISTRY) hack/gotest.sh cgroupv2 --stream -count=1 -timeout 60m ./test/cgroupv2/
 
 demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
 	hack/setup.sh

@@ -36,7 +36,7 @@ func (w *syncWriter) String() string {
 
 func TestOwnsObject(t *testing.T) {
 	serve := &Agent{cfg: Config{AgentID: ServeAgentID("/var/lib/minikubelet")}}
-	run := &Agent{cfg: Config{AgentID: ForegroundAgentID(4242)}}
+	run := &Agent{cfg: Config{AgentID: ForegroundAgentID(4242), Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}}
 	labels := func(agent string) map[string]string {
 		l := map[string]string{labelManagedBy: managedByValue}
 		if agent != "" {

@@ -15,6 +15,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
+	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
 
@@ -83,6 +84,14 @@ func (r *recorder) waitStatus(t *testing.T, what string, cond func(*v1.Pod) bool
 	}
 }
 
+// testNetwork is a pod network whose every host directory (containerd's
+// CNI conf dir, the plugin dir, host-local's data dir) is private to the
+// test: a unit test must not read what `make demo` left on the machine,
+// such as /etc/cni/net.d/10-minikubelet.conflist (issue #17).
+func testNetwork(tb testing.TB) cni.Config {
+	return cni.Config{ConfDir: tb.TempDir(), BinDirs: []string{tb.TempDir()}, DataDir: tb.TempDir()}
+}
+
 type harness struct {
 	fake  *critest.Fake
 	clock *testclock.FakeClock
@@ -99,6 +108,9 @@ func newHarness(t *testing.T) *harness {
 		RootDir:    t.TempDir(),
 		PodLogDir:  t.TempDir(),
 		ResolvConf: "/nonexistent",
+		Network:    testNetwork(t),
+		// Never the host's own addresses (defaultHostIPs).
+		HostIPs: []string{"192.0.2.1"},
 	}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock, Observer: h.rec})
 	t.Cleanup(h.agent.stopWorkers)
 	return h

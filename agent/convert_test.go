@@ -16,7 +16,7 @@ func testAgent(t *testing.T, resolv string) *Agent {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "resolv.conf")
 	require.NoError(t, os.WriteFile(path, []byte(resolv), 0o644))
-	return New(Config{NodeName: "node-1", RootDir: "/var/lib/mkl", PodLogDir: "/var/log/pods", ResolvConf: path}, Deps{})
+	return New(Config{NodeName: "node-1", RootDir: "/var/lib/mkl", PodLogDir: "/var/log/pods", ResolvConf: path, Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 }
 
 func TestGeneratePodSandboxConfig(t *testing.T) {

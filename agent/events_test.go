@@ -62,7 +62,7 @@ func TestObservers_FanOut(t *testing.T) {
 		require.Equal(t, countingObserver{events: 1, steps: 1, statuses: 2}, *c)
 	}
 
-	ag := New(Config{}, Deps{})
+	ag := New(Config{Network: testNetwork(t)}, Deps{})
 	ag.AddObserver(a)
 	ag.AddObserver(b)
 	ag.observer.PodStatus(pod)

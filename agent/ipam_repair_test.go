@@ -33,7 +33,7 @@ func TestRepairIPLeaks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.agent.cfg.Network = cni.Config{Name: "repairnet", DataDir: t.TempDir()}.WithDefaults()
+			h.agent.cfg.Network = repairNetwork(t)
 			ctx := context.Background()
 			ready, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "a", Uid: "u1", Namespace: "default"}}, "")
 			require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestRepairIPLeaks(t *testing.T) {
 
 func TestRepairIPLeaks_NoStore(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.Network = cni.Config{Name: "repairnet", DataDir: t.TempDir()}.WithDefaults()
+	h.agent.cfg.Network = repairNetwork(t)
 	ips, err := h.agent.RepairIPLeaks(context.Background(), DaemonIPRepair)
 	require.NoError(t, err)
 	assert.Empty(t, ips)
@@ -117,7 +117,7 @@ func TestRepairIPLeaks_NoStore(t *testing.T) {
 // which may belong to another client's RunPodSandbox in flight.
 func TestRepairIPLeaks_Foreground(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.Network = cni.Config{Name: "repairnet", DataDir: t.TempDir()}.WithDefaults()
+	h.agent.cfg.Network = repairNetwork(t)
 	dir := cni.HostLocalDir(h.agent.cfg.Network)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for ip, age := range map[string]time.Duration{
@@ -137,4 +137,11 @@ func TestRepairIPLeaks_Foreground(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, left, "10.89.0.5")
 	assert.NotContains(t, left, "10.89.0.4")
+}
+
+// repairNetwork is the repair tests' pod network: private dirs only.
+func repairNetwork(t *testing.T) cni.Config {
+	n := testNetwork(t)
+	n.Name = "repairnet"
+	return n.WithDefaults()
 }

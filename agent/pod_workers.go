@@ -181,6 +181,15 @@ func (w *podWorker) trigger() {
 	}
 }
 
+// maxPromptSyncs bounds the syncs in a row that ask to sync again at once
+// (promptResync); each takes one step of a pod's start (an init container,
+// a sidecar), so a pod with more steps than this waits promptBrake between
+// the extra ones. After that many, something undoes each sync's change.
+const (
+	maxPromptSyncs = 32
+	promptBrake    = time.Second
+)
+
 // teardownRetryMax caps the delay between attempts of a teardown that
 // failed (1 s, doubling).
 const teardownRetryMax = 30 * time.Second
@@ -195,6 +204,8 @@ func (w *podWorker) run() {
 	timer := w.a.clock.NewTimer(w.a.cfg.ResyncPeriod)
 	defer timer.Stop()
 	teardownFailures := 0
+	// prompt counts the syncs in a row that asked to sync again at once.
+	prompt := 0
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -232,6 +243,20 @@ func (w *podWorker) run() {
 		}
 		requeue := w.a.syncPod(w.ctx, w)
 		w.setIdle()
+		if requeue > 0 {
+			prompt = 0
+		} else if prompt++; prompt <= maxPromptSyncs {
+			// At once (promptResync): through the wake-up channel, as a
+			// zero timer on a fake clock would never fire. The timer
+			// still covers the periodic resync.
+			w.trigger()
+			requeue = w.a.cfg.ResyncPeriod
+		} else {
+			// A brake, should a runtime keep undoing what each sync does
+			// (a container that stays UNKNOWN after every stop).
+			w.logger.Warn("Pod synced at once too many times in a row; slowing down", "syncs", prompt)
+			requeue = promptBrake
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C():

@@ -13,9 +13,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/test/testutil"
 )
 
-const docsExamples = "../../shared/k8s-docs-examples"
+// docsExamples is ../shared/k8s-docs-examples beside the repository (the
+// package runs in agent/), or $MINIKUBELET_DOCS_EXAMPLES.
+var docsExamples = testutil.DocsExamplesDir("..")
 
 // TestQOSClass_DocsExamples loads the QoS example pods of the Kubernetes
 // documentation (tasks/configure-pod-container/quality-service-pod) through
@@ -36,7 +39,7 @@ func TestQOSClass_DocsExamples(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(docsExamples, tt.file))
 			if os.IsNotExist(err) {
-				t.Skipf("%s not present", docsExamples)
+				testutil.SkipSuite(t, "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)", docsExamples)
 			}
 			require.NoError(t, err)
 			pods, err := PrepareManifest(data, "x.yaml", "node")

@@ -46,7 +46,7 @@ func BenchmarkPodStore_Concurrent(b *testing.B) {
 // iterations, untimed.
 func BenchmarkDaemon_Concurrent(b *testing.B) {
 	fake := critest.New()
-	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent"},
+	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b)},
 		Deps{Runtime: fake.Runtime, Images: fake.Images})
 	b.Cleanup(a.stopWorkers)
 	s, err := NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
@@ -106,7 +106,7 @@ func (r *sandboxClock) RunPodSandbox(ctx context.Context, config *runtimeapi.Pod
 func BenchmarkDaemon_CreateToSandbox(b *testing.B) {
 	fake := critest.New()
 	rt := &sandboxClock{Runtime: fake.Runtime, called: make(chan time.Time, 1)}
-	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent"},
+	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b)},
 		Deps{Runtime: rt, Images: fake.Images})
 	b.Cleanup(a.stopWorkers)
 	s, err := NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")

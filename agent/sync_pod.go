@@ -51,6 +51,18 @@ type syncResult struct {
 	// observeAll is set when the sync changed more than the above records
 	// (the whole pod was killed, or a step lost track of what it did).
 	observeAll bool
+	// killed is set when killing the whole pod stopped something (a
+	// running container or a sandbox this worker had not stopped yet).
+	killed bool
+}
+
+// changed reports whether the sync itself changed the runtime: created a
+// sandbox, created, started, stopped or removed a container, or stopped a
+// sandbox. Planning alone (a start held back by back-off) is no change.
+func (r *syncResult) changed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sandbox != nil || len(r.touched) > 0 || len(r.removed) > 0 || r.killed
 }
 
 // touch records a container the sync created or stopped.
@@ -102,6 +114,11 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //  6. Start the app containers, concurrently.
 //  7. Prune dead instances and publish the status from a fresh observation
 //     of what the sync changed.
+//  8. Requeue: at once when the sync's own change lets the next step go
+//     (promptResync), else when a back-off expires, after ErrorBackoff
+//     on failure, or at the periodic resync.
+//
+// A returned duration of 0 means "sync again at once".
 func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	pod := w.pod()
 	res := &syncResult{}
@@ -137,6 +154,11 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 			w.event(v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 		}
 		res.lostTrack()
+		if podKillChanges(w, st) {
+			res.mu.Lock()
+			res.killed = true
+			res.mu.Unlock()
+		}
 		if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
 			w.logger.Warn("Kill pod failed", "err", err)
 			res.fail()
@@ -214,6 +236,11 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	a.updateProbes(pod, st2)
 	w.setStatus(a.computePodStatus(w, pod, st2))
 
+	// Step 8: requeue.
+	if a.promptResync(pod, st2, res, w) {
+		w.logger.Debug("Sync pod again at once: its own change lets the next step go")
+		return 0
+	}
 	switch {
 	case res.retryIn > 0 && (!res.failed || res.retryIn < a.cfg.ErrorBackoff):
 		return res.retryIn
@@ -221,6 +248,115 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 		return a.cfg.ErrorBackoff
 	}
 	return a.cfg.ResyncPeriod
+}
+
+// promptResync reports whether the pod must be synced again at once because
+// the sync's own change is the condition of the next step: an init
+// container that completed while it was started, a native sidecar started
+// (without a startup probe it counts as started at once, and the next init
+// container or the app containers may go), a container killed whose pod is
+// now done, a sandbox created. The kubelet gets this next sync from the
+// PLEG event of its own change; here the relister wakes a worker only for
+// what the worker has not seen, and its sync ends by observing what it
+// changed, so nothing else would wake it before the periodic resync.
+//
+// The rule is: the sync changed the runtime, did not fail, and the plan
+// recomputed on its closing observation st2 has a step that changes the
+// runtime and is not held back by back-off. It cannot loop hot:
+//   - every prompt sync follows a sync that made a change of its own, and
+//     a start held back by crash or image-pull back-off is no step: the
+//     sync is requeued when that back-off ends instead, so a crash-looping
+//     container is restarted at its back-off's pace;
+//   - a failed step (a start, a pull, a kill, a sandbox) sets res.failed:
+//     the requeue is ErrorBackoff or the back-off's, never at once;
+//   - a pod waiting for the pod network returns before this (every
+//     networkRetryPeriod), having changed nothing;
+//   - killing a pod that has nothing running and no sandbox left to stop
+//     is no change (podKillChanges), so a finished pod, which the plan
+//     always asks to kill, is not synced again;
+//   - a step gated by a probe (startup not yet succeeded) is no step of
+//     the plan: the probe's result change wakes the worker instead;
+//   - should a runtime undo every change anyway (a container that stays
+//     UNKNOWN after each stop), the worker brakes after maxPromptSyncs
+//     syncs at once in a row.
+//
+// A step held back by back-off is recorded in res (retryAfter), so the
+// sync is requeued when it is due.
+//
+// Requeuing at once after any change, without the plan, would cost every
+// new pod a second, useless sync (the plan of a pod whose app containers
+// were just started is empty) and sync a crash-looping pod once more per
+// restart for nothing.
+func (a *Agent) promptResync(pod *v1.Pod, st2 *podState, res *syncResult, w *podWorker) bool {
+	res.mu.Lock()
+	failed := res.failed
+	res.mu.Unlock()
+	if failed || !res.changed() {
+		return false
+	}
+	next := computePodActions(pod, st2, a.probeView(pod))
+	switch {
+	case next.KillPod:
+		return podKillChanges(w, st2) || next.CreateSandbox
+	case next.CreateSandbox, len(next.ContainersToKill) > 0:
+		return true
+	}
+	var starts []*v1.Container
+	if i := next.NextInitContainer; i >= 0 {
+		starts = append(starts, &pod.Spec.InitContainers[i])
+	}
+	for _, i := range next.InitContainersToStart {
+		starts = append(starts, &pod.Spec.InitContainers[i])
+	}
+	for _, i := range next.ContainersToStart {
+		starts = append(starts, &pod.Spec.Containers[i])
+	}
+	prompt := false
+	for _, c := range starts {
+		if left, held := a.startHeldBack(pod, c, st2); held {
+			// The step is due when its back-off ends (a container that
+			// exited before the closing observation: the relister will
+			// not wake the worker for it).
+			res.retryAfter(left)
+			continue
+		}
+		prompt = true
+	}
+	return prompt
+}
+
+// startHeldBack reports whether startOne would not start c now because of
+// a crash or image-pull back-off (the same checks, without their effects),
+// and how long the back-off has left.
+func (a *Agent) startHeldBack(pod *v1.Pod, c *v1.Container, st *podState) (time.Duration, bool) {
+	now := a.clock.Now()
+	if prev := st.latest(c.Name); prev != nil && !interruptedStart(prev) {
+		finished := time.Unix(0, prev.finishedAt)
+		if in, delay := a.crashBackoff.inBackoffSince(crashBackoffKey(pod, c), finished, now); in {
+			return max(finished.Add(delay).Sub(now), time.Millisecond), true
+		}
+	}
+	if in, left := a.imageBackoff.inBackoffSinceUpdate(imageBackoffKey(pod, c), now); in {
+		return max(left, time.Millisecond), true
+	}
+	return 0, false
+}
+
+// podKillChanges reports whether killing the whole pod would change the
+// runtime: a container runs (or is in an unknown state), or a sandbox was
+// not stopped by this worker yet (killPod's own checks).
+func podKillChanges(w *podWorker, st *podState) bool {
+	for _, c := range st.containers {
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING || c.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			return true
+		}
+	}
+	for _, sb := range st.sandboxes {
+		if !w.sandboxStopped(sb.id) {
+			return true
+		}
+	}
+	return false
 }
 
 // sandboxOf returns the sandbox of an observed container ("" if unknown).

@@ -84,7 +84,7 @@ func tokenAgent(t *testing.T) (*Agent, *fakeTokens, *testclock.FakeClock, *fakeM
 	t.Helper()
 	clk := testclock.NewFakeClock(time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC))
 	src := &fakeTokens{clock: clk}
-	a := New(Config{NodeName: "node-1", RootDir: t.TempDir()}, Deps{Clock: clk, Tokens: src})
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), Network: testNetwork(t)}, Deps{Clock: clk, Tokens: src})
 	m := newFakeMounter()
 	a.mounter = m
 	a.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
@@ -284,8 +284,8 @@ func TestAdmitServiceAccountTokens(t *testing.T) {
 		return p
 	}
 	clk := testclock.NewFakeClock(time.Now())
-	cluster := New(Config{NodeName: "node-1"}, Deps{Tokens: &fakeTokens{clock: clk}})
-	lone := New(Config{NodeName: "node-1"}, Deps{})
+	cluster := New(Config{NodeName: "node-1", Network: testNetwork(t)}, Deps{Tokens: &fakeTokens{clock: clk}})
+	lone := New(Config{NodeName: "node-1", Network: testNetwork(t)}, Deps{})
 	noToken := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec:\n  containers:\n  - {name: app, image: img}\n")
 	for _, tc := range []struct {
 		name string

@@ -3,7 +3,10 @@
 # dependencies, start the local registry, build and push the images, isolate
 # the e2e pod CIDR, run the privileged tests once, then `go test
 # ./test/e2e/...` with MINIKUBELET_E2E=1 against each selected containerd
-# (the control plane for the cluster-mode cases is built first, cached).
+# (the control plane for the cluster-mode cases is built first, cached, and
+# only when a selected test needs it). Each step says what it does and how
+# long it took; every go test run goes through hack/gotest.sh, which keeps
+# its JSON for the skip summary that ends make test.
 # The suite's TestMain starts and stops its own private containerd with
 # hack/start-containerd.sh and hack/stop-containerd.sh, which read CONTAINERD.
 # Env: CONTAINERD (unset: the system's 1.6, then the pinned 2.x; or one or
@@ -28,25 +31,63 @@ for want in ${CONTAINERD:-1.6 2}; do
 done
 step "containerd under test: ${flavors[*]}"
 
-"$HACK/install-deps.sh"
+# needs_control_plane: true when a selected test needs etcd and
+# kube-apiserver: the cluster-mode cases of the e2e suite (TestCluster_*),
+# the control-plane harness's own tests and agent/cluster's. A -run in
+# E2E_FLAGS selects by its first element (matched as an extended regexp,
+# which covers what -run patterns use); without -run, all are selected.
+cluster_tests() {
+	grep -hoE '^func Test[A-Za-z0-9_]+' "$HACK"/../test/e2e/cluster_*_test.go "$HACK"/../test/controlplane/*_test.go "$HACK"/../agent/cluster/*_test.go | sed 's/^func //'
+}
+needs_control_plane() {
+	local run="" prev="" a name
+	local -
+	set -f # a -run pattern is no glob
+	# shellcheck disable=SC2086 # E2E_FLAGS holds several arguments
+	for a in ${E2E_FLAGS:-}; do
+		case $a in
+		-run=* | --run=* | -test.run=*) run=${a#*=} ;;
+		*) [[ $prev != -run && $prev != --run && $prev != -test.run ]] || run=$a ;;
+		esac
+		prev=$a
+	done
+	[[ -n $run ]] || return 0
+	run=${run%%/*}
+	while read -r name; do
+		[[ $name == TestMain ]] && continue
+		[[ $name =~ $run ]] && return 0
+	done < <(cluster_tests)
+	return 1
+}
+
+timed "dependencies (hack/install-deps.sh)" "$HACK/install-deps.sh"
 for flavor in "${flavors[@]}"; do
-	[[ $flavor == 1.6 ]] || "$HACK/install-containerd2.sh"
+	[[ $flavor == 1.6 ]] || timed "containerd $(containerd2_version) (hack/install-containerd2.sh)" "$HACK/install-containerd2.sh"
 done
-# The control plane the cluster-mode cases run against: built once per
-# machine from the Go module proxy (minutes on a fresh machine), cached.
-"$HACK/cluster/build.sh" >/dev/null
-"$HACK/start-registry.sh" "$REGISTRY"
-(cd "$HACK/.." && go run ./hack/images --registry "$REGISTRY")
-"$HACK/isolate-pod-network.sh" "$E2E_POD_CIDR"
+cluster=0
+if needs_control_plane; then
+	cluster=1
+	# The control plane the cluster-mode cases run against: built once per
+	# machine from the Go module proxy (about 15 minutes on a fresh 2-core
+	# machine, a line a minute meanwhile), cached.
+	timed "control plane: etcd and kube-apiserver (hack/cluster/build.sh)" "$HACK/cluster/build.sh"
+else
+	step "control plane: not built, no selected test needs it (E2E_FLAGS=${E2E_FLAGS:-})"
+fi
+timed "registry on $REGISTRY (hack/start-registry.sh)" "$HACK/start-registry.sh" "$REGISTRY"
+timed "test images (hack/images)" bash -c 'cd "$1/.." && go run ./hack/images --registry "$2"' _ "$HACK" "$REGISTRY"
+timed "pod network isolation for $E2E_POD_CIDR" "$HACK/isolate-pod-network.sh" "$E2E_POD_CIDR"
 
 cd "$HACK/.."
-step "running the privileged tests (real CNI plugins in a netns, real cgroup v1 files, real subPath bind mounts)"
-MINIKUBELET_PRIVILEGED=1 go test -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/... ./agent/
-step "running the control plane harness's own tests (etcd + kube-apiserver on loopback)"
-# shellcheck disable=SC2086
-MINIKUBELET_E2E=1 go test -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/... ./agent/cluster/...
-
 failed=()
+timed "privileged tests (real CNI plugins in a netns, real cgroup files, real subPath bind mounts)" \
+	env MINIKUBELET_PRIVILEGED=1 hack/gotest.sh privileged -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/... ./agent/ || failed+=(privileged)
+if ((cluster)); then
+	# shellcheck disable=SC2086
+	timed "control plane harness tests (etcd + kube-apiserver on loopback)" \
+		env MINIKUBELET_E2E=1 hack/gotest.sh controlplane -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/... ./agent/cluster/... || failed+=(controlplane)
+fi
+
 for flavor in "${flavors[@]}"; do
 	if [[ $flavor == 1.6 ]]; then
 		what="containerd $(containerd --version | awk '{print $3}') (system)"
@@ -58,14 +99,14 @@ for flavor in "${flavors[@]}"; do
 	start=$SECONDS
 	# E2E_FLAGS is split on spaces on purpose: it holds several go test arguments.
 	# shellcheck disable=SC2086
-	if CONTAINERD=$flavor MINIKUBELET_E2E=1 go test -count=1 -parallel 4 -timeout 40m ${E2E_FLAGS:-} ./test/e2e/...; then
-		step "==== e2e suite against $what: passed in $((SECONDS - start))s ===="
+	if CONTAINERD=$flavor MINIKUBELET_E2E=1 hack/gotest.sh "e2e-containerd-$flavor" -count=1 -parallel 4 -timeout 40m ${E2E_FLAGS:-} ./test/e2e/...; then
+		step "==== e2e suite against $what: passed in $(duration $((SECONDS - start))) ===="
 	else
-		step "==== e2e suite against $what: FAILED after $((SECONDS - start))s ===="
-		failed+=("$flavor")
+		step "==== e2e suite against $what: FAILED after $(duration $((SECONDS - start))) ===="
+		failed+=("containerd-$flavor")
 	fi
 done
 if ((${#failed[@]})); then
-	die "the e2e suite failed against containerd ${failed[*]}; rerun one with CONTAINERD=${failed[0]} make test-e2e (E2E_FLAGS='-run TestName -v' narrows it)"
+	die "failed: ${failed[*]}; rerun the e2e suite against one containerd with CONTAINERD=${flavors[0]} make test-e2e (E2E_FLAGS='-run TestName -v' narrows it)"
 fi
 step "the e2e suite passed against containerd ${flavors[*]}"

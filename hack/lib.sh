@@ -18,6 +18,44 @@ MKL_RUN=/run/minikubelet
 # step prints one progress line.
 step() { printf '[%s] %s\n' "$MKL_PREFIX" "$*"; }
 
+# duration SECONDS prints SECONDS as "42s" or "3m07s".
+duration() {
+	local s=$1
+	if ((s < 60)); then
+		printf '%ds\n' "$s"
+	else
+		printf '%dm%02ds\n' $((s / 60)) $((s % 60))
+	fi
+}
+
+# timed WHAT CMD...: run CMD between a line saying what it does and one
+# saying how long it took (or that it failed, and after how long), so a
+# cold machine's long steps are never silent; returns CMD's status.
+timed() {
+	local what=$1 start=$SECONDS rc=0
+	shift
+	step "$what ..."
+	"$@" || rc=$?
+	if ((rc == 0)); then
+		step "$what: done in $(duration $((SECONDS - start)))"
+	else
+		step "$what: FAILED (exit $rc) after $(duration $((SECONDS - start)))"
+	fi
+	return "$rc"
+}
+
+# heartbeat WHAT PID: print "still WHAT (N)" every HEARTBEAT seconds (default
+# 60) while PID runs: a long quiet command (a go build of kube-apiserver)
+# then shows it is alive. Run it in the background and kill it once PID
+# ended (its sleep holds no descriptor of the caller's, so a caller reading
+# the output to its end does not wait for it).
+heartbeat() {
+	local what=$1 pid=$2 start=$SECONDS every=${HEARTBEAT:-60}
+	while sleep "$every" </dev/null >/dev/null 2>&1 && pid_alive "$pid"; do
+		step "still $what ($(duration $((SECONDS - start))))"
+	done
+}
+
 # warn prints a warning line to stderr.
 warn() { printf '[%s] WARNING: %s\n' "$MKL_PREFIX" "$*" >&2; }
 

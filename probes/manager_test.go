@@ -442,18 +442,23 @@ func TestWorker_StartupGatesLivenessAndReadiness(t *testing.T) {
 	assert.False(t, h.m.Started(podUID, "app"))
 	assert.False(t, h.m.Ready(podUID, "app"))
 
+	// The startup success runs the readiness probe at once, off its
+	// schedule (issues #17, #19: not a readiness period later); liveness
+	// keeps its schedule.
+	before := h.counts([]workerKey{ready})
 	h.step(5*time.Second, start)
 	u := h.nextUpdate()
 	assert.Equal(t, probes.Startup, u.Kind)
 	assert.Equal(t, probes.Success, u.Result)
 	assert.True(t, h.m.Started(podUID, "app"))
-	assert.False(t, h.m.Ready(podUID, "app"), "readiness has not succeeded yet")
 	assert.Equal(t, 1, h.exited(start), "startup stops probing once it succeeded")
-
-	h.step(5*time.Second, live, ready)
-	assert.ElementsMatch(t, []string{"start", "start", "start", "live", "ready"}, h.cmdsRun())
+	h.waitIdle([]workerKey{ready}, []int{before[0] + 1})
+	assert.Equal(t, []string{"start", "start", "start", "ready"}, h.cmdsRun(), "readiness right after the startup success")
 	assert.Equal(t, probes.Readiness, h.nextUpdate().Kind)
 	assert.True(t, h.m.Ready(podUID, "app"))
+
+	h.step(5*time.Second, live, ready)
+	assert.ElementsMatch(t, []string{"start", "start", "start", "ready", "live", "ready"}, h.cmdsRun())
 	r, ok := h.m.Result(podUID, "app", probes.Startup)
 	assert.True(t, ok)
 	assert.Equal(t, probes.Success, r)

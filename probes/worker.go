@@ -333,6 +333,16 @@ func (w *worker) doProbe(quiet bool) (keepGoing bool) {
 	}
 	if cached == Success && w.kind == Startup {
 		keepGoing = false
+		// The startup probe gated readiness until now: evaluate it at
+		// once rather than at its next period (the kubelet's prober
+		// triggers the readiness worker the same way), so the pod is
+		// Ready as soon as its container answers (issues #17, #19).
+		if rw := w.cp.workers[Readiness]; changed && rw != nil {
+			select {
+			case rw.trigger <- struct{}{}:
+			default:
+			}
+		}
 	}
 	m.mu.Unlock()
 

@@ -69,10 +69,15 @@ done
 # Static binaries, as in the upstream release builds (CGO_ENABLED=0).
 build() { # name, package
 	local start=$SECONDS
-	step "building $1 ($2) with $(go env GOVERSION) under nice -n 19 (several minutes on 2 cores)"
-	CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$1" "$2" ||
-		die "building $1 failed; check that the Go module proxy is reachable (go env GOPROXY) and retry"
-	step "built $1 in $((SECONDS - start))s"
+	step "building $1 ($2) with $(go env GOVERSION) under nice -n 19 (several minutes on 2 cores; a line a minute meanwhile)"
+	CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$1" "$2" &
+	local pid=$! rc=0
+	heartbeat "building $1" "$pid" &
+	local hb=$!
+	wait "$pid" || rc=$?
+	kill "$hb" 2>/dev/null || true
+	((rc == 0)) || die "building $1 failed; check that the Go module proxy is reachable (go env GOPROXY) and retry"
+	step "built $1 in $(duration $((SECONDS - start)))"
 }
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver

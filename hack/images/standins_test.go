@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/minikubelet/minikubelet/test/testutil"
 )
 
 // normalizeImage expands an image reference the way containerd does:
@@ -32,10 +34,10 @@ func normalizeImage(ref string) (repo, tag string) {
 // Every image named by the documentation examples has a stand-in with that
 // tag, below a mirrored registry.
 func TestStandins_CoverDocsExamples(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "k8s-docs-examples")
+	dir := testutil.DocsExamplesDir(filepath.Join("..", ".."))
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
-		t.Skipf("no documentation examples at %s", dir)
+		testutil.SkipSuite(t, "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)", dir)
 	}
 	have := map[string]bool{}
 	for _, s := range standins {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh DIR: run minikubelet's end-to-end cgroup, lifecycle and probe cases
-# inside a Debian bookworm guest with systemd and cgroup v2 (qemu, software
-# emulation), once with the systemd cgroup driver and once with cgroupfs, in
+# inside a Debian bookworm guest with systemd and cgroup v2 (qemu with KVM
+# when /dev/kvm is usable, software emulation otherwise), once with the systemd cgroup driver and once with cgroupfs, in
 # one boot. test/cgroupv2 (make test-cgroupv2) calls it and reports DIR/out
 # as Go test output; run by hand it leaves everything in DIR:
 #
@@ -48,16 +48,19 @@ if ((${#missing[@]})); then
 fi
 # The host side needs what the e2e suite needs (registry, busybox, CNI
 # plugins) when this runs alone, e.g. `make test-cgroupv2` on a fresh machine.
-"$REPO/hack/install-deps.sh"
-image=$("$VM/image.sh" | tail -n1)
+timed "host dependencies (hack/install-deps.sh)" "$REPO/hack/install-deps.sh"
+# image.sh prints its progress lines, then the image directory last: show
+# them all (a first build debootstraps for minutes), keep the last.
+image_start=$SECONDS
+step "guest image (hack/vm/image.sh) ..."
+image=$("$VM/image.sh" | tee /dev/stderr | tail -n1)
+step "guest image (hack/vm/image.sh): done in $(duration $((SECONDS - image_start)))"
 
 mkdir -p "$DIR"
 rm -rf "${DIR:?}"/{bin,repo,registry,out} "$DIR/console.log"
 mkdir -p "$DIR"/{bin,repo/test/e2e,out}
 
-step "building static minikubelet and e2e.test"
-(cd "$REPO" && CGO_ENABLED=0 go build -o "$DIR/bin/minikubelet" ./cmd/minikubelet)
-(cd "$REPO" && CGO_ENABLED=0 go test -c -o "$DIR/bin/e2e.test" ./test/e2e)
+timed "building static minikubelet and e2e.test" bash -c 'cd "$1" && CGO_ENABLED=0 go build -o "$2/bin/minikubelet" ./cmd/minikubelet && CGO_ENABLED=0 go test -c -o "$2/bin/e2e.test" ./test/e2e' _ "$REPO" "$DIR"
 
 step "test images: local registry on $REGISTRY, hack/images"
 "$REPO/hack/start-registry.sh" "$REGISTRY"
@@ -72,9 +75,47 @@ TIME_SCALE='$TIME_SCALE'
 TEST_TIMEOUT='$(((TIMEOUT - 300) / $(wc -w <<<"$DRIVERS")))s'
 ENV
 
+# KVM when /dev/kvm is usable, software emulation (TCG) otherwise. Usable
+# means the guest's kernel, booted under KVM with the run's CPU model,
+# prints its banner on the serial console within 15 s (about a second when
+# KVM works). A device node is not enough: a nested KVM (a cloud VM) may
+# abort qemu on an MSR of -cpu host (IA32_ARCH_CAPABILITIES, 0x10a), hence
+# host without arch-capabilities, or hang the guest right after "Probing
+# EDD", as on the 2-core machine this was written on.
+kvm_cpu=host,-arch-capabilities
+kvm_usable() {
+	[[ -c /dev/kvm ]] || return 1
+	local log=$DIR/kvm-probe.log pid ok=1 deadline=$((SECONDS + 15))
+	rm -f "$log"
+	qemu-system-x86_64 -accel kvm -cpu "$kvm_cpu" -smp 1 -m 256 -kernel "$image/vmlinuz" \
+		-append "console=ttyS0 panic=-1" -nic none -display none -monitor none \
+		-serial "file:$log" -no-reboot </dev/null >/dev/null 2>&1 &
+	pid=$!
+	while ((SECONDS < deadline)) && pid_alive "$pid"; do
+		if grep -qs 'Linux version' "$log"; then
+			ok=0
+			break
+		fi
+		sleep 0.2
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	return "$ok"
+}
+accel=(-accel tcg,thread=multi,tb-size=256 -cpu max)
+accel_name="software emulation (TCG), ~1 min to boot"
+probe_start=$SECONDS
+if kvm_usable; then
+	accel=(-accel kvm -cpu "$kvm_cpu")
+	accel_name="KVM"
+elif [[ -c /dev/kvm ]]; then
+	accel_name+="; /dev/kvm is there but a guest kernel did not boot under it within 15 s ($DIR/kvm-probe.log)"
+fi
+step "accelerator: $accel_name (probed in $(duration $((SECONDS - probe_start))))"
+
 kernel_args="root=/dev/vda rw console=ttyS0 loglevel=4 systemd.unified_cgroup_hierarchy=1 systemd.show_status=auto"
 qemu=(qemu-system-x86_64 -name mkl-cgroupv2
-	-accel tcg,thread=multi,tb-size=256 -cpu max -smp 2 -m 2048
+	"${accel[@]}" -smp 2 -m 2048
 	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" -append "$kernel_args"
 	-drive "file=$image/disk.raw,format=raw,if=virtio,snapshot=on"
 	-nic none -display none -monitor none -no-reboot
@@ -87,7 +128,7 @@ if ! flock -n 8; then
 	step "waiting for another guest on this machine to finish ($lock)"
 	flock 8
 fi
-step "booting the guest (drivers: $DRIVERS; software emulation, ~1 min to boot, then the cases; timeout ${TIMEOUT}s; console $DIR/console.log)"
+step "booting the guest (drivers: $DRIVERS; $accel_name, then the cases; timeout ${TIMEOUT}s; console $DIR/console.log)"
 start=$SECONDS
 rc=0
 timeout --kill-after=10 "$TIMEOUT" "${qemu[@]}" </dev/null &
@@ -96,6 +137,7 @@ qpid=$!
 trap '[[ -z ${qpid:-} ]] || kill -TERM "$qpid" 2>/dev/null || true' EXIT
 # The payload powers the guest off. Should the guest linger once the
 # results are written, stop it rather than wait for the timeout.
+next_beat=$((SECONDS + 60))
 while pid_alive "$qpid"; do
 	if [[ -f $DIR/out/done ]]; then
 		if ! wait_for 120 "the guest to power off after its payload" proc_gone "$qpid"; then
@@ -105,6 +147,11 @@ while pid_alive "$qpid"; do
 		break
 	fi
 	sleep 1
+	if ((SECONDS >= next_beat)); then
+		# A line a minute: the guest may run its cases for many minutes.
+		next_beat=$((SECONDS + 60))
+		step "guest running for $(duration $((SECONDS - start))); results so far: $(find "$DIR/out" -name '*.rc' -printf '%f ' 2>/dev/null)"
+	fi
 done
 wait "$qpid" || rc=$?
 qpid=
@@ -118,4 +165,4 @@ fi
 for driver in $DRIVERS; do
 	step "driver $driver: e2e.test exit $(cat "$DIR/out/$driver.rc" 2>/dev/null || echo missing), $(wc -l <"$DIR/out/$driver-leftovers.txt" 2>/dev/null || echo ?) leftover cgroups/units"
 done
-step "guest done after ${elapsed}s; results in $DIR/out"
+step "guest done after $(duration "$elapsed"); results in $DIR/out"

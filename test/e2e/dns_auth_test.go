@@ -194,15 +194,16 @@ data:
   .dockercfg: %s
 `, base64.StdEncoding.EncodeToString(fmt.Appendf(nil, `{%q: {"username": %q, "password": "nope"}}`, r.addr, r.user)))
 		manifest := secret + r.authPod("e2e-auth-secret", "  imagePullSecrets:\n  - name: wrongcred\n  - name: regcred\n") + wrong
+		// `run` takes the Secret documents of its manifest (before or after
+		// the pod): the pull tries wrongcred's credential, then regcred's,
+		// within one pull, so the pod never reports ErrImagePull.
 		p := startRunPath(t, writeManifest(t, manifest))
 		if !p.waitForOrExit(`e2e-auth-secret\s+status\s+Running`, 2*time.Minute) {
-			// TODO(minikubelet): drop once `run` takes Secret documents (issue #7).
 			errOut, _ := p.stderr.snapshot()
-			if strings.Contains(errOut, `kind: Unsupported value: "Secret": not accepted by this source yet`) {
-				t.Skipf("minikubelet run does not take Secret documents yet:\n%s", errOut)
-			}
+			t.Fatalf("the pod did not run with the manifest's imagePullSecrets:\n%s\n%s", p.output(), errOut)
 		}
-		p.waitRunning("e2e-auth-secret")
+		assert.NotRegexp(t, `e2e-auth-secret\s+status\s+.*ErrImagePull`, p.output(), "the wrong credential is not the last one tried")
+		assert.NotEmpty(t, podContainers(t, "e2e-auth-secret"))
 		p.interrupt()
 	})
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/test/testutil"
 )
 
 // End-to-end tests of the Kubernetes documentation's Pod examples
@@ -100,7 +102,7 @@ func TestDocsExamples(t *testing.T) {
 	dir := docsExamplesDir()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
-		t.Skipf("no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository)", dir)
+		testutil.SkipSuite(t, "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)", dir)
 	}
 	for _, f := range files {
 		name := filepath.Base(f)
@@ -456,6 +458,8 @@ func checkShellDemo(t *testing.T, d *docsPod) {
 
 // sidecar-adapter.yaml: the adapter sidecar prefixes each raw line.
 func checkSidecarAdapter(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedPromptly("adapter", false, "main-app")
 	d.running()
 	d.waitLogs("adapter", `(?m)^adapted: .* raw event$`, 30*time.Second)
 	d.stop()
@@ -463,6 +467,8 @@ func checkSidecarAdapter(t *testing.T, d *docsPod) {
 
 // sidecar-localhost.yaml: the sidecar reaches nginx on localhost.
 func checkSidecarLocalhost(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedPromptly("client", false, "web")
 	d.running()
 	d.waitLogs("client", `<title>Welcome to nginx!</title>`, 30*time.Second)
 	d.stop()
@@ -473,6 +479,8 @@ func checkSidecarLocalhost(t *testing.T, d *docsPod) {
 func checkSidecarResources(t *testing.T, d *docsPod) {
 	_, qos := d.validated()
 	assert.Equal(t, "Burstable", qos)
+	d.startedPromptly("setup", true, "log-shipper")
+	d.startedPromptly("log-shipper", false, "app")
 	d.running()
 	cg := d.podCgroup()
 	assert.Equal(t, milliCPUToShares(350), cgroupInt(t, "cpu", cg, "cpu.shares"))

@@ -1,0 +1,213 @@
+// Command testsum sits behind `go test -json` in make test (hack/gotest.sh):
+// it prints what a plain `go test` would (each package's closing line, and
+// the output of the tests that failed), keeps the JSON stream in a log
+// file, and, with -summary, reads the logs of a whole make test run and
+// prints the skipped tests grouped by reason, then the closing line
+// "N passed, N failed, N skipped" (issue #17: a skip must be visible).
+//
+//	go test -json ./... | testsum -log LOG        # filter one run
+//	testsum -summary LOG...                       # the run's summary
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string
+}
+
+func main() {
+	logPath := flag.String("log", "", "append the JSON stream to this file")
+	summary := flag.Bool("summary", false, "summarise the JSON logs named as arguments")
+	stream := flag.Bool("stream", false, "print every test's output as it comes (go test -v), not only a failed test's")
+	flag.Parse()
+	if *summary {
+		if err := summarise(os.Stdout, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "testsum:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	var log io.Writer = io.Discard
+	if *logPath != "" {
+		f, err := os.OpenFile(*logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "testsum:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		log = f
+	}
+	if failed := filter(os.Stdin, os.Stdout, log, *stream); failed {
+		os.Exit(1)
+	}
+}
+
+// filter copies the stream to log and prints go test's plain output: the
+// package lines, and a test's output only when it failed. Lines that are
+// not JSON (build errors, go vet) are printed as they are. It reports
+// whether anything failed. With stream, every test's output is printed as
+// it comes (go test -v), for suites that report progress.
+func filter(in io.Reader, out, log io.Writer, stream bool) (failed bool) {
+	// buf holds each running test's output until it ends.
+	buf := map[string]*strings.Builder{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var ev event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil {
+			fmt.Fprintf(out, "%s\n", line)
+			continue
+		}
+		fmt.Fprintf(log, "%s\n", line)
+		key := ev.Package + " " + ev.Test
+		switch {
+		case ev.Test == "" && ev.Action == "output":
+			// The package's own lines: ok/FAIL/PASS, panics, TestMain.
+			if !strings.HasPrefix(ev.Output, "PASS\n") {
+				fmt.Fprint(out, ev.Output)
+			}
+		case ev.Test == "" && ev.Action == "fail":
+			failed = true
+		case ev.Action == "output" && stream:
+			fmt.Fprint(out, ev.Output)
+		case ev.Action == "fail" && stream:
+			failed = true
+		case ev.Action == "output":
+			b := buf[key]
+			if b == nil {
+				b = &strings.Builder{}
+				buf[key] = b
+			}
+			b.WriteString(ev.Output)
+		case ev.Action == "fail":
+			failed = true
+			// test2json gives each subtest its own output: a failed
+			// subtest prints its lines, then its parent its own.
+			if b := buf[key]; b != nil {
+				fmt.Fprint(out, dropRunLines(b.String()))
+			}
+			delete(buf, key)
+		case ev.Action == "pass" || ev.Action == "skip":
+			delete(buf, key)
+		}
+	}
+	return failed
+}
+
+// runLine matches the verbose bookkeeping lines a plain run does not print.
+var runLine = regexp.MustCompile(`(?m)^\s*=== (RUN|PAUSE|CONT|NAME)\s.*\n`)
+
+func dropRunLines(s string) string { return runLine.ReplaceAllString(s, "") }
+
+// skipReason is the reason line a skipped test printed: the last
+// "file_test.go:N: reason" line of its output.
+var skipReason = regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`)
+
+// summarise reads JSON logs and prints the skips by reason and the totals.
+func summarise(out io.Writer, paths []string) error {
+	type result struct{ action, output string }
+	results := map[string]*result{}
+	var order []string
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var ev event
+			if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Test == "" {
+				continue
+			}
+			// The same test in two runs (the e2e suite against each
+			// containerd) counts twice: the log name tells them apart.
+			key := p + "\x00" + ev.Package + "\x00" + ev.Test
+			r := results[key]
+			if r == nil {
+				r = &result{}
+				results[key] = r
+				order = append(order, key)
+			}
+			switch ev.Action {
+			case "output":
+				if len(r.output) < 64<<10 {
+					r.output += ev.Output
+				}
+			case "pass", "fail", "skip":
+				r.action = ev.Action
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	var passed, failed, skipped int
+	byReason := map[string][]string{}
+	for _, key := range order {
+		r := results[key]
+		parts := strings.SplitN(key, "\x00", 3)
+		switch r.action {
+		case "pass":
+			passed++
+		case "fail":
+			failed++
+		case "skip":
+			skipped++
+			reason := "(no reason given)"
+			if m := skipReason.FindAllStringSubmatch(r.output, -1); len(m) > 0 {
+				reason = strings.TrimSpace(m[len(m)-1][1])
+			}
+			byReason[reason] = append(byReason[reason], shortPkg(parts[1])+"."+parts[2])
+		}
+	}
+	if skipped > 0 {
+		reasons := make([]string, 0, len(byReason))
+		for r := range byReason {
+			reasons = append(reasons, r)
+		}
+		sort.Slice(reasons, func(i, j int) bool {
+			if a, b := len(byReason[reasons[i]]), len(byReason[reasons[j]]); a != b {
+				return a > b
+			}
+			return reasons[i] < reasons[j]
+		})
+		fmt.Fprintf(out, "skipped tests by reason (%d):\n", skipped)
+		for _, r := range reasons {
+			tests := byReason[r]
+			sort.Strings(tests)
+			shown := tests
+			more := ""
+			if len(shown) > 4 {
+				shown, more = shown[:4], fmt.Sprintf(", … %d more", len(tests)-4)
+			}
+			fmt.Fprintf(out, "  %4d  %s\n        %s%s\n", len(tests), r, strings.Join(shown, ", "), more)
+		}
+	}
+	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	return nil
+}
+
+// shortPkg drops the module path.
+func shortPkg(p string) string {
+	return strings.TrimPrefix(p, "github.com/minikubelet/minikubelet/")
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const stream = `{"Action":"start","Package":"m/a"}
+{"Action":"run","Package":"m/a","Test":"TestOK"}
+{"Action":"output","Package":"m/a","Test":"TestOK","Output":"=== RUN   TestOK\n"}
+{"Action":"output","Package":"m/a","Test":"TestOK","Output":"--- PASS: TestOK (0.00s)\n"}
+{"Action":"pass","Package":"m/a","Test":"TestOK"}
+{"Action":"run","Package":"m/a","Test":"TestDocs"}
+{"Action":"output","Package":"m/a","Test":"TestDocs","Output":"=== RUN   TestDocs\n"}
+{"Action":"output","Package":"m/a","Test":"TestDocs","Output":"    docs_test.go:12: no examples at /x\n"}
+{"Action":"output","Package":"m/a","Test":"TestDocs","Output":"--- SKIP: TestDocs (0.00s)\n"}
+{"Action":"skip","Package":"m/a","Test":"TestDocs"}
+{"Action":"run","Package":"m/a","Test":"TestQOS"}
+{"Action":"output","Package":"m/a","Test":"TestQOS","Output":"    qos_test.go:3: no examples at /x\n"}
+{"Action":"skip","Package":"m/a","Test":"TestQOS"}
+{"Action":"run","Package":"m/a","Test":"TestBad"}
+{"Action":"output","Package":"m/a","Test":"TestBad","Output":"=== RUN   TestBad\n"}
+{"Action":"output","Package":"m/a","Test":"TestBad","Output":"    bad_test.go:9: boom\n"}
+{"Action":"output","Package":"m/a","Test":"TestBad","Output":"--- FAIL: TestBad (0.00s)\n"}
+{"Action":"fail","Package":"m/a","Test":"TestBad"}
+{"Action":"output","Package":"m/a","Output":"FAIL\n"}
+{"Action":"output","Package":"m/a","Output":"FAIL\tm/a\t0.01s\n"}
+{"Action":"fail","Package":"m/a"}
+`
+
+func TestFilterAndSummary(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "unit.json")
+	f, err := os.Create(log)
+	require.NoError(t, err)
+	var out strings.Builder
+	failed := filter(strings.NewReader("# m/b\nbuild error\n"+stream), &out, f, false)
+	require.NoError(t, f.Close())
+	assert.True(t, failed)
+	assert.Equal(t, "# m/b\nbuild error\n    bad_test.go:9: boom\n--- FAIL: TestBad (0.00s)\nFAIL\nFAIL\tm/a\t0.01s\n", out.String(), "what plain go test prints")
+
+	var sum strings.Builder
+	require.NoError(t, summarise(&sum, []string{log, filepath.Join(t.TempDir(), "missing.json")}))
+	assert.Equal(t, `skipped tests by reason (2):
+     2  no examples at /x
+        m/a.TestDocs, m/a.TestQOS
+1 passed, 1 failed, 2 skipped
+`, sum.String())
+}
+
+func TestFilterStream(t *testing.T) {
+	var out strings.Builder
+	failed := filter(strings.NewReader(stream), &out, io.Discard, true)
+	assert.True(t, failed)
+	assert.Contains(t, out.String(), "--- PASS: TestOK")
+	assert.Contains(t, out.String(), "no examples at /x")
+}
