@@ -28,7 +28,7 @@ STAMP="kube-apiserver $KUBE etcd $ETCD $(go env GOVERSION) mod=$SUM"
 
 built() {
 	[[ -f $DEST/stamp && $(<"$DEST/stamp") == "$STAMP" ]] &&
-		[[ -x $BIN/etcd && -x $BIN/kube-apiserver ]]
+		[[ -x $BIN/etcd && -x $BIN/kube-apiserver && -x $BIN/kubectl ]]
 }
 
 if built; then
@@ -76,6 +76,7 @@ build() { # name, package
 }
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+build kubectl k8s.io/kubernetes/cmd/kubectl
 
 got=$("$tmp/bin/kube-apiserver" --version)
 [[ $got == "Kubernetes $KUBE" ]] || die "built kube-apiserver reports '$got', expected Kubernetes $KUBE"
