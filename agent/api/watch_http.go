@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -122,10 +123,17 @@ func (s *Server) watchPods(w http.ResponseWriter, r *http.Request, sel PodWatchO
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // for the stream's last chunk
 	enc := json.NewEncoder(w)
 	events := pw.Events()
+	table, asTable := wantTable(r)
 	write := func(ev PodEvent) error {
 		out := watchEvent{Type: ev.Type, Object: ev.Pod}
-		if ev.Type == watch.Error {
+		switch {
+		case ev.Type == watch.Error:
 			out.Object = ev.Status
+		case asTable && ev.Type != watch.Bookmark:
+			// Each event's object is a Table of one row, as the API
+			// server sends for kubectl get -w.
+			table.now = time.Now()
+			out.Object = podTable([]*v1.Pod{ev.Pod}, table)
 		}
 		return enc.Encode(out) // one line each
 	}
