@@ -111,7 +111,7 @@ func (s *Server) routes() http.Handler {
 	const pods = "/api/v1/namespaces/{ns}/pods"
 	handle("/api/v1/pods", route{http.MethodGet: s.listPods})
 	handle(pods, route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
-	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod})
+	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod, http.MethodPatch: s.patchPod})
 	handle(pods+"/{name}/log", route{http.MethodGet: s.podLog})
 	handle(pods+"/{name}/exec", route{http.MethodPost: s.podExec})
 	handle(pods+"/{name}/details", route{http.MethodGet: s.podDetails})
@@ -119,6 +119,8 @@ func (s *Server) routes() http.Handler {
 	handle("/api", route{http.MethodGet: s.apiVersions})
 	handle("/api/v1", route{http.MethodGet: s.apiV1Resources})
 	handle("/apis", route{http.MethodGet: s.apiGroups})
+	handle("/openapi/v3", route{http.MethodGet: s.openAPIV3Root})
+	handle("/openapi/v3/api/v1", route{http.MethodGet: s.openAPIV3CoreV1})
 	handle("/api/v1/namespaces", route{http.MethodGet: s.listNamespaces})
 	handle("/api/v1/namespaces/{ns}", route{http.MethodGet: s.getNamespace})
 	handle("/api/v1/nodes", route{http.MethodGet: s.listNodes})
