@@ -99,6 +99,45 @@ spec:
 	})
 	p := d.waitPod(t, pod, "Running", 2*time.Minute, isRunning)
 
+	t.Run("InvalidPodIs422NamingTheField", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.yaml")
+		require.NoError(t, os.WriteFile(bad, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: e2e-kubectl-bad\nspec:\n  containers: []\n"), 0o644))
+		out, err := k(t, "create", "-f", bad)
+		require.Error(t, err)
+		assert.Contains(t, out, `The Pod "e2e-kubectl-bad" is invalid`)
+		assert.Contains(t, out, "spec.containers")
+	})
+
+	t.Run("OtherResources", func(t *testing.T) {
+		cm := filepath.Join(dir, "cm.yaml")
+		require.NoError(t, os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e2e-kubectl-cm\ndata:\n  a: \"1\"\n  b: \"2\"\n"), 0o644))
+		out, err := k(t, "create", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-cm created")
+		out, err = k(t, "get", "cm")
+		require.NoError(t, err)
+		// AGE: the daemon keeps no creation time for a ConfigMap yet.
+		assert.Regexp(t, `(?m)^NAME\s+DATA\s+AGE\ne2e-kubectl-cm\s+2\s+\S+$`, out)
+		out, err = k(t, "delete", "cm", "e2e-kubectl-cm")
+		require.NoError(t, err)
+		assert.Contains(t, out, `configmap "e2e-kubectl-cm" deleted`)
+
+		out, err = k(t, "get", "ns")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^default\s+Active\s+`, out)
+		out, err = k(t, "get", "nodes", "-o", "wide")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\s+INTERNAL-IP`, out)
+		assert.Regexp(t, `(?m)^\S+\s+Ready\s+`, out)
+		out, err = k(t, "get", "events", "--field-selector", "involvedObject.name="+pod)
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$`, out)
+		assert.Contains(t, out, "pod/"+pod)
+		out, err = k(t, "version")
+		require.NoError(t, err)
+		assert.Regexp(t, `Server Version: v1\.\d+\.\d+`, out)
+	})
+
 	t.Run("GetPods", func(t *testing.T) {
 		out, err := k(t, "get", "pods")
 		require.NoError(t, err)
@@ -154,15 +193,15 @@ spec:
 		if err == nil {
 			assert.Equal(t, http.StatusUnauthorized, code, "%s", body)
 		}
-		// kubectl with the server's CA but no credentials.
-		out, err := k(t, "--kubeconfig", os.DevNull, "--server", "https://"+addr, "--certificate-authority", filepath.Join(d.root, "pki", "ca.crt"), "get", "pods")
-		if err == nil {
-			t.Fatalf("kubectl without a client certificate got through:\n%s", out)
-		}
+		// kubectl with the server's CA and a token, but no client
+		// certificate.
+		out, err := k(t, "--kubeconfig", os.DevNull, "--server", "https://"+addr, "--certificate-authority", filepath.Join(d.root, "pki", "ca.crt"), "--token", "guess", "get", "pods")
+		require.Error(t, err, "kubectl without a client certificate got through:\n%s", out)
+		assert.NotContains(t, out, pod)
 	})
 
 	t.Run("DeleteWait", func(t *testing.T) {
-		out, err := k(t, "delete", "pod", pod, "--wait", "--timeout", "90s")
+		out, err := k(t, "delete", "pod", pod, "--grace-period", "1", "--wait", "--timeout", "90s")
 		require.NoError(t, err)
 		assert.Contains(t, out, `pod "`+pod+`" deleted`)
 		d.waitPod(t, pod, "gone", 5*time.Second, func(p *v1.Pod) bool { return p == nil })
