@@ -201,9 +201,26 @@ spec:
 	})
 
 	t.Run("DeleteWait", func(t *testing.T) {
+		// A watch running meanwhile prints the pod's Terminating row (each
+		// watch event's object is a Table).
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		watch := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-w", "--output-watch-events")
+		var wout bytes.Buffer
+		watch.Stdout, watch.Stderr = &wout, &wout
+		require.NoError(t, watch.Start())
+		time.Sleep(2 * time.Second) // the watch is set up
+
 		out, err := k(t, "delete", "pod", pod, "--grace-period", "1", "--wait", "--timeout", "90s")
 		require.NoError(t, err)
 		assert.Contains(t, out, `pod "`+pod+`" deleted`)
+		time.Sleep(time.Second)
+		cancel()
+		_ = watch.Wait()
+		t.Logf("kubectl get pods -w --output-watch-events:\n%s", wout.String())
+		assert.Regexp(t, `(?m)^EVENT\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$`, wout.String())
+		assert.Regexp(t, `(?m)^MODIFIED\s+`+pod+`\s+\d/1\s+Terminating\s+`, wout.String())
+		assert.Regexp(t, `(?m)^DELETED\s+`+pod+`\s+`, wout.String())
 		d.waitPod(t, pod, "gone", 5*time.Second, func(p *v1.Pod) bool { return p == nil })
 		out, err = k(t, "get", "pod", pod)
 		require.Error(t, err)
