@@ -180,3 +180,24 @@ func TestTable_ConfigAndEvents(t *testing.T) {
 	assert.Equal(t, []string{"Name", "Status", "Age"}, columns(tab, false))
 	assert.Equal(t, []any{"default", "Active"}, tab.Rows[0].Cells[:2])
 }
+
+// TestListPods_FieldSelector: the pod fields kubectl describe node selects
+// by (spec.nodeName, status.phase with !=).
+func TestListPods_FieldSelector(t *testing.T) {
+	b, srv := newTestServer(t, api.Options{})
+	for name, phase := range map[string]v1.PodPhase{"run": v1.PodRunning, "done": v1.PodSucceeded, "failed": v1.PodFailed} {
+		p := testPod("default", name, "c")
+		p.Spec.NodeName, p.Status.Phase = "node1", phase
+		b.SetPod(p)
+	}
+	code, body, _ := get(t, srv.URL+"/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed", "")
+	require.Equal(t, http.StatusOK, code, body)
+	var list v1.PodList
+	require.NoError(t, json.Unmarshal([]byte(body), &list))
+	require.Len(t, list.Items, 1)
+	assert.Equal(t, "run", list.Items[0].Name)
+	code, _, _ = get(t, srv.URL+"/api/v1/pods?fieldSelector=spec.nodeName%3Dother", "")
+	assert.Equal(t, http.StatusOK, code)
+	code, body, _ = get(t, srv.URL+"/api/v1/pods?fieldSelector=spec.bogus%3Dx", "")
+	assert.Equal(t, http.StatusBadRequest, code, body)
+}
