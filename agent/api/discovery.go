@@ -24,11 +24,13 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -196,13 +198,21 @@ func (s *Server) node() v1.Node {
 		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
 	}
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	capacity := v1.ResourceList{
+		v1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+	}
+	if kb := memTotalKiB(); kb > 0 {
+		capacity[v1.ResourceMemory] = *resource.NewQuantity(kb*1024, resource.BinarySI)
+	}
 	return v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: vi.NodeName, Labels: map[string]string{
 			"kubernetes.io/hostname": vi.NodeName, "kubernetes.io/os": runtime.GOOS, "kubernetes.io/arch": runtime.GOARCH,
 		}},
 		Status: v1.NodeStatus{
-			Conditions: []v1.NodeCondition{ready},
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Conditions:  []v1.NodeCondition{ready},
 			NodeInfo: v1.NodeSystemInfo{
 				KernelVersion:           strings.TrimSpace(string(kernel)),
 				ContainerRuntimeVersion: vi.RuntimeName + "://" + vi.RuntimeVersion,
@@ -235,6 +245,21 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, n)
 	return nil
+}
+
+// memTotalKiB is the machine's memory from /proc/meminfo (0 if unknown).
+func memTotalKiB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // notFound is the API server's 404 for a named object of a core resource.
