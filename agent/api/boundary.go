@@ -4,6 +4,8 @@ package api
 //
 //   - Both listeners: a request with a body, and every POST, PUT and PATCH,
 //     must say it is JSON or YAML (Content-Type); anything else is a 415.
+//     A body-less upgrade request (kubectl exec, attach, port-forward) is
+//     exempt.
 //     A browser can send only text/plain, form and multipart bodies without
 //     asking the server first (a CORS preflight, which this server never
 //     grants), so a web page cannot forge a write (CSRF).
@@ -53,6 +55,11 @@ var acceptedMediaTypes = map[string]bool{
 // served (a wrong method stays a 405).
 func checkMediaType(r *http.Request) error {
 	switch {
+	case isBodylessUpgrade(r):
+		// kubectl exec/attach/port-forward: a POST that upgrades to a
+		// stream, with no body and no Content-Type. A browser can upgrade
+		// only through a WebSocket, which carries an Origin (refused).
+		return nil
 	case r.Method == http.MethodPost, r.Method == http.MethodPut, r.Method == http.MethodPatch:
 	case r.ContentLength != 0:
 	default:
@@ -66,6 +73,22 @@ func checkMediaType(r *http.Request) error {
 		return unsupportedMediaType(fmt.Sprintf("the body of the request was in an unknown format %q: accepted media types are application/json and application/yaml", ct))
 	}
 	return nil
+}
+
+// isBodylessUpgrade reports whether r asks for a protocol upgrade and
+// carries no body.
+func isBodylessUpgrade(r *http.Request) bool {
+	if r.ContentLength != 0 || r.Header.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range r.Header.Values("Connection") {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // requireMediaType is checkMediaType before handlers outside the routes

@@ -111,10 +111,20 @@ func (s *Server) routes() http.Handler {
 	const pods = "/api/v1/namespaces/{ns}/pods"
 	handle("/api/v1/pods", route{http.MethodGet: s.listPods})
 	handle(pods, route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
-	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod})
+	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod, http.MethodPatch: s.patchPod})
 	handle(pods+"/{name}/log", route{http.MethodGet: s.podLog})
 	handle(pods+"/{name}/exec", route{http.MethodPost: s.podExec})
 	handle(pods+"/{name}/details", route{http.MethodGet: s.podDetails})
+	handle(pods+"/{name}/status", route{http.MethodGet: s.getPod})
+	handle("/api", route{http.MethodGet: s.apiVersions})
+	handle("/api/v1", route{http.MethodGet: s.apiV1Resources})
+	handle("/apis", route{http.MethodGet: s.apiGroups})
+	handle("/openapi/v3", route{http.MethodGet: s.openAPIV3Root})
+	handle("/openapi/v3/api/v1", route{http.MethodGet: s.openAPIV3CoreV1})
+	handle("/api/v1/namespaces", route{http.MethodGet: s.listNamespaces})
+	handle("/api/v1/namespaces/{ns}", route{http.MethodGet: s.getNamespace})
+	handle("/api/v1/nodes", route{http.MethodGet: s.listNodes})
+	handle("/api/v1/nodes/{name}", route{http.MethodGet: s.getNode})
 	const (
 		configMaps = "/api/v1/namespaces/{ns}/configmaps"
 		secrets    = "/api/v1/namespaces/{ns}/secrets"
@@ -204,6 +214,16 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) error {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+	if t, ok := wantTable(r); ok {
+		ptrs := make([]*v1.Pod, len(list.Items))
+		for i := range list.Items {
+			ptrs[i] = &list.Items[i]
+		}
+		tab := podTable(ptrs, t)
+		tab.ResourceVersion = rv
+		writeJSON(w, http.StatusOK, tab)
+		return nil
+	}
 	writeJSON(w, http.StatusOK, list)
 	return nil
 }
@@ -212,6 +232,10 @@ func (s *Server) getPod(w http.ResponseWriter, r *http.Request) error {
 	pod, err := s.backend.GetPod(r.PathValue("ns"), r.PathValue("name"))
 	if err != nil {
 		return err
+	}
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, podTable([]*v1.Pod{pod}, t))
+		return nil
 	}
 	writePod(w, http.StatusOK, pod)
 	return nil
@@ -650,6 +674,10 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 			list.Items = append(list.Items, evs...)
 		}
 	}
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, eventTable(list.Items, t))
+		return nil
+	}
 	writeJSON(w, http.StatusOK, list)
 	return nil
 }
@@ -675,10 +703,5 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
-	return nil
-}
-
-func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, s.backend.Version())
 	return nil
 }

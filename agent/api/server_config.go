@@ -100,6 +100,10 @@ func withSecretType(sec *v1.Secret) *v1.Secret {
 }
 
 func (s *Server) listConfigMaps(w http.ResponseWriter, r *http.Request) error {
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, configMapTable(s.backend.ListConfigMaps(r.PathValue("ns")), t))
+		return nil
+	}
 	list := v1.ConfigMapList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}, Items: []v1.ConfigMap{}}
 	for _, cm := range s.backend.ListConfigMaps(r.PathValue("ns")) {
 		list.Items = append(list.Items, *withConfigMapType(cm))
@@ -109,6 +113,10 @@ func (s *Server) listConfigMaps(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) error {
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, secretTable(s.backend.ListSecrets(r.PathValue("ns")), t))
+		return nil
+	}
 	list := v1.SecretList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "SecretList"}, Items: []v1.Secret{}}
 	for _, sec := range s.backend.ListSecrets(r.PathValue("ns")) {
 		list.Items = append(list.Items, *withSecretType(sec))
@@ -122,6 +130,10 @@ func (s *Server) getConfigMap(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	for _, cm := range s.backend.ListConfigMaps(r.PathValue("ns")) {
 		if cm.Name == name {
+			if t, ok := wantTable(r); ok {
+				writeJSON(w, http.StatusOK, configMapTable([]*v1.ConfigMap{cm}, t))
+				return nil
+			}
 			writeJSON(w, http.StatusOK, withConfigMapType(cm))
 			return nil
 		}
@@ -134,6 +146,10 @@ func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	for _, sec := range s.backend.ListSecrets(r.PathValue("ns")) {
 		if sec.Name == name {
+			if t, ok := wantTable(r); ok {
+				writeJSON(w, http.StatusOK, secretTable([]*v1.Secret{sec}, t))
+				return nil
+			}
 			writeJSON(w, http.StatusOK, withSecretType(sec))
 			return nil
 		}

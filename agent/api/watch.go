@@ -43,6 +43,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -74,6 +75,10 @@ type PodWatchOptions struct {
 	Namespace, Name string
 	// Labels selects pods by label (nil = all).
 	Labels labels.Selector
+	// Fields selects pods by the other fields the API server knows for
+	// pods (podFields; nil = all): kubectl describe node asks for
+	// spec.nodeName=NODE,status.phase!=Succeeded,status.phase!=Failed.
+	Fields fields.Selector
 	// ResourceVersion is where the watch starts (see the file comment).
 	ResourceVersion string
 	// InitialEventsEnd asks for the BOOKMARK that ends the initial events
@@ -347,5 +352,25 @@ func (o PodWatchOptions) selects(p *v1.Pod) bool {
 	if (o.Namespace != "" && p.Namespace != o.Namespace) || (o.Name != "" && p.Name != o.Name) {
 		return false
 	}
+	if o.Fields != nil && !o.Fields.Matches(podFields(p)) {
+		return false
+	}
 	return o.Labels == nil || o.Labels.Matches(labels.Set(p.Labels))
+}
+
+// podFields are a pod's selectable fields, those of the API server's pod
+// registry.
+func podFields(p *v1.Pod) fields.Set {
+	return fields.Set{
+		"metadata.name":            p.Name,
+		"metadata.namespace":       p.Namespace,
+		"spec.nodeName":            p.Spec.NodeName,
+		"spec.restartPolicy":       string(p.Spec.RestartPolicy),
+		"spec.schedulerName":       p.Spec.SchedulerName,
+		"spec.serviceAccountName":  p.Spec.ServiceAccountName,
+		"spec.hostNetwork":         strconv.FormatBool(p.Spec.HostNetwork),
+		"status.phase":             string(p.Status.Phase),
+		"status.podIP":             p.Status.PodIP,
+		"status.nominatedNodeName": p.Status.NominatedNodeName,
+	}
 }

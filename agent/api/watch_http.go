@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -28,22 +29,36 @@ func podSelection(r *http.Request) (PodWatchOptions, error) {
 		if err != nil {
 			return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: %v", v, err))
 		}
+		var rest fields.Selector
 		for _, req := range sel.Requirements() {
-			if req.Operator != "=" && req.Operator != "==" {
-				return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: only = is supported on pods here, not %s", v, req.Operator))
+			known := podFields(&v1.Pod{})
+			if _, ok := known[req.Field]; !ok {
+				return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: field label not supported: %s", v, req.Field))
 			}
-			switch req.Field {
-			case "metadata.name":
+			isEq := req.Operator == "=" || req.Operator == "=="
+			switch {
+			case req.Field == "metadata.name" && isEq:
 				o.Name = req.Value
-			case "metadata.namespace":
+			case req.Field == "metadata.namespace" && isEq:
 				if o.Namespace != "" && o.Namespace != req.Value {
 					return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: metadata.namespace differs from the request's namespace %q", v, o.Namespace))
 				}
 				o.Namespace = req.Value
 			default:
-				return o, apierrors.NewBadRequest(fmt.Sprintf("fieldSelector %q: field %q is not supported: use metadata.name or metadata.namespace", v, req.Field))
+				var one fields.Selector
+				if isEq {
+					one = fields.OneTermEqualSelector(req.Field, req.Value)
+				} else {
+					one = fields.OneTermNotEqualSelector(req.Field, req.Value)
+				}
+				if rest == nil {
+					rest = one
+				} else {
+					rest = fields.AndSelectors(rest, one)
+				}
 			}
 		}
+		o.Fields = rest
 	}
 	if v := q.Get("labelSelector"); v != "" {
 		sel, err := labels.Parse(v)
@@ -122,10 +137,17 @@ func (s *Server) watchPods(w http.ResponseWriter, r *http.Request, sel PodWatchO
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // for the stream's last chunk
 	enc := json.NewEncoder(w)
 	events := pw.Events()
+	table, asTable := wantTable(r)
 	write := func(ev PodEvent) error {
 		out := watchEvent{Type: ev.Type, Object: ev.Pod}
-		if ev.Type == watch.Error {
+		switch {
+		case ev.Type == watch.Error:
 			out.Object = ev.Status
+		case asTable && ev.Type != watch.Bookmark:
+			// Each event's object is a Table of one row, as the API
+			// server sends for kubectl get -w.
+			table.now = time.Now()
+			out.Object = podTable([]*v1.Pod{ev.Pod}, table)
 		}
 		return enc.Encode(out) // one line each
 	}

@@ -136,7 +136,7 @@ func TestServer_WatchPodsSelection(t *testing.T) {
 		code  int
 		msg   string
 	}{
-		"unsupported field":  {"fieldSelector=status.phase%3DRunning", 400, `field "status.phase" is not supported: use metadata.name or metadata.namespace`},
+		"unsupported field":  {"fieldSelector=spec.bogus%3Dx", 400, `field label not supported: spec.bogus`},
 		"bad label selector": {"labelSelector=a%20b%20c", 400, "labelSelector"},
 		"bad version":        {"resourceVersion=x", 400, `resourceVersion "x" is not a resource version`},
 		"old version":        {"resourceVersion=1", 410, "too old resource version"},

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/api"
 )
 
 var testNow = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -160,10 +162,10 @@ func TestPodRow(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(p)
 			}
-			got := podRow(p, testNow)
-			assert.Equal(t, tt.wantReady, got.ready, "READY")
-			assert.Equal(t, tt.wantStatus, got.status, "STATUS")
-			assert.Equal(t, tt.wantRestarts, got.restarts, "RESTARTS")
+			got := api.PodRow(p, testNow)
+			assert.Equal(t, tt.wantReady, got.Ready, "READY")
+			assert.Equal(t, tt.wantStatus, got.Status, "STATUS")
+			assert.Equal(t, tt.wantRestarts, got.Restarts, "RESTARTS")
 		})
 	}
 }

@@ -28,7 +28,7 @@ STAMP="kube-apiserver $KUBE etcd $ETCD $(go env GOVERSION) mod=$SUM"
 
 built() {
 	[[ -f $DEST/stamp && $(<"$DEST/stamp") == "$STAMP" ]] &&
-		[[ -x $BIN/etcd && -x $BIN/kube-apiserver ]]
+		[[ -x $BIN/etcd && -x $BIN/kube-apiserver && -x $BIN/kubectl ]]
 }
 
 if built; then
@@ -81,10 +81,11 @@ build() { # name, package
 }
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+build kubectl k8s.io/kubernetes/cmd/kubectl
 
 got=$("$tmp/bin/kube-apiserver" --version)
 [[ $got == "Kubernetes $KUBE" ]] || die "built kube-apiserver reports '$got', expected Kubernetes $KUBE"
-got=$("$tmp/bin/etcd" --version | head -1)
+got=$("$tmp/bin/etcd" --version | sed -n 1p) # not head: etcd would get a SIGPIPE, fatal under pipefail
 [[ $got == "etcd Version: ${ETCD#v}" ]] || die "built etcd reports '$got', expected ${ETCD#v}"
 printf '%s\n' "$STAMP" >"$tmp/stamp"
 chmod 0755 "$tmp"

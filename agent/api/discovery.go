@@ -1,0 +1,268 @@
+package api
+
+// This file is discovery as the API server serves it, listing only what
+// this node serves, so that kubectl and client-go tools find their way:
+//
+//   - /api: the legacy group's versions (v1);
+//   - /api/v1: the resources served, with their truthful verbs, short names
+//     and subresources;
+//   - /apis: no named groups. kubectl asks /api and /apis for the aggregated
+//     discovery format first (Accept lists
+//     application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList
+//     then plain application/json); the answer here is always the legacy
+//     format with Content-Type application/json, on which client-go falls
+//     back to the legacy documents, as against an API server before 1.26;
+//   - /version: version.Info (gitVersion is the Kubernetes API the node
+//     implements, from the k8s.io/api module it is built with) plus the
+//     node's own fields.
+//
+// Namespaces (those in use) and the node itself are served read-only.
+
+import (
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// coreResources is /api/v1's list. Verbs are those the routes serve.
+var coreResources = []metav1.APIResource{
+	{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap",
+		Verbs: metav1.Verbs{"create", "delete", "get", "list"}, ShortNames: []string{"cm"}},
+	{Name: "events", SingularName: "event", Namespaced: true, Kind: "Event",
+		Verbs: metav1.Verbs{"list"}, ShortNames: []string{"ev"}},
+	{Name: "namespaces", SingularName: "namespace", Namespaced: false, Kind: "Namespace",
+		Verbs: metav1.Verbs{"get", "list"}, ShortNames: []string{"ns"}},
+	{Name: "nodes", SingularName: "node", Namespaced: false, Kind: "Node",
+		Verbs: metav1.Verbs{"get", "list"}, ShortNames: []string{"no"}},
+	{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod",
+		Verbs:      metav1.Verbs{"create", "delete", "get", "list", "patch", "watch"},
+		ShortNames: []string{"po"}, Categories: []string{"all"}},
+	{Name: "pods/exec", SingularName: "", Namespaced: true, Kind: "PodExecOptions",
+		Verbs: metav1.Verbs{"create"}},
+	{Name: "pods/log", SingularName: "", Namespaced: true, Kind: "Pod",
+		Verbs: metav1.Verbs{"get"}},
+	{Name: "pods/status", SingularName: "", Namespaced: true, Kind: "Pod",
+		Verbs: metav1.Verbs{"get"}},
+	{Name: "secrets", SingularName: "secret", Namespaced: true, Kind: "Secret",
+		Verbs: metav1.Verbs{"create", "delete", "get", "list"}},
+}
+
+func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, metav1.APIVersions{
+		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+		Versions: []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
+			{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host},
+		},
+	})
+	return nil
+}
+
+func (s *Server) apiV1Resources(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, metav1.APIResourceList{
+		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: "v1",
+		APIResources: coreResources,
+	})
+	return nil
+}
+
+func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, metav1.APIGroupList{
+		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
+		Groups:   []metav1.APIGroup{},
+	})
+	return nil
+}
+
+// serverVersion is /version: version.Info's fields (what kubectl version
+// and client-go's ServerVersion read) and the node's VersionInfo.
+type serverVersion struct {
+	Major        string `json:"major"`
+	Minor        string `json:"minor"`
+	GitVersion   string `json:"gitVersion"`
+	GitCommit    string `json:"gitCommit"`
+	GitTreeState string `json:"gitTreeState"`
+	BuildDate    string `json:"buildDate"`
+	GoVersion    string `json:"goVersion"`
+	Compiler     string `json:"compiler"`
+	Platform     string `json:"platform"`
+	VersionInfo
+}
+
+// kubeVersion is the Kubernetes release whose API the node implements:
+// that of the k8s.io/api module it is built with (v0.X.Y is Kubernetes
+// v1.X.Y), or v1.0.0 when the build carries no module information.
+var kubeVersion = sync.OnceValues(func() (major, minor string) {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path != "k8s.io/api" {
+				continue
+			}
+			parts := strings.SplitN(strings.TrimPrefix(d.Version, "v0."), ".", 2)
+			if len(parts) == 2 {
+				patch, _, _ := strings.Cut(parts[1], "-")
+				return "1", parts[0] + "." + patch
+			}
+		}
+	}
+	return "1", "0.0"
+})
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
+	major, minorPatch := kubeVersion()
+	minor, _, _ := strings.Cut(minorPatch, ".")
+	writeJSON(w, http.StatusOK, serverVersion{
+		Major: major, Minor: minor, GitVersion: "v" + major + "." + minorPatch,
+		GitTreeState: "clean", BuildDate: "1970-01-01T00:00:00Z",
+		GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+		Platform:    runtime.GOOS + "/" + runtime.GOARCH,
+		VersionInfo: s.backend.Version(),
+	})
+	return nil
+}
+
+// namespacesInUse are the namespaces that hold a pod, configmap or secret,
+// and default, sorted.
+func (s *Server) namespacesInUse() []string {
+	set := map[string]bool{metav1.NamespaceDefault: true}
+	for _, p := range s.backend.ListPods("") {
+		set[p.Namespace] = true
+	}
+	for _, c := range s.backend.ListConfigMaps("") {
+		set[c.Namespace] = true
+	}
+	for _, c := range s.backend.ListSecrets("") {
+		set[c.Namespace] = true
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func namespaceObject(name string) v1.Namespace {
+	return v1.Namespace{
+		TypeMeta:   metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}},
+		Status:     v1.NamespaceStatus{Phase: v1.NamespaceActive},
+	}
+}
+
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
+	list := v1.NamespaceList{TypeMeta: metav1.TypeMeta{Kind: "NamespaceList", APIVersion: "v1"}, Items: []v1.Namespace{}}
+	for _, n := range s.namespacesInUse() {
+		list.Items = append(list.Items, namespaceObject(n))
+	}
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, namespaceTable(list.Items, t))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("ns")
+	if !slices.Contains(s.namespacesInUse(), name) {
+		return notFound("namespaces", name)
+	}
+	ns := namespaceObject(name)
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, namespaceTable([]v1.Namespace{ns}, t))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, ns)
+	return nil
+}
+
+// node is this node as a v1.Node: its name, the runtime, the Kubernetes
+// version it implements, and Ready from the backend's readiness.
+func (s *Server) node() v1.Node {
+	vi := s.backend.Version()
+	major, minorPatch := kubeVersion()
+	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "minikubelet is posting ready status"}
+	if err := s.backend.Readyz(); err != nil {
+		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	capacity := v1.ResourceList{
+		v1.ResourceCPU: *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+	}
+	if kb := memTotalKiB(); kb > 0 {
+		capacity[v1.ResourceMemory] = *resource.NewQuantity(kb*1024, resource.BinarySI)
+	}
+	return v1.Node{
+		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: vi.NodeName, Labels: map[string]string{
+			"kubernetes.io/hostname": vi.NodeName, "kubernetes.io/os": runtime.GOOS, "kubernetes.io/arch": runtime.GOARCH,
+		}},
+		Status: v1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity,
+			Conditions:  []v1.NodeCondition{ready},
+			NodeInfo: v1.NodeSystemInfo{
+				KernelVersion:           strings.TrimSpace(string(kernel)),
+				ContainerRuntimeVersion: vi.RuntimeName + "://" + vi.RuntimeVersion,
+				KubeletVersion:          "v" + major + "." + minorPatch,
+				OperatingSystem:         runtime.GOOS,
+				Architecture:            runtime.GOARCH,
+			},
+		},
+	}
+}
+
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) error {
+	n := s.node()
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, nodeTable([]v1.Node{n}, t))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, v1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: []v1.Node{n}})
+	return nil
+}
+
+func (s *Server) getNode(w http.ResponseWriter, r *http.Request) error {
+	n := s.node()
+	if r.PathValue("name") != n.Name {
+		return notFound("nodes", r.PathValue("name"))
+	}
+	if t, ok := wantTable(r); ok {
+		writeJSON(w, http.StatusOK, nodeTable([]v1.Node{n}, t))
+		return nil
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+// memTotalKiB is the machine's memory from /proc/meminfo (0 if unknown).
+func memTotalKiB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// notFound is the API server's 404 for a named object of a core resource.
+func notFound(resource, name string) error {
+	return apierrors.NewNotFound(v1.Resource(resource), name)
+}

@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/minikubelet/minikubelet/test/controlplane"
+)
+
+// kubectlBin builds (or finds cached) kubectl from the pinned Kubernetes
+// module, beside the control plane (hack/cluster/build.sh), so the test
+// does not depend on whatever kubectl the machine has.
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	repo, err := controlplane.RepoRoot()
+	require.NoError(t, err)
+	bin, err := controlplane.Build(context.Background(), repo, t.Logf)
+	require.NoError(t, err, "hack/cluster/build.sh")
+	p := filepath.Join(bin, "kubectl")
+	_, err = os.Stat(p)
+	require.NoError(t, err, "hack/cluster/build.sh builds kubectl")
+	return p
+}
+
+// TestKubectl drives a daemon's TCP API (--api-address, the admin
+// kubeconfig it writes) with a real kubectl, as a user would against a
+// cluster (issue #20): discovery, get (plain, wide, yaml, watch), apply
+// twice, describe with events, logs, delete --wait; and a client without
+// the admin certificate is refused.
+func TestKubectl(t *testing.T) {
+	const pod = "e2e-kubectl"
+	kubectl := kubectlBin(t)
+	port := freeTCPPort(t)
+	addr := "127.0.0.1:" + port
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	d := newDaemon(t, []string{pod}, "--api-address", addr, "--admin-kubeconfig", kubeconfig)
+	d.start(t)
+	waitTLS(t, addr)
+
+	k := func(t *testing.T, args ...string) (string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out.String())
+		return out.String(), err
+	}
+	manifest := filepath.Join(dir, "pod.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: `+pod+`
+spec:
+  containers:
+  - name: c
+    image: `+suite.registry+`/minikubelet/busybox:1.36
+    command: ["sh", "-c", "echo hello-kubectl; exec sleep 3600"]
+`), 0o644))
+
+	t.Run("APIResources", func(t *testing.T) {
+		out, err := k(t, "api-resources")
+		require.NoError(t, err)
+		for _, re := range []string{`(?m)^pods\s+po\s+v1\s+true\s+Pod$`, `(?m)^configmaps\s+cm\s+v1\s+true\s+ConfigMap$`,
+			`(?m)^secrets\s+v1\s+true\s+Secret$`, `(?m)^events\s+ev\s+v1\s+true\s+Event$`,
+			`(?m)^namespaces\s+ns\s+v1\s+false\s+Namespace$`, `(?m)^nodes\s+no\s+v1\s+false\s+Node$`} {
+			assert.Regexp(t, re, out)
+		}
+		assert.NotContains(t, out, "deployments", "only what the node serves")
+		out, err = k(t, "get", "deployments")
+		require.Error(t, err)
+		assert.Contains(t, out, `the server doesn't have a resource type "deployments"`)
+	})
+
+	t.Run("ApplyTwice", func(t *testing.T) {
+		out, err := k(t, "apply", "-f", manifest)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+pod+" created")
+		out, err = k(t, "apply", "-f", manifest)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+pod+" unchanged")
+	})
+	p := d.waitPod(t, pod, "Running", 2*time.Minute, isRunning)
+
+	t.Run("InvalidPodIs422NamingTheField", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.yaml")
+		require.NoError(t, os.WriteFile(bad, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: e2e-kubectl-bad\nspec:\n  containers: []\n"), 0o644))
+		out, err := k(t, "create", "-f", bad)
+		require.Error(t, err)
+		assert.Contains(t, out, `The Pod "e2e-kubectl-bad" is invalid`)
+		assert.Contains(t, out, "spec.containers")
+	})
+
+	t.Run("OtherResources", func(t *testing.T) {
+		cm := filepath.Join(dir, "cm.yaml")
+		require.NoError(t, os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e2e-kubectl-cm\ndata:\n  a: \"1\"\n  b: \"2\"\n"), 0o644))
+		out, err := k(t, "create", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-cm created")
+		out, err = k(t, "get", "cm")
+		require.NoError(t, err)
+		// AGE: the daemon keeps no creation time for a ConfigMap yet.
+		assert.Regexp(t, `(?m)^NAME\s+DATA\s+AGE\ne2e-kubectl-cm\s+2\s+\S+$`, out)
+		out, err = k(t, "delete", "cm", "e2e-kubectl-cm")
+		require.NoError(t, err)
+		assert.Contains(t, out, `configmap "e2e-kubectl-cm" deleted`)
+
+		out, err = k(t, "get", "ns")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^default\s+Active\s+`, out)
+		out, err = k(t, "get", "nodes", "-o", "wide")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\s+INTERNAL-IP`, out)
+		assert.Regexp(t, `(?m)^\S+\s+Ready\s+`, out)
+		out, err = k(t, "describe", "nodes")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^Non-terminated Pods:\s+\(1 in total\)$`, out, "pods selected by spec.nodeName")
+		assert.Regexp(t, `(?m)^\s+default\s+`+pod+`\s+`, out)
+		out, err = k(t, "get", "events", "--field-selector", "involvedObject.name="+pod)
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$`, out)
+		assert.Contains(t, out, "pod/"+pod)
+		out, err = k(t, "version")
+		require.NoError(t, err)
+		assert.Regexp(t, `Server Version: v1\.\d+\.\d+`, out)
+	})
+
+	t.Run("GetPods", func(t *testing.T) {
+		out, err := k(t, "get", "pods")
+		require.NoError(t, err)
+		assert.Regexp(t, `^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n`, out)
+		assert.Regexp(t, `(?m)^`+pod+`\s+1/1\s+Running\s+0\s+\d+s$`, out)
+
+		out, err = k(t, "get", "pods", "-o", "wide")
+		require.NoError(t, err)
+		assert.Regexp(t, `^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES\n`, out)
+		assert.Regexp(t, `(?m)^`+pod+`\s+1/1\s+Running\s+0\s+\d+s\s+`+regexp.QuoteMeta(p.Status.PodIP)+`\s+\S+\s+<none>\s+<none>$`, out)
+
+		out, err = k(t, "get", "pod", pod, "-o", "yaml")
+		require.NoError(t, err)
+		assert.Contains(t, out, "kind: Pod")
+		assert.Contains(t, out, "name: "+pod)
+		assert.Contains(t, out, "podIP: "+p.Status.PodIP)
+		assert.Contains(t, out, "kubectl.kubernetes.io/last-applied-configuration")
+
+		// -w prints the list, then a row per change, until stopped.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-w")
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		_ = cmd.Run() // killed at the timeout
+		t.Logf("kubectl get pods -w:\n%s", buf.String())
+		assert.Regexp(t, `^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\n`+pod+`\s+1/1\s+Running`, buf.String())
+	})
+
+	t.Run("DescribeShowsEvents", func(t *testing.T) {
+		out, err := k(t, "describe", "pod", pod)
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^Status:\s+Running$`, out)
+		assert.Regexp(t, `(?m)^Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message`, out)
+		assert.Regexp(t, `(?m)^\s+Normal\s+Started\s+`, out)
+	})
+
+	t.Run("Logs", func(t *testing.T) {
+		var out string
+		require.Eventually(t, func() bool {
+			var err error
+			out, err = k(t, "logs", pod)
+			return err == nil && strings.Contains(out, "hello-kubectl")
+		}, 30*time.Second, time.Second, "kubectl logs: %s", out)
+	})
+
+	t.Run("NoClientCertificateRefused", func(t *testing.T) {
+		kc, err := clientcmd.LoadFromFile(kubeconfig)
+		require.NoError(t, err)
+		roots := x509.NewCertPool()
+		require.True(t, roots.AppendCertsFromPEM(kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster].CertificateAuthorityData))
+		code, body, err := tlsDo(roots, nil, http.MethodGet, "https://"+addr+"/api/v1/namespaces/default/pods", "", "", nil)
+		if err == nil {
+			assert.Equal(t, http.StatusUnauthorized, code, "%s", body)
+		}
+		// kubectl with the server's CA and a token, but no client
+		// certificate.
+		out, err := k(t, "--kubeconfig", os.DevNull, "--server", "https://"+addr, "--certificate-authority", filepath.Join(d.root, "pki", "ca.crt"), "--token", "guess", "get", "pods")
+		require.Error(t, err, "kubectl without a client certificate got through:\n%s", out)
+		assert.NotContains(t, out, pod)
+	})
+
+	t.Run("DeleteWait", func(t *testing.T) {
+		// A watch running meanwhile prints the pod's Terminating row (each
+		// watch event's object is a Table).
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		watch := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-w", "--output-watch-events")
+		var wout bytes.Buffer
+		watch.Stdout, watch.Stderr = &wout, &wout
+		require.NoError(t, watch.Start())
+		time.Sleep(2 * time.Second) // the watch is set up
+
+		out, err := k(t, "delete", "pod", pod, "--grace-period", "1", "--wait", "--timeout", "90s")
+		require.NoError(t, err)
+		assert.Contains(t, out, `pod "`+pod+`" deleted`)
+		time.Sleep(time.Second)
+		cancel()
+		_ = watch.Wait()
+		t.Logf("kubectl get pods -w --output-watch-events:\n%s", wout.String())
+		assert.Regexp(t, `(?m)^EVENT\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$`, wout.String())
+		assert.Regexp(t, `(?m)^MODIFIED\s+`+pod+`\s+\d/1\s+Terminating\s+`, wout.String())
+		assert.Regexp(t, `(?m)^DELETED\s+`+pod+`\s+`, wout.String())
+		d.waitPod(t, pod, "gone", 5*time.Second, func(p *v1.Pod) bool { return p == nil })
+		out, err = k(t, "get", "pod", pod)
+		require.Error(t, err)
+		assert.Contains(t, out, `pods "`+pod+`" not found`)
+	})
+}
