@@ -7,8 +7,10 @@ TESTFLAGS ?=
 E2E_FLAGS ?=
 BIN := bin/minikubelet
 REGISTRY ?= 127.0.0.1:5000
+NODE ?= minikubelet
+FOCUS ?=
 
-.PHONY: help build test test-unit test-fuzz test-e2e test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench
+.PHONY: help build test test-unit test-fuzz test-e2e test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -32,6 +34,9 @@ bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BE
 
 test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu guest, both drivers (root; guest image cached per machine)
 	MINIKUBELET_VM=1 REGISTRY=$(REGISTRY) $(GOTEST) -count=1 -timeout 60m -v ./test/cgroupv2/
+
+conformance: ## Kubernetes' [NodeConformance] e2e suite against NODE=minikubelet|kubelet in a private cluster (root; builds cached; ~30 min; FOCUS=regexp narrows, then docs stay)
+	NODE=$(NODE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) hack/conformance/run.sh
 
 demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
 	hack/setup.sh
