@@ -285,7 +285,16 @@ EOF
 
 start_minikubelet() {
 	mkdir -p "$WORK/mkl-root" "$WORK/pod-logs" "$WORK/manifests"
-	start_bg minikubelet "$MINIKUBELET_BIN" serve --kubeconfig "$CP/node-$NODE_NAME.kubeconfig" \
+	local server=()
+	# The kubelet server (logs, exec, attach, port-forward), where this
+	# minikubelet has one: on the node's address, trusting the test CA's
+	# client certificates (the apiserver's kubelet client).
+	if "$MINIKUBELET_BIN" serve --help 2>&1 | grep -q -- '-client-ca-file'; then
+		server=(--address "$NODE_IP" --port "$KUBELET_PORT" --client-ca-file "$PKI/ca.crt")
+	else
+		warn "this minikubelet has no kubelet server (no --client-ca-file): logs, exec, attach and port-forward will fail"
+	fi
+	start_bg minikubelet "$MINIKUBELET_BIN" serve "${server[@]}" --kubeconfig "$CP/node-$NODE_NAME.kubeconfig" \
 		--node-name "$NODE_NAME" --node-ip "$NODE_IP" --runtime-endpoint "unix://$SOCK" \
 		--root-dir "$WORK/mkl-root" --pod-log-dir "$WORK/pod-logs" --manifest-dir "$WORK/manifests" \
 		--socket "$WORK/minikubelet.sock" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \

@@ -160,7 +160,10 @@ func readJUnit(path string) ([]result, error) {
 func firstLine(texts ...string) string {
 	for _, t := range texts {
 		for _, l := range strings.Split(t, "\n") {
-			if l = strings.TrimSpace(l); l != "" {
+			l = strings.TrimSpace(l)
+			// Ginkgo's unstructured failure text starts with the state.
+			l = strings.TrimSpace(strings.TrimPrefix(l, "[FAILED]"))
+			if l != "" {
 				l = strings.ReplaceAll(l, "\t", " ")
 				if len(l) > 300 {
 					l = l[:300] + "…"
