@@ -143,6 +143,9 @@ type Deps struct {
 	// Tokens issues service account tokens (cluster mode); nil refuses
 	// every pod that projects one (token.go).
 	Tokens TokenSource
+	// Services lists the cluster's Services for the service link
+	// variables (cluster mode); nil gives containers none (service_env.go).
+	Services ServiceLister
 }
 
 // Agent runs the node's pods.
@@ -208,6 +211,9 @@ type Agent struct {
 	started time.Time
 	// tokens caches service account tokens; nil without Deps.Tokens.
 	tokens *tokenCache
+	// services lists the cluster's Services (Deps.Services); nil
+	// standalone.
+	services ServiceLister
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -220,6 +226,7 @@ func New(cfg Config, deps Deps) *Agent {
 		logger:   deps.Logger,
 		observer: deps.Observer,
 		cgroups:  deps.Cgroups,
+		services: deps.Services,
 		workers:  make(map[types.UID]*podWorker),
 		rejected: make(map[types.UID]*v1.Pod),
 

@@ -66,38 +66,43 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 			return "", nil, newReasonError(ErrImagePull, "inspect image %q: %s", c.Image, cri.Message(err))
 		}
 		if img := st.GetImage(); img != nil {
-			pw.event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+			pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 			pw.step(stepImage, 0, fmt.Sprintf("%s already present", c.Image))
 			return img.GetId(), img, nil
 		}
 		if c.ImagePullPolicy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-			pw.event(v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
+			pw.containerEvent(c.Name, v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
 			return "", nil, newReasonError(ErrImageNeverPull, "%s", msg)
 		}
 	}
-	pw.event(v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := a.clock.Now()
 	ref, err := a.pullImage(ctx, pw, spec, sandboxCfg)
 	if err != nil {
 		msg := cri.Message(err)
-		pw.event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
 		return "", nil, newReasonError(ErrImagePull, "%s", msg)
 	}
 	d := a.clock.Since(start)
-	pw.event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, d.Round(time.Millisecond))
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, d.Round(time.Millisecond))
 	pw.step(stepImage, d, fmt.Sprintf("%s pulled", c.Image))
 	return ref, nil, nil
 }
 
+// pinFunc pins the subPath sub of the index-th volumeMount of a container
+// inside the volume at root and returns the host path to mount: the
+// agent's is pinSubPath (subpath.go).
+type pinFunc func(index int, volume, root, sub string) (string, error)
+
 // mountsFor maps the container's volumeMounts onto host paths: subPath
 // (or subPathExpr, expanded against the container's environment) selects a
-// path inside the volume, created as a directory when missing, which must
-// stay inside the volume even through symlinks; mountPropagation becomes
-// the CRI propagation mode.
-func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]string) ([]*runtimeapi.Mount, error) {
+// path inside the volume, which pin opens beneath the volume's root
+// (creating missing directories) and pins; mountPropagation becomes the
+// CRI propagation mode.
+func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]string, pin pinFunc) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
-	for _, m := range c.VolumeMounts {
+	for i, m := range c.VolumeMounts {
 		hp, ok := volPaths[m.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
@@ -113,7 +118,10 @@ func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]strin
 			}
 		}
 		if sub != "" {
-			p, err := subPathHostPath(hp, sub)
+			if err := checkSubPath(sub); err != nil {
+				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
+			}
+			p, err := pin(i, m.Name, hp, sub)
 			if err != nil {
 				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
 			}
@@ -127,33 +135,6 @@ func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]strin
 		})
 	}
 	return out, nil
-}
-
-// subPathHostPath resolves sub inside the volume at root, creating it as a
-// directory when missing (the kubelet does), and refuses a path that leaves
-// the volume, through ".." or through a symlink.
-func subPathHostPath(root, sub string) (string, error) {
-	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") || strings.Contains(sub, "/../") || strings.HasSuffix(sub, "/..") {
-		return "", fmt.Errorf("subPath %q must be a relative path inside the volume", sub)
-	}
-	p := filepath.Join(root, sub)
-	if _, err := os.Lstat(p); os.IsNotExist(err) {
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return "", fmt.Errorf("create subPath %q: %w", sub, err)
-		}
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", err
-	}
-	if real != realRoot && !strings.HasPrefix(real, realRoot+"/") {
-		return "", fmt.Errorf("subPath %q resolves to %s, outside the volume", sub, real)
-	}
-	return real, nil
 }
 
 // mountPropagation maps the API's mode to the CRI's (None is private).
@@ -209,6 +190,9 @@ func milliCPUToShares(m int64) int64 {
 	if m == 0 {
 		return minShares
 	}
+	if m > maxShares*milliPerCPU/sharesPerCPU {
+		return maxShares // before m*sharesPerCPU can overflow to a negative
+	}
 	s := m * sharesPerCPU / milliPerCPU
 	return min(max(s, minShares), maxShares)
 }
@@ -226,19 +210,27 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
-	mounts, err := mountsFor(c, volPaths, envMap)
-	if err != nil {
-		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
-	}
 	// Propagation needs the source on a shared mount: make the pod's own
-	// volume directory one (hostPath volumes are the host's business).
-	for i, m := range c.VolumeMounts {
+	// volume directory one (hostPath volumes are the host's business),
+	// before subPaths are pinned, so that their bind mounts join its peer
+	// group.
+	for _, m := range c.VolumeMounts {
 		root := volPaths[m.Name]
-		if mounts[i].Propagation != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
+		if mountPropagation(m.MountPropagation) != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
 			if err := makeRShared(root); err != nil {
 				return nil, newReasonError(ErrCreateContainerConfig, "volumeMount %q: %v", m.Name, err)
 			}
 		}
+	}
+	// subPaths are opened beneath their volume and pinned (subpath.go);
+	// on any failure the pins made so far go again.
+	pin := func(index int, volume, root, sub string) (string, error) {
+		return a.pinSubPath(pod, c.Name, volume, root, sub, index)
+	}
+	mounts, err := mountsFor(c, volPaths, envMap, pin)
+	if err != nil {
+		_ = a.unpinSubPaths(pod, c.Name)
+		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	a.readOnlyDataMounts(pod, mounts) // projection.go
 	// The effective security context (security.go).
@@ -301,7 +293,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	}
 	// envFrom keys that are not valid names are skipped with an event.
 	for _, msg := range a.envWarnings(pod, c) { // envvars.go
-		pw.event(v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
 	}
 	cfg, err := a.generateContainerConfig(pod, c, ctype, restartCount, imageRef, sb.ip, volPaths)
 	if err != nil {
@@ -331,19 +323,22 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		if termPath != "" {
 			_ = os.Remove(termPath) // no container holds it
 		}
+		if uerr := a.unpinSubPaths(pod, c.Name); uerr != nil { // no container mounts them
+			pw.logger.Warn("Unmount subPaths of a container that was not created failed", "container", c.Name, "err", uerr)
+		}
 		msg := cri.Message(err)
-		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return "", newReasonError(ErrCreateContainer, "%s", msg)
 	}
-	pw.event(v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
 	pw.step(stepCreated, a.clock.Since(t0), c.Name)
 	t1 := a.clock.Now()
 	if err := a.runtime.StartContainer(ctx, id); err != nil {
 		msg := cri.Message(err)
-		pw.event(v1.EventTypeWarning, "Failed", "Error: %s", msg)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return id, newReasonError(ErrRunContainer, "%s", msg)
 	}
-	pw.event(v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	pw.containerEvent(c.Name, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	pw.step(stepStarted, a.clock.Since(t1), c.Name)
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		msg, err := a.runLifecycleHandler(ctx, pw, c, id, sb.ip, c.Lifecycle.PostStart)
@@ -353,7 +348,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 			return id, fmt.Errorf("postStart hook of container %q abandoned: %w", c.Name, ctx.Err())
 		}
 		if err != nil {
-			pw.event(v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+			pw.containerEvent(c.Name, v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
 			if kerr := a.killContainer(ctx, pw, id, c.Name, "FailedPostStartHook", gracePeriod(pod)); kerr != nil {
 				pw.logger.Warn("Kill container after failed postStart hook failed", "container", c.Name, "containerID", id, "err", kerr)
 			}
@@ -385,7 +380,7 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 	if message == "" {
 		message = fmt.Sprintf("Stopping container %s", name)
 	}
-	pw.event(v1.EventTypeNormal, "Killing", "%s", message)
+	pw.containerEvent(name, v1.EventTypeNormal, "Killing", "%s", message)
 	if grace > 0 {
 		if c, h := a.preStopTarget(ctx, pw, id, name); h != nil {
 			grace -= a.runPreStopHook(ctx, pw, c, id, h, grace)

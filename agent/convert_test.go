@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -230,24 +231,30 @@ func TestRestartCountFromLogs(t *testing.T) {
 
 func TestMountsFor_SubPath(t *testing.T) {
 	vol := t.TempDir()
-	outside := t.TempDir()
-	require.NoError(t, os.Symlink(outside, filepath.Join(vol, "escape")))
 	hc := v1.MountPropagationHostToContainer
 	c := &v1.Container{VolumeMounts: []v1.VolumeMount{
 		{Name: "v", MountPath: "/a", SubPath: "web/html"},
 		{Name: "v", MountPath: "/b", SubPathExpr: "logs/$(POD_NAME)", MountPropagation: &hc},
+		{Name: "v", MountPath: "/c"},
 	}}
-	ms, err := mountsFor(c, map[string]string{"v": vol}, map[string]string{"POD_NAME": "web-1"})
+	var pinned []string
+	pin := func(i int, volume, root, sub string) (string, error) {
+		pinned = append(pinned, fmt.Sprintf("%d %s %s %s", i, volume, root, sub))
+		return fmt.Sprintf("/pinned/%d", i), nil
+	}
+	ms, err := mountsFor(c, map[string]string{"v": vol}, map[string]string{"POD_NAME": "web-1"}, pin)
 	require.NoError(t, err)
-	realVol, _ := filepath.EvalSymlinks(vol)
-	assert.Equal(t, filepath.Join(realVol, "web/html"), ms[0].HostPath)
-	assert.DirExists(t, filepath.Join(vol, "web/html"), "a missing subPath is created")
+	assert.Equal(t, []string{"0 v " + vol + " web/html", "1 v " + vol + " logs/web-1"}, pinned, "only subPaths are pinned")
+	assert.Equal(t, "/pinned/0", ms[0].HostPath, "the CRI gets the pinned path")
 	assert.Equal(t, runtimeapi.MountPropagation_PROPAGATION_PRIVATE, ms[0].Propagation)
-	assert.Equal(t, filepath.Join(realVol, "logs/web-1"), ms[1].HostPath)
+	assert.Equal(t, "/pinned/1", ms[1].HostPath)
 	assert.Equal(t, runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, ms[1].Propagation)
+	assert.Equal(t, vol, ms[2].HostPath)
 
-	_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/c", SubPath: "escape"}}}, map[string]string{"v": vol}, nil)
-	require.ErrorContains(t, err, "outside the volume", "a symlink may not lead out of the volume")
-	_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/d", SubPathExpr: "$(NOPE)"}}}, map[string]string{"v": vol}, nil)
+	for _, sub := range []string{"../x", "/abs", "a/../../x"} {
+		_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/c", SubPath: sub}}}, map[string]string{"v": vol}, nil, pin)
+		require.ErrorContains(t, err, "relative path inside the volume", sub)
+	}
+	_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/d", SubPathExpr: "$(NOPE)"}}}, map[string]string{"v": vol}, nil, pin)
 	require.ErrorContains(t, err, "undefined variable")
 }

@@ -409,15 +409,20 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	}
 	a.mu.Unlock()
 
-	// Pod cgroups whose pod has no sandbox and no source.
-	if a.cgroups == nil {
-		return nil
-	}
 	live := map[types.UID]bool{}
 	for _, sb := range sbs {
 		live[types.UID(sb.Labels[labelPodUID])] = true
 	}
+	// Pinned subPath mounts of pods that exist nowhere (a teardown cut
+	// short): no mount outlives its pod.
 	var errs []error
+	if err := a.cleanupStaleSubPaths(desired, live); err != nil {
+		errs = append(errs, err)
+	}
+	// Pod cgroups whose pod has no sandbox and no source.
+	if a.cgroups == nil {
+		return errors.Join(errs...)
+	}
 	for _, tier := range []cgroups.Name{cgroups.Kubepods, cgroups.KubepodsBurstable, cgroups.KubepodsBestEffort} {
 		names, err := a.cgroups.ListPods(tier)
 		if err != nil {
@@ -650,14 +655,15 @@ func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
 	for i, e := range evs {
 		out = append(out, v1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", pod.Name, i), Namespace: pod.Namespace},
-			InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+			InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, APIVersion: "v1", FieldPath: e.FieldPath},
 			Reason:         e.Reason,
 			Message:        e.Message,
 			Type:           e.Type,
 			Count:          int32(e.Count),
 			FirstTimestamp: metav1.NewTime(e.FirstTimestamp),
 			LastTimestamp:  metav1.NewTime(e.LastTimestamp),
-			Source:         v1.EventSource{Component: "minikubelet", Host: d.a.cfg.NodeName},
+			// The kubelet's component name, as on the API server (cluster mode).
+			Source: v1.EventSource{Component: "kubelet", Host: d.a.cfg.NodeName},
 		})
 	}
 	return out, nil

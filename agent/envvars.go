@@ -7,9 +7,10 @@ package agent
 //
 // Order matters: envFrom sources are read first, in order, then env entries
 // one by one. A plain env value may reference a variable defined before it
-// (by envFrom or an earlier env entry); valueFrom values and envFrom values
-// are never expanded. Command and args may reference any variable of the
-// final environment.
+// (by envFrom or an earlier env entry) or a service link variable
+// (service_env.go); valueFrom values and envFrom values are never expanded.
+// The service link variables the container does not define come last.
+// Command and args may reference any variable of the final environment.
 
 import (
 	"errors"
@@ -120,6 +121,19 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 	env := newOrderedEnv()
 	var warnings []string
 
+	// Step 0: the service links (cluster mode only).
+	svcEnv, err := a.serviceEnv(pod)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lookup := func(name string) (string, bool) {
+		if v, ok := env.lookup(name); ok {
+			return v, ok
+		}
+		v, ok := svcEnv[name]
+		return v, ok
+	}
+
 	// Step 1: envFrom, in order; later sources win.
 	for _, ef := range c.EnvFrom {
 		var (
@@ -171,10 +185,11 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 		}
 	}
 
-	// Step 2: env, in order; a plain value sees what was defined before.
+	// Step 2: env, in order; a plain value sees what was defined before
+	// and the service links.
 	for _, ev := range c.Env {
 		if ev.ValueFrom == nil {
-			env.set(ev.Name, expandVars(ev.Value, env.lookup))
+			env.set(ev.Name, expandVars(ev.Value, lookup))
 			continue
 		}
 		val, ok, err := a.envValueFrom(pod, c, podIP, ev.ValueFrom)
@@ -183,6 +198,13 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 		}
 		if ok {
 			env.set(ev.Name, val)
+		}
+	}
+
+	// Step 3: the service links the container does not define itself.
+	for _, name := range sortedKeys(svcEnv) {
+		if _, ok := env.lookup(name); !ok {
+			env.set(name, svcEnv[name])
 		}
 	}
 

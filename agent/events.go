@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -15,6 +16,54 @@ type Event struct {
 	Count          int
 	FirstTimestamp time.Time
 	LastTimestamp  time.Time
+	// FieldPath names the container an event is about, as the kubelet's
+	// involvedObject.fieldPath does (spec.containers{name},
+	// spec.initContainers{name}, spec.ephemeralContainers{name}); "" for
+	// the pod itself.
+	FieldPath string
+}
+
+// containerFieldPath is the kubelet's fieldPath of container name in pod
+// (its GenerateContainerRef); "" when the pod has no such container.
+func containerFieldPath(pod *v1.Pod, name string) string {
+	if pod == nil || name == "" {
+		return ""
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return fmt.Sprintf("spec.containers{%s}", name)
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return fmt.Sprintf("spec.initContainers{%s}", name)
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return fmt.Sprintf("spec.ephemeralContainers{%s}", name)
+		}
+	}
+	return ""
+}
+
+// containerEvent records an event about one container of the worker's pod
+// (container "" is the pod itself: podWorker.event).
+func (w *podWorker) containerEvent(container, typ, reason, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.mu.Lock()
+	pod := w.spec
+	fieldPath := containerFieldPath(pod, container)
+	ev := w.events.add(typ, reason, msg, fieldPath, w.a.clock.Now())
+	w.mu.Unlock()
+	// Events are the user-facing channel (observer); the log keeps them
+	// at Info so a foreground run does not print warnings twice.
+	if container != "" {
+		w.logger.Info("Pod event", "type", typ, "reason", reason, "message", msg, "container", container)
+	} else {
+		w.logger.Info("Pod event", "type", typ, "reason", reason, "message", msg)
+	}
+	w.a.observer.PodEvent(pod, ev)
 }
 
 // Step is one completed link of the startup chain of a pod (sandbox and
@@ -104,22 +153,22 @@ func (m multiObserver) PodStatus(pod *v1.Pod) {
 const maxEventsPerPod = 64
 
 // eventRing keeps a pod's latest events, folding an event equal in type,
-// reason and message to the newest one into it.
+// reason, message and object (fieldPath) to the newest one into it.
 type eventRing struct {
 	events []Event
 }
 
 // add records an event at now and returns the stored (possibly folded) copy.
-func (r *eventRing) add(typ, reason, msg string, now time.Time) Event {
+func (r *eventRing) add(typ, reason, msg, fieldPath string, now time.Time) Event {
 	if n := len(r.events); n > 0 {
 		last := &r.events[n-1]
-		if last.Type == typ && last.Reason == reason && last.Message == msg {
+		if last.Type == typ && last.Reason == reason && last.Message == msg && last.FieldPath == fieldPath {
 			last.Count++
 			last.LastTimestamp = now
 			return *last
 		}
 	}
-	ev := Event{Type: typ, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now}
+	ev := Event{Type: typ, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now, FieldPath: fieldPath}
 	if len(r.events) == maxEventsPerPod {
 		copy(r.events, r.events[1:])
 		r.events = r.events[:maxEventsPerPod-1]

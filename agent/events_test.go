@@ -13,11 +13,11 @@ import (
 func TestEventRing_FoldsRepeats(t *testing.T) {
 	var r eventRing
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r.add("Warning", "BackOff", "Back-off restarting failed container", t0)
-	ev := r.add("Warning", "BackOff", "Back-off restarting failed container", t0.Add(time.Second))
+	r.add("Warning", "BackOff", "Back-off restarting failed container", "", t0)
+	ev := r.add("Warning", "BackOff", "Back-off restarting failed container", "", t0.Add(time.Second))
 	assert.Equal(t, 2, ev.Count)
-	r.add("Normal", "Pulled", "x", t0.Add(2*time.Second))
-	r.add("Warning", "BackOff", "Back-off restarting failed container", t0.Add(3*time.Second))
+	r.add("Normal", "Pulled", "x", "", t0.Add(2*time.Second))
+	r.add("Warning", "BackOff", "Back-off restarting failed container", "", t0.Add(3*time.Second))
 	got := r.list()
 	require.Len(t, got, 3, "only consecutive repeats fold")
 	assert.Equal(t, 2, got[0].Count)
@@ -29,7 +29,7 @@ func TestEventRing_FoldsRepeats(t *testing.T) {
 func TestEventRing_Bounded(t *testing.T) {
 	var r eventRing
 	for i := 0; i < maxEventsPerPod+10; i++ {
-		r.add("Normal", "Started", fmt.Sprint(i), time.Unix(int64(i), 0))
+		r.add("Normal", "Started", fmt.Sprint(i), "", time.Unix(int64(i), 0))
 	}
 	got := r.list()
 	require.Len(t, got, maxEventsPerPod)
@@ -68,4 +68,19 @@ func TestObservers_FanOut(t *testing.T) {
 	ag.observer.PodStatus(pod)
 	require.Equal(t, 3, a.statuses)
 	require.Equal(t, 3, b.statuses)
+}
+
+// TestContainerFieldPath checks the kubelet's involvedObject.fieldPath of
+// each kind of container.
+func TestContainerFieldPath(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers:      []v1.Container{{Name: "init"}},
+		Containers:          []v1.Container{{Name: "app"}},
+		EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}},
+	}}
+	assert.Equal(t, "spec.containers{app}", containerFieldPath(pod, "app"))
+	assert.Equal(t, "spec.initContainers{init}", containerFieldPath(pod, "init"))
+	assert.Equal(t, "spec.ephemeralContainers{debug}", containerFieldPath(pod, "debug"))
+	assert.Equal(t, "", containerFieldPath(pod, "gone"))
+	assert.Equal(t, "", containerFieldPath(pod, ""), "the pod itself")
 }

@@ -148,7 +148,7 @@ func (a *Agent) runHTTPHook(ctx context.Context, pw *podWorker, c *v1.Container,
 		// The kubelet's compatibility fall-back: the server speaks plain
 		// HTTP on the port. The credentials meant for TLS are not sent in
 		// clear.
-		pw.event(v1.EventTypeWarning, "LifecycleHTTPFallback",
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "LifecycleHTTPFallback",
 			"Lifecycle hook of container %q: %s got an HTTP response to HTTPS, retrying over HTTP", c.Name, req.URL.Redacted())
 		req = req.Clone(ctx)
 		req.URL.Scheme = "http"
@@ -261,7 +261,11 @@ func preStopAnnotation(c *v1.Container) string {
 func containerFromAnnotations(name string, annotations map[string]string) *v1.Container {
 	c := &v1.Container{Name: name}
 	if s := annotations[annotationContainerPorts]; s != "" {
-		_ = json.Unmarshal([]byte(s), &c.Ports)
+		// Into a fresh slice: a failed decode can leave part of one.
+		var ports []v1.ContainerPort
+		if err := json.Unmarshal([]byte(s), &ports); err == nil {
+			c.Ports = ports
+		}
 	}
 	if s := annotations[annotationPreStopHandler]; s != "" {
 		h := &v1.LifecycleHandler{}
@@ -322,7 +326,7 @@ func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Contain
 	go func() {
 		defer close(done)
 		if msg, err := a.runLifecycleHandler(hctx, pw, c, id, podIP, h); err != nil {
-			pw.event(v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
+			pw.containerEvent(c.Name, v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
 		}
 	}()
 	t := a.clock.NewTimer(time.Duration(grace) * time.Second)

@@ -12,9 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
 // etcHostsPath is where the hosts file is mounted in containers, and the
@@ -95,7 +98,7 @@ func (a *Agent) hostsMount(pod *v1.Pod, c *v1.Container, podIP string) (*runtime
 	}
 	var content []byte
 	if pod.Spec.HostNetwork {
-		node, err := os.ReadFile(nodeHostsFile)
+		node, err := readNodeHosts(nodeHostsFile)
 		if err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("read %s: %w", nodeHostsFile, err)
 		}
@@ -114,12 +117,38 @@ func (a *Agent) hostsMount(pod *v1.Pod, c *v1.Container, podIP string) (*runtime
 	return &runtimeapi.Mount{ContainerPath: etcHostsPath, HostPath: path}, nil
 }
 
+// maxNodeHostsBytes bounds the node's hosts file a host-network pod gets:
+// far above any real one (blocklists of a few MB included).
+const maxNodeHostsBytes = 16 << 20
+
+// readNodeHosts reads the node's hosts file: the node's, so a symlink is
+// followed (some distributions link /etc/hosts), but a regular file only,
+// never blocking, and at most maxNodeHostsBytes.
+func readNodeHosts(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, safepath.ErrNotRegular
+	}
+	return safepath.ReadHead(f, maxNodeHostsBytes)
+}
+
 // writeFileIfChanged writes content to path unless the file already holds
 // it. Running containers of the pod bind-mount the file, so it is
 // rewritten in place (a rename would leave them the old inode); it changes
 // only with a new sandbox, whose containers are all new.
+//
+// The file is the pod's to write: only len(content) bytes of it are read
+// (more means it changed), a regular file only, never blocking.
 func writeFileIfChanged(path string, content []byte, perm os.FileMode) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, content) {
+	if old, err := safepath.ReadFile(path, int64(len(content))); err == nil && bytes.Equal(old, content) {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -268,15 +267,7 @@ func (w *podWorker) observedNothing() bool {
 
 // event records a kubelet-style event and tells the observer.
 func (w *podWorker) event(typ, reason, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	w.mu.Lock()
-	ev := w.events.add(typ, reason, msg, w.a.clock.Now())
-	pod := w.spec
-	w.mu.Unlock()
-	// Events are the user-facing channel (observer); the log keeps them
-	// at Info so a foreground run does not print warnings twice.
-	w.logger.Info("Pod event", "type", typ, "reason", reason, "message", msg)
-	w.a.observer.PodEvent(pod, ev)
+	w.containerEvent("", typ, reason, format, args...) // events.go
 }
 
 // step records one link of the startup chain.

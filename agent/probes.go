@@ -40,7 +40,7 @@ func (a *Agent) onProbeEvent(ev probes.Event) {
 	w := a.workers[ev.PodUID]
 	a.mu.Unlock()
 	if w != nil {
-		w.event(ev.Type, ev.Reason, "%s", ev.Message)
+		w.containerEvent(ev.ContainerName, ev.Type, ev.Reason, "%s", ev.Message)
 	}
 }
 

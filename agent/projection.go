@@ -621,7 +621,7 @@ func (a *Agent) readOnlyDataMounts(pod *v1.Pod, mounts []*runtimeapi.Mount) {
 		}
 		dir := a.volumeHostPath(pod, vol)
 		for _, m := range mounts {
-			if m.HostPath == dir || strings.HasPrefix(m.HostPath, dir+"/") {
+			if m.HostPath == dir || strings.HasPrefix(m.HostPath, dir+"/") || a.subPathVolume(pod, m.HostPath) == vol.Name {
 				m.Readonly = true
 			}
 		}

@@ -18,11 +18,24 @@ import (
 // 12); the directories stay plain.
 type fakeMounter struct {
 	mounts map[string]int64 // dir → size
+	// binds maps bind targets to what their source reached at mount time.
+	binds map[string]os.FileInfo
 }
 
 var _ volumeMounter = (*fakeMounter)(nil)
 
-func newFakeMounter() *fakeMounter { return &fakeMounter{mounts: map[string]int64{}} }
+func newFakeMounter() *fakeMounter {
+	return &fakeMounter{mounts: map[string]int64{}, binds: map[string]os.FileInfo{}}
+}
+
+func (f *fakeMounter) bindMount(source, target string) error {
+	fi, err := os.Stat(source)
+	if err != nil {
+		return err
+	}
+	f.binds[target] = fi
+	return nil
+}
 
 func (f *fakeMounter) mountTmpfs(dir string, size int64) (bool, error) {
 	f.mounts[dir] = size
@@ -31,6 +44,7 @@ func (f *fakeMounter) mountTmpfs(dir string, size int64) (bool, error) {
 
 func (f *fakeMounter) unmount(dir string) error {
 	delete(f.mounts, dir)
+	delete(f.binds, dir)
 	return nil
 }
 

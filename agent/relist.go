@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -54,7 +55,7 @@ func newRelister(a *Agent) *relister {
 // relist returns the UIDs of pods whose sandboxes or containers appeared,
 // disappeared or changed state, unbeknown to their worker.
 func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
-	sel := map[string]string{labelManagedBy: managedByValue}
+	sel := relistSelector()
 	sbs, err := r.a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
@@ -181,14 +182,35 @@ func appendContainerFingerprint(b []byte, id string, state runtimeapi.ContainerS
 }
 
 // burstableMilli sums the CPU requests (millicores) of the Burstable pods
-// whose sandboxes are ready, from the sandboxes' annotations.
+// whose sandboxes are ready, from the sandboxes' annotations. A malformed
+// or negative value counts as 0 and the sum saturates: what the runtime
+// hands back cannot turn the tier's shares negative.
 func burstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
 	var sum int64
 	for _, sb := range sbs {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[annotationQOSClass] == string(v1.PodQOSBurstable) {
-			m, _ := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
+			m, err := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
+			if err != nil || m < 0 {
+				continue
+			}
+			if sum > math.MaxInt64-m {
+				return math.MaxInt64
+			}
 			sum += m
 		}
 	}
 	return sum
+}
+
+// relistSelector is the label selector of the relister's runtime lists;
+// container GC lists with it too.
+func relistSelector() map[string]string {
+	return map[string]string{labelManagedBy: managedByValue}
+}
+
+// relistOwns reports whether an object the relister listed, by its labels,
+// is this agent's. Container GC takes only what this says (gc.go), so the
+// two always agree on what is ours.
+func (a *Agent) relistOwns(labels map[string]string) bool {
+	return labels[labelManagedBy] == managedByValue
 }

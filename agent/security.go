@@ -660,7 +660,7 @@ func (a *Agent) applyImageUser(ctx context.Context, pw *podWorker, c *v1.Contain
 		err = fmt.Errorf("inspect image %q: %s", c.Image, cri.Message(err))
 	}
 	if err != nil {
-		pw.event(v1.EventTypeWarning, "Failed", "Error: %v", err)
+		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	sc := cfg.GetLinux().GetSecurityContext()

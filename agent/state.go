@@ -232,7 +232,7 @@ func (a *Agent) applyContainerStatus(ci *containerInfo, s *runtimeapi.ContainerS
 	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 		// The file at terminationMessagePath (or the log tail), read
 		// once per exited instance.
-		ci.message = joinTerminationMessage(s.Message, a.termMessages.get(ci.id, func() string { return terminationMessageFromStatus(s) }))
+		ci.message = joinTerminationMessage(s.Message, a.termMessages.get(ci.id, func() string { return a.terminationMessageFromStatus(s) }))
 	}
 	ci.startInterrupted = a.startInterrupted(ci)
 	if s.ImageRef != "" {

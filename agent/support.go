@@ -139,7 +139,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"dnsConfig":                     ruleLimited("nameservers, searches and options, merged into the policy's config as the kubelet does (at most 3 nameservers, 32 search domains)"),
 	"readinessGates":                ruleRefused(reasonNever + ": no controller sets custom pod conditions"),
 	"runtimeClassName":              ruleRefused(reasonNotYet),
-	"enableServiceLinks":            ruleInert("there are no services on a lone node"),
+	"enableServiceLinks":            ruleLimited("in cluster mode the Services of the pod's namespace become variables as the kubelet makes them (<SVC>_SERVICE_HOST, <SVC>_SERVICE_PORT[_<NAME>], <SVC>_PORT…; headless Services give none); KUBERNETES_* are set for every cluster pod whatever this says; a standalone node has no Services"),
 	"preemptionPolicy":              ruleInert("there is no scheduler on a lone node"),
 	"overhead":                      ruleRefused(reasonNever + ": set by the RuntimeClass admission controller"),
 	"topologySpreadConstraints":     ruleInert("there is no scheduler on a lone node"),

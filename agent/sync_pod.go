@@ -523,7 +523,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		if in, delay := a.crashBackoff.inBackoffSince(key, finished, a.clock.Now()); in {
 			err := newReasonError(ErrCrashLoopBackOff, "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.Name, pod.Name, pod.Namespace, pod.UID)
 			w.setReason(c.Name, err)
-			w.event(v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
+			w.containerEvent(c.Name, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
 			res.retryAfter(finished.Add(delay).Sub(a.clock.Now()))
 			return
 		}
@@ -539,7 +539,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	if !pulled && a.imageInBackoff(pod, c) {
 		_, left := a.imageBackoff.inBackoffSinceUpdate(imageBackoffKey(pod, c), a.clock.Now())
 		w.setReason(c.Name, newReasonError(ErrImagePullBackOff, "Back-off pulling image %q", c.Image))
-		w.event(v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
+		w.containerEvent(c.Name, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
 		res.retryAfter(left)
 		return
 	}
@@ -882,6 +882,6 @@ func (a *Agent) reportOOMKills(w *podWorker, st *podState) {
 				}
 			}
 		}
-		w.event(v1.EventTypeWarning, "OOMKilled", "Container %s was killed by the kernel for exceeding its memory limit%s (exit code %d)", c.name, limit, c.exitCode)
+		w.containerEvent(c.name, v1.EventTypeWarning, "OOMKilled", "Container %s was killed by the kernel for exceeding its memory limit%s (exit code %d)", c.name, limit, c.exitCode)
 	}
 }

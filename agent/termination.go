@@ -16,12 +16,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
 // Limits of the kubelet (pkg/kubelet/container/runtime.go).
@@ -80,16 +82,19 @@ func (a *Agent) terminationMessage(ctx context.Context, containerID string, anno
 	if annotations == nil {
 		annotations = s.GetAnnotations()
 	}
-	return readTerminationMessage(annotations[annotationTerminationMessagePath], annotations[annotationTerminationMsgPolicy], exitCode, s.GetMounts(), s.GetLogPath())
+	return readTerminationMessage(annotations[annotationTerminationMessagePath], annotations[annotationTerminationMsgPolicy], exitCode, s.GetMounts(), s.GetLogPath(), a.podsDir())
 }
 
 // terminationMessageFromStatus is terminationMessage for a container status
 // already at hand (observePod reads one per container); it does no CRI
 // call. The status must be of an exited container.
-func terminationMessageFromStatus(s *runtimeapi.ContainerStatus) string {
-	a := s.GetAnnotations()
-	return readTerminationMessage(a[annotationTerminationMessagePath], a[annotationTerminationMsgPolicy], s.GetExitCode(), s.GetMounts(), s.GetLogPath())
+func (a *Agent) terminationMessageFromStatus(s *runtimeapi.ContainerStatus) string {
+	an := s.GetAnnotations()
+	return readTerminationMessage(an[annotationTerminationMessagePath], an[annotationTerminationMsgPolicy], s.GetExitCode(), s.GetMounts(), s.GetLogPath(), a.podsDir())
 }
+
+// podsDir is <rootDir>/pods, where every pod directory lives.
+func (a *Agent) podsDir() string { return filepath.Join(a.cfg.RootDir, "pods") }
 
 // joinTerminationMessage appends a termination message to the runtime's
 // message for the terminated state, as the kubelet does.
@@ -106,22 +111,32 @@ func joinTerminationMessage(runtimeMsg, msg string) string {
 // readTerminationMessage is the kubelet's rule: the last 4096 bytes of the
 // file mounted at path; with FallbackToLogsOnError, a non-zero exit and an
 // empty or missing file, the end of the container's log.
-func readTerminationMessage(path, policy string, exitCode int32, mounts []*runtimeapi.Mount, logPath string) string {
+//
+// The file is the pod's to write, and to replace: it is opened beneath the
+// root of the mount that covers it (mountedFileRoot), without following a
+// symlink, regular files only, without blocking (a FIFO is refused before
+// it is opened), and only its last 4096 bytes are read. A refused file
+// counts as empty: the message never holds anything but the pod's file.
+// When several mounts are at path, the last one is what the container saw.
+func readTerminationMessage(path, policy string, exitCode int32, mounts []*runtimeapi.Mount, logPath, podsDir string) string {
 	fallback := policy == string(v1.TerminationMessageFallbackToLogsOnError) && exitCode != 0
-	if path != "" {
-		for _, m := range mounts {
-			if m.GetContainerPath() != path {
-				continue
-			}
-			data, err := readTail(m.GetHostPath(), maxTerminationMessageBytes)
-			switch {
-			case errors.Is(err, os.ErrNotExist):
-			case err != nil:
-				return fmt.Sprintf("Error on reading termination log %s: %v", m.GetHostPath(), err)
-			case len(data) > 0 || !fallback:
-				return string(data)
-			}
-			break
+	var mount *runtimeapi.Mount
+	for _, m := range mounts {
+		if path != "" && m.GetContainerPath() == path {
+			mount = m
+		}
+	}
+	if mount != nil {
+		root, rel := mountedFileRoot(mount.GetHostPath(), podsDir)
+		data, err := readTailBeneath(root, rel, maxTerminationMessageBytes)
+		switch {
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, safepath.ErrSymlink),
+			errors.Is(err, safepath.ErrNotRegular), errors.Is(err, safepath.ErrEscapes):
+			// Missing or refused: as empty.
+		case err != nil:
+			return fmt.Sprintf("Error on reading termination log: %v", err)
+		case len(data) > 0 || !fallback:
+			return string(data)
 		}
 	}
 	if !fallback || !filepath.IsAbs(logPath) {
@@ -134,24 +149,37 @@ func readTerminationMessage(path, policy string, exitCode int32, mounts []*runti
 	return msg
 }
 
-// readTail returns at most max bytes from the end of the file.
-func readTail(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
+// mountedFileRoot splits the host path of a mount into the directory
+// trusted as a root and the rest, which is the pod's: inside a pod volume
+// (<podsDir>/<uid>/volumes/<plugin>/<volume>/...) the volume's directory;
+// anywhere else, the path's own directory, which is the agent's (its
+// termination files and pinned subPath targets) or the node's (a hostPath
+// volume the pod spec names itself).
+func mountedFileRoot(hostPath, podsDir string) (root, rel string) {
+	hostPath = filepath.Clean(hostPath)
+	if rest, ok := strings.CutPrefix(hostPath, filepath.Clean(podsDir)+"/"); ok {
+		parts := strings.Split(rest, "/")
+		if len(parts) > 4 && parts[1] == "volumes" {
+			return filepath.Join(podsDir, filepath.Join(parts[:4]...)), filepath.Join(parts[4:]...)
+		}
+	}
+	return filepath.Dir(hostPath), filepath.Base(hostPath)
+}
+
+// readTailBeneath returns at most max bytes from the end of the regular
+// file rel beneath root (safepath.OpenBeneath).
+func readTailBeneath(root, rel string, max int64) ([]byte, error) {
+	f, err := safepath.OpenBeneath(root, rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > max {
-		if _, err := f.Seek(-max, io.SeekEnd); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(io.LimitReader(f, max))
+	return safepath.ReadTail(f, max)
 }
+
+// maxLogRecordHeader bounds the header of one CRI log record (timestamp,
+// stream, tags and their spaces) when lastLogLines sizes its read.
+const maxLogRecordHeader = 256
 
 // logChunk is how much of a log file tailStart reads at a time, going
 // backwards from the end.
@@ -162,8 +190,12 @@ const logChunk = 32 * 1024
 // kubelet's tail-with-byte-limit read of the log. A full record (F) ends its
 // line with a newline; partial records (P) are joined with the records that
 // continue them. Only the end of the file is read.
+//
+// Memory stays bounded whatever the container printed: from the start
+// offset at most maxBytes plus the record headers of n lines are read, so
+// a line of gigabytes costs what a short one does.
 func lastLogLines(path string, n int, maxBytes int) (string, error) {
-	f, err := os.Open(path)
+	f, err := safepath.OpenFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", nil
@@ -179,7 +211,7 @@ func lastLogLines(path string, n int, maxBytes int) (string, error) {
 		return "", err
 	}
 	var out []byte
-	r := bufio.NewReader(f)
+	r := bufio.NewReader(io.LimitReader(f, int64(maxBytes)+int64(n+1)*maxLogRecordHeader))
 	for len(out) < maxBytes {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 {

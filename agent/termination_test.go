@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,7 +105,7 @@ func TestAgent_TerminationMessageFileMountedAndRead(t *testing.T) {
 	assert.Equal(t, "disk full", h.agent.terminationMessage(context.Background(), id, nil, 1))
 	resp, err := h.fake.Runtime.ContainerStatus(context.Background(), id, false)
 	require.NoError(t, err)
-	assert.Equal(t, "disk full", terminationMessageFromStatus(resp.GetStatus()))
+	assert.Equal(t, "disk full", h.agent.terminationMessageFromStatus(resp.GetStatus()))
 
 	// The directories go with the pod directory.
 	require.NoError(t, h.agent.cleanupPodDirs(pod))
@@ -141,7 +143,7 @@ func TestReadTerminationMessage(t *testing.T) {
 	tests := []struct {
 		name     string
 		file     *string // nil = no file at the mount
-		dirFile  bool    // the mounted host path is a directory: read error
+		dirFile  bool    // the mounted host path is a directory: refused
 		noMount  bool
 		policy   string
 		exitCode int32
@@ -168,7 +170,8 @@ func TestReadTerminationMessage(t *testing.T) {
 		{name: "last 80 lines", policy: fallback, exitCode: 1, log: criLog(manyLines...), want: wantLast80.String()},
 		{name: "2048 bytes of the last lines", policy: fallback, exitCode: 1, log: criLog(wideLines...), want: strings.Repeat(strings.Repeat("x", 99)+"\n", 21)[:2048]},
 		{name: "no log", policy: fallback, exitCode: 1, want: ""},
-		{name: "read error", dirFile: true, policy: fallback, exitCode: 1, wantPfx: "Error on reading termination log "},
+		{name: "a directory is refused, fallback", dirFile: true, policy: fallback, exitCode: 1, log: criLog("stdout F a"), want: "a\n"},
+		{name: "a directory is refused, File", dirFile: true, policy: file, exitCode: 1, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,7 +191,7 @@ func TestReadTerminationMessage(t *testing.T) {
 			if tt.log != "" {
 				require.NoError(t, os.WriteFile(logPath, []byte(tt.log), 0o644))
 			}
-			got := readTerminationMessage(path, tt.policy, tt.exitCode, mounts, logPath)
+			got := readTerminationMessage(path, tt.policy, tt.exitCode, mounts, logPath, filepath.Join(dir, "pods"))
 			if tt.wantPfx != "" {
 				assert.True(t, strings.HasPrefix(got, tt.wantPfx), got)
 				return
@@ -261,4 +264,72 @@ func TestTerminationMessageCache(t *testing.T) {
 	c.forget("a")
 	c.get("a", read)
 	assert.Equal(t, 2, reads)
+}
+
+// A pod's file at the termination path is hostile (issue #16): a symlink
+// to a host file, a FIFO, a path inside a volume through a swapped
+// directory. None is read, none blocks; the message is empty (or the log
+// tail when the policy says so).
+func TestReadTerminationMessage_Hostile(t *testing.T) {
+	const path = "/dev/termination-log"
+	pods := filepath.Join(t.TempDir(), "pods")
+	vol := filepath.Join(pods, "uid", "volumes", "kubernetes.io~empty-dir", "data")
+	require.NoError(t, os.MkdirAll(vol, 0o755))
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("HOST-SECRET"), 0o600))
+	require.NoError(t, os.Symlink(secret, filepath.Join(vol, "link")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(vol, "fifo"), 0o666))
+	// A directory of the subPath swapped for a symlink to the host after
+	// the path string was taken (what an older agent handed the CRI).
+	require.NoError(t, os.Symlink(outside, filepath.Join(vol, "sub")))
+	logPath := filepath.Join(t.TempDir(), "0.log")
+	require.NoError(t, os.WriteFile(logPath, []byte(criLog("stdout F from the log")), 0o644))
+
+	for _, tt := range []struct {
+		name, hostPath, policy, want string
+	}{
+		{"symlink to a host file", filepath.Join(vol, "link"), "File", ""},
+		{"symlink, fallback", filepath.Join(vol, "link"), "FallbackToLogsOnError", "from the log\n"},
+		{"FIFO", filepath.Join(vol, "fifo"), "File", ""},
+		{"FIFO, fallback", filepath.Join(vol, "fifo"), "FallbackToLogsOnError", "from the log\n"},
+		{"through a swapped directory", filepath.Join(vol, "sub", "secret"), "File", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mounts := []*runtimeapi.Mount{{ContainerPath: path, HostPath: tt.hostPath}}
+			done := make(chan string, 1)
+			go func() { done <- readTerminationMessage(path, tt.policy, 1, mounts, logPath, pods) }()
+			select {
+			case got := <-done:
+				assert.Equal(t, tt.want, got)
+			case <-time.After(5 * time.Second):
+				t.Fatal("reading the termination message blocked")
+			}
+		})
+	}
+}
+
+func TestMountedFileRoot(t *testing.T) {
+	const pods = "/var/lib/mkl/pods"
+	for _, tt := range []struct{ host, root, rel string }{
+		{pods + "/u/volumes/kubernetes.io~empty-dir/data/a/b", pods + "/u/volumes/kubernetes.io~empty-dir/data", "a/b"},
+		{pods + "/u/volume-subpaths/data/c/0", pods + "/u/volume-subpaths/data/c", "0"},
+		{pods + "/u/containers/c/0123abcd", pods + "/u/containers/c", "0123abcd"},
+		{"/srv/data/x", "/srv/data", "x"},
+	} {
+		root, rel := mountedFileRoot(tt.host, pods)
+		assert.Equal(t, tt.root, root, tt.host)
+		assert.Equal(t, tt.rel, rel, tt.host)
+	}
+}
+
+// A single log line far longer than the message reads only what the
+// message can hold (memory stays bounded for any line length).
+func TestLastLogLines_LongLine(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "0.log")
+	long := strings.Repeat("y", 4<<20)
+	require.NoError(t, os.WriteFile(logPath, []byte(criLog("stdout F "+long)), 0o644))
+	got, err := lastLogLines(logPath, maxTerminationLogLines, maxTerminationLogBytes)
+	require.NoError(t, err)
+	assert.Equal(t, long[:maxTerminationLogBytes], got)
 }

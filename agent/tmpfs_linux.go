@@ -32,6 +32,15 @@ func (m hostMounter) mountTmpfs(dir string, size int64) (bool, error) {
 	return true, nil
 }
 
+// bindMount bind-mounts source onto target. The agent runs as root; a
+// unit test that is not gets the kernel's EPERM.
+func (hostMounter) bindMount(source, target string) error {
+	if err := syscall.Mount(source, target, "", syscall.MS_BIND, ""); err != nil {
+		return &os.PathError{Op: "bind mount", Path: target, Err: err}
+	}
+	return nil
+}
+
 // unmount unmounts dir, lazily when it is busy.
 func (hostMounter) unmount(dir string) error {
 	err := syscall.Unmount(dir, 0)

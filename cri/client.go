@@ -516,6 +516,20 @@ func (c *Client) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) e
 	})
 }
 
+// ImageFsInfo implements Images: the filesystems holding the runtime's
+// images (containerd: its snapshotter's root) and their usage.
+func (c *Client) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	var resp *runtimeapi.ImageFsInfoResponse
+	err := call(ctx, "ImageFsInfo", c.opts.Timeout, func(ctx context.Context) (err error) {
+		resp, err = c.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
 // GetContainerEvents implements Runtime: it streams the runtime's container
 // events into ch until ctx ends or the stream breaks, and returns why. A
 // runtime without the API (containerd 1.6) returns an Unimplemented error,

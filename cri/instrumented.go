@@ -256,6 +256,14 @@ func (x *Instrumented) RemoveImage(ctx context.Context, image *runtimeapi.ImageS
 	return err
 }
 
+// ImageFsInfo implements Images.
+func (x *Instrumented) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	start := time.Now()
+	resp, err := x.img.ImageFsInfo(ctx)
+	x.record(ctx, "ImageFsInfo", start, err, "filesystems", len(resp.GetImageFilesystems()))
+	return resp, err
+}
+
 // GetContainerEvents implements Runtime. The stream lives as long as the
 // agent, so only its end is recorded.
 func (x *Instrumented) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, connected func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {

@@ -40,8 +40,8 @@ done
 "$HACK/isolate-pod-network.sh" "$E2E_POD_CIDR"
 
 cd "$HACK/.."
-step "running the privileged tests (real CNI plugins in a netns, real cgroup v1 files)"
-MINIKUBELET_PRIVILEGED=1 go test -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/...
+step "running the privileged tests (real CNI plugins in a netns, real cgroup v1 files, real subPath bind mounts)"
+MINIKUBELET_PRIVILEGED=1 go test -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/... ./agent/
 step "running the control plane harness's own tests (etcd + kube-apiserver on loopback)"
 # shellcheck disable=SC2086
 MINIKUBELET_E2E=1 go test -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/... ./agent/cluster/...

@@ -21,6 +21,17 @@ if [ -z "$targets" ]; then
   echo "fuzz.sh: no fuzz targets found" >&2
   exit 1
 fi
+# Targets that must exist (issue #16: what pods and the runtime control):
+# probe HTTP answers, CRI labels/annotations read at adoption, the stored
+# pod files, API requests (routing, query parameters), CRI log files.
+# Discovery above runs them; this fails when one is renamed or dropped.
+required="FuzzHTTPProbeResponse FuzzAdoptionAnnotations FuzzPodStoreLoad FuzzServerRequest FuzzReadLog FuzzParseCRILogLine"
+for r in $required; do
+  if ! grep -qP "\t$r\$" <<<"$targets"; then
+    echo "fuzz.sh: required fuzz target $r not found" >&2
+    exit 1
+  fi
+done
 
 fail=0
 while IFS=$'\t' read -r pkg target; do

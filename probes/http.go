@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -151,7 +153,20 @@ func (t *httpTarget) failure(err error) string {
 	if isTimeout(err) {
 		err = errors.New("context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
 	}
-	return (&url.Error{Op: "Get", URL: t.url, Err: err}).Error()
+	return clipOutput((&url.Error{Op: "Get", URL: t.url, Err: err}).Error())
+}
+
+// clipOutput cuts a message to maxOutput bytes, on a character boundary:
+// net/http's errors quote what the server sent.
+func clipOutput(s string) string {
+	if len(s) <= maxOutput {
+		return s
+	}
+	s = s[:maxOutput]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // probe runs the exchange with t, and with the targets of same-host
@@ -183,8 +198,8 @@ func (p *HTTPProber) probe(ctx context.Context, t *httpTarget, timeout time.Dura
 			return a.classify()
 		}
 		if hops >= maxRedirects {
-			return Failure, (&url.Error{Op: "Get", URL: a.location,
-				Err: fmt.Errorf("stopped after %d redirects", maxRedirects)}).Error(), nil
+			return Failure, clipOutput((&url.Error{Op: "Get", URL: a.location,
+				Err: fmt.Errorf("stopped after %d redirects", maxRedirects)}).Error()), nil
 		}
 		t = p.prepare(redirectRequest(first.req, t.req, u, a.location, stripBodyHeaders))
 	}
@@ -274,9 +289,26 @@ type httpAnswer struct {
 // at the same time; a health check's status line and headers fit in 1 KiB
 // (longer ones are read in pieces).
 var (
-	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1024) }}
-	bodyPool   = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+	readerPool = sync.Pool{New: func() any {
+		r := &answerReader{}
+		r.br = bufio.NewReaderSize(&r.lim, 1024)
+		return r
+	}}
+	bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 )
+
+// answerReader reads one answer: br reads the connection through lim,
+// which bounds the status line and headers (a pod could otherwise send one
+// endless line, held whole until the deadline) and is lifted for the body.
+type answerReader struct {
+	lim io.LimitedReader
+	br  *bufio.Reader
+}
+
+// maxResponseHeaderBytes bounds an answer's status line and headers, 1xx
+// answers included: net/http's server default for requests. (The kubelet's
+// Transport allows 10 MiB; a health check's head is a few hundred bytes.)
+const maxResponseHeaderBytes = http.DefaultMaxHeaderBytes
 
 // maxPooledBody is the largest body buffer put back into bodyPool: a rare
 // large answer does not make every pooled buffer 10 KiB.
@@ -309,16 +341,22 @@ func (t *httpTarget) exchange(ctx context.Context, deadline time.Time) (httpAnsw
 		return a, err
 	}
 
-	br := readerPool.Get().(*bufio.Reader)
-	br.Reset(rw)
+	ar := readerPool.Get().(*answerReader)
+	ar.lim.R, ar.lim.N = rw, maxResponseHeaderBytes
+	ar.br.Reset(&ar.lim)
+	br := ar.br
 	defer func() {
-		br.Reset(nil)
-		readerPool.Put(br)
+		ar.lim.R = nil
+		readerPool.Put(ar)
 	}()
 	var res *http.Response
 	for n := 0; ; n++ {
 		res, err = http.ReadResponse(br, t.req)
 		if err != nil {
+			if ar.lim.N <= 0 {
+				// net/http's Transport's words.
+				err = fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted", maxResponseHeaderBytes)
+			}
 			return a, err
 		}
 		if res.StatusCode < 100 || res.StatusCode > 199 || res.StatusCode == http.StatusSwitchingProtocols {
@@ -328,6 +366,7 @@ func (t *httpTarget) exchange(ctx context.Context, deadline time.Time) (httpAnsw
 			return a, errors.New("net/http: too many 1xx informational responses")
 		}
 	}
+	ar.lim.N = math.MaxInt64 // the body is bounded by maxOutput below
 	a.code = res.StatusCode
 	a.location = res.Header.Get("Location")
 	buf := bodyPool.Get().(*bytes.Buffer)

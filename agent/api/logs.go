@@ -4,6 +4,15 @@ package api
 // the kubelet serves `kubectl logs` (pkg/kubelet/kuberuntime/logs): parse
 // each line, join partial lines, honour tail/since/timestamps, and with
 // follow keep reading as the file grows and across the agent's rotations.
+//
+// Memory is bounded for any file size and line length (issue #16): the file
+// is read through fixed-size windows and never held whole. A joined line is
+// not buffered either: its parts are copied to the writer straight from the
+// file when its last part is reached (a second pass over its byte range),
+// and a tail is found by reading backwards from the end of the file in
+// fixed-size chunks, as the kubelet's findTailLineStartIndex does. Only a
+// line's header (timestamp, stream, tags: at most maxLogHeader bytes) is
+// ever copied; content of any length is streamed.
 
 import (
 	"bufio"
@@ -12,8 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"slices"
+	"syscall"
 	"time"
 )
 
@@ -91,6 +103,22 @@ func clip(b []byte) []byte {
 	return b
 }
 
+// Sizes that bound the memory of one ReadLog call.
+const (
+	// logChunk is the size of every read of the log file (each of the two
+	// file windows) and of the output buffer.
+	logChunk = 32 << 10
+	// maxLogHeader bounds the bytes of a line parsed as its header. A line
+	// whose timestamp, stream and tags do not fit is skipped as unparsable
+	// (the runtime's headers are about 45 bytes).
+	maxLogHeader = 256
+	// tailLookBack is how far before the start of a tail the reader still
+	// looks for a stream's unfinished line, to drop its continuation when
+	// following. A stream silent for longer is not looked for, so that a
+	// tail of a one-stream log does not read the whole file.
+	tailLookBack = 1 << 20
+)
+
 // LogOptions selects what ReadLog writes, like kubectl's logs flags.
 type LogOptions struct {
 	// Follow keeps reading as the file grows, across rotations, until ctx
@@ -102,6 +130,9 @@ type LogOptions struct {
 	Timestamps bool
 	// Since, when not zero, skips lines older than it.
 	Since time.Time
+	// LimitBytes, when above 0, stops ReadLog (without an error) once it
+	// has written that many bytes, the last line cut where the limit falls.
+	LimitBytes int64
 	// PollInterval is how often a follower checks the file (default 100ms).
 	PollInterval time.Duration
 	// Done, when set, is asked while following at the end of the file; true
@@ -110,44 +141,88 @@ type LogOptions struct {
 	Done func() bool
 }
 
+// errLogLimit ends a ReadLog that wrote LimitBytes.
+var errLogLimit = errors.New("log byte limit reached")
+
 // ReadLog writes the log file at path to w as plain content (with
 // Timestamps, "<timestamp> <content>"), joining partial lines. It returns
 // an error wrapping fs.ErrNotExist before writing anything when the file
-// does not exist. With Follow it keeps writing new lines, flushing w after
-// each one when w is an http.Flusher, and follows the file across the
-// agent's rotation (rename to N.log.<timestamp>, runtime reopens N.log) and
-// truncation; it returns nil when ctx ends.
+// does not exist, and refuses anything but a regular file (a symlink in
+// the path's last component included). With Follow it keeps writing new
+// lines, flushing w after each read when w is an http.Flusher, and follows
+// the file across the agent's rotation (rename to N.log.<timestamp>,
+// runtime reopens N.log) and truncation; it returns nil when ctx ends.
+//
+// A tail counts joined lines from the end of the file; Since then drops the
+// lines older than it (the kubelet's order: with the runtime's increasing
+// timestamps it is the same as counting only the lines since). A stream's
+// unfinished line that lies more than tailLookBack before the tail is not
+// part of it.
 func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) error {
-	f, err := os.Open(path)
+	f, fi, err := openLog(path)
 	if err != nil {
-		return fmt.Errorf("open container log: %w", err)
-	}
-	lr := &logReader{path: path, opts: opts, w: w, open: map[string]bool{}, skip: map[string]bool{}}
-	if err := lr.reset(f); err != nil {
-		f.Close()
 		return err
 	}
+	lr := &logReader{path: path, opts: opts, f: f, fi: fi}
 	defer func() { lr.f.Close() }()
+	lr.scan.r, lr.copy.r = f, f
+	var lw io.Writer = w
+	if opts.LimitBytes > 0 {
+		lw = &limitWriter{w: w, left: opts.LimitBytes}
+	}
+	lr.out = bufio.NewWriterSize(lw, logChunk)
 	if fl, ok := w.(http.Flusher); ok {
 		lr.flush = fl.Flush
 	}
+	err = lr.run(ctx)
+	if errors.Is(err, errLogLimit) {
+		return nil
+	}
+	return err
+}
 
+// openLog opens a container log for reading without following a symlink
+// in its last component and without blocking on a FIFO, and checks that it
+// is a regular file: the runtime writes these files, but the directory is
+// the pod's, so the reader does not trust what it finds there.
+func openLog(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open container log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("stat container log: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("open container log %s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return f, fi, nil
+}
+
+// run is ReadLog after the file is open.
+func (lr *logReader) run(ctx context.Context) error {
 	// Pass 1: what the file holds now, joined, cut to the tail.
 	if err := lr.initial(); err != nil {
 		return err
 	}
-	if !opts.Follow {
+	if err := lr.flushOut(); err != nil {
+		return err
+	}
+	if !lr.opts.Follow {
 		return nil
 	}
 	// Pass 2: stream what comes next.
-	poll := opts.PollInterval
+	poll := lr.opts.PollInterval
 	if poll <= 0 {
 		poll = defaultLogPoll
 	}
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	for {
-		if err := lr.readAvailable(lr.stream); err != nil {
+		if err := lr.readAvailable(false); err != nil {
 			return err
 		}
 		switched, err := lr.checkRotation()
@@ -157,9 +232,9 @@ func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) err
 		if switched {
 			continue
 		}
-		if opts.Done != nil && opts.Done() {
+		if lr.opts.Done != nil && lr.opts.Done() {
 			// The writer is gone: whatever it wrote is in the file by now.
-			return lr.readAvailable(lr.stream)
+			return lr.readAvailable(false)
 		}
 		timer.Reset(poll)
 		select {
@@ -170,148 +245,242 @@ func ReadLog(ctx context.Context, path string, opts LogOptions, w io.Writer) err
 	}
 }
 
-// logRecord is one joined log line of the initial pass.
-type logRecord struct {
-	ts      time.Time
-	stream  string
-	content []byte
-	// complete is false for a partial line the file ends with.
-	complete bool
+// limitWriter passes on at most left bytes, then fails with errLogLimit.
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, errLogLimit
+	}
+	cut := false
+	if int64(len(p)) > l.left {
+		p, cut = p[:l.left], true
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	if err == nil && cut {
+		err = errLogLimit
+	}
+	return n, err
+}
+
+// window reads a file through one fixed buffer at any offset: a read that
+// falls inside what the buffer holds costs no system call.
+type window struct {
+	r io.ReaderAt
+	// buf holds the file's bytes [base, base+n); allocated on first use.
+	buf  []byte
+	base int64
+	n    int
+}
+
+// at returns the bytes from off on (at least one, never past limit), or
+// io.EOF when off is at limit or at the end of the file.
+func (w *window) at(off, limit int64) ([]byte, error) {
+	if off >= limit {
+		return nil, io.EOF
+	}
+	if off < w.base || off >= w.base+int64(w.n) {
+		if w.buf == nil {
+			w.buf = make([]byte, logChunk)
+		}
+		n, err := w.r.ReadAt(w.buf, off)
+		w.base, w.n = off, n
+		if n == 0 {
+			if err == nil || errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("read container log: %w", err)
+		}
+	}
+	b := w.buf[off-w.base : w.n]
+	if rem := limit - off; int64(len(b)) > rem {
+		b = b[:rem]
+	}
+	return b, nil
+}
+
+// lastNewline returns the offset of the last '\n' before before, or -1.
+// It reads backwards in chunks of the window's size.
+func (w *window) lastNewline(before int64) (int64, error) {
+	for before > 0 {
+		start := max(0, before-logChunk)
+		if start < w.base || before > w.base+int64(w.n) {
+			if w.buf == nil {
+				w.buf = make([]byte, logChunk)
+			}
+			n, err := w.r.ReadAt(w.buf[:before-start], start)
+			w.base, w.n = start, n
+			if n < int(before-start) {
+				if err == nil || errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF // the file shrank under us
+				}
+				w.n = 0
+				return 0, fmt.Errorf("read container log: %w", err)
+			}
+		}
+		b := w.buf[start-w.base : before-w.base]
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i), nil
+		}
+		before = start
+	}
+	return -1, nil
+}
+
+// reset forgets what the window holds (the file changed under it).
+func (w *window) reset(r io.ReaderAt) { w.r, w.base, w.n = r, 0, 0 }
+
+// logHead is the start of one raw line of the file.
+type logHead struct {
+	// CRILogLine is the parsed header; its Content is not used.
+	CRILogLine
+	// ok is false for a line that does not parse (it is skipped).
+	ok bool
+	// content is the offset of the line's content in the file.
+	content int64
+	// end is the offset just past the line: past its newline, or the
+	// limit the line was read to when nl is false.
+	end int64
+	// nl reports whether a newline ends the line.
+	nl bool
+}
+
+// readHead reads the line at off, no further than limit, through w: it
+// parses its first maxLogHeader bytes and finds its end. The bytes after
+// the header are scanned, not kept.
+func (lr *logReader) readHead(w *window, off, limit int64) (logHead, error) {
+	h, nl, err := lr.headBytes(w, off, limit)
+	if err != nil {
+		return logHead{}, err
+	}
+	// A line that ends within the header bytes (newline or limit) is whole.
+	lh := lr.parseHead(off, h, nl || len(h) < maxLogHeader)
+	if nl {
+		lh.end, lh.nl = off+int64(len(h))+1, true
+		return lh, nil
+	}
+	lh.end, lh.nl, err = copyLine(w, off+int64(len(h)), limit, nil)
+	return lh, err
+}
+
+// headBytes copies up to maxLogHeader bytes of the line at off into lr.hdr
+// and returns them, with nl true when the line's newline is among them
+// (the newline is not returned). At the end of the data it returns what
+// there is.
+func (lr *logReader) headBytes(w *window, off, limit int64) ([]byte, bool, error) {
+	h := lr.hdr[:0]
+	for len(h) < maxLogHeader {
+		b, err := w.at(off+int64(len(h)), limit)
+		if errors.Is(err, io.EOF) {
+			return h, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		b = b[:min(len(b), maxLogHeader-len(h))]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			return append(h, b[:i]...), true, nil
+		}
+		h = append(h, b...)
+	}
+	return h, false, nil
+}
+
+// parseHead parses the header bytes h of the line at off. complete says
+// that h is the whole line; otherwise a header that runs to the end of h
+// is cut and the line is unparsable.
+func (lr *logReader) parseHead(off int64, h []byte, complete bool) logHead {
+	l, err := ParseCRILogLine(h)
+	if err != nil {
+		return logHead{}
+	}
+	lh := logHead{CRILogLine: l, ok: true}
+	switch {
+	case l.Content != nil:
+		lh.content = off + int64(len(h)-len(l.Content))
+	case complete:
+		lh.content = off + int64(len(h)) // no content field
+	default:
+		return logHead{} // the tags run past maxLogHeader
+	}
+	lh.Content = nil
+	return lh
+}
+
+// copyLine scans from off to the next newline (or limit), handing the
+// bytes before it to write when write is not nil. It returns the offset
+// just past the newline (or limit) and whether it found one.
+func copyLine(w *window, off, limit int64, write func([]byte) error) (int64, bool, error) {
+	for {
+		b, err := w.at(off, limit)
+		if errors.Is(err, io.EOF) {
+			return off, false, nil
+		}
+		if err != nil {
+			return off, false, err
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i >= 0 {
+			b = b[:i]
+		}
+		if write != nil && len(b) > 0 {
+			if err := write(b); err != nil {
+				return off, false, err
+			}
+		}
+		off += int64(len(b))
+		if i >= 0 {
+			return off + 1, true, nil
+		}
+	}
 }
 
 // logReader is the state of one ReadLog call. It is used by one goroutine.
 type logReader struct {
 	path  string
 	opts  LogOptions
-	w     io.Writer
+	out   *bufio.Writer
 	flush func()
 
-	// f is the open log file, fi its identity (to detect a rotation), br
-	// reads it and off counts the bytes consumed from it.
+	// f is the open log file, fi its identity (to detect a rotation), and
+	// off the offset of the first byte the follower has not consumed.
 	f   *os.File
 	fi  os.FileInfo
-	br  *bufio.Reader
 	off int64
-	// carry is a line the runtime has not finished writing (no newline yet).
-	carry []byte
-	// open marks streams whose current line was started on w (a partial
-	// line was written) so its continuation gets no timestamp prefix.
-	open map[string]bool
-	// skip marks streams whose current line was cut off by the tail: its
-	// continuation is dropped up to and including its full line.
-	skip map[string]bool
+	// scan reads lines in order; copy re-reads a joined line's parts.
+	scan, copy window
+	// hdr holds the header of the line being parsed.
+	hdr [maxLogHeader]byte
+	// cur is the line the follower is in the middle of (its header parsed,
+	// part of its content written), or nil between lines.
+	cur *followLine
+	// open marks streams whose current line was started on the output (a
+	// partial line was written) so its continuation gets no timestamp.
+	open [2]bool
+	// skip marks streams whose current line was cut off by the tail or by
+	// Since: its continuation is dropped up to and including its full line.
+	skip [2]bool
 }
 
-// reset makes f the file being read, from its start.
-func (lr *logReader) reset(f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat container log: %w", err)
+// streamIndex maps a parsed stream to an index of the per-stream arrays.
+func streamIndex(s string) int {
+	if s == StreamStderr {
+		return 1
 	}
-	lr.f, lr.fi, lr.br, lr.off, lr.carry = f, fi, bufio.NewReaderSize(f, 64<<10), 0, nil
-	return nil
+	return 0
 }
 
-// nextLine returns the next complete line of the file, or io.EOF. At the
-// end of a file that ends without a newline, the unfinished line is kept in
-// carry for the next call unless final is set.
-func (lr *logReader) nextLine(final bool) ([]byte, error) {
-	b, err := lr.br.ReadBytes('\n')
-	lr.off += int64(len(b))
-	if err == nil {
-		if len(lr.carry) > 0 {
-			b = append(lr.carry, b...)
-			lr.carry = nil
-		}
-		return b, nil
-	}
-	if !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read container log: %w", err)
-	}
-	lr.carry = append(lr.carry, b...)
-	if final && len(lr.carry) > 0 {
-		b, lr.carry = lr.carry, nil
-		return b, nil
-	}
-	return nil, io.EOF
-}
-
-// initial reads the file to its end, then writes the last TailLines joined
-// lines (all without TailLines). A partial line at the end counts as a line
-// and is left open for the follower to continue.
-func (lr *logReader) initial() error {
-	var ring []logRecord
-	limit := int64(-1)
-	if lr.opts.TailLines != nil {
-		limit = max(*lr.opts.TailLines, 0)
-	}
-	push := func(r logRecord) {
-		if limit == 0 {
-			return
-		}
-		if limit > 0 && int64(len(ring)) == limit {
-			copy(ring, ring[1:])
-			ring = ring[:len(ring)-1]
-		}
-		ring = append(ring, r)
-	}
-	pending := map[string]*logRecord{}
-	var order []string // streams with a pending partial, oldest first
-	for {
-		line, err := lr.nextLine(!lr.opts.Follow)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
+// flushOut hands what is buffered to the writer and flushes it.
+func (lr *logReader) flushOut() error {
+	if err := lr.out.Flush(); err != nil {
+		if errors.Is(err, errLogLimit) {
 			return err
 		}
-		l, err := ParseCRILogLine(line)
-		if err != nil {
-			continue // the kubelet skips what it cannot parse, too
-		}
-		p := pending[l.Stream]
-		if p == nil {
-			p = &logRecord{ts: l.Timestamp, stream: l.Stream}
-			pending[l.Stream] = p
-			order = append(order, l.Stream)
-		}
-		p.content = append(p.content, l.Content...)
-		if l.Partial {
-			continue
-		}
-		p.complete = true
-		delete(pending, l.Stream)
-		order = removeString(order, l.Stream)
-		if !lr.opts.Since.IsZero() && p.ts.Before(lr.opts.Since) {
-			continue
-		}
-		push(*p)
-	}
-	for _, s := range order {
-		p := pending[s]
-		if !lr.opts.Since.IsZero() && p.ts.Before(lr.opts.Since) {
-			lr.skip[s] = true
-			continue
-		}
-		push(*p)
-	}
-	// Streams whose open partial line fell out of the tail: drop the rest
-	// of that line when it arrives.
-	kept := map[string]bool{}
-	for _, r := range ring {
-		if !r.complete {
-			kept[r.stream] = true
-		}
-	}
-	for _, s := range order {
-		if !kept[s] {
-			lr.skip[s] = true
-		}
-	}
-	for _, r := range ring {
-		if err := lr.write(r.ts, r.stream, r.content, !r.complete); err != nil {
-			return err
-		}
+		return fmt.Errorf("write log: %w", err)
 	}
 	if lr.flush != nil {
 		lr.flush()
@@ -319,68 +488,430 @@ func (lr *logReader) initial() error {
 	return nil
 }
 
-// stream writes one parsed line as it arrives (the follow pass).
-func (lr *logReader) stream(l CRILogLine) error {
-	if lr.skip[l.Stream] {
-		if !l.Partial {
-			delete(lr.skip, l.Stream)
+// write writes b to the output.
+func (lr *logReader) write(b []byte) error {
+	if _, err := lr.out.Write(b); err != nil {
+		if errors.Is(err, errLogLimit) {
+			return err
 		}
-		return nil
-	}
-	if !lr.open[l.Stream] && !lr.opts.Since.IsZero() && l.Timestamp.Before(lr.opts.Since) {
-		if l.Partial {
-			lr.skip[l.Stream] = true
-		}
-		return nil
-	}
-	if err := lr.write(l.Timestamp, l.Stream, l.Content, l.Partial); err != nil {
-		return err
-	}
-	if lr.flush != nil {
-		lr.flush()
-	}
-	return nil
-}
-
-// write writes content to w, with the timestamp prefix when it starts a
-// line and a newline unless partial.
-func (lr *logReader) write(ts time.Time, stream string, content []byte, partial bool) error {
-	var b []byte
-	if lr.opts.Timestamps && !lr.open[stream] {
-		b = append(b, ts.UTC().Format(time.RFC3339Nano)...)
-		b = append(b, ' ')
-	}
-	b = append(b, content...)
-	if partial {
-		lr.open[stream] = true
-	} else {
-		b = append(b, '\n')
-		delete(lr.open, stream)
-	}
-	if _, err := lr.w.Write(b); err != nil {
 		return fmt.Errorf("write log: %w", err)
 	}
 	return nil
 }
 
-// readAvailable hands every complete line now in the file to emit.
-func (lr *logReader) readAvailable(emit func(CRILogLine) error) error {
-	for {
-		line, err := lr.nextLine(false)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
+// startLine writes the timestamp prefix of a line of stream s unless a
+// partial line of s is open on the output.
+func (lr *logReader) startLine(s int, ts time.Time) error {
+	if !lr.opts.Timestamps || lr.open[s] {
+		return nil
+	}
+	var b [64]byte
+	return lr.write(append(ts.UTC().AppendFormat(b[:0], time.RFC3339Nano), ' '))
+}
+
+// endLine ends a written line of stream s: a newline unless partial.
+func (lr *logReader) endLine(s int, partial bool) error {
+	lr.open[s] = partial
+	if partial {
+		return nil
+	}
+	return lr.write([]byte{'\n'})
+}
+
+// before reports whether ts is older than Since.
+func (lr *logReader) before(ts time.Time) bool {
+	return !lr.opts.Since.IsZero() && ts.Before(lr.opts.Since)
+}
+
+// tailPlan says which joined lines of the initial pass are written.
+type tailPlan struct {
+	// start is where the first written line begins (the end: none).
+	start int64
+	// minFull: a complete joined line is written when its last (F) part
+	// starts at or after minFull.
+	minFull int64
+	// pending[s]: stream s's unfinished line at the end is written.
+	pending [2]bool
+	// unfinished[s]: the planner found that stream s ends with an
+	// unfinished line (written or not).
+	unfinished [2]bool
+}
+
+// initial writes the joined lines of the file up to its end (with Follow,
+// up to its last newline: the follower takes the rest), cut to the tail. A
+// partial line at the end counts as a line and is left open for the
+// follower to continue.
+//
+// It scans from the plan's start and tracks, per stream, where the current
+// joined line began; when the line's F part arrives (or the end, for an
+// unfinished one) and the plan keeps it, copyJoined writes its parts from
+// the file.
+func (lr *logReader) initial() error {
+	end := lr.fi.Size()
+	if lr.opts.Follow {
+		nl, err := lr.scan.lastNewline(end)
 		if err != nil {
 			return err
 		}
-		l, err := ParseCRILogLine(line)
-		if err != nil {
-			continue
-		}
-		if err := emit(l); err != nil {
+		end = nl + 1
+	}
+	plan := tailPlan{pending: [2]bool{true, true}}
+	if lr.opts.TailLines != nil {
+		var err error
+		if plan, err = lr.planTail(max(*lr.opts.TailLines, 0), end); err != nil {
 			return err
 		}
 	}
+	// first[s] is where stream s's current joined line began (-1: none),
+	// firstTS[s] its timestamp.
+	first := [2]int64{-1, -1}
+	var firstTS [2]time.Time
+	for off := plan.start; off < end; {
+		lh, err := lr.readHead(&lr.scan, off, end)
+		if err != nil {
+			return err
+		}
+		if lh.end <= off {
+			break // the file shrank
+		}
+		line := off
+		off = lh.end
+		if !lh.ok {
+			continue // the kubelet skips what it cannot parse, too
+		}
+		s := streamIndex(lh.Stream)
+		if first[s] < 0 {
+			first[s], firstTS[s] = line, lh.Timestamp
+		}
+		if lh.Partial {
+			continue
+		}
+		if line >= plan.minFull && !lr.before(firstTS[s]) {
+			if err := lr.copyJoined(s, first[s], lh.end, firstTS[s], false); err != nil {
+				return err
+			}
+		}
+		first[s] = -1
+	}
+	// Unfinished lines, oldest first.
+	order := []int{0, 1}
+	if first[1] >= 0 && (first[0] < 0 || first[1] < first[0]) {
+		order = []int{1, 0}
+	}
+	for _, s := range order {
+		if first[s] < 0 {
+			// An unfinished line wholly before the tail's start.
+			lr.skip[s] = plan.unfinished[s]
+			continue
+		}
+		if !plan.pending[s] || lr.before(firstTS[s]) {
+			lr.skip[s] = true
+			continue
+		}
+		if err := lr.copyJoined(s, first[s], end, firstTS[s], true); err != nil {
+			return err
+		}
+	}
+	lr.off = end
+	return nil
+}
+
+// copyJoined writes the joined line of stream s whose parts are the lines
+// of s in [from, to), each part's content in turn, with the timestamp
+// prefix and (unless partial) the newline.
+func (lr *logReader) copyJoined(s int, from, to int64, ts time.Time, partial bool) error {
+	if err := lr.startLine(s, ts); err != nil {
+		return err
+	}
+	for off := from; off < to; {
+		h, nl, err := lr.headBytes(&lr.copy, off, to)
+		if err != nil {
+			return err
+		}
+		lh := lr.parseHead(off, h, nl || len(h) < maxLogHeader)
+		mine := lh.ok && streamIndex(lh.Stream) == s
+		if mine {
+			if err := lr.write(h[lh.content-off:]); err != nil {
+				return err
+			}
+		}
+		if nl {
+			off += int64(len(h)) + 1
+			continue
+		}
+		var write func([]byte) error
+		if mine {
+			write = lr.write
+		}
+		next, _, err := copyLine(&lr.copy, off+int64(len(h)), to, write)
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return lr.endLine(s, partial)
+}
+
+// planTail finds which joined lines of [0, end) are the last n: the
+// unfinished lines at the end come last (latest started last), before
+// them the complete ones in the order of their F parts. It reads the file
+// backwards from end, line by line, parsing only each line's header, and
+// stops once it has found the first part of each of the last n lines (and
+// has seen both streams, or looked tailLookBack further for the one it has
+// not seen).
+func (lr *logReader) planTail(n, end int64) (tailPlan, error) {
+	const none = math.MaxInt64
+	// Per stream: the joined line whose parts are being walked, its place
+	// among the complete lines counted from the end (1: the last; 0: the
+	// unfinished line at the end) and the earliest part found so far.
+	var (
+		seen  [2]bool
+		idx   [2]int64
+		first [2]int64
+	)
+	var count int64 // complete lines found
+	// With p unfinished lines taken (p = 0..2): fullAt[p] is where the F part
+	// of the (n-p)th last complete line starts, minStart[p] the earliest
+	// first part of the last n-p complete lines.
+	fullAt := [3]int64{none, none, none}
+	minStart := [3]int64{none, none, none}
+	unfinishedAt := [2]int64{-1, -1}
+	resolve := func(s int) {
+		if idx[s] == 0 {
+			unfinishedAt[s] = first[s]
+			return
+		}
+		for p := range minStart {
+			if idx[s] <= n-int64(p) {
+				minStart[p] = min(minStart[p], first[s])
+			}
+		}
+	}
+	counted := func(s int) {
+		count++
+		idx[s] = count
+		for p := range fullAt {
+			if count == n-int64(p) {
+				fullAt[p] = first[s]
+			}
+		}
+	}
+	// needed reports whether stream s's open line is one of the last n.
+	needed := func(s int) bool {
+		return seen[s] && (idx[s] == 0 && n > 0 || idx[s] > 0 && idx[s] <= n)
+	}
+	var plan tailPlan
+	stop, hasNL := end, false
+	if end > 0 {
+		b, err := lr.scan.at(end-1, end)
+		if err != nil {
+			return plan, err
+		}
+		hasNL = b[0] == '\n'
+	}
+	lookFrom := int64(-1)
+	for stop > 0 {
+		lineEnd := stop
+		if hasNL {
+			lineEnd--
+		}
+		nl, err := lr.scan.lastNewline(lineEnd)
+		if err != nil {
+			return plan, err
+		}
+		ls := nl + 1
+		stop, hasNL = ls, true
+		h, _, err := lr.headBytes(&lr.scan, ls, lineEnd)
+		if err != nil {
+			return plan, err
+		}
+		if lh := lr.parseHead(ls, h, int64(len(h)) == lineEnd-ls); lh.ok {
+			s := streamIndex(lh.Stream)
+			switch {
+			case !seen[s]:
+				seen[s], first[s] = true, ls
+				if lh.Partial {
+					idx[s], plan.unfinished[s] = 0, true
+				} else {
+					counted(s)
+				}
+			case lh.Partial:
+				first[s] = ls
+			default: // an F part: the end of the previous line of s
+				resolve(s)
+				first[s] = ls
+				counted(s)
+			}
+		}
+		if count >= n && !needed(0) && !needed(1) {
+			if seen[0] && seen[1] {
+				break
+			}
+			if lookFrom < 0 {
+				lookFrom = ls
+			} else if lookFrom-ls > tailLookBack {
+				break
+			}
+		}
+	}
+	if stop == 0 {
+		for s := range seen {
+			if seen[s] {
+				resolve(s)
+			}
+		}
+	}
+
+	// Take the unfinished lines first, latest started first.
+	start := int64(none)
+	var takeOrder []int
+	for s := range unfinishedAt {
+		if unfinishedAt[s] >= 0 {
+			takeOrder = append(takeOrder, s)
+		}
+	}
+	slices.SortFunc(takeOrder, func(a, b int) int { return int(unfinishedAt[b] - unfinishedAt[a]) })
+	p := 0
+	for _, s := range takeOrder {
+		if int64(p) < n {
+			plan.pending[s] = true
+			start = min(start, unfinishedAt[s])
+			p++
+		}
+	}
+	switch k := n - int64(p); {
+	case k <= 0:
+		plan.minFull = none
+	case count >= k:
+		plan.minFull = fullAt[p]
+		start = min(start, minStart[p])
+	default: // fewer complete lines than asked for: all of them
+		plan.minFull = 0
+		start = min(start, minStart[p])
+	}
+	plan.start = min(start, end)
+	return plan, nil
+}
+
+// followLine is a line the follower has parsed the header of.
+type followLine struct {
+	// s is the line's stream index; partial is true for a P line.
+	s       int
+	partial bool
+	// valid is false for an unparsable line, dropped without effect.
+	valid bool
+	// emit: its content goes to the output; otherwise it is dropped.
+	emit bool
+	// endsSkip: the line is the F part of a line the tail or Since cut.
+	endsSkip bool
+}
+
+// begin decides what happens to the line the follower reached and writes
+// its timestamp prefix when it is written.
+func (lr *logReader) begin(lh logHead) (*followLine, error) {
+	if !lh.ok {
+		return &followLine{}, nil
+	}
+	s := streamIndex(lh.Stream)
+	c := &followLine{s: s, partial: lh.Partial, valid: true}
+	switch {
+	case lr.skip[s]:
+		c.endsSkip = !lh.Partial
+	case !lr.open[s] && lr.before(lh.Timestamp):
+		if lh.Partial {
+			lr.skip[s] = true
+		}
+	default:
+		c.emit = true
+		if err := lr.startLine(s, lh.Timestamp); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// finish ends the follower's current line.
+func (lr *logReader) finish() error {
+	c := lr.cur
+	lr.cur = nil
+	if c == nil || !c.valid {
+		return nil
+	}
+	if c.endsSkip {
+		lr.skip[c.s] = false
+	}
+	if c.emit {
+		return lr.endLine(c.s, c.partial)
+	}
+	return nil
+}
+
+// writeCur writes content of the current line when it is written.
+func (lr *logReader) writeCur(b []byte) error {
+	if lr.cur != nil && lr.cur.emit {
+		return lr.write(b)
+	}
+	return nil
+}
+
+// readAvailable writes every line now in the file from lr.off on, and
+// flushes. A line whose header is complete is streamed as it grows; an
+// unfinished line shorter than a header waits for more, unless final (the
+// file will not grow: it was rotated), where it counts as a line.
+func (lr *logReader) readAvailable(final bool) error {
+	const limit = math.MaxInt64
+	for {
+		if lr.cur == nil {
+			h, nl, err := lr.headBytes(&lr.scan, lr.off, limit)
+			if err != nil {
+				return err
+			}
+			if len(h) == 0 && !nl {
+				break // nothing new
+			}
+			short := !nl && len(h) < maxLogHeader
+			if short && !final {
+				break // wait for the rest of the header
+			}
+			lh := lr.parseHead(lr.off, h, nl || short)
+			if lr.cur, err = lr.begin(lh); err != nil {
+				return err
+			}
+			if lh.ok {
+				if err := lr.writeCur(h[lh.content-lr.off:]); err != nil {
+					return err
+				}
+			}
+			lr.off += int64(len(h))
+			if nl || short {
+				if nl {
+					lr.off++
+				}
+				if err := lr.finish(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		next, nl, err := copyLine(&lr.scan, lr.off, limit, lr.writeCur)
+		lr.off = next
+		if err != nil {
+			return err
+		}
+		if !nl && !final {
+			break // the line goes on: its content so far is written
+		}
+		if err := lr.finish(); err != nil {
+			return err
+		}
+		if !nl {
+			break
+		}
+	}
+	return lr.flushOut()
 }
 
 // checkRotation looks at the path after the follower reached the end of
@@ -389,7 +920,7 @@ func (lr *logReader) readAvailable(emit func(CRILogLine) error) error {
 // to the new one from its start; when the file shrank (truncation), it
 // starts over. It reports whether it switched.
 func (lr *logReader) checkRotation() (bool, error) {
-	fi, err := os.Stat(lr.path)
+	fi, err := os.Lstat(lr.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil // renamed; the runtime has not reopened it yet
 	}
@@ -401,26 +932,19 @@ func (lr *logReader) checkRotation() (bool, error) {
 			return false, nil
 		}
 		// Truncated in place: read it again from the start.
-		if _, err := lr.f.Seek(0, io.SeekStart); err != nil {
-			return false, fmt.Errorf("seek container log: %w", err)
+		if err := lr.finish(); err != nil {
+			return false, err
 		}
-		lr.br.Reset(lr.f)
-		lr.off, lr.carry = 0, nil
+		lr.off = 0
+		lr.scan.reset(lr.f)
 		return true, nil
 	}
 	// Rotated: finish the old file (including an unterminated last line),
 	// then take the new one.
-	if err := lr.readAvailable(lr.stream); err != nil {
+	if err := lr.readAvailable(true); err != nil {
 		return false, err
 	}
-	if len(lr.carry) > 0 {
-		if l, err := ParseCRILogLine(lr.carry); err == nil {
-			if err := lr.stream(l); err != nil {
-				return false, err
-			}
-		}
-	}
-	f, err := os.Open(lr.path)
+	f, nfi, err := openLog(lr.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -428,18 +952,8 @@ func (lr *logReader) checkRotation() (bool, error) {
 		return false, fmt.Errorf("open rotated container log: %w", err)
 	}
 	lr.f.Close()
-	if err := lr.reset(f); err != nil {
-		return false, err
-	}
+	lr.f, lr.fi, lr.off, lr.cur = f, nfi, 0, nil
+	lr.scan.reset(f)
+	lr.copy.reset(f)
 	return true, nil
-}
-
-// removeString returns s without its first v.
-func removeString(s []string, v string) []string {
-	for i, x := range s {
-		if x == v {
-			return append(s[:i], s[i+1:]...)
-		}
-	}
-	return s
 }

@@ -148,6 +148,8 @@ func TestReadLog(t *testing.T) {
 		{name: "last line without newline", lines: []string{criLine(1, "stdout", "F", "a"), strings.TrimSuffix(criLine(2, "stdout", "F", "b"), "\n")},
 			want: "a\nb\n"},
 		{name: "empty file", lines: []string{}, want: ""},
+		{name: "last line without newline nor content field", lines: []string{criLine(1, "stdout", "F", "a"), "2024-01-01T00:00:02Z stdout F"},
+			want: "a\n\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

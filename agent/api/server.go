@@ -454,6 +454,16 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request) error {
 	if opts.TailLines, err = queryInt(r, "tailLines"); err != nil {
 		return err
 	}
+	limit, err := queryInt(r, "limitBytes")
+	if err != nil {
+		return err
+	}
+	if limit != nil {
+		if *limit <= 0 {
+			return apierrors.NewBadRequest("limitBytes must be a positive number")
+		}
+		opts.LimitBytes = *limit
+	}
 	since, err := queryInt(r, "sinceSeconds")
 	if err != nil {
 		return err
@@ -480,11 +490,15 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(path); err != nil {
+	// Refused before the 200 is written: ReadLog serves regular files only
+	// (it would refuse a symlink or FIFO after the header, with an empty body).
+	if fi, err := os.Lstat(path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q has no log yet", container, name))
 		}
 		return err
+	} else if !fi.Mode().IsRegular() {
+		return apierrors.NewInternalError(fmt.Errorf("the log of container %q in pod %q is not a regular file (%s): refused", container, name, fi.Mode().Type()))
 	}
 	// A previous instance has exited: there is nothing to follow.
 	opts.Follow = follow && !previous

@@ -289,6 +289,10 @@ func TestServer_Logs(t *testing.T) {
 	b.SetLog("default", "a", "c", false, cur)
 	b.SetLog("default", "a", "c", true, prev)
 	b.SetLog("default", "two", "d", false, filepath.Join(dir, "missing.log"))
+	// A log path a hostile runtime state turned into a symlink.
+	require.NoError(t, os.Symlink("/etc/shadow", filepath.Join(dir, "link.log")))
+	b.SetPod(testPod("default", "linked", "c"))
+	b.SetLog("default", "linked", "c", false, filepath.Join(dir, "link.log"))
 
 	tests := []struct {
 		name     string
@@ -304,6 +308,9 @@ func TestServer_Logs(t *testing.T) {
 		{name: "previous", query: "previous=true", want: "before the crash\n"},
 		{name: "previous follow returns", query: "previous=true&follow=true", want: "before the crash\n"},
 		{name: "bad tail", query: "tailLines=-1", wantCode: 400},
+		{name: "limitBytes", query: "limitBytes=5", want: "one\nt"},
+		{name: "bad limitBytes", query: "limitBytes=0", wantCode: 400, want: "limitBytes"},
+		{name: "symlinked log refused before the header", pod: "linked", wantCode: 500, want: "not a regular file"},
 		{name: "bad bool", query: "follow=maybe", wantCode: 400},
 		{name: "two containers need a name", pod: "two", wantCode: 400, want: "choose one of: [c d]"},
 		{name: "no log file yet", pod: "two", query: "container=d", wantCode: 400, want: "has no log yet"},

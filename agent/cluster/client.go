@@ -40,6 +40,8 @@ type API interface {
 	Leases(namespace string) LeaseClient
 	ConfigMaps(namespace string) ConfigMapClient
 	Secrets(namespace string) SecretClient
+	Services(namespace string) ServiceClient
+	Events(namespace string) EventClient
 }
 
 // PodClient is the part of client-go's PodInterface the node uses (the
@@ -88,6 +90,22 @@ type SecretClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Secret, error)
 	List(ctx context.Context, opts metav1.ListOptions) (*v1.SecretList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// ServiceClient is the part of client-go's ServiceInterface the node uses:
+// list and watch for the service link variables (the Node authorizer
+// allows both on every namespace).
+type ServiceClient interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*v1.ServiceList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// EventClient is the part of client-go's core/v1 EventInterface the node's
+// event recorder uses (the kubelet's EventSink: create, and patch to fold
+// a repeat into an existing event).
+type EventClient interface {
+	Create(ctx context.Context, event *v1.Event, opts metav1.CreateOptions) (*v1.Event, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *v1.Event, err error)
 }
 
 // The kubelet's client settings (kubeAPIQPS 50, kubeAPIBurst 100, and
@@ -208,6 +226,16 @@ func (a *restAPI) ConfigMaps(namespace string) ConfigMapClient {
 func (a *restAPI) Secrets(namespace string) SecretClient {
 	return &typedResource[*v1.Secret, *v1.SecretList]{client: a.core, name: "secrets", namespace: namespace,
 		newObject: func() *v1.Secret { return &v1.Secret{} }, newList: func() *v1.SecretList { return &v1.SecretList{} }}
+}
+
+func (a *restAPI) Services(namespace string) ServiceClient {
+	return &typedResource[*v1.Service, *v1.ServiceList]{client: a.core, name: "services", namespace: namespace,
+		newObject: func() *v1.Service { return &v1.Service{} }, newList: func() *v1.ServiceList { return &v1.ServiceList{} }}
+}
+
+func (a *restAPI) Events(namespace string) EventClient {
+	return &typedResource[*v1.Event, *v1.EventList]{client: a.core, name: "events", namespace: namespace,
+		newObject: func() *v1.Event { return &v1.Event{} }, newList: func() *v1.EventList { return &v1.EventList{} }}
 }
 
 // hasCredentials reports whether cfg authenticates at all.

@@ -13,6 +13,8 @@ func (c clientsetAPI) Nodes() NodeClient                    { return c.cs.CoreV1
 func (c clientsetAPI) Leases(ns string) LeaseClient         { return c.cs.CoordinationV1().Leases(ns) }
 func (c clientsetAPI) ConfigMaps(ns string) ConfigMapClient { return c.cs.CoreV1().ConfigMaps(ns) }
 func (c clientsetAPI) Secrets(ns string) SecretClient       { return c.cs.CoreV1().Secrets(ns) }
+func (c clientsetAPI) Services(ns string) ServiceClient     { return c.cs.CoreV1().Services(ns) }
+func (c clientsetAPI) Events(ns string) EventClient         { return c.cs.CoreV1().Events(ns) }
 
 func (c clientsetAPI) IsWatchListSemanticsUnSupported() bool {
 	u, ok := c.cs.(interface{ IsWatchListSemanticsUnSupported() bool })

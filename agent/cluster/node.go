@@ -93,9 +93,22 @@ type NodeConfig struct {
 	// RootDir is the agent's root dir; its file system is nodefs for the
 	// DiskPressure condition.
 	RootDir string
+	// KubeletPort is the port of the kubelet server (agent/kubeletserver),
+	// advertised as status.daemonEndpoints.kubeletEndpoint.port: the API
+	// server reaches the node there for logs, exec, attach, port-forward
+	// and the node proxy. 0 advertises none.
+	KubeletPort int32
 	// Periods; zero values take the Default* constants.
 	StatusUpdatePeriod, StatusReportPeriod time.Duration
 	LeaseDuration, LeaseRenewPeriod        time.Duration
+	// Events receives the node's events (NodeReady, NodeNotReady), as
+	// the kubelet records them; nil records none (EventRecorder).
+	Events NodeEventSink
+}
+
+// NodeEventSink records an event about the node (EventRecorder.NodeEvent).
+type NodeEventSink interface {
+	NodeEvent(typ, reason, message string)
 }
 
 func (c NodeConfig) withDefaults() NodeConfig {
@@ -349,6 +362,7 @@ func (n *NodeAgent) inputs(rt runtimeState, r readings) statusInputs {
 	return statusInputs{
 		node:           n.cfg.Node,
 		addresses:      n.addresses,
+		kubeletPort:    n.cfg.KubeletPort,
 		system:         n.system,
 		runtime:        rt,
 		memoryPressure: mem,
@@ -445,10 +459,16 @@ func (n *NodeAgent) syncStatus(ctx context.Context) error {
 	n.state.Ready, n.state.ReadyMessage = ready, msg
 	n.mu.Unlock()
 	if ready != was {
+		event := "NodeNotReady"
 		if ready == v1.ConditionTrue {
+			event = "NodeReady"
 			n.logger.Info("Node is Ready")
 		} else {
 			n.logger.Warn("Node is not Ready", "reason", msg)
+		}
+		if n.cfg.Events != nil && (was != "" || ready == v1.ConditionTrue) {
+			// The kubelet's recordNodeStatusEvent: Normal either way.
+			n.cfg.Events.NodeEvent(v1.EventTypeNormal, event, fmt.Sprintf("Node %s status is now: %s", n.cfg.Node.Name, event))
 		}
 	}
 	return nil

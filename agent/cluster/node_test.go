@@ -436,3 +436,38 @@ func TestNodeAgent_FastStatusUntilFirstReady(t *testing.T) {
 	h2.clock.Step(fastStatusWindow)
 	require.Equal(t, DefaultStatusUpdatePeriod, h2.node.nextStatusDelay())
 }
+
+// nodeEvents records the node's events.
+type nodeEvents struct{ got []string }
+
+var _ NodeEventSink = (*nodeEvents)(nil)
+
+func (e *nodeEvents) NodeEvent(typ, reason, message string) {
+	e.got = append(e.got, typ+" "+reason+" "+message)
+}
+
+// TestNodeAgent_RecordsReadyTransitions checks the kubelet's NodeReady and
+// NodeNotReady events: one per transition, none for an unchanged status.
+func TestNodeAgent_RecordsReadyTransitions(t *testing.T) {
+	h := newNodeHarness(t)
+	evs := &nodeEvents{}
+	h.node.cfg.Events = evs
+	ctx := context.Background()
+	_, err := h.node.register(ctx)
+	require.NoError(t, err)
+	require.NoError(t, h.node.syncStatus(ctx))
+	h.clock.Step(DefaultStatusUpdatePeriod)
+	require.NoError(t, h.node.syncStatus(ctx))
+	h.clock.Step(DefaultStatusUpdatePeriod)
+	h.runtime.set(criStatus(true, false), nil)
+	require.NoError(t, h.node.syncStatus(ctx))
+	h.clock.Step(DefaultStatusUpdatePeriod)
+	h.runtime.set(criStatus(true, true), nil)
+	require.NoError(t, h.node.syncStatus(ctx))
+	name := h.node.cfg.Node.Name
+	require.Equal(t, []string{
+		"Normal NodeReady Node " + name + " status is now: NodeReady",
+		"Normal NodeNotReady Node " + name + " status is now: NodeNotReady",
+		"Normal NodeReady Node " + name + " status is now: NodeReady",
+	}, evs.got)
+}

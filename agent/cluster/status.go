@@ -99,6 +99,8 @@ type statusInputs struct {
 	// addresses and system are fixed at start.
 	addresses []v1.NodeAddress
 	system    v1.NodeSystemInfo
+	// kubeletPort is the kubelet server's port (0: not advertised).
+	kubeletPort int32
 	// runtime is the last CRI Status.
 	runtime runtimeState
 	// The pressure conditions (pressure.go), each with what was observed.
@@ -121,6 +123,9 @@ func buildStatus(in statusInputs, current *v1.NodeStatus, now time.Time) v1.Node
 	st.Allocatable = in.node.Allocatable.DeepCopy()
 	st.Addresses = append([]v1.NodeAddress(nil), in.addresses...)
 	st.NodeInfo = in.system
+	if in.kubeletPort > 0 {
+		st.DaemonEndpoints.KubeletEndpoint.Port = in.kubeletPort
+	}
 
 	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: reasonReady, Message: messageReady}
 	if p := in.runtime.problems(); len(p) > 0 {

@@ -105,6 +105,13 @@ func TestBuildStatus(t *testing.T) {
 		require.Equal(t, reasonSufficientPID, cond(st, v1.NodePIDPressure).Reason)
 	})
 
+	t.Run("the kubelet port is advertised", func(t *testing.T) {
+		require.Zero(t, buildStatus(base, nil, t0).DaemonEndpoints.KubeletEndpoint.Port, "no server, no port")
+		in := base
+		in.kubeletPort = 10250
+		require.Equal(t, int32(10250), buildStatus(in, nil, t0).DaemonEndpoints.KubeletEndpoint.Port)
+	})
+
 	t.Run("an unchanged condition keeps its transition time", func(t *testing.T) {
 		prev := buildStatus(base, nil, t0)
 		st := buildStatus(base, &prev, t1)

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -33,6 +35,18 @@ type clusterClient struct {
 	server string
 	// tokens requests the pods' service account tokens (Deps.Tokens).
 	tokens *cluster.TokenSource
+	// services lists the cluster's Services for the containers' service
+	// link variables (Deps.Services); newClusterPods' run runs it.
+	services *cluster.ServiceLister
+	// events posts the node's and its pods' events; newClusterPods' run
+	// runs it (nil in tests that build a clusterClient by hand).
+	events *cluster.EventRecorder
+	// rest is the node's API server configuration (the kubelet server's
+	// TokenReviews and SubjectAccessReviews use it).
+	rest *rest.Config
+	// kubeletPort is the kubelet server's bound port, advertised in the
+	// Node status (0 before it listens).
+	kubeletPort int32
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
@@ -55,7 +69,8 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens}, nil
+	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, rest: cfg, services: cluster.NewServiceLister(cs, nil),
+		events: cluster.NewEventRecorder(cs, nodeName, nil, nil)}, nil
 }
 
 // startCluster starts the node agent (Node registration, status, lease) in
@@ -75,6 +90,8 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 		RuntimeVersion: runtimeVersion,
 		Version:        version,
 		RootDir:        rootDir,
+		Events:         cc.events,
+		KubeletPort:    cc.kubeletPort,
 	}, logger, nil)
 	if err != nil {
 		return nil, err
@@ -93,36 +110,54 @@ type clusterPodWiring struct {
 	// source is the API server pod source (agent.DaemonConfig.Sources).
 	source agent.Source
 	// observer sends pod statuses to the API server: the cluster pods'
-	// to their objects, the static pods' to their mirrors
-	// (agent.Agent.AddObserver).
+	// to their objects, the static pods' to their mirrors; and the pods'
+	// events (agent.Agent.AddObserver).
 	observer agent.Observer
 	// staticPods keeps the static pods' mirror pods
 	// (agent.DaemonConfig.StaticPods).
 	staticPods func([]*v1.Pod)
-	// run sends statuses and keeps the mirror pods until ctx ends.
+	// run sends statuses and events, keeps the mirror pods and lists the
+	// Services until ctx ends.
 	run func(ctx context.Context)
 }
 
 // newClusterPods builds the cluster's pod source (which deletes the
 // objects of pods deleted on the API server once podDone, the agent's
-// PodDone, says their teardown finished), the status writer and the mirror
-// pods.
+// PodDone, says their teardown finished), the status writer, the mirror
+// pods and the event recorder.
 func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, nodeName string, logger *slog.Logger) clusterPodWiring {
 	sw := cluster.NewStatusWriter(cc.client, logger, nil)
 	mirrors := cluster.NewMirrorPods(cc.client, nodeName, sw, logger)
 	src := cluster.NewPodSource(cc.client, nodeName, logger, cluster.WithPodDone(podDone), cluster.WithMirrorPods(mirrors))
+	events := cc.events
+	if events == nil {
+		events = cluster.NewEventRecorder(cc.client, nodeName, logger, nil)
+	}
+	events.SetLogger(logger)
 	return clusterPodWiring{
 		source:     src,
-		observer:   agent.Observers(sw, mirrors),
+		observer:   agent.Observers(sw, mirrors, events),
 		staticPods: mirrors.SetStaticPods,
 		run: func(ctx context.Context) {
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				mirrors.Run(ctx)
-			}()
+			var wg sync.WaitGroup
+			for _, run := range []func(context.Context){mirrors.Run, events.Run, cc.runServices} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					run(ctx)
+				}()
+			}
+			events.NodeEvent(v1.EventTypeNormal, "Starting", "Starting kubelet.")
 			sw.Run(ctx)
-			<-done
+			wg.Wait()
 		},
+	}
+}
+
+// runServices runs the Services informer (none in tests that build a
+// clusterClient by hand).
+func (cc *clusterClient) runServices(ctx context.Context) {
+	if cc.services != nil {
+		cc.services.Run(ctx)
 	}
 }

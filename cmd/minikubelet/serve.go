@@ -44,6 +44,10 @@ With --kubeconfig the node joins that Kubernetes cluster: it registers its
 Node object and keeps its status and Lease there, runs the pods the cluster
 schedules to it (with their ConfigMaps, Secrets and service-account
 tokens), reports their status, and shows its static pods as mirror pods.
+It also serves the kubelet API on --port (10250) for the API server:
+kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
+/healthz, /metrics, /metrics/resource), to clients with a certificate of --client-ca-file or a
+token the API server vouches for, as the API server authorizes them.
 See the README's "Joining a cluster".
 
 A YAML config file (--config) may hold the same settings under the flag
@@ -93,9 +97,13 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var nf nodeFlags
 	nf.register(fs)
+	var gf gcFlags
+	gf.register(fs)
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
+	var kf kubeletServerFlags
+	kf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
@@ -144,6 +152,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if err := kf.check(fs, cc != nil); err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	setServeGC(os.Getenv)
 	if sf.profiling {
 		// The heap profile samples from here on (earlyinit).
@@ -177,11 +188,15 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
 	if cc != nil {
-		// Cluster pods get their projected service account tokens.
-		deps.Tokens = cc.tokens
+		// Cluster pods get their projected service account tokens, and
+		// every pod the service link variables.
+		deps.Tokens, deps.Services = cc.tokens, cc.services
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
+	if err := gf.start(ctx, a, inst, logger); err != nil {
+		return err
+	}
 	if path, err := a.EnsureNodeCgroups(); err != nil {
 		return err
 	} else if path != "" {
@@ -230,6 +245,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		StaticPods:        cp.staticPods,
 	})
 
+	// The kubelet server listens before the Node is registered, so that
+	// the Node status advertises its port.
+	waitKubeletServer := func() {}
+	if cc != nil {
+		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, nf.rootDir, node.Name, logger); err != nil {
+			return err
+		}
+	}
 	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
 	if err != nil {
 		return err
@@ -254,6 +277,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 	runErr := d.Run(ctx)
 	waitCluster()
+	waitKubeletServer()
 	logger.Info("Stopping; pods keep running and are adopted at the next start")
 	for range 1 + boolInt(sf.apiAddress != "") {
 		if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {

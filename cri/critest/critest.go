@@ -752,6 +752,15 @@ func (i *FakeImages) ListImages(ctx context.Context, filter *runtimeapi.ImageFil
 	return i.FakeImageService.ListImages(ctx, filter)
 }
 
+// ImageFsInfo implements cri.Images with the usage set by the embedded
+// fake's SetFakeFilesystemUsage.
+func (i *FakeImages) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	if err := i.f.record("ImageFsInfo", "ImageFsInfo"); err != nil {
+		return nil, err
+	}
+	return i.FakeImageService.ImageFsInfo(ctx)
+}
+
 // RemoveImage implements cri.Images.
 func (i *FakeImages) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
 	if err := i.f.record("RemoveImage", "RemoveImage "+image.GetImage()); err != nil {

@@ -10,6 +10,10 @@
 #   DIR/pki/                     ca.{crt,key}; apiserver.{crt,key} (serving,
 #                                SANs 127.0.0.1, localhost, kubernetes.default…);
 #                                admin.{crt,key} (O=system:masters);
+#                                apiserver-kubelet-client.{crt,key} (the
+#                                apiserver's identity at the nodes' kubelet
+#                                servers, O=system:masters; nodes trust
+#                                ca.crt as --client-ca-file);
 #                                node-NAME.{crt,key} (CN=system:node:NAME,
 #                                O=system:nodes); sa.{key,pub} (service-account
 #                                token signing, so TokenRequest works)
@@ -125,6 +129,10 @@ svc_ip=$(SERVICE_CIDR=$SERVICE_CIDR awk 'BEGIN { split(ENVIRON["SERVICE_CIDR"], 
 sign apiserver "/CN=kube-apiserver" serverAuth \
 	"IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 sign admin "/O=system:masters/CN=minikubelet-test-admin" clientAuth
+# The apiserver's client certificate towards the nodes' kubelet servers
+# (logs, exec, attach, port-forward, node proxy); the node asks the
+# apiserver (SubjectAccessReview) whether it may, and system:masters may.
+sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 for n in "${NODES[@]}"; do
 	[[ $n =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "node name '$n' is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"
 	sign "node-$n" "/O=system:nodes/CN=system:node:$n" clientAuth
@@ -214,6 +222,8 @@ else
 		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
 		--cert-dir "$PKI" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
 		--client-ca-file "$PKI/ca.crt" \
+		--kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+		--kubelet-preferred-address-types InternalIP \
 		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
 		--service-cluster-ip-range "$SERVICE_CIDR" \
 		--authorization-mode Node,RBAC \

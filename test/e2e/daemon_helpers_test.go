@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -153,7 +154,13 @@ func (d *daemon) args() []string {
 		"--pod-log-dir", d.logDir,
 		"--manifest-dir", d.manifests,
 	)
-	return append(args, d.extra...)
+	args = append(args, d.extra...)
+	// A cluster-mode daemon's kubelet server takes --port 10250 by default,
+	// which the tests running in parallel would contend for.
+	if slices.Contains(d.extra, "--kubeconfig") && !slices.Contains(d.extra, "--port") {
+		args = append(args, "--port", "0")
+	}
+	return args
 }
 
 // start starts a new generation of the daemon and waits until its socket

@@ -43,6 +43,14 @@ func newPrivateRuntime(t *testing.T) *privateRuntime {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "mkc-")
 	require.NoError(t, err)
+	return newPrivateRuntimeIn(t, dir)
+}
+
+// newPrivateRuntimeIn is newPrivateRuntime with containerd's DIR in dir (a
+// short path: the socket lives there), e.g. on a filesystem of the test's
+// own.
+func newPrivateRuntimeIn(t *testing.T, dir string) *privateRuntime {
+	t.Helper()
 	r := &privateRuntime{dir: dir}
 	n := r.pickNet(t)
 	r.network = cni.Config{

@@ -26,6 +26,10 @@ func (c clientset) ConfigMaps(ns string) cluster.ConfigMapClient {
 	return c.cs.CoreV1().ConfigMaps(ns)
 }
 func (c clientset) Secrets(ns string) cluster.SecretClient { return c.cs.CoreV1().Secrets(ns) }
+func (c clientset) Services(ns string) cluster.ServiceClient {
+	return c.cs.CoreV1().Services(ns)
+}
+func (c clientset) Events(ns string) cluster.EventClient { return c.cs.CoreV1().Events(ns) }
 
 // IsWatchListSemanticsUnSupported is client-go's question to a client
 // (util/watchlist), passed on to the clientset.

@@ -1,0 +1,16 @@
+// Package eviction is the pure half of the kubelet's eviction manager
+// (pkg/kubelet/eviction, issue #21): eviction signals and thresholds (the
+// --eviction-hard and --eviction-soft syntax and the kubelet's default hard
+// thresholds), which thresholds an observation of the node meets (soft ones
+// only after their grace period), and the order in which pods are evicted
+// under memory or disk pressure, with the kubelet's reason and message.
+//
+// It owns no state beyond the first-observed times of soft thresholds
+// (Tracker) and does no I/O: the agent observes the node (meminfo,
+// statfs, pod cgroups) and evicts the pods this package picks. It must not
+// import package agent.
+//
+// TODO(gc): the agent's monitor (observe every 10 s, reclaim images and
+// dead containers before evicting for disk pressure, evict one pod per
+// period, Failed/Evicted status) is not wired yet (issue #21).
+package eviction

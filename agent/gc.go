@@ -1,0 +1,73 @@
+package agent
+
+// Wiring of the node's garbage collection (package agent/gc): the agent
+// tells container GC which objects are its own (the relister's test),
+// which pods are gone (no worker, and orphans already collected), and how
+// its containers name their log files. Image GC needs nothing of the agent
+// but its metrics registry.
+
+import (
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/gc"
+)
+
+// MetricsRegisterer is the registry of the agent's metrics (served at
+// /metrics), for collaborators with metrics of their own (image GC).
+func (a *Agent) MetricsRegisterer() prometheus.Registerer { return a.metrics.registry }
+
+// NewContainerGC builds the garbage collector of this agent's dead
+// containers and sandboxes of gone pods and their log files; the caller
+// runs it (gc.ContainerGC.Run).
+func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
+	return gc.NewContainerGC(gc.ContainerGCConfig{
+		Runtime:  a.runtime,
+		Selector: relistSelector(),
+		Owns:     a.relistOwns,
+		Labels:   gc.PodLabels{UID: labelPodUID, Name: labelPodName, Namespace: labelPodNamespace},
+		PodGone:  a.podGoneForGC,
+		LogFile:  containerLogFile,
+		// RemoveContainer stays the runtime's: the agent's removeContainer
+		// (which deletes a task containerd left behind) needs a pod
+		// worker. Such a container's removal fails and is tried again at
+		// the next collection.
+		PodLogDir:      a.cfg.PodLogDir,
+		Clock:          a.clock,
+		Logger:         a.logger,
+		Registerer:     a.metrics.registry,
+		RuntimeTimeout: a.cfg.RuntimeTimeout,
+	})
+}
+
+// podGoneForGC reports whether the pod uid is gone for container GC: the
+// agent has collected the orphans of its previous run (a daemon: until
+// then a pod unknown now may be wanted by a source that has not answered)
+// and has no worker for the pod (neither running nor tearing it down).
+func (a *Agent) podGoneForGC(uid string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.orphanGate == nil || a.stopping {
+		return false
+	}
+	select {
+	case <-a.orphanGate:
+	default:
+		return false
+	}
+	_, has := a.workers[types.UID(uid)]
+	return !has
+}
+
+// containerLogFile is the log file of a container of ours relative to its
+// pod log directory, as container.go names it: <container>/<restart>.log.
+func containerLogFile(c *runtimeapi.Container) string {
+	name, restart := c.GetLabels()[labelContainerName], c.GetAnnotations()[annotationRestartCount]
+	if name == "" || restart == "" {
+		return ""
+	}
+	return filepath.Join(name, restart+".log")
+}

@@ -1,0 +1,256 @@
+package kubeletserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// User is an authenticated caller.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string]authzv1.ExtraValue
+}
+
+// Reviewer asks the API server about a caller: who a bearer token belongs
+// to (TokenReview) and whether a user may do something (SubjectAccessReview).
+type Reviewer interface {
+	ReviewToken(ctx context.Context, review *authnv1.TokenReview) (*authnv1.TokenReview, error)
+	ReviewAccess(ctx context.Context, review *authzv1.SubjectAccessReview) (*authzv1.SubjectAccessReview, error)
+}
+
+// errUnauthenticated means the request carries no credentials this server
+// accepts: 401.
+var errUnauthenticated = errors.New("unauthorized")
+
+// authenticator decides who sent a request: the subject of a client
+// certificate that chains to the client CA (CN the user, O the groups), or
+// else the user of a bearer token the API server's TokenReview accepts.
+// Anything else is anonymous, and anonymous requests are refused.
+type authenticator struct {
+	// clientCAs verifies client certificates; nil accepts none.
+	clientCAs *x509.CertPool
+	// reviewer checks bearer tokens; nil accepts none.
+	reviewer Reviewer
+	// tokens caches authenticated tokens' users, keyed by the token's
+	// SHA-256 (refused tokens are asked about again).
+	tokens *ttlCache[*User]
+}
+
+// authenticate returns the request's user, errUnauthenticated, or another
+// error when the TokenReview itself failed.
+func (a *authenticator) authenticate(r *http.Request) (*User, error) {
+	if u := a.certUser(r); u != nil {
+		return u, nil
+	}
+	token, ok := bearerToken(r)
+	if !ok || a.reviewer == nil {
+		return nil, errUnauthenticated
+	}
+	sum := sha256.Sum256([]byte(token))
+	key := hex.EncodeToString(sum[:])
+	if u, ok := a.tokens.get(key); ok {
+		return u, nil
+	}
+	res, err := a.reviewer.ReviewToken(r.Context(), &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}})
+	if err != nil {
+		return nil, fmt.Errorf("token review: %w", err)
+	}
+	if !res.Status.Authenticated {
+		return nil, errUnauthenticated
+	}
+	ui := res.Status.User
+	u := &User{Name: ui.Username, UID: ui.UID, Groups: ui.Groups}
+	if len(ui.Extra) > 0 {
+		u.Extra = make(map[string]authzv1.ExtraValue, len(ui.Extra))
+		for k, v := range ui.Extra {
+			u.Extra[k] = authzv1.ExtraValue(v)
+		}
+	}
+	a.tokens.put(key, u, tokenCacheTTL)
+	return u, nil
+}
+
+// certUser is the user of the request's client certificate when it chains
+// to the client CA and may authenticate clients (nil otherwise: the request
+// may still carry a token).
+func (a *authenticator) certUser(r *http.Request) *User {
+	if a.clientCAs == nil || r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	inter := x509.NewCertPool()
+	for _, c := range r.TLS.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{
+		Roots:         a.clientCAs,
+		Intermediates: inter,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil
+	}
+	if leaf.Subject.CommonName == "" {
+		return nil
+	}
+	return &User{Name: leaf.Subject.CommonName, Groups: append([]string(nil), leaf.Subject.Organization...)}
+}
+
+// bearerToken is the token of an "Authorization: Bearer" header.
+func bearerToken(r *http.Request) (string, bool) {
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// attributes is what a request asks to do to the node, in the terms of a
+// SubjectAccessReview's ResourceAttributes.
+type attributes struct {
+	Verb, Subresource string
+}
+
+// requestAttributes maps a request to the kubelet's authorization
+// attributes: the verb from the HTTP method, the nodes subresource from the
+// path (stats, metrics, log; proxy for everything else, exec and logs of
+// containers included, as the kubelet does).
+func requestAttributes(r *http.Request) attributes {
+	a := attributes{Verb: verbFor(r.Method), Subresource: "proxy"}
+	p := r.URL.Path
+	under := func(prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+	switch {
+	case under("/stats"):
+		a.Subresource = "stats"
+	case under("/metrics"):
+		a.Subresource = "metrics"
+	case under("/logs"):
+		a.Subresource = "log"
+	}
+	return a
+}
+
+// verbFor is the API verb of an HTTP method.
+func verbFor(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return "get"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return ""
+}
+
+// accessReview is the SubjectAccessReview asking whether u may do a to the
+// node.
+func accessReview(u *User, node string, a attributes) *authzv1.SubjectAccessReview {
+	return &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User:   u.Name,
+		UID:    u.UID,
+		Groups: u.Groups,
+		Extra:  u.Extra,
+		ResourceAttributes: &authzv1.ResourceAttributes{
+			Verb:        a.Verb,
+			Resource:    "nodes",
+			Subresource: a.Subresource,
+			Name:        node,
+		},
+	}}
+}
+
+// decision is a SubjectAccessReview's answer.
+type decision struct {
+	allowed bool
+	reason  string
+}
+
+// reviewKey is the cache key of a SubjectAccessReview: everything its
+// answer depends on.
+func reviewKey(sar *authzv1.SubjectAccessReview) string {
+	b, _ := json.Marshal(sar.Spec)
+	return string(b)
+}
+
+// restReviewer is a Reviewer over the API server's REST API: the two POSTs
+// client-go's generated clients would make, without linking them.
+type restReviewer struct {
+	host   string
+	client *http.Client
+}
+
+// NewReviewer returns a Reviewer that posts TokenReviews and
+// SubjectAccessReviews with cfg's credentials (the node's own, which the
+// Node authorizer allows to create both).
+func NewReviewer(cfg *rest.Config) (Reviewer, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("review client: %w", err)
+	}
+	return &restReviewer{host: strings.TrimSuffix(cfg.Host, "/"), client: hc}, nil
+}
+
+func (c *restReviewer) ReviewToken(ctx context.Context, review *authnv1.TokenReview) (*authnv1.TokenReview, error) {
+	review.APIVersion, review.Kind = "authentication.k8s.io/v1", "TokenReview"
+	out := &authnv1.TokenReview{}
+	return out, c.post(ctx, "/apis/authentication.k8s.io/v1/tokenreviews", review, out)
+}
+
+func (c *restReviewer) ReviewAccess(ctx context.Context, review *authzv1.SubjectAccessReview) (*authzv1.SubjectAccessReview, error) {
+	review.APIVersion, review.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
+	out := &authzv1.SubjectAccessReview{}
+	return out, c.post(ctx, "/apis/authorization.k8s.io/v1/subjectaccessreviews", review, out)
+}
+
+// post sends in as JSON and decodes a 201/200 answer into out.
+func (c *restReviewer) post(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.host+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		var st metav1.Status
+		if json.Unmarshal(b, &st) == nil && st.Message != "" {
+			return fmt.Errorf("POST %s: %d: %s", path, resp.StatusCode, st.Message)
+		}
+		return fmt.Errorf("POST %s: %d: %s", path, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return json.Unmarshal(b, out)
+}

@@ -1,0 +1,34 @@
+// Package kubeletserver is the kubelet server of a cluster-mode node: the
+// HTTPS endpoint (10250 by default) through which the API server reaches the
+// node for `kubectl logs`, `exec`, `attach` and `port-forward`, and the node
+// proxy (/pods, /runningpods/, /healthz, /metrics, and /metrics/resource,
+// which metrics-server scrapes for `kubectl top`).
+//
+// It owns:
+//   - the listener and its TLS: the serving certificate from files, or a
+//     self-signed one it creates under its certificate directory;
+//   - authentication: a client certificate signed by the client CA, or a
+//     bearer token the API server vouches for (TokenReview); anonymous
+//     requests are refused with 401;
+//   - authorization: a SubjectAccessReview per request, with the
+//     kubelet's mapping of path and method to the nodes/<subresource>
+//     resource and verb (attributes in auth.go); the API server's answers
+//     are cached as the kubelet caches them (cache.go: tokens 2 minutes,
+//     allowed 5 minutes, denied 30 seconds);
+//   - the endpoints: the log endpoint's parameters (the reading itself is
+//     the daemon's, behind Logs), and the streaming endpoints, which ask the
+//     runtime (CRI Exec, Attach, PortForward) for a session on its own
+//     streaming server and proxy the client's upgraded connection there
+//     (SPDY or WebSocket: the runtime's server speaks the protocols, this
+//     package only relays bytes, as the kubelet does).
+//
+// It must not import cmd, test or the agent package: what it needs of the
+// daemon (pods, log paths, metrics) and of the runtime (the streaming and
+// stats calls) it declares as the interfaces Pods, Logs, Metrics, Runtime,
+// ContainerStats and NodeUsage, which the daemon, agent/api's log reader,
+// cri.Instrumented and /proc satisfy in cmd's wiring.
+//
+// Not served yet: /stats/summary, /metrics/probes, /metrics/cadvisor,
+// /configz, /checkpoint and /logs (the node's own logs).
+// TODO(kubeletserver): /stats/summary (issue #19).
+package kubeletserver

@@ -1,0 +1,318 @@
+package kubeletserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+)
+
+// DefaultPort is the kubelet server's port (the kubelet's --port).
+const DefaultPort = 10250
+
+// Config says where the server listens and whom it trusts.
+type Config struct {
+	// Address is the IP address to listen on ("" or 0.0.0.0: all).
+	Address string
+	// Port is the TCP port (0 picks one: see Server.Addr).
+	Port int
+	// TLSCertFile and TLSKeyFile are the serving certificate and key; when
+	// both are empty a self-signed pair is created (once) in CertDir.
+	TLSCertFile, TLSKeyFile string
+	// CertDir holds the self-signed pair (kubelet.crt, kubelet.key).
+	CertDir string
+	// ClientCAFile is the PEM bundle client certificates must chain to;
+	// "" accepts no client certificate (bearer tokens only).
+	ClientCAFile string
+	// NodeName is the node the SubjectAccessReviews name, and a SAN of the
+	// self-signed certificate.
+	NodeName string
+	// NodeIPs are further SANs of the self-signed certificate.
+	NodeIPs []net.IP
+}
+
+// Pods is what the server needs of the daemon's pods (agent.Daemon).
+type Pods interface {
+	// ListPods returns the pods of a namespace ("" = all), with status.
+	ListPods(namespace string) []*v1.Pod
+	// GetPod returns one pod; a NotFound StatusError when there is none.
+	GetPod(namespace, name string) (*v1.Pod, error)
+}
+
+// Metrics writes the daemon's Prometheus text exposition.
+type Metrics interface {
+	WriteMetrics(w io.Writer) error
+}
+
+// Deps are the server's collaborators; Metrics may be nil (no /metrics).
+type Deps struct {
+	Pods     Pods
+	Logs     Logs
+	Runtime  Runtime
+	Metrics  Metrics
+	Reviewer Reviewer
+	Logger   *slog.Logger
+	// ContainerStats and NodeUsage feed /metrics/resource, which is served
+	// only with ContainerStats set (NodeUsage may be nil: no node series).
+	ContainerStats ContainerStats
+	NodeUsage      NodeUsage
+	// Clock times the review caches (nil: the real clock).
+	Clock clock.PassiveClock
+}
+
+// Server is the kubelet server.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	authn   *authenticator
+	logger  *slog.Logger
+	handler http.Handler
+	tls     *tls.Config
+	// decisions caches SubjectAccessReview answers (allowed 5 min,
+	// denied 30 s, as the kubelet).
+	decisions *ttlCache[decision]
+	// ln is the listener once Listen succeeded.
+	ln net.Listener
+}
+
+// New checks the configuration, loads (or creates) the serving certificate
+// and the client CA, and builds the handler; Listen and Serve start it.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NodeName == "" {
+		return nil, errors.New("kubelet server: no node name")
+	}
+	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
+		return nil, errors.New("kubelet server: give both --tls-cert-file and --tls-private-key-file, or neither")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	s := &Server{cfg: cfg, deps: deps, logger: deps.Logger.With("component", "kubelet-server"),
+		decisions: newTTLCache[decision](deps.Clock)}
+	s.authn = &authenticator{reviewer: deps.Reviewer, tokens: newTTLCache[*User](deps.Clock)}
+	if cfg.ClientCAFile != "" {
+		pem, err := os.ReadFile(cfg.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet server: client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kubelet server: client CA %s holds no PEM certificate", cfg.ClientCAFile)
+		}
+		s.authn.clientCAs = pool
+	}
+	certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
+	if certFile == "" {
+		var err error
+		if certFile, keyFile, err = selfSigned(cfg.CertDir, cfg.NodeName, cfg.NodeIPs, time.Now()); err != nil {
+			return nil, fmt.Errorf("kubelet server: self-signed certificate: %w", err)
+		}
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet server: serving certificate: %w", err)
+	}
+	s.tls = &tls.Config{
+		Certificates: []tls.Certificate{pair},
+		// Asked for, verified by the authenticator: a certificate of
+		// another CA is then a 401 like a missing one, not a failed
+		// handshake, and a token may still authenticate the request.
+		ClientAuth: tls.RequestClientCert,
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+	}
+	s.handler = s.withAuth(s.routes())
+	return s, nil
+}
+
+// Handler is the server's handler, authentication and authorization
+// included (for tests: serve it on an httptest TLS server).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Listen binds the address and port.
+func (s *Server) Listen() error {
+	addr := net.JoinHostPort(s.cfg.Address, strconv.Itoa(s.cfg.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("kubelet server: %w", err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Listen).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve serves HTTPS on the listener until ctx ends.
+func (s *Server) Serve(ctx context.Context) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		TLSConfig:         s.tls,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		_ = srv.Close() // streams (exec, follow) do not end on Shutdown
+	})
+	defer stop()
+	s.logger.Info("Serving the kubelet API", "address", s.ln.Addr().String())
+	err := srv.ServeTLS(s.ln, "", "")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// routes are the endpoints, without authentication.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("GET /pods", s.pods)
+	mux.HandleFunc("GET /runningpods/", s.runningPods)
+	if s.deps.Metrics != nil {
+		mux.HandleFunc("GET /metrics", s.metrics)
+	}
+	if s.deps.ContainerStats != nil {
+		mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
+	}
+	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
+	for _, p := range []string{"/exec/{ns}/{pod}/{container}", "/exec/{ns}/{pod}/{uid}/{container}"} {
+		mux.HandleFunc(p, s.exec)
+	}
+	for _, p := range []string{"/attach/{ns}/{pod}/{container}", "/attach/{ns}/{pod}/{uid}/{container}"} {
+		mux.HandleFunc(p, s.attach)
+	}
+	for _, p := range []string{"/portForward/{ns}/{pod}", "/portForward/{ns}/{pod}/{uid}"} {
+		mux.HandleFunc(p, s.portForward)
+	}
+	return mux
+}
+
+// withAuth authenticates each request (401 when nobody is), then asks the
+// API server whether that user may do it (403 when not).
+func (s *Server) withAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.authn.authenticate(r)
+		if errors.Is(err, errUnauthenticated) {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if err != nil {
+			s.logger.Warn("Authentication failed", "err", err, "path", r.URL.Path)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		a := requestAttributes(r)
+		allowed, reason, err := s.authorize(r.Context(), u, a)
+		if err != nil {
+			s.logger.Warn("Authorization failed", "err", err, "user", u.Name, "path", r.URL.Path)
+			http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, a.Verb, a.Subresource), http.StatusInternalServerError)
+			return
+		}
+		if !allowed {
+			msg := fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, a.Verb, a.Subresource)
+			if reason != "" {
+				msg += ": " + reason
+			}
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorize asks the API server with a SubjectAccessReview. Without a
+// reviewer nothing is allowed.
+func (s *Server) authorize(ctx context.Context, u *User, a attributes) (bool, string, error) {
+	if s.deps.Reviewer == nil {
+		return false, "no authorizer", nil
+	}
+	sar := accessReview(u, s.cfg.NodeName, a)
+	key := reviewKey(sar)
+	if d, ok := s.decisions.get(key); ok {
+		return d.allowed, d.reason, nil
+	}
+	res, err := s.deps.Reviewer.ReviewAccess(ctx, sar)
+	if err != nil {
+		return false, "", fmt.Errorf("subject access review: %w", err)
+	}
+	d := decision{allowed: res.Status.Allowed && !res.Status.Denied, reason: res.Status.Reason}
+	ttl := allowedCacheTTL
+	if !d.allowed {
+		ttl = deniedCacheTTL
+	}
+	s.decisions.put(key, d, ttl)
+	return d.allowed, d.reason, nil
+}
+
+// pods serves the node's pods as a v1.PodList.
+func (s *Server) pods(w http.ResponseWriter, _ *http.Request) {
+	list := &v1.PodList{}
+	list.APIVersion, list.Kind = "v1", "PodList"
+	for _, p := range s.deps.Pods.ListPods("") {
+		list.Items = append(list.Items, *p)
+	}
+	writeJSON(w, list)
+}
+
+// runningPods serves the pods with at least one running container, as a
+// v1.PodList (the kubelet's /runningpods/).
+func (s *Server) runningPods(w http.ResponseWriter, _ *http.Request) {
+	list := &v1.PodList{}
+	list.APIVersion, list.Kind = "v1", "PodList"
+	for _, p := range s.deps.Pods.ListPods("") {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil {
+				list.Items = append(list.Items, *p)
+				break
+			}
+		}
+	}
+	writeJSON(w, list)
+}
+
+func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	if err := s.deps.Metrics.WriteMetrics(w); err != nil {
+		s.logger.Warn("Writing metrics failed", "err", err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers with err's HTTP status (a StatusError's code, 500
+// otherwise) and message, as plain text: the API server passes it on.
+func writeError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && se.Status().Code != 0 {
+		code = int(se.Status().Code)
+	}
+	http.Error(w, err.Error(), code)
+}

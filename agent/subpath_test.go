@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// subPathAgent is an agent with a fake mounter, a pod and its emptyDir,
+// and a directory outside the volume holding a canary.
+func subPathAgent(t *testing.T) (a *Agent, m *fakeMounter, pod *v1.Pod, vol, outside string) {
+	t.Helper()
+	a, m = projectionAgent(t)
+	pod = &v1.Pod{}
+	pod.UID = "11111111-2222-3333-4444-555555555555"
+	vol = filepath.Join(a.podDir(pod), "volumes", "kubernetes.io~empty-dir", "data")
+	require.NoError(t, os.MkdirAll(vol, 0o777))
+	outside = t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "canary"), []byte("host"), 0o600))
+	return a, m, pod, vol, outside
+}
+
+func TestPinSubPath(t *testing.T) {
+	a, m, pod, vol, outside := subPathAgent(t)
+
+	// A missing directory is created inside the volume and pinned.
+	target, err := a.pinSubPath(pod, "app", "data", vol, "web/html", 0)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app", "0"), target)
+	want, err := os.Stat(filepath.Join(vol, "web/html"))
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(want, m.binds[target]), "the directory opened in the volume is what is mounted")
+	assert.DirExists(t, target)
+
+	// A file subPath is pinned on an empty file.
+	require.NoError(t, os.WriteFile(filepath.Join(vol, "conf"), []byte("x"), 0o644))
+	target, err = a.pinSubPath(pod, "app", "data", vol, "conf", 1)
+	require.NoError(t, err)
+	fi, err := os.Lstat(target)
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular())
+	want, err = os.Stat(filepath.Join(vol, "conf"))
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(want, m.binds[target]))
+
+	// Pinning again (the container restarts) replaces the earlier pin,
+	// even when the subPath changed type meanwhile.
+	require.NoError(t, os.Remove(filepath.Join(vol, "conf")))
+	require.NoError(t, os.Mkdir(filepath.Join(vol, "conf"), 0o755))
+	target, err = a.pinSubPath(pod, "app", "data", vol, "conf", 1)
+	require.NoError(t, err)
+	assert.DirExists(t, target)
+
+	// Symlinks out of the volume are refused, and nothing is created
+	// outside it (issue #16, findings 1 and 4).
+	require.NoError(t, os.Symlink(outside, filepath.Join(vol, "s")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "new"), filepath.Join(vol, "m")))
+	for _, sub := range []string{"s", "s/x", "m/deeper/still", "m"} {
+		_, err := a.pinSubPath(pod, "app", "data", vol, sub, 2)
+		require.ErrorContains(t, err, "leads outside the volume", sub)
+	}
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "only the canary")
+	assert.NotContains(t, m.binds, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app", "2"))
+
+	// A symlink inside the volume is followed (configMap keys are links).
+	require.NoError(t, os.Symlink("web", filepath.Join(vol, "in")))
+	target, err = a.pinSubPath(pod, "app", "data", vol, "in/html", 3)
+	require.NoError(t, err)
+	want, err = os.Stat(filepath.Join(vol, "web/html"))
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(want, m.binds[target]))
+
+	// The container's pins go together.
+	require.NoError(t, a.unpinSubPaths(pod, "app"))
+	assert.Empty(t, m.binds)
+	assert.NoDirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app"))
+}
+
+func TestCleanupStaleSubPaths(t *testing.T) {
+	a, m, pod, vol, _ := subPathAgent(t)
+	_, err := a.pinSubPath(pod, "app", "data", vol, "x", 0)
+	require.NoError(t, err)
+	require.Len(t, m.binds, 1)
+	// Desired, or still in the runtime: kept.
+	require.NoError(t, a.cleanupStaleSubPaths(map[types.UID]bool{pod.UID: true}, nil))
+	require.NoError(t, a.cleanupStaleSubPaths(nil, map[types.UID]bool{pod.UID: true}))
+	assert.DirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths"))
+	// Neither: unmounted (the host's mount table; nothing is mounted in
+	// this test) and removed, the volume's content untouched.
+	require.NoError(t, a.cleanupStaleSubPaths(nil, nil))
+	assert.NoDirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths"))
+	assert.DirExists(t, filepath.Join(vol, "x"))
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/kubeletserver"
+	"github.com/minikubelet/minikubelet/cri"
+)
+
+// kubeletServerFlags are the kubelet server's settings (cluster mode only),
+// under the kubelet's flag names.
+type kubeletServerFlags struct {
+	address      string
+	port         int
+	tlsCertFile  string
+	tlsKeyFile   string
+	clientCAFile string
+}
+
+func (k *kubeletServerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.address, "address", "0.0.0.0", "with --kubeconfig: the IP address the kubelet server (logs, exec, attach, port-forward for the API server) listens on")
+	fs.IntVar(&k.port, "port", kubeletserver.DefaultPort, "with --kubeconfig: the kubelet server's port, advertised in the Node status (0: pick a free one)")
+	fs.StringVar(&k.tlsCertFile, "tls-cert-file", "", "with --kubeconfig: the kubelet server's certificate (default: a self-signed one under <root-dir>/pki)")
+	fs.StringVar(&k.tlsKeyFile, "tls-private-key-file", "", "with --kubeconfig: the key of --tls-cert-file")
+	fs.StringVar(&k.clientCAFile, "client-ca-file", "", "with --kubeconfig: clients of the kubelet server may authenticate with a certificate this CA bundle signed (the API server's --kubelet-client-certificate); bearer tokens are checked with TokenReview")
+}
+
+// check refuses the server's file flags outside cluster mode.
+func (k *kubeletServerFlags) check(fs *flag.FlagSet, cluster bool) error {
+	if cluster {
+		return nil
+	}
+	for _, name := range []string{"tls-cert-file", "tls-private-key-file", "client-ca-file"} {
+		if flagGiven(fs, name) {
+			return fmt.Errorf("--%s needs --kubeconfig (the kubelet server runs in cluster mode only)", name)
+		}
+	}
+	return nil
+}
+
+// startKubeletServer binds the kubelet server and records its port in cc
+// (the Node status advertises it), then serves until ctx ends; wait blocks
+// until it stopped.
+func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServerFlags, nodeIP string, d *agent.Daemon,
+	rt *cri.Instrumented, rootDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
+	reviewer, err := kubeletserver.NewReviewer(cc.rest)
+	if err != nil {
+		return nil, err
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(nodeIP); ip != nil {
+		ips = append(ips, ip)
+	}
+	srv, err := kubeletserver.New(kubeletserver.Config{
+		Address:      kf.address,
+		Port:         kf.port,
+		TLSCertFile:  kf.tlsCertFile,
+		TLSKeyFile:   kf.tlsKeyFile,
+		CertDir:      filepath.Join(rootDir, "pki"),
+		ClientCAFile: kf.clientCAFile,
+		NodeName:     nodeName,
+		NodeIPs:      ips,
+	}, kubeletserver.Deps{
+		Pods:     d,
+		Logs:     daemonLogs{d},
+		Runtime:  rt,
+		Metrics:  d,
+		Reviewer: reviewer,
+		Logger:   logger,
+		// /metrics/resource: what metrics-server (kubectl top) scrapes.
+		ContainerStats: rt,
+		NodeUsage:      procNodeUsage,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Listen(); err != nil {
+		return nil, err
+	}
+	cc.kubeletPort = int32(srv.Addr().(*net.TCPAddr).Port)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx); err != nil {
+			logger.Warn("Kubelet server stopped with an error", "err", err)
+		}
+	}()
+	return func() { <-done }, nil
+}
+
+// Compile-time check: the instrumented CRI client has the streaming and
+// stats calls (logged and counted like every CRI call).
+var (
+	_ kubeletserver.Runtime        = (*cri.Instrumented)(nil)
+	_ kubeletserver.ContainerStats = (*cri.Instrumented)(nil)
+)
+
+// daemonLogs reads a container's log for the kubelet server with the local
+// API's reader (api.ReadLog) at the daemon's log path.
+type daemonLogs struct{ d *agent.Daemon }
+
+func (l daemonLogs) WriteLog(ctx context.Context, ns, pod, container string, o kubeletserver.LogOptions, w io.Writer) error {
+	path, err := l.d.LogPath(ns, pod, container, o.Previous)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q has no log yet", container, pod))
+	}
+	opts := api.LogOptions{Follow: o.Follow, TailLines: o.TailLines, Timestamps: o.Timestamps, Since: o.Since}
+	if o.Follow {
+		p, err := l.d.GetPod(ns, pod)
+		if err != nil {
+			return err
+		}
+		opts.Done = l.containerGone(ns, pod, container, runningID(p, container))
+	}
+	return api.ReadLog(ctx, path, opts, w)
+}
+
+// containerGone reports when the followed instance is no longer the
+// running one (the pod is gone, the container stopped or was replaced).
+func (l daemonLogs) containerGone(ns, pod, container, id string) func() bool {
+	return func() bool {
+		p, err := l.d.GetPod(ns, pod)
+		if apierrors.IsNotFound(err) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		for _, cs := range append(p.Status.ContainerStatuses, p.Status.InitContainerStatuses...) {
+			if cs.Name == container {
+				return cs.State.Running == nil || (id != "" && cs.ContainerID != id)
+			}
+		}
+		return false
+	}
+}
+
+// runningID is the ID of the container's current instance ("" if none).
+func runningID(p *v1.Pod, container string) string {
+	for _, cs := range append(p.Status.ContainerStatuses, p.Status.InitContainerStatuses...) {
+		if cs.Name == container {
+			return cs.ContainerID
+		}
+	}
+	return ""
+}
+
+// procNodeUsage reads the node's usage for /metrics/resource from /proc:
+// CPU time from /proc/stat's cpu line (user, nice, system, irq, softirq,
+// steal; USER_HZ is 100 on Linux), and as working set MemTotal minus
+// MemAvailable from /proc/meminfo (the kubelet reads the root cgroup's
+// usage minus inactive file pages; MemAvailable counts those as free too).
+func procNodeUsage() (float64, uint64, time.Time, error) {
+	now := time.Now()
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, now, err
+	}
+	meminfo, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, 0, now, err
+	}
+	cpu, err := parseProcStatCPU(string(stat))
+	if err != nil {
+		return 0, 0, now, err
+	}
+	mem, err := parseMeminfoWorkingSet(string(meminfo))
+	return cpu, mem, now, err
+}
+
+// parseProcStatCPU is the busy CPU time of /proc/stat's "cpu" line in
+// seconds.
+func parseProcStatCPU(stat string) (float64, error) {
+	for line := range strings.Lines(stat) {
+		f := strings.Fields(line)
+		if len(f) < 9 || f[0] != "cpu" {
+			continue
+		}
+		var ticks uint64
+		for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
+			n, err := strconv.ParseUint(f[i], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/stat: %q: %w", f[i], err)
+			}
+			ticks += n
+		}
+		return float64(ticks) / 100, nil
+	}
+	return 0, errors.New("/proc/stat has no cpu line")
+}
+
+// parseMeminfoWorkingSet is MemTotal minus MemAvailable in bytes.
+func parseMeminfoWorkingSet(meminfo string) (uint64, error) {
+	var total, avail uint64
+	var haveTotal, haveAvail bool
+	for line := range strings.Lines(meminfo) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "MemTotal:":
+			total, haveTotal = n*1024, true
+		case "MemAvailable:":
+			avail, haveAvail = n*1024, true
+		}
+	}
+	if !haveTotal || !haveAvail || avail > total {
+		return 0, errors.New("/proc/meminfo: no MemTotal and MemAvailable")
+	}
+	return total - avail, nil
+}

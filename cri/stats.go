@@ -1,0 +1,42 @@
+package cri
+
+import (
+	"context"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// StatsLister lists the running containers' resource usage (Client has
+// it, and so does cri-api's fake).
+type StatsLister interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+}
+
+var _ StatsLister = (*Client)(nil)
+
+// ListContainerStats returns the usage (CPU, memory, writable layer) of
+// the containers filter selects.
+func (c *Client) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	var resp *runtimeapi.ListContainerStatsResponse
+	err := call(ctx, "ListContainerStats", c.opts.Timeout, func(ctx context.Context) (err error) {
+		resp, err = c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetStats(), nil
+}
+
+// ListContainerStats implements StatsLister when the wrapped Runtime does.
+func (x *Instrumented) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	s, ok := x.rt.(StatsLister)
+	if !ok {
+		return nil, errNoStats
+	}
+	start := time.Now()
+	stats, err := s.ListContainerStats(ctx, filter)
+	x.record(ctx, "ListContainerStats", start, err)
+	return stats, err
+}
