@@ -16,9 +16,8 @@
 #      address the node and the tests use; the pod network (POD_CIDR, bridge
 #      mkcbr0, no masquerading) kept off every other network
 #      (hack/isolate-pod-network.sh);
-#   4. the control plane: etcd and kube-apiserver (hack/cluster/start.sh
-#      makes the certificates and starts etcd; the apiserver is restarted
-#      here with a kubelet client certificate and
+#   4. the control plane: etcd and kube-apiserver as hack/cluster/start.sh
+#      starts them (certificates, the apiserver's kubelet client certificate,
 #      --kubelet-preferred-address-types=InternalIP), kube-controller-manager
 #      (service-account key, root CA) and kube-scheduler;
 #   5. the node NODE: minikubelet (serve --kubeconfig) or the kubelet (the
@@ -149,15 +148,6 @@ start_bg() {
 	setsid "$@" >>"$CP/$name.log" 2>&1 </dev/null &
 	echo $! >"$CP/$name.pid"
 }
-# sign NAME SUBJECT: a client certificate PKI/NAME.{crt,key} from the test CA.
-sign_client() {
-	[[ -f $PKI/$1.crt ]] && return 0
-	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/$1.key" 2>/dev/null
-	openssl req -new -key "$PKI/$1.key" -subj "$2" 2>/dev/null |
-		openssl x509 -req -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 3650 \
-			-extfile <(printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n') \
-			-out "$PKI/$1.crt" 2>/dev/null || die "signing the $1 certificate failed"
-}
 readyz() { [[ $(curl -s -m 5 --cacert "$PKI/ca.crt" "https://127.0.0.1:$APISERVER_PORT/readyz") == ok ]]; }
 healthz_port() { [[ $(curl -sk -m 5 "https://127.0.0.1:$1/healthz") == ok ]]; }
 pick_port() {
@@ -173,28 +163,15 @@ pick_port() {
 }
 
 control_plane() {
-	# Certificates, etcd and a first apiserver from the cluster-mode tests' script.
+	# Certificates (the apiserver's kubelet client certificate among them),
+	# etcd and kube-apiserver (--kubelet-preferred-address-types=InternalIP,
+	# --allow-privileged) as the cluster-mode tests start them.
+	local start=$SECONDS
 	"$HACK/cluster/start.sh" "$CP" "$NODE_NAME" >/dev/null
-	"$HACK/cluster/stop.sh" "$CP" kube-apiserver >/dev/null
 	# shellcheck source=/dev/null
 	source "$CP/ports"
-	sign_client apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-	local start=$SECONDS
-	start_bg kube-apiserver "$CLUSTER_BIN/kube-apiserver" \
-		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
-		--cert-dir "$PKI" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
-		--client-ca-file "$PKI/ca.crt" \
-		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-		--service-cluster-ip-range 10.96.0.0/16 \
-		--authorization-mode Node,RBAC \
-		--enable-admission-plugins NodeRestriction,ServiceAccount \
-		--service-account-issuer https://kubernetes.default.svc.cluster.local \
-		--service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
-		--kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
-		--kubelet-preferred-address-types InternalIP \
-		--allow-privileged=true --endpoint-reconciler-type none --profiling=false --v 1
-	wait_for 300 "kube-apiserver /readyz" readyz || die "kube-apiserver did not get ready (log: $CP/kube-apiserver.log)"
-	step "kube-apiserver: ready on 127.0.0.1:$APISERVER_PORT in $(elapsed $((SECONDS - start)))"
+	readyz || die "kube-apiserver is not ready (log: $CP/kube-apiserver.log)"
+	step "etcd and kube-apiserver: ready on 127.0.0.1:$APISERVER_PORT in $(elapsed $((SECONDS - start)))"
 
 	local kcm_port sched_port
 	kcm_port=$(pick_port)
