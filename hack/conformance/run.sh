@@ -13,7 +13,8 @@
 #      gcr.io look at;
 #   3. a private containerd (hack/start-containerd.sh WORK/ctd); a dummy
 #      interface with the node's address (NODE_CIDR), the only non-loopback
-#      address the node and the tests use; the pod network (POD_CIDR, bridge
+#      address the node and the tests use (an empty bridge where the
+#      kernel lacks the dummy driver); the pod network (POD_CIDR, bridge
 #      mkcbr0, no masquerading) kept off every other network
 #      (hack/isolate-pod-network.sh);
 #   4. the control plane: etcd and kube-apiserver as hack/cluster/start.sh
@@ -126,13 +127,15 @@ trap 'exit 130' INT TERM
 
 setup_node_env() {
 	SOCK=$(CONTAINERD=${CONTAINERD:-} "$HACK/start-containerd.sh" "$WORK/ctd" | tail -n 1)
+	# A bridge without ports: this kernel may lack the dummy driver, and an
+	# empty bridge holds a local address as well.
 	if ! ip link show "$DUMMY" >/dev/null 2>&1; then
-		ip link add "$DUMMY" type dummy
+		ip link add "$DUMMY" type dummy 2>/dev/null || ip link add "$DUMMY" type bridge
 	fi
 	ip addr replace "$NODE_CIDR" dev "$DUMMY"
 	ip link set "$DUMMY" up
 	echo "$DUMMY $NODE_CIDR" >"$WORK/dummy"
-	step "node address $NODE_CIDR on the dummy interface $DUMMY"
+	step "node address $NODE_CIDR on the interface $DUMMY"
 	"$HACK/isolate-pod-network.sh" "$POD_CIDR"
 	echo "$POD_CIDR" >"$WORK/isolated"
 }

@@ -3,7 +3,7 @@
 # under WORK (default /tmp/mkl-conf), in order: the node (kubelet or
 # minikubelet), the private containerd with its pods, bridge and host-local
 # state (hack/stop-containerd.sh), kube-scheduler, kube-controller-manager,
-# kube-apiserver and etcd; the node's dummy interface, the pod network's
+# kube-apiserver and etcd; the node's interface, the pod network's
 # iptables rule, the kubelet's canary chains, its cgroup root /mkl-conf, and
 # the sysctls the kubelet changed (put back as they were). The reports
 # (WORK/report-*) and logs (WORK/logs) stay; the rest of WORK goes.
@@ -45,7 +45,7 @@ if [[ -f $WORK/dummy ]]; then
 	read -r dev _ <"$WORK/dummy"
 	if ip link show "$dev" >/dev/null 2>&1; then
 		ip link del "$dev"
-		step "deleted the dummy interface $dev"
+		step "deleted the node interface $dev"
 	fi
 	rm -f "$WORK/dummy"
 fi
