@@ -82,10 +82,11 @@ done
 # Volumes of the node's pods (tmpfs for secrets, bind mounts), deepest first.
 for d in "$WORK/kubelet" "$WORK/mkl-root"; do
 	[[ -d $d ]] || continue
-	awk -v d="$d/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
+	# The kubelet bind-mounts its root dir onto itself, hence d itself too.
+	awk -v d="$d" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
 		umount -l "$m" 2>/dev/null || true
 	done
-	rm -rf "$d"
+	rm -rf "$d" || warn "could not remove $d"
 done
 mkdir -p "$WORK/logs"
 for f in "$CP"/*.log; do
