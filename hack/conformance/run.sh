@@ -40,7 +40,11 @@
 # (1.6 or 2, as hack/start-containerd.sh), MINIKUBELET_BIN, REGISTRY
 # (default 127.0.0.1:5000), POD_CIDR (default 10.231.0.0/16), NODE_CIDR
 # (default 10.232.0.1/24), KUBELET_PORT (default 10450), TIMEOUT (ginkgo's,
-# default 2h), UPDATE_DOCS (default: 1 without FOCUS).
+# default 2h), UPDATE_DOCS (default: 1 without FOCUS), BRIDGE (the pod
+# bridge, default mkcbr0), NODE_IF (the node address's interface, default
+# mkcnode0), MEASURED (what the docs name as measured, default the commit).
+# Two runs side by side need their own WORK, POD_CIDR, NODE_CIDR, BRIDGE and
+# NODE_IF.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -59,8 +63,8 @@ NODE_IP=${NODE_CIDR%/*}
 KUBELET_PORT=${KUBELET_PORT:-10450}
 TIMEOUT=${TIMEOUT:-2h}
 NODE_NAME=mkl-conf-node
-BRIDGE=mkcbr0
-DUMMY=mkcnode0
+BRIDGE=${BRIDGE:-mkcbr0}
+DUMMY=${NODE_IF:-mkcnode0}
 if [[ -z $FOCUS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
 REPO=$(repo_root)
 HACK=$REPO/hack
@@ -78,10 +82,14 @@ timed() {
 
 # --- 1. build ---------------------------------------------------------------
 build_all() {
-	"$HACK/cluster/build.sh" >"$WORK/build-cluster.log" 2>&1 || {
+	# Twice: its version check (etcd --version | head -1 under pipefail)
+	# can die of SIGPIPE.
+	"$HACK/cluster/build.sh" >"$WORK/build-cluster.log" 2>&1 ||
+		"$HACK/cluster/build.sh" >"$WORK/build-cluster.log" 2>&1 || {
 		cat "$WORK/build-cluster.log" >&2
 		die "hack/cluster/build.sh failed"
 	}
+	grep -v '^/' "$WORK/build-cluster.log" || true
 	CLUSTER_BIN=$(tail -n 1 "$WORK/build-cluster.log")
 	"$CONFORMANCE_DIR/build.sh" | tee "$WORK/build-conformance.log"
 	BIN=$(tail -n 1 "$WORK/build-conformance.log")
