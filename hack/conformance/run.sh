@@ -277,7 +277,9 @@ start_minikubelet() {
 	# The kubelet server (logs, exec, attach, port-forward), where this
 	# minikubelet has one: on the node's address, trusting the test CA's
 	# client certificates (the apiserver's kubelet client).
-	if "$MINIKUBELET_BIN" serve --help 2>&1 | grep -q -- '-client-ca-file'; then
+	local usage
+	usage=$("$MINIKUBELET_BIN" serve --help 2>&1 || true)
+	if [[ $usage == *-client-ca-file* ]]; then
 		server=(--address "$NODE_IP" --port "$KUBELET_PORT" --client-ca-file "$PKI/ca.crt")
 	else
 		warn "this minikubelet has no kubelet server (no --client-ca-file): logs, exec, attach and port-forward will fail"

@@ -74,8 +74,10 @@ if [[ -f $WORK/sysctls ]]; then
 	step "restored the sysctls the kubelet changed ($(tr '\n' ' ' <"$WORK/sysctls"))"
 	rm -f "$WORK/sysctls"
 fi
+# The kubelet's cgroup root, only when this WORK ran the kubelet (a
+# minikubelet run beside it must not touch it).
 for cg in /sys/fs/cgroup/*/mkl-conf; do
-	[[ -d $cg ]] || continue
+	[[ -f $WORK/kubelet.yaml && -d $cg ]] || continue
 	find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || warn "could not remove every cgroup under $cg"
 done
 
