@@ -148,12 +148,30 @@ func readJUnit(path string) ([]result, error) {
 				if msg == "" {
 					msg = c.Status
 				}
+				// Where it failed: generic lines ("Timed out after 300s.")
+				// only mean something with it.
+				if m := whereRE.FindStringSubmatch(failureText(c)); m != nil {
+					msg += " (at " + m[1] + ")"
+				}
 				out = append(out, result{status: "failed", spec: spec, err: msg})
 			}
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].spec < out[b].spec })
 	return out, nil
+}
+
+// whereRE finds the source location in Ginkgo's failure text.
+var whereRE = regexp.MustCompile(`In \[[A-Za-z]+\] at: (?:\S+/)?([^/\s]+\.go:[0-9]+)`)
+
+func failureText(c junitCase) string {
+	switch {
+	case c.Failure != nil:
+		return c.Failure.Body
+	case c.Error != nil:
+		return c.Error.Body
+	}
+	return ""
 }
 
 // firstLine is the first non-empty line of the first non-empty text.
@@ -223,7 +241,11 @@ var (
 func normalize(s string) string {
 	s = uuidRE.ReplaceAllString(s, "<uid>")
 	s = suffixRE.ReplaceAllString(s, "-<x>")
-	return numRE.ReplaceAllString(s, "N")
+	loc := ""
+	if i := strings.LastIndex(s, " (at "); i >= 0 {
+		s, loc = s[:i], s[i:]
+	}
+	return numRE.ReplaceAllString(s, "N") + loc
 }
 
 func group(rs []result) []errGroup {
