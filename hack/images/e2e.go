@@ -11,7 +11,8 @@ package main
 //
 //	agnhost     busybox + the real /agnhost (+ /agnhost-2), its users and
 //	            groups, /uploads; entrypoint /agnhost, cmd pause
-//	busybox     busybox, cmd sh
+//	busybox     busybox, cmd sh (also glibc-dns-testing: the hostname
+//	            specs run sh, hostname and hostname -f in it)
 //	nginx       the nginx stand-in of standins.go (busybox + /standin)
 //	nonewprivs  busybox + setuid /usr/local/bin/nnp, cmd nnp
 //	nonroot     busybox, user 1234
@@ -60,7 +61,7 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 			}
 			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}}
 			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
-		case base == "busybox":
+		case base == "busybox" || base == "glibc-dns-testing":
 			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
 		case base == "nginx" && nginx != nil:
 			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}
