@@ -12,6 +12,7 @@
 //
 //	go run ./hack/conformance/report --junit junit_01.xml --node kubelet \
 //	    --results docs/conformance --doc docs/conformance.md --what "kubelet v1.37.2"
+//	go run ./hack/conformance/report --results docs/conformance --doc docs/conformance.md
 package main
 
 import (
@@ -85,8 +86,19 @@ func main() {
 }
 
 func mainErr(junitPath, node, resultsDir, doc, what, duration string) error {
+	if junitPath == "" && resultsDir != "" && doc != "" {
+		// Only regenerate the document from the kept results.
+		runs, err := readRuns(resultsDir)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			printSummary(r)
+		}
+		return updateDoc(doc, runs)
+	}
 	if junitPath == "" || node == "" {
-		return errors.New("--junit and --node are required")
+		return errors.New("--junit and --node are required (or only --results and --doc, to regenerate the document)")
 	}
 	results, err := readJUnit(junitPath)
 	if err != nil {
@@ -236,14 +248,34 @@ var (
 	numRE    = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
 )
 
-// normalize drops what differs between runs of the same failure: UUIDs,
-// generated name suffixes and numbers.
+// nameREs replace the names of pods and containers in failure messages.
+var nameREs = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`from \S+ for \S+:`), "from <pod> for <container>:"},
+	{regexp.MustCompile(`\(get pods \S+\)`), "(get pods <pod>)"},
+	{regexp.MustCompile(`pods/log \S+\)`), "pods/log <pod>)"},
+	{regexp.MustCompile(`pod "[^"]+"`), `pod "<pod>"`},
+	{regexp.MustCompile(`container "[^"]+"`), `container "<container>"`},
+}
+
+// normalize drops what differs between failures of the same cause: UUIDs,
+// generated name suffixes, pod and container names, numbers; and where it
+// happened, unless the message is too generic to tell causes apart
+// ("Timed out after 300s.").
 func normalize(s string) string {
 	s = uuidRE.ReplaceAllString(s, "<uid>")
 	s = suffixRE.ReplaceAllString(s, "-<x>")
+	for _, n := range nameREs {
+		s = n.re.ReplaceAllString(s, n.with)
+	}
 	loc := ""
 	if i := strings.LastIndex(s, " (at "); i >= 0 {
 		s, loc = s[:i], s[i:]
+	}
+	if len(s) > 60 {
+		loc = ""
 	}
 	return numRE.ReplaceAllString(s, "N") + loc
 }
