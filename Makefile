@@ -10,8 +10,10 @@ REGISTRY ?= 127.0.0.1:5000
 # TESTLOG_DIR keeps the JSON of every go test run of make test
 # (hack/gotest.sh) for the skip summary at its end (hack/test-summary.sh).
 export TESTLOG_DIR ?= $(CURDIR)/bin/testlogs
+NODE ?= minikubelet
+FOCUS ?=
 
-.PHONY: help build test test-unit test-fuzz test-e2e test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench
+.PHONY: help build test test-unit test-fuzz test-e2e test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -48,6 +50,9 @@ bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BE
 
 test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu guest, both drivers (root; guest image cached per machine)
 	MINIKUBELET_VM=1 REGISTRY=$(REGISTRY) hack/gotest.sh cgroupv2 --stream -count=1 -timeout 60m ./test/cgroupv2/
+
+conformance: ## Kubernetes' [NodeConformance] e2e suite against NODE=minikubelet|kubelet in a private cluster (root; builds cached; ~30 min; FOCUS=regexp narrows, then docs stay)
+	NODE=$(NODE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) hack/conformance/run.sh
 
 demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
 	hack/setup.sh

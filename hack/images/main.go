@@ -55,6 +55,8 @@ type options struct {
 	cacheDir string
 	busybox  string
 	arch     string
+	// e2eList and e2eBin select the e2e suite's images instead (e2e.go).
+	e2eList, e2eBin string
 }
 
 // imageSpec describes one image to build.
@@ -67,6 +69,8 @@ type imageSpec struct {
 	entrypoint, cmd []string
 	// workingDir ("/" when empty) and stopSignal go into the image config.
 	workingDir, stopSignal string
+	// user goes into the image config (empty: root).
+	user string
 }
 
 // layerSpec is one layer's content and the description put in its history.
@@ -81,6 +85,8 @@ func main() {
 	flag.StringVar(&o.cacheDir, "cache-dir", defaultCacheDir(), "where built Go binaries are kept between runs")
 	flag.StringVar(&o.busybox, "busybox", "/bin/busybox", "static busybox binary to copy into the images")
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "image and binary architecture (the busybox must match)")
+	flag.StringVar(&o.e2eList, "e2e", "", "build only the e2e suite's images named in this file (e2e.test --list-images; see e2e.go)")
+	flag.StringVar(&o.e2eBin, "e2e-bin", "", "directory with the agnhost and nnp binaries for --e2e")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -115,6 +121,9 @@ func run(ctx context.Context, o options) error {
 	}
 
 	bb := layerSpec{what: "busybox with " + fmt.Sprint(len(applets)) + " applets", entries: busyboxEntries(busybox, applets)}
+	if o.e2eList != "" {
+		return runE2E(ctx, o, bb, pause, standinBin)
+	}
 	specs := []imageSpec{
 		{
 			repo: "minikubelet/pause", tag: "3.10",
@@ -164,6 +173,7 @@ func buildImage(s imageSpec, arch string) (v1.Image, error) {
 			Env:        []string{defaultPath},
 			WorkingDir: cmp.Or(s.workingDir, "/"),
 			StopSignal: s.stopSignal,
+			User:       s.user,
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	})

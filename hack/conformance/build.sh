@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# build.sh: build what the conformance harness needs beside the control
+# plane of hack/cluster/build.sh (etcd, kube-apiserver), from the Go module
+# proxy at the versions hack/cluster/go.mod pins (its `tool` lines name them):
+#
+#   e2e.test                 go test -c k8s.io/kubernetes/test/e2e
+#   kube-controller-manager  k8s.io/kubernetes/cmd/kube-controller-manager
+#   kube-scheduler           k8s.io/kubernetes/cmd/kube-scheduler
+#   kubelet                  k8s.io/kubernetes/cmd/kubelet (the anchor node)
+#   ginkgo                   github.com/onsi/ginkgo/v2/ginkgo (the version
+#                            k8s.io/kubernetes requires)
+#   agnhost, nnp             test/images/agnhost and test/images/nonewprivs,
+#                            the programs of the e2e images (hack/images --e2e)
+#
+# into /var/lib/minikubelet/conformance-<kube>/bin (lib.sh's conformance_bin).
+# Each binary has a stamp (its name, the Kubernetes and Go versions, a hash
+# of go.mod and go.sum); a matching stamp skips it, so a second run takes
+# seconds. e2e.test is the slowest (15+ minutes on 2 busy cores): it starts
+# first, in the background, while the others build. Every step prints its
+# duration. Builds run under `nice` (NICE, default 10). Prints the directory
+# as the last line of stdout.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+export PATH=$PATH:/usr/local/go/bin
+command -v go >/dev/null || die "go missing; install Go 1.26+ into /usr/local/go (see README)"
+
+KUBE=$(cluster_kube_version)
+BIN=$(conformance_bin)
+NICE=${NICE:-10}
+SUM=$(cat "$CLUSTER_MOD/go.mod" "$CLUSTER_MOD/go.sum" | sha256sum | cut -c1-16)
+GOV=$(go env GOVERSION)
+mkdir -p "$BIN"
+
+exec 9>"$BIN.lock"
+if ! flock -n 9; then
+	step "another build.sh is running; waiting for it (up to 60 min)"
+	flock -w 3600 9 || die "timed out waiting for the lock $BIN.lock"
+fi
+
+# As the release build sets them (hack/cluster/build.sh): without them the
+# binaries report v0.0.0-master, and the kubelet's version skew against the
+# apiserver would look absurd.
+minor=${KUBE#v*.}
+minor=${minor%%.*}
+major=${KUBE#v}
+major=${major%%.*}
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	ldflags+=" -X $pkg.gitVersion=$KUBE -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+
+stamp_of() { printf '%s %s %s mod=%s\n' "$1" "$KUBE" "$GOV" "$SUM"; }
+built() { [[ -x $BIN/$1 && -f $BIN/$1.stamp && $(<"$BIN/$1.stamp") == "$(stamp_of "$1")" ]]; }
+
+# build NAME PACKAGE [test]: build PACKAGE into BIN/NAME unless its stamp
+# matches; "test" builds the package's test binary (go test -c).
+build() {
+	local name=$1 pkg=$2 kind=${3:-} start=$SECONDS cmd
+	if built "$name"; then
+		step "$name: already built for $KUBE ($BIN/$name)"
+		return 0
+	fi
+	if [[ $kind == test ]]; then
+		cmd=(go test -c)
+	else
+		cmd=(go build)
+	fi
+	step "$name: building $pkg ($GOV, nice -n $NICE)"
+	rm -f "$BIN/$name.stamp"
+	if ! (cd "$CLUSTER_MOD" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg"); then
+		warn "$name: building $pkg failed; check that the Go module proxy is reachable (go env GOPROXY)"
+		return 1
+	fi
+	mv "$BIN/$name.tmp" "$BIN/$name"
+	stamp_of "$name" >"$BIN/$name.stamp"
+	step "$name: built in $(elapsed $((SECONDS - start)))"
+}
+
+total=$SECONDS
+# e2e.test first, in the background: it is the long pole.
+build e2e.test k8s.io/kubernetes/test/e2e test >"$BIN/e2e.test.build.log" 2>&1 &
+e2e_pid=$!
+step "e2e.test: building in the background (pid $e2e_pid, log $BIN/e2e.test.build.log)"
+
+failed=()
+build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager || failed+=(kube-controller-manager)
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler || failed+=(kube-scheduler)
+build kubelet k8s.io/kubernetes/cmd/kubelet || failed+=(kubelet)
+build ginkgo github.com/onsi/ginkgo/v2/ginkgo || failed+=(ginkgo)
+build agnhost k8s.io/kubernetes/test/images/agnhost || failed+=(agnhost)
+build nnp k8s.io/kubernetes/test/images/nonewprivs || failed+=(nnp)
+
+if ! built e2e.test; then
+	step "e2e.test: waiting for the background build"
+fi
+wait "$e2e_pid" || failed+=(e2e.test)
+cat "$BIN/e2e.test.build.log"
+((${#failed[@]} == 0)) || die "failed to build: ${failed[*]}"
+
+got=$("$BIN/kubelet" --version)
+[[ $got == "Kubernetes $KUBE" ]] || die "built kubelet reports '$got', expected Kubernetes $KUBE"
+step "all built for $KUBE in $(elapsed $((SECONDS - total))) ($BIN)"
+echo "$BIN"

@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# run.sh: run Kubernetes' own [NodeConformance] e2e suite against one node
+# of a private cluster on this machine, and report the result (make
+# conformance). As root.
+#
+#   1. build (cached per machine): etcd and kube-apiserver
+#      (hack/cluster/build.sh); e2e.test, kube-controller-manager,
+#      kube-scheduler, kubelet, ginkgo, agnhost, nnp (build.sh here);
+#      minikubelet from this tree (or MINIKUBELET_BIN);
+#   2. the e2e images e2e.test --list-images names, built locally
+#      (hack/images --e2e) and pushed to the local registry under the paths
+#      the private containerd's mirrors of registry.k8s.io, docker.io and
+#      gcr.io look at;
+#   3. a private containerd (hack/start-containerd.sh WORK/ctd); a dummy
+#      interface with the node's address (NODE_CIDR), the only non-loopback
+#      address the node and the tests use (an empty bridge where the
+#      kernel lacks the dummy driver); the pod network (POD_CIDR, bridge
+#      mkcbr0, no masquerading) kept off every other network
+#      (hack/isolate-pod-network.sh);
+#   4. the control plane: etcd and kube-apiserver as hack/cluster/start.sh
+#      starts them (certificates, the apiserver's kubelet client certificate,
+#      --kubelet-preferred-address-types=InternalIP), kube-controller-manager
+#      (service-account key, root CA) and kube-scheduler;
+#   5. the node NODE: minikubelet (serve --kubeconfig) or the kubelet (the
+#      anchor: same containerd, images and control plane; cgroupfs on the
+#      cgroup v1 hierarchy under /mkl-conf);
+#   6. ginkgo -p --procs PROCS e2e.test with the focus [NodeConformance] (or
+#      FOCUS) minus [Serial], [Disruptive], [Flaky], [Slow], [Feature:...];
+#   7. the JUnit XML e2e.test writes is summarized (hack/conformance/report):
+#      "N passed, M failed, K skipped", every failing spec with its first
+#      error line; with a full run (no FOCUS) the result is kept in
+#      docs/conformance/NODE.tsv and docs/conformance.md is regenerated.
+#
+# Then everything started here is stopped again (KEEP=1 leaves it running;
+# hack/conformance/stop.sh WORK cleans up later).
+#
+# Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
+# narrowing the focus), SKIP (added to the skip), PROCS (default 8), WORK
+# (default /tmp/mkl-conf; short: it holds containerd's socket), CONTAINERD
+# (1.6 or 2, as hack/start-containerd.sh), MINIKUBELET_BIN, REGISTRY
+# (default 127.0.0.1:5000), POD_CIDR (default 10.231.0.0/16), NODE_CIDR
+# (default 10.232.0.1/24), KUBELET_PORT (default 10450), TIMEOUT (ginkgo's,
+# default 2h), UPDATE_DOCS (default: 1 without FOCUS), BRIDGE (the pod
+# bridge, default mkcbr0), NODE_IF (the node address's interface, default
+# mkcnode0), MEASURED (what the docs name as measured, default the commit).
+# Two runs side by side need their own WORK, POD_CIDR, NODE_CIDR, BRIDGE and
+# NODE_IF.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+require_root
+
+NODE=${NODE:-minikubelet}
+[[ $NODE == minikubelet || $NODE == kubelet ]] || die "NODE=$NODE: use minikubelet or kubelet"
+FOCUS=${FOCUS:-}
+SKIP=${SKIP:-}
+PROCS=${PROCS:-8}
+WORK=$(realpath -m "${WORK:-/tmp/mkl-conf}")
+REGISTRY=${REGISTRY:-127.0.0.1:5000}
+POD_CIDR=${POD_CIDR:-10.231.0.0/16}
+NODE_CIDR=${NODE_CIDR:-10.232.0.1/24}
+NODE_IP=${NODE_CIDR%/*}
+KUBELET_PORT=${KUBELET_PORT:-10450}
+TIMEOUT=${TIMEOUT:-2h}
+NODE_NAME=mkl-conf-node
+BRIDGE=${BRIDGE:-mkcbr0}
+DUMMY=${NODE_IF:-mkcnode0}
+if [[ -z $FOCUS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
+REPO=$(repo_root)
+HACK=$REPO/hack
+export PATH=$PATH:/usr/local/go/bin
+[[ $WORK != / ]] || die "refusing to use / as WORK"
+
+total=$SECONDS
+# timed NAME CMD...: run CMD, then print how long it took.
+timed() {
+	local what=$1 start=$SECONDS
+	shift
+	"$@"
+	step "$what: $(elapsed $((SECONDS - start)))"
+}
+
+# --- 1. build ---------------------------------------------------------------
+build_all() {
+	# Twice: its version check (etcd --version | head -1 under pipefail)
+	# can die of SIGPIPE.
+	"$HACK/cluster/build.sh" >"$WORK/build-cluster.log" 2>&1 ||
+		"$HACK/cluster/build.sh" >"$WORK/build-cluster.log" 2>&1 || {
+		cat "$WORK/build-cluster.log" >&2
+		die "hack/cluster/build.sh failed"
+	}
+	grep -v '^/' "$WORK/build-cluster.log" || true
+	CLUSTER_BIN=$(tail -n 1 "$WORK/build-cluster.log")
+	"$CONFORMANCE_DIR/build.sh" | tee "$WORK/build-conformance.log"
+	BIN=$(tail -n 1 "$WORK/build-conformance.log")
+	if [[ $NODE == minikubelet ]]; then
+		if [[ -n ${MINIKUBELET_BIN:-} ]]; then
+			step "minikubelet: using $MINIKUBELET_BIN ($("$MINIKUBELET_BIN" version 2>/dev/null | head -1 || true))"
+		else
+			(cd "$REPO" && CGO_ENABLED=0 go build -o "$WORK/minikubelet" ./cmd/minikubelet) || die "building minikubelet failed"
+			MINIKUBELET_BIN=$WORK/minikubelet
+			step "minikubelet: built from $REPO at $(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet HEAD -- . ':!docs' || echo '+dirty')"
+		fi
+	fi
+}
+mkdir -p "$WORK"
+chmod 0711 "$WORK"
+timed "build" build_all
+
+# --- 2. images ----------------------------------------------------------------
+images() {
+	"$HACK/start-registry.sh" "$REGISTRY"
+	"$BIN/e2e.test" --list-images >"$WORK/e2e-images.txt"
+	# The sandbox image of the private containerd and the suite's images.
+	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") >"$WORK/images.log" 2>&1 ||
+		die "hack/images failed (log: $WORK/images.log)"
+	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY" --e2e "$WORK/e2e-images.txt" --e2e-bin "$BIN") |
+		tee -a "$WORK/images.log" | grep -E 'pushed|skipped|e2e:' || true
+	[[ ${PIPESTATUS[0]} == 0 ]] || die "hack/images --e2e failed (log: $WORK/images.log)"
+}
+timed "images" images
+
+# --- 3. containerd and networks ------------------------------------------------
+cleanup() {
+	local rc=$?
+	if [[ ${KEEP:-0} == 1 ]]; then
+		step "KEEP=1: leaving everything running; stop it with hack/conformance/stop.sh $WORK"
+	else
+		"$CONFORMANCE_DIR/stop.sh" "$WORK" || true
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+setup_node_env() {
+	SOCK=$(CONTAINERD=${CONTAINERD:-} "$HACK/start-containerd.sh" "$WORK/ctd" | tail -n 1)
+	# A bridge without ports: this kernel may lack the dummy driver, and an
+	# empty bridge holds a local address as well.
+	if ! ip link show "$DUMMY" >/dev/null 2>&1; then
+		ip link add "$DUMMY" type dummy 2>/dev/null || ip link add "$DUMMY" type bridge
+	fi
+	ip addr replace "$NODE_CIDR" dev "$DUMMY"
+	ip link set "$DUMMY" up
+	echo "$DUMMY $NODE_CIDR" >"$WORK/dummy"
+	step "node address $NODE_CIDR on the interface $DUMMY"
+	"$HACK/isolate-pod-network.sh" "$POD_CIDR"
+	echo "$POD_CIDR" >"$WORK/isolated"
+}
+timed "containerd and networks" setup_node_env
+
+# --- 4. control plane -----------------------------------------------------------
+CP=$WORK/cp
+PKI=$CP/pki
+# start_bg NAME CMD...: run CMD detached, output to CP/NAME.log, pid to CP/NAME.pid.
+start_bg() {
+	local name=$1
+	shift
+	setsid "$@" >>"$CP/$name.log" 2>&1 </dev/null &
+	echo $! >"$CP/$name.pid"
+}
+readyz() { [[ $(curl -s -m 5 --cacert "$PKI/ca.crt" "https://127.0.0.1:$APISERVER_PORT/readyz") == ok ]]; }
+healthz_port() { [[ $(curl -sk -m 5 "https://127.0.0.1:$1/healthz") == ok ]]; }
+pick_port() {
+	local p
+	for ((i = 0; i < 200; i++)); do
+		p=$((20000 + RANDOM % 12000))
+		[[ -n $(ss -Htln "sport = :$p") ]] || {
+			echo "$p"
+			return
+		}
+	done
+	die "no free port"
+}
+
+control_plane() {
+	# Certificates (the apiserver's kubelet client certificate among them),
+	# etcd and kube-apiserver (--kubelet-preferred-address-types=InternalIP,
+	# --allow-privileged) as the cluster-mode tests start them.
+	local start=$SECONDS
+	"$HACK/cluster/start.sh" "$CP" "$NODE_NAME" >/dev/null
+	# shellcheck source=/dev/null
+	source "$CP/ports"
+	readyz || die "kube-apiserver is not ready (log: $CP/kube-apiserver.log)"
+	step "etcd and kube-apiserver: ready on 127.0.0.1:$APISERVER_PORT in $(elapsed $((SECONDS - start)))"
+
+	local kcm_port sched_port
+	kcm_port=$(pick_port)
+	start_bg kube-controller-manager "$BIN/kube-controller-manager" \
+		--kubeconfig "$CP/admin.kubeconfig" --authentication-kubeconfig "$CP/admin.kubeconfig" \
+		--authorization-kubeconfig "$CP/admin.kubeconfig" \
+		--bind-address 127.0.0.1 --secure-port "$kcm_port" --leader-elect=false \
+		--service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+		--cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+		--use-service-account-credentials=false --controllers '*' --v 1
+	sched_port=$(pick_port)
+	start_bg kube-scheduler "$BIN/kube-scheduler" \
+		--kubeconfig "$CP/admin.kubeconfig" --authentication-kubeconfig "$CP/admin.kubeconfig" \
+		--authorization-kubeconfig "$CP/admin.kubeconfig" \
+		--bind-address 127.0.0.1 --secure-port "$sched_port" --leader-elect=false --v 1
+	wait_for 300 "kube-controller-manager /healthz" healthz_port "$kcm_port" || die "kube-controller-manager is not healthy (log: $CP/kube-controller-manager.log)"
+	wait_for 300 "kube-scheduler /healthz" healthz_port "$sched_port" || die "kube-scheduler is not healthy (log: $CP/kube-scheduler.log)"
+	step "kube-controller-manager (127.0.0.1:$kcm_port) and kube-scheduler (127.0.0.1:$sched_port): healthy"
+}
+timed "control plane" control_plane
+KUBECONFIG_ADMIN=$CP/admin.kubeconfig
+
+# --- 5. the node ---------------------------------------------------------------
+node_ready() {
+	local out
+	out=$(curl -s -m 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+		"https://127.0.0.1:$APISERVER_PORT/api/v1/nodes/$NODE_NAME") || return 1
+	python3 -c 'import json,sys; n=json.load(sys.stdin); sys.exit(0 if any(c["type"]=="Ready" and c["status"]=="True" for c in n["status"]["conditions"]) else 1)' <<<"$out"
+}
+
+start_kubelet() {
+	local root=$WORK/kubelet cg
+	mkdir -p "$root" "$WORK/pod-logs"
+	# The kubelet's cgroup root, in every v1 hierarchy (its cgroupfs driver
+	# wants it to exist): pods go under /mkl-conf/kubepods, apart from any
+	# other node agent's /kubepods.
+	for cg in /sys/fs/cgroup/*/; do
+		[[ $cg == */unified/ ]] || mkdir -p "$cg/mkl-conf"
+	done
+	cat >"$WORK/ctd/net.d/10-mkl-conf.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "mkl-conf",
+  "plugins": [
+    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}],
+              "dataDir": "$WORK/cni-data"}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+	cat >"$WORK/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: unix://$SOCK
+cgroupDriver: cgroupfs
+cgroupRoot: /mkl-conf
+failCgroupV1: false
+failSwapOn: false
+address: $NODE_IP
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 0
+podLogsDir: $WORK/pod-logs
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: AlwaysAllow}
+clusterDomain: cluster.local
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
+kubeAPIQPS: 50
+kubeAPIBurst: 100
+volumePluginDir: $root/volume-plugins
+EOF
+	# The kubelet sets vm.overcommit_memory, kernel.panic and
+	# kernel.panic_on_oops at start (protectKernelDefaults: false); stop.sh
+	# puts the machine's values back.
+	[[ -f $WORK/sysctls ]] || sysctl -n vm.overcommit_memory kernel.panic kernel.panic_on_oops vm.panic_on_oom |
+		paste -d' ' <(printf '%s\n' vm.overcommit_memory kernel.panic kernel.panic_on_oops vm.panic_on_oom) - >"$WORK/sysctls"
+	start_bg kubelet "$BIN/kubelet" --config "$WORK/kubelet.yaml" --kubeconfig "$CP/node-$NODE_NAME.kubeconfig" \
+		--root-dir "$root" --cert-dir "$root/pki" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v 2
+}
+
+start_minikubelet() {
+	mkdir -p "$WORK/mkl-root" "$WORK/pod-logs" "$WORK/manifests"
+	local server=()
+	# The kubelet server (logs, exec, attach, port-forward), where this
+	# minikubelet has one: on the node's address, trusting the test CA's
+	# client certificates (the apiserver's kubelet client).
+	local usage
+	usage=$("$MINIKUBELET_BIN" serve --help 2>&1 || true)
+	if [[ $usage == *-client-ca-file* ]]; then
+		server=(--address "$NODE_IP" --port "$KUBELET_PORT" --client-ca-file "$PKI/ca.crt")
+	else
+		warn "this minikubelet has no kubelet server (no --client-ca-file): logs, exec, attach and port-forward will fail"
+	fi
+	start_bg minikubelet "$MINIKUBELET_BIN" serve "${server[@]}" --kubeconfig "$CP/node-$NODE_NAME.kubeconfig" \
+		--node-name "$NODE_NAME" --node-ip "$NODE_IP" --runtime-endpoint "unix://$SOCK" \
+		--root-dir "$WORK/mkl-root" --pod-log-dir "$WORK/pod-logs" --manifest-dir "$WORK/manifests" \
+		--socket "$WORK/minikubelet.sock" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \
+		--cni-bridge "$BRIDGE" --cni-data-dir "$WORK/cni-data" --pod-masquerade=false \
+		--allow-privileged --log-level info
+}
+
+node() {
+	if [[ $NODE == kubelet ]]; then start_kubelet; else start_minikubelet; fi
+	wait_for 300 "node $NODE_NAME to be Ready" node_ready || die "$NODE did not make node $NODE_NAME Ready (log: $CP/$NODE.log)"
+	step "$NODE: node $NODE_NAME Ready at $NODE_IP"
+}
+timed "node ($NODE)" node
+
+# --- 6. the suite ---------------------------------------------------------------
+focus='\[NodeConformance\]'
+skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Feature:'
+[[ -z $SKIP ]] || skip+="|$SKIP"
+REPORT=$WORK/report-$NODE
+rm -rf "$REPORT"
+mkdir -p "$REPORT"
+suite() {
+	local args=(--focus "$focus" --skip "$skip")
+	# Ginkgo ORs several --focus flags; a FOCUS narrows by one regexp that
+	# needs both (in either order: RE2 has no lookahead).
+	if [[ -n $FOCUS ]]; then
+		args=(--focus "(?:$focus.*(?:$FOCUS))|(?:(?:$FOCUS).*$focus)" --skip "$skip")
+	fi
+	step "ginkgo -p --procs $PROCS: focus $focus${FOCUS:+ and $FOCUS}, skip $skip (log: $REPORT/ginkgo.log)"
+	set +e
+	(cd "$REPORT" && "$BIN/ginkgo" -p --procs "$PROCS" --timeout "$TIMEOUT" --no-color "${args[@]}" \
+		"$BIN/e2e.test" -- \
+		--provider skeleton --kubeconfig "$KUBECONFIG_ADMIN" --report-dir "$REPORT" \
+		--e2e-output-dir "$REPORT" --dump-logs-on-failure=false \
+		--node-os-distro debian --minStartupPods 0 \
+		>"$REPORT/ginkgo.log" 2>&1)
+	SUITE_RC=$?
+	set -e
+	tail -n 5 "$REPORT/ginkgo.log"
+}
+timed "suite" suite
+
+# --- 7. report ------------------------------------------------------------------
+junit=$(find "$REPORT" -name 'junit*.xml' | head -1)
+[[ -n $junit ]] || die "no JUnit XML in $REPORT (ginkgo exit $SUITE_RC; log $REPORT/ginkgo.log)"
+report_args=(--junit "$junit" --node "$NODE")
+if [[ $UPDATE_DOCS == 1 ]]; then
+	what=kubelet
+	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')"
+	[[ $NODE == minikubelet ]] && what="minikubelet ${MEASURED:-$(git -C "$REPO" rev-parse --short HEAD)}"
+	report_args+=(--results "$REPO/docs/conformance" --doc "$REPO/docs/conformance.md"
+		--what "$what" --duration "$(elapsed $((SECONDS - total)))")
+fi
+(cd "$REPO" && go run ./hack/conformance/report "${report_args[@]}")
+step "total: $(elapsed $((SECONDS - total)))"

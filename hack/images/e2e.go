@@ -1,0 +1,126 @@
+package main
+
+// The images of Kubernetes' e2e suite (e2e.test --list-images), built
+// locally for hack/conformance: `go run ./hack/images --e2e LIST --e2e-bin DIR`
+// reads the image names LIST holds (one per line, as e2e.test prints them,
+// e.g. registry.k8s.io/e2e-test-images/agnhost:2.66.1) and pushes an image
+// for each one it knows under the repository path below the mirrored
+// registry (e2e-test-images/agnhost:2.66.1), where the private containerd's
+// mirrors look. DIR holds the e2e programs built from the k8s.io/kubernetes
+// module by hack/conformance/build.sh: agnhost and nnp (test/images/nonewprivs).
+//
+//	agnhost     busybox + the real /agnhost (+ /agnhost-2), its users and
+//	            groups, /uploads; entrypoint /agnhost, cmd pause
+//	busybox     busybox, cmd sh (also glibc-dns-testing: the hostname
+//	            specs run sh, hostname and hostname -f in it)
+//	nginx       the nginx stand-in of standins.go (busybox + /standin)
+//	nonewprivs  busybox + setuid /usr/local/bin/nnp, cmd nnp
+//	nonroot     busybox, user 1234
+//	pause       the static Go pause of ./pause
+//
+// Every other name is listed as skipped: no spec of the [NodeConformance]
+// set the harness runs needs it.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// e2eImageSpecs maps each listed image name to an image spec; names it
+// has no recipe for come back in skipped.
+func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin []byte) (specs []imageSpec, skipped []string, err error) {
+	var nginx *standin
+	for i := range standins {
+		if standins[i].upstream == "docker.io/library/nginx" {
+			nginx = &standins[i]
+		}
+	}
+	for _, n := range names {
+		repoTag, err := mirrorPath(n)
+		if err != nil {
+			skipped = append(skipped, n)
+			continue
+		}
+		repo, tag, ok := strings.Cut(repoTag, ":")
+		if !ok {
+			repo, tag = repoTag, "latest"
+		}
+		base := repo[strings.LastIndex(repo, "/")+1:]
+		s := imageSpec{repo: repo, tag: tag}
+		switch {
+		case base == "agnhost" && agnhost != nil:
+			own := []entry{
+				file("agnhost", 0o755, agnhost), symlink("agnhost-2", "agnhost"),
+				dir("etc", 0o755),
+				file("etc/passwd", 0o644, []byte(agnhostPasswd)), file("etc/group", 0o644, []byte(agnhostGroup)),
+				dir("home", 0o755), dir("home/user-defined-in-image", 0o755),
+				dir("uploads", 0o755),
+			}
+			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}}
+			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
+		case base == "busybox" || base == "glibc-dns-testing":
+			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
+		case base == "nginx" && nginx != nil:
+			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}
+			s.layers = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)}, own}
+			s.cmd, s.stopSignal = nginx.cmd, nginx.stopSignal
+		case base == "nonewprivs" && nnp != nil:
+			own := []entry{dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755), file("usr/local/bin/nnp", 0o4755, nnp)}
+			s.layers = []layerSpec{bb, {what: "setuid /usr/local/bin/nnp (k8s.io/kubernetes/test/images/nonewprivs)", entries: own}}
+			s.cmd = []string{"nnp"}
+		case base == "nonroot":
+			s.layers, s.user = []layerSpec{bb}, "1234"
+		case base == "pause":
+			s.layers = []layerSpec{{what: "/pause", entries: binaryEntries("pause", pause)}}
+			s.entrypoint = []string{"/pause"}
+		default:
+			skipped = append(skipped, n)
+			continue
+		}
+		specs = append(specs, s)
+	}
+	return specs, skipped, nil
+}
+
+// runE2E builds and pushes the e2e images that list names.
+func runE2E(ctx context.Context, o options, bb layerSpec, pause, standinBin []byte) error {
+	b, err := os.ReadFile(o.e2eList)
+	if err != nil {
+		return fmt.Errorf("read the e2e image list: %w", err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			names = append(names, l)
+		}
+	}
+	readBin := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(o.e2eBin, name))
+		if err != nil {
+			fmt.Printf("[images] e2e: no %s binary in %s (%v): its image is skipped\n", name, o.e2eBin, err)
+			return nil
+		}
+		return b
+	}
+	specs, skipped, err := e2eImageSpecs(names, bb, readBin("agnhost"), readBin("nnp"), pause, standinBin)
+	if err != nil {
+		return err
+	}
+	for _, s := range specs {
+		img, err := buildImage(s, o.arch)
+		if err != nil {
+			return fmt.Errorf("build %s:%s: %w", s.repo, s.tag, err)
+		}
+		if err := push(ctx, o.registry+"/"+s.repo+":"+s.tag, img); err != nil {
+			return err
+		}
+	}
+	for _, n := range skipped {
+		fmt.Printf("[images] e2e: %s: no local recipe, skipped\n", n)
+	}
+	fmt.Printf("[images] e2e: %d images built, %d skipped\n", len(specs), len(skipped))
+	return nil
+}
