@@ -444,6 +444,15 @@ func (a *Agent) AddObserver(o Observer) {
 	a.observer = Observers(a.observer, o)
 }
 
+// Holds reports whether the agent has a worker for the pod: it runs it,
+// or keeps its stopped containers (a finished pod), or tears it down.
+func (a *Agent) Holds(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.workers[uid]
+	return ok
+}
+
 // PodDone returns a channel closed when the pod's worker has finished its
 // teardown (or nil when the pod is unknown).
 func (a *Agent) PodDone(uid types.UID) <-chan struct{} {

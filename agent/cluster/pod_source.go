@@ -52,6 +52,9 @@ type PodSource struct {
 	configSyncWait time.Duration
 	// mirrors, when set, learns the node's mirror pods (WithMirrorPods).
 	mirrors *MirrorPods
+	// holds reports whether the agent holds a pod (WithHeldPods); nil:
+	// finished pods leave the set at once.
+	holds func(types.UID) bool
 
 	// synced, when set, is called by Run once the informer's first list
 	// arrived; rebuilt after each rebuild of the set (tests).
@@ -75,6 +78,17 @@ type PodSourceOption func(*PodSource)
 // deleted gracefully stay Terminating on the API server.
 func WithPodDone(podDone func(types.UID) <-chan struct{}) PodSourceOption {
 	return func(s *PodSource) { s.podDone = podDone }
+}
+
+// WithHeldPods keeps a pod the API server shows finished (Succeeded or
+// Failed) in the set while holds, the agent's (*agent.Agent).Holds, says
+// the agent has it: the kubelet keeps a finished pod's containers, and so
+// its logs (`kubectl logs`, the conformance suite's way of reading a
+// container's output), until the pod object is deleted. A finished pod the
+// agent does not hold (after a restart of the agent, or one refused) stays
+// out, so that a finished pod is never run again.
+func WithHeldPods(holds func(types.UID) bool) PodSourceOption {
+	return func(s *PodSource) { s.holds = holds }
 }
 
 // WithMirrorPods tells m the mirror pods bound to the node, which the
@@ -283,14 +297,19 @@ func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
 // wanted reports whether p belongs in the source's set: bound to the node
 // (the field selector says so already; this guards against a server that
 // ignores it), not a mirror pod (the static pod runs from its manifest),
-// and not finished (the kubelet never restarts a pod in a terminal phase).
-// A pod being deleted stays, marked, until its object is gone: the
-// consumer tears it down with its grace period.
+// and not finished (the kubelet never restarts a pod in a terminal phase)
+// unless the agent holds it (WithHeldPods): then its stopped containers
+// and their logs stay until the object is deleted. A pod being deleted
+// stays, marked, until its object is gone: the consumer tears it down
+// with its grace period.
 func (s *PodSource) wanted(p *v1.Pod) bool {
 	if p.Spec.NodeName != s.nodeName || isMirrorPod(p) {
 		return false
 	}
-	return p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed
+	if p.Status.Phase != v1.PodSucceeded && p.Status.Phase != v1.PodFailed {
+		return true
+	}
+	return s.holds != nil && s.holds(p.UID)
 }
 
 // ReasonUnsupportedPodSpec is the status reason of a cluster pod that

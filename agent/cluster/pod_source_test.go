@@ -204,3 +204,22 @@ func TestPodSource_NeverBlocksOnItsConsumer(t *testing.T) {
 		}
 	}, 10*time.Second, 5*time.Millisecond)
 }
+
+// A finished pod the agent still holds stays in the set (its stopped
+// containers and their logs stay until the object is deleted, as with the
+// kubelet); one it does not hold (after an agent restart) stays out, so a
+// finished pod never runs again.
+func TestPodSource_KeepsFinishedPodsTheAgentHolds(t *testing.T) {
+	held := nodePod("held", "node-a")
+	held.Status.Phase = v1.PodSucceeded
+	gone := nodePod("gone", "node-a")
+	gone.Status.Phase = v1.PodFailed
+	client := fake.NewClientset(nodePod("web", "node-a"), held, gone)
+	src := NewPodSource(fromClientset(client), "node-a", nil, WithHeldPods(func(uid types.UID) bool {
+		return uid == held.UID || uid == "uid-web"
+	}))
+	next := runSource(t, src)
+	pods, errs := names(next())
+	require.Empty(t, errs)
+	require.Equal(t, []string{"held", "web"}, pods)
+}

@@ -125,10 +125,11 @@ type clusterPodWiring struct {
 // objects of pods deleted on the API server once podDone, the agent's
 // PodDone, says their teardown finished), the status writer, the mirror
 // pods and the event recorder.
-func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, nodeName string, logger *slog.Logger) clusterPodWiring {
+func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, holds func(types.UID) bool, nodeName string, logger *slog.Logger) clusterPodWiring {
 	sw := cluster.NewStatusWriter(cc.client, logger, nil)
 	mirrors := cluster.NewMirrorPods(cc.client, nodeName, sw, logger)
-	src := cluster.NewPodSource(cc.client, nodeName, logger, cluster.WithPodDone(podDone), cluster.WithMirrorPods(mirrors))
+	src := cluster.NewPodSource(cc.client, nodeName, logger, cluster.WithPodDone(podDone), cluster.WithMirrorPods(mirrors),
+		cluster.WithHeldPods(holds))
 	events := cc.events
 	if events == nil {
 		events = cluster.NewEventRecorder(cc.client, nodeName, logger, nil)

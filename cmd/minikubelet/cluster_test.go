@@ -92,7 +92,7 @@ func TestNewClusterPods(t *testing.T) {
 			return done
 		}
 		return nil
-	}, "node-a", nil)
+	}, func(types.UID) bool { return false }, "node-a", nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{}, 2)
 	defer func() {

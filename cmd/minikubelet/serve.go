@@ -238,7 +238,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var sources []agent.Source
 	var cp clusterPodWiring
 	if cc != nil {
-		cp = newClusterPods(cc, a.PodDone, node.Name, logger)
+		cp = newClusterPods(cc, a.PodDone, a.Holds, node.Name, logger)
 		sources = append(sources, cp.source)
 		a.AddObserver(cp.observer)
 		go cp.run(ctx)
