@@ -108,13 +108,42 @@ chmod 0711 "$WORK"
 timed "build" build_all
 
 # --- 2. images ----------------------------------------------------------------
+# agnhost_extra DIR: fill DIR with what the real agnhost image's Dockerfile
+# (k8s.io/kubernetes test/images/agnhost, on Alpine) adds and the specs use,
+# for hack/images to layer on top of the agnhost program: the porter TLS
+# pair /localhost.crt and /localhost.key (netexec --tls-cert-file for the
+# https lifecycle hooks), curl (the exec hooks and the Networking Granular
+# Checks' /dial), /bin/bash (the probe specs' scripts) and an nc with -u
+# (netcat-openbsd as /usr/bin/nc; busybox's has no UDP), each with the
+# shared libraries ldd names, from this Debian host. The real image's other
+# tools (dig, iperf, socat, coredns) no [NodeConformance] spec runs.
+agnhost_extra() {
+	local d=$1 kdir pair src dst lib
+	rm -rf "$d"
+	mkdir -p "$d"
+	kdir=$(cd "$CLUSTER_MOD" && go list -m -f '{{.Dir}}' k8s.io/kubernetes) || die "cannot find the k8s.io/kubernetes module (go list -m in $CLUSTER_MOD)"
+	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.crt" "$d/localhost.crt"
+	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.key" "$d/localhost.key"
+	for pair in /usr/bin/curl:usr/bin/curl /bin/bash:bin/bash /usr/bin/nc.openbsd:usr/bin/nc; do
+		src=${pair%%:*} dst=${pair#*:}
+		[[ -x $src ]] || die "$src missing: apt-get install curl bash netcat-openbsd (hack/install-deps.sh installs them)"
+		install -D -m 0755 "$src" "$d/$dst"
+		# "libX.so => /lib/.../libX.so (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
+		for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+			[[ -e $d$lib ]] || install -D -m 0755 "$(realpath "$lib")" "$d$lib"
+		done
+	done
+	step "agnhost extras: $(find "$d" -type f | wc -l) files ($(du -sh "$d" | cut -f1)) in $d"
+}
 images() {
 	"$HACK/start-registry.sh" "$REGISTRY"
 	"$BIN/e2e.test" --list-images >"$WORK/e2e-images.txt"
 	# The sandbox image of the private containerd and the suite's images.
 	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") >"$WORK/images.log" 2>&1 ||
 		die "hack/images failed (log: $WORK/images.log)"
-	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY" --e2e "$WORK/e2e-images.txt" --e2e-bin "$BIN") |
+	agnhost_extra "$WORK/agnhost-extra"
+	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY" --e2e "$WORK/e2e-images.txt" --e2e-bin "$BIN" \
+		--e2e-agnhost-extra "$WORK/agnhost-extra") |
 		tee -a "$WORK/images.log" | grep -E 'pushed|skipped|e2e:' || true
 	[[ ${PIPESTATUS[0]} == 0 ]] || die "hack/images --e2e failed (log: $WORK/images.log)"
 }
