@@ -91,7 +91,10 @@ build_all() {
 	}
 	grep -v '^/' "$WORK/build-cluster.log" || true
 	CLUSTER_BIN=$(tail -n 1 "$WORK/build-cluster.log")
-	"$CONFORMANCE_DIR/build.sh" | tee "$WORK/build-conformance.log"
+	# The kubelet only when it is the node.
+	local want=(e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp)
+	[[ $NODE != kubelet ]] || want+=(kubelet)
+	"$CONFORMANCE_DIR/build.sh" "${want[@]}" | tee "$WORK/build-conformance.log"
 	BIN=$(tail -n 1 "$WORK/build-conformance.log")
 	if [[ $NODE == minikubelet ]]; then
 		if [[ -n ${MINIKUBELET_BIN:-} ]]; then
