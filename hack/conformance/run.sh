@@ -34,8 +34,14 @@
 # Then everything started here is stopped again (KEEP=1 leaves it running;
 # hack/conformance/stop.sh WORK cleans up later).
 #
+# With SPECS=FILE (make test-conformance: hack/conformance/ci-specs.txt) the
+# suite runs exactly the specs FILE names, one per line, and the run fails
+# unless each of them ran and passed (hack/conformance/report --expect);
+# with TESTLOG_DIR set (make test) the outcome also goes to
+# TESTLOG_DIR/conformance-NODE.json for make test's skip summary.
+#
 # Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
-# narrowing the focus), SKIP (added to the skip), PROCS (default 8), WORK
+# narrowing the focus), SPECS (a list of exact spec names instead), SKIP (added to the skip), PROCS (default 8), WORK
 # (default /tmp/mkl-conf; short: it holds containerd's socket), CONTAINERD
 # (1.6 or 2, as hack/start-containerd.sh), MINIKUBELET_BIN, REGISTRY
 # (default 127.0.0.1:5000), POD_CIDR (default 10.231.0.0/16), NODE_CIDR
@@ -53,6 +59,9 @@ require_root
 NODE=${NODE:-minikubelet}
 [[ $NODE == minikubelet || $NODE == kubelet ]] || die "NODE=$NODE: use minikubelet or kubelet"
 FOCUS=${FOCUS:-}
+SPECS=${SPECS:-}
+[[ -z $SPECS || -z $FOCUS ]] || die "SPECS and FOCUS exclude each other"
+[[ -z $SPECS ]] || SPECS=$(realpath "$SPECS")
 SKIP=${SKIP:-}
 PROCS=${PROCS:-8}
 WORK=$(realpath -m "${WORK:-/tmp/mkl-conf}")
@@ -65,20 +74,27 @@ TIMEOUT=${TIMEOUT:-2h}
 NODE_NAME=mkl-conf-node
 BRIDGE=${BRIDGE:-mkcbr0}
 DUMMY=${NODE_IF:-mkcnode0}
-if [[ -z $FOCUS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
+if [[ -z $FOCUS && -z $SPECS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
 REPO=$(repo_root)
 HACK=$REPO/hack
 export PATH=$PATH:/usr/local/go/bin
 [[ $WORK != / ]] || die "refusing to use / as WORK"
 
 total=$SECONDS
-# timed NAME CMD...: run CMD, then print how long it took.
+# timed NAME CMD...: as hack/lib.sh's timed (a line before, one with the
+# duration after), but CMD runs under set -e: a failing step ends the run,
+# and the EXIT trap says which step failed after how long.
+STEP=
 timed() {
 	local what=$1 start=$SECONDS
 	shift
+	STEP="$what (started $(date -u +%T), after $(duration $((SECONDS - total))) of the run)"
+	step "$what ..."
 	"$@"
-	step "$what: $(elapsed $((SECONDS - start)))"
+	STEP=
+	step "$what: done in $(duration $((SECONDS - start)))"
 }
+trap '[[ -z $STEP ]] || step "FAILED in the step $STEP"' EXIT
 
 # --- 1. build ---------------------------------------------------------------
 build_all() {
@@ -155,6 +171,7 @@ timed "images" images
 # --- 3. containerd and networks ------------------------------------------------
 cleanup() {
 	local rc=$?
+	[[ -z $STEP ]] || step "FAILED in the step $STEP"
 	if [[ ${KEEP:-0} == 1 ]]; then
 		step "KEEP=1: leaving everything running; stop it with hack/conformance/stop.sh $WORK"
 	else
@@ -342,10 +359,18 @@ suite() {
 	local args=(--focus "$focus" --skip "$skip")
 	# Ginkgo ORs several --focus flags; a FOCUS narrows by one regexp that
 	# needs both (in either order: RE2 has no lookahead).
+	local what="focus $focus${FOCUS:+ and $FOCUS}"
 	if [[ -n $FOCUS ]]; then
 		args=(--focus "(?:$focus.*(?:$FOCUS))|(?:(?:$FOCUS).*$focus)" --skip "$skip")
 	fi
-	step "ginkgo -p --procs $PROCS: focus $focus${FOCUS:+ and $FOCUS}, skip $skip (log: $REPORT/ginkgo.log)"
+	if [[ -n $SPECS ]]; then
+		local list
+		list=$(cd "$REPO" && go run ./hack/conformance/report --focus-for "$SPECS") && [[ -n $list ]] ||
+			die "hack/conformance/report --focus-for $SPECS failed"
+		args=(--focus "$list" --skip "$skip")
+		what="the $(grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SPECS") specs of $SPECS"
+	fi
+	step "ginkgo -p --procs $PROCS: $what, skip $skip (log: $REPORT/ginkgo.log)"
 	set +e
 	(cd "$REPORT" && "$BIN/ginkgo" -p --procs "$PROCS" --timeout "$TIMEOUT" --no-color "${args[@]}" \
 		"$BIN/e2e.test" -- \
@@ -363,6 +388,8 @@ timed "suite" suite
 junit=$(find "$REPORT" -name 'junit*.xml' | head -1)
 [[ -n $junit ]] || die "no JUnit XML in $REPORT (ginkgo exit $SUITE_RC; log $REPORT/ginkgo.log)"
 report_args=(--junit "$junit" --node "$NODE")
+[[ -z $SPECS ]] || report_args+=(--expect "$SPECS")
+[[ -z ${TESTLOG_DIR:-} ]] || report_args+=(--testlog "$TESTLOG_DIR/conformance-$NODE.json")
 if [[ $UPDATE_DOCS == 1 ]]; then
 	what=kubelet
 	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')"
@@ -370,5 +397,7 @@ if [[ $UPDATE_DOCS == 1 ]]; then
 	report_args+=(--results "$REPO/docs/conformance" --doc "$REPO/docs/conformance.md"
 		--what "$what" --duration "$(elapsed $((SECONDS - total)))")
 fi
-(cd "$REPO" && go run ./hack/conformance/report "${report_args[@]}")
-step "total: $(elapsed $((SECONDS - total)))"
+rc=0
+(cd "$REPO" && go run ./hack/conformance/report "${report_args[@]}") || rc=$?
+step "total: $(duration $((SECONDS - total)))"
+exit "$rc"
