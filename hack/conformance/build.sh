@@ -70,9 +70,15 @@ build() {
 	else
 		cmd=(go build)
 	fi
-	step "$name: building $pkg ($GOV, nice -n $NICE)"
+	step "$name: building $pkg ($GOV, nice -n $NICE; a line a minute meanwhile)"
 	rm -f "$BIN/$name.stamp"
-	if ! (cd "$CLUSTER_MOD" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg"); then
+	(cd "$CLUSTER_MOD" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg") &
+	local pid=$! rc=0 hb
+	heartbeat "building $name" "$pid" &
+	hb=$!
+	wait "$pid" || rc=$?
+	kill "$hb" 2>/dev/null || true
+	if ((rc != 0)); then
 		warn "$name: building $pkg failed; check that the Go module proxy is reachable (go env GOPROXY)"
 		return 1
 	fi
@@ -112,10 +118,14 @@ for n in "${order[@]}"; do
 	build "$n" "${pkgs[$n]}" || failed+=("$n")
 done
 if [[ -n $e2e_pid ]]; then
+	hb=
 	if ! built e2e.test; then
-		step "e2e.test: waiting for the background build"
+		step "e2e.test: waiting for the background build (log $BIN/e2e.test.build.log)"
+		heartbeat "building e2e.test" "$e2e_pid" &
+		hb=$!
 	fi
 	wait "$e2e_pid" || failed+=(e2e.test)
+	[[ -z $hb ]] || kill "$hb" 2>/dev/null || true
 	cat "$BIN/e2e.test.build.log"
 fi
 ((${#failed[@]} == 0)) || die "failed to build: ${failed[*]}"
