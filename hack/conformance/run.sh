@@ -134,8 +134,12 @@ timed "build" build_all
 # https lifecycle hooks), curl (the exec hooks and the Networking Granular
 # Checks' /dial), /bin/bash (the probe specs' scripts) and an nc with -u
 # (netcat-openbsd as /usr/bin/nc; busybox's has no UDP), each with the
-# shared libraries ldd names, from this Debian host. The real image's other
-# tools (dig, iperf, socat, coredns) no [NodeConformance] spec runs.
+# shared libraries ldd names, from this Debian host; and dash as /bin/sh:
+# Debian's busybox-static is built with the standalone shell, whose sh runs
+# its own applet for a name like nc before looking at PATH, while the real
+# image's sh (Alpine's busybox) finds /usr/bin/nc in PATH as dash does. The
+# real image's other tools (dig, iperf, socat, coredns) no
+# [NodeConformance] spec runs.
 agnhost_extra() {
 	local d=$1 kdir pair src dst lib
 	rm -rf "$d"
@@ -143,9 +147,9 @@ agnhost_extra() {
 	kdir=$(cd "$CLUSTER_MOD" && go list -m -f '{{.Dir}}' k8s.io/kubernetes) || die "cannot find the k8s.io/kubernetes module (go list -m in $CLUSTER_MOD)"
 	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.crt" "$d/localhost.crt"
 	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.key" "$d/localhost.key"
-	for pair in /usr/bin/curl:usr/bin/curl /bin/bash:bin/bash /usr/bin/nc.openbsd:usr/bin/nc; do
+	for pair in /usr/bin/curl:usr/bin/curl /bin/bash:bin/bash /usr/bin/nc.openbsd:usr/bin/nc /bin/dash:bin/sh; do
 		src=${pair%%:*} dst=${pair#*:}
-		[[ -x $src ]] || die "$src missing: apt-get install curl bash netcat-openbsd (hack/install-deps.sh installs them)"
+		[[ -x $src ]] || die "$src missing: apt-get install curl bash netcat-openbsd dash (hack/install-deps.sh installs the first three; dash is Debian's /bin/sh)"
 		install -D -m 0755 "$src" "$d/$dst"
 		# "libX.so => /lib/.../libX.so (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
 		for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
