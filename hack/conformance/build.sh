@@ -74,7 +74,9 @@ build() {
 	rm -f "$BIN/$name.stamp"
 	(cd "$CLUSTER_MOD" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg") &
 	local pid=$! rc=0 hb
-	heartbeat "building $name" "$pid" &
+	# Without fd 9: its sleep would hold the build lock for up to a minute
+	# after this script ends.
+	heartbeat "building $name" "$pid" 9>&- &
 	hb=$!
 	wait "$pid" || rc=$?
 	kill "$hb" 2>/dev/null || true
@@ -121,7 +123,7 @@ if [[ -n $e2e_pid ]]; then
 	hb=
 	if ! built e2e.test; then
 		step "e2e.test: waiting for the background build (log $BIN/e2e.test.build.log)"
-		heartbeat "building e2e.test" "$e2e_pid" &
+		heartbeat "building e2e.test" "$e2e_pid" 9>&- &
 		hb=$!
 	fi
 	wait "$e2e_pid" || failed+=(e2e.test)
