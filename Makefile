@@ -55,7 +55,7 @@ test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu
 # bridge and interface, so it runs beside a `make conformance`.
 CI_CONFORMANCE := WORK=/tmp/mkl-ci-conf POD_CIDR=10.233.0.0/16 NODE_CIDR=10.234.0.1/24 BRIDGE=mkcibr0 NODE_IF=mkcinode0 KUBELET_PORT=10451
 
-test-conformance: ## the [NodeConformance] specs hack/conformance/ci-specs.txt lists, against minikubelet in a private cluster; fails unless each one ran and passed (root; builds cached, ~15 min cold)
+test-conformance: ## the [NodeConformance] specs hack/conformance/ci-specs.txt lists, against minikubelet in a private cluster; fails unless each one ran and passed (root; ~2 min warm; the first run builds e2e.test and the rest, ~12 min)
 	NODE=minikubelet SPECS=hack/conformance/ci-specs.txt PROCS=$${PROCS:-4} REGISTRY=$(REGISTRY) $(CI_CONFORMANCE) hack/conformance/run.sh
 
 conformance: ## Kubernetes' [NodeConformance] e2e suite against NODE=minikubelet|kubelet in a private cluster (root; builds cached; ~30 min; FOCUS=regexp narrows, then docs stay)
