@@ -41,8 +41,9 @@
 # TESTLOG_DIR/conformance-NODE.json for make test's skip summary.
 #
 # Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
-# narrowing the focus), SPECS (a list of exact spec names instead), SKIP (added to the skip), PROCS (default 8), WORK
-# (default /tmp/mkl-conf; short: it holds containerd's socket), CONTAINERD
+# narrowing the focus), SPECS (a list of exact spec names instead), SKIP
+# (added to the skip), PROCS (default 8), WORK (default /tmp/mkl-conf;
+# short: it holds containerd's socket), CONTAINERD
 # (1.6 or 2, as hack/start-containerd.sh), MINIKUBELET_BIN, REGISTRY
 # (default 127.0.0.1:5000), POD_CIDR (default 10.231.0.0/16), NODE_CIDR
 # (default 10.232.0.1/24), KUBELET_PORT (default 10450), TIMEOUT (ginkgo's,
