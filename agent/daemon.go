@@ -25,6 +25,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -606,7 +607,7 @@ func (d *Daemon) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 
 // storeError maps the store's errors to API errors.
 func storeError(pod *v1.Pod, err error) error {
-	var me *ManifestError
+	var me *manifest.ManifestError
 	var pie *PodInvalidError
 	switch {
 	case errors.Is(err, ErrPodExists):

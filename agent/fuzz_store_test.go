@@ -9,6 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -31,7 +33,7 @@ const storeWholeFile = "a stored pod file must hold one Pod, not "
 //     encodes to the same bytes.
 func FuzzPodStoreLoad(f *testing.F) {
 	for _, name := range []string{"pod-basic.yaml", "configmap-volume.yaml"} {
-		if data, err := os.ReadFile(filepath.Join("testdata", "manifests", "valid", name)); err == nil {
+		if data, err := os.ReadFile(filepath.Join("manifest", "testdata", "manifests", "valid", name)); err == nil {
 			f.Add(data, "default_x.yaml", uint8(0))
 		}
 	}
@@ -63,7 +65,7 @@ func FuzzPodStoreLoad(f *testing.F) {
 			t.Skip("file name the filesystem refuses") // e.g. too long in bytes
 		}
 
-		s, err := NewPodStore(dir, testNode)
+		s, err := NewPodStore(dir, manifesttest.TestNode)
 		if err != nil {
 			t.Fatalf("NewPodStore failed because of one file: %v", err)
 		}
@@ -77,7 +79,7 @@ func FuzzPodStoreLoad(f *testing.F) {
 			if fe.Path != path {
 				t.Fatalf("error names %q, not the file %q: %v", fe.Path, path, fe.Err)
 			}
-			if !errors.Is(fe.Err, ErrInvalidManifest) {
+			if !errors.Is(fe.Err, manifest.ErrInvalidManifest) {
 				t.Fatalf("refusal of %s is not ErrInvalidManifest: %v", name, fe.Err)
 			}
 			if msg := fe.Err.Error(); msg == "" || !utf8.ValidString(msg) {
@@ -86,10 +88,10 @@ func FuzzPodStoreLoad(f *testing.F) {
 			if sub != "" {
 				continue
 			}
-			var me *ManifestError
+			var me *manifest.ManifestError
 			if errors.As(fe.Err, &me) {
 				var bad []string
-				for _, p := range unlocated(fe.Err) {
+				for _, p := range manifesttest.Unlocated(fe.Err) {
 					if !strings.HasPrefix(p, storeWholeFile) {
 						bad = append(bad, p)
 					}
@@ -106,7 +108,7 @@ func FuzzPodStoreLoad(f *testing.F) {
 			if p.Annotations[annotationConfigSource] != sourceAPI {
 				t.Fatalf("loaded pod's source %q", p.Annotations[annotationConfigSource])
 			}
-			once, err := encodeStoredPod(p)
+			once, err := manifest.EncodeStoredPod(p)
 			if err != nil {
 				t.Fatalf("encode loaded pod: %v", err)
 			}
@@ -114,7 +116,7 @@ func FuzzPodStoreLoad(f *testing.F) {
 			if err != nil {
 				t.Fatalf("loaded pod refused in its stored form: %v\n%s", err, once)
 			}
-			twice, err := encodeStoredPod(again)
+			twice, err := manifest.EncodeStoredPod(again)
 			if err != nil {
 				t.Fatalf("encode reloaded pod: %v", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -132,7 +133,7 @@ func allocatableFrom(capacity v1.ResourceList, reserved ...v1.ResourceList) (v1.
 	}
 	out := v1.ResourceList{}
 	var errs []string
-	for _, name := range sortedResourceNames(capacity) {
+	for _, name := range manifest.SortedResourceNames(capacity) {
 		c := capacity[name]
 		v := c.DeepCopy()
 		if r, ok := total[name]; ok {

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -116,9 +117,7 @@ func podSandboxChanged(pod *v1.Pod, st *podState) (bool, uint32) {
 
 // isSidecar reports whether an init container is a native sidecar
 // (restartPolicy: Always).
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
+func isSidecar(c *v1.Container) bool { return manifest.IsSidecar(c) }
 
 // interruptedStart reports whether instance c never ran because the
 // previous agent process died while starting it (observePod decides, see

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -516,7 +517,7 @@ func checkPayloadPath(p string) error {
 		return fmt.Errorf("invalid path %q: must be relative", p)
 	case strings.HasPrefix(p, ".."):
 		return fmt.Errorf("invalid path %q: must not start with '..'", p)
-	case hasBacksteps(p):
+	case manifest.HasBacksteps(p):
 		return fmt.Errorf("invalid path %q: must not contain '..'", p)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -395,7 +396,7 @@ func TestValidateDataVolumes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  volumes:\n  - name: v\n    "+tc.volume+"\n  containers:\n  - {name: app, image: img}\n"), "x.yaml", "node-1")
+			_, err := manifest.PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  volumes:\n  - name: v\n    "+tc.volume+"\n  containers:\n  - {name: app, image: img}\n"), "x.yaml", "node-1")
 			require.Error(t, err)
 			lines := strings.Split(err.Error(), "\n")
 			require.Len(t, lines, len(tc.want), err.Error())

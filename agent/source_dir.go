@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -327,7 +328,7 @@ func (s *DirSource) readFile(path string) ([]*v1.Pod, []*v1.ConfigMap, []*v1.Sec
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return nil, nil, nil, sum, errNotAFile
 	}
-	data, err := ReadManifestFile(path)
+	data, err := manifest.ReadManifestFile(path)
 	if err != nil {
 		return nil, nil, nil, sum, err
 	}
@@ -335,7 +336,7 @@ func (s *DirSource) readFile(path string) ([]*v1.Pod, []*v1.ConfigMap, []*v1.Sec
 	if f := s.files[path]; f != nil && f.sum == sum {
 		return f.pods, f.cms, f.secrets, sum, f.err
 	}
-	pods, cms, secrets, err := PrepareObjects(data, path, s.nodeName)
+	pods, cms, secrets, err := manifest.PrepareObjects(data, path, s.nodeName)
 	for _, p := range pods {
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
@@ -368,7 +369,7 @@ func checkCrossFileData(cms []*v1.ConfigMap, secrets []*v1.Secret, path string, 
 		}
 	}
 	if len(problems) > 0 {
-		return &ManifestError{Source: path, Problems: problems}
+		return &manifest.ManifestError{Source: path, Problems: problems}
 	}
 	for _, k := range keys {
 		seen[k] = path
@@ -394,7 +395,7 @@ func checkCrossFile(pods []*v1.Pod, path string, byName map[string]string, byUID
 		}
 	}
 	if len(problems) > 0 {
-		return &ManifestError{Source: path, Problems: problems}
+		return &manifest.ManifestError{Source: path, Problems: problems}
 	}
 	return nil
 }

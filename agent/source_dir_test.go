@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -191,7 +192,7 @@ func TestDirSource_Scan(t *testing.T) {
 	// link.yaml is a.yaml again: the same pod, refused as a duplicate.
 	assert.Equal(t, []string{"default/a", "default/b", "other/c"}, podNames(u))
 	assert.Equal(t, []string{"broken.yaml", "empty.yaml", "link.yaml"}, errorPaths(u))
-	assert.ErrorIs(t, u.Errors[0].Err, ErrInvalidManifest)
+	assert.ErrorIs(t, u.Errors[0].Err, manifest.ErrInvalidManifest)
 	assert.Contains(t, u.Errors[0].Err.Error(), "spec.containerz: unknown field")
 	assert.Contains(t, u.Errors[2].Err.Error(), "also defined in "+filepath.Join(h.dir, "a.yaml"))
 
@@ -219,7 +220,7 @@ func TestDirSource_DuplicateAcrossFiles(t *testing.T) {
 	msg := u.Errors[0].Err.Error()
 	assert.Contains(t, msg, filepath.Join(h.dir, "20-web.yaml"))
 	assert.Contains(t, msg, `Duplicate value: "default/web": also defined in `+filepath.Join(h.dir, "10-web.yaml"))
-	assert.ErrorIs(t, u.Errors[0].Err, ErrInvalidManifest)
+	assert.ErrorIs(t, u.Errors[0].Err, manifest.ErrInvalidManifest)
 }
 
 // TestDirSource_UIDFollowsContent checks that editing only an env value

@@ -12,8 +12,6 @@ package agent
 // API server would (a Secret's stringData already merged into data).
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,11 +23,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 )
 
 var (
@@ -74,7 +72,7 @@ func (e *PodInvalidError) Error() string { return e.Unwrap().Error() }
 
 // Unwrap returns the problems as a *ManifestError.
 func (e *PodInvalidError) Unwrap() error {
-	me := &ManifestError{Source: apiPodSource(e.Namespace, e.Name)}
+	me := &manifest.ManifestError{Source: apiPodSource(e.Namespace, e.Name)}
 	for _, fe := range e.Errs {
 		me.Problems = append(me.Problems, fe.Error())
 	}
@@ -227,7 +225,7 @@ func (s *PodStore) Add(pod *v1.Pod) (*v1.Pod, error) {
 	if p.Namespace == "" {
 		p.Namespace = v1.NamespaceDefault
 	}
-	data, err := encodeStoredPod(p)
+	data, err := manifest.EncodeStoredPod(p)
 	if err != nil {
 		// The YAML encoder fails on some of what validation refuses (a
 		// label key of more than 1 024 bytes): report that instead.
@@ -548,7 +546,7 @@ func (s *PodStore) loadPods() (map[string]*v1.Pod, []FileError) {
 			continue
 		}
 		if want := storeFileName(p.Namespace, p.Name); name != want {
-			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("stored pod %s/%s belongs in %s: %w", p.Namespace, p.Name, want, ErrInvalidManifest)})
+			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("stored pod %s/%s belongs in %s: %w", p.Namespace, p.Name, want, manifest.ErrInvalidManifest)})
 			continue
 		}
 		pods[name] = p
@@ -560,12 +558,12 @@ func (s *PodStore) loadPods() (map[string]*v1.Pod, []FileError) {
 // checks, with the source "api:<namespace>/<name>". Refusals of the pod are a
 // *PodInvalidError.
 func (s *PodStore) prepare(data []byte) (*v1.Pod, error) {
-	pods, err := DecodeManifest(data, "api")
+	pods, err := manifest.DecodeManifest(data, "api")
 	if err != nil {
 		return nil, err
 	}
 	if len(pods) != 1 {
-		return nil, &ManifestError{Source: "api", Problems: []string{fmt.Sprintf("a stored pod file must hold one Pod, not %d", len(pods))}}
+		return nil, &manifest.ManifestError{Source: "api", Problems: []string{fmt.Sprintf("a stored pod file must hold one Pod, not %d", len(pods))}}
 	}
 	return s.preparePod(pods[0])
 }
@@ -575,8 +573,8 @@ func (s *PodStore) preparePod(p *v1.Pod) (*v1.Pod, error) {
 	if p.Namespace == "" {
 		p.Namespace = v1.NamespaceDefault
 	}
-	SetPodDefaults(p, apiPodSource(p.Namespace, p.Name), s.nodeName)
-	errs := ValidatePod(p)
+	manifest.SetPodDefaults(p, apiPodSource(p.Namespace, p.Name), s.nodeName)
+	errs := manifest.ValidatePod(p)
 	// As PrepareManifest: a pod bound to another node is not ours to run.
 	if s.nodeName != "" && p.Spec.NodeName != s.nodeName {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "nodeName"), p.Spec.NodeName,
@@ -599,34 +597,6 @@ func apiPodSource(namespace, name string) string { return "api:" + namespace + "
 // subdomain) never contain "_" or "/", so the name is unambiguous and stays
 // in the directory.
 func storeFileName(namespace, name string) string { return namespace + "_" + name + ".yaml" }
-
-// encodeStoredPod renders a pod as the YAML manifest a user would write:
-// without the empty status and the null creationTimestamp that marshalling a
-// v1.Pod adds.
-func encodeStoredPod(p *v1.Pod) ([]byte, error) {
-	j, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(j))
-	dec.UseNumber() // keep int64 fields exact
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
-	}
-	delete(obj, "status")
-	if meta, ok := obj["metadata"].(map[string]any); ok && meta["creationTimestamp"] == nil {
-		delete(meta, "creationTimestamp")
-	}
-	if j, err = json.Marshal(obj); err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
-	}
-	y, err := yaml.JSONToYAML(j)
-	if err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
-	}
-	return y, nil
-}
 
 // writeTemp writes data to a new temporary file in dir for the file name,
 // fsyncs it and returns its path: renamed to name and followed by an fsync

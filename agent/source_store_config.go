@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -38,7 +39,7 @@ func (e *ConfigInvalidError) Error() string { return e.Unwrap().Error() }
 
 // Unwrap returns the problems as a *ManifestError.
 func (e *ConfigInvalidError) Unwrap() error {
-	me := &ManifestError{Source: "api:" + e.Kind + " " + e.Namespace + "/" + e.Name}
+	me := &manifest.ManifestError{Source: "api:" + e.Kind + " " + e.Namespace + "/" + e.Name}
 	for _, fe := range e.Errs {
 		me.Problems = append(me.Problems, fe.Error())
 	}
@@ -63,8 +64,8 @@ var (
 func (s *PodStore) AddConfigMap(cm *v1.ConfigMap) (*v1.ConfigMap, error) {
 	c := cm.DeepCopy()
 	c.APIVersion, c.Kind = "v1", "ConfigMap"
-	setConfigMapDefaults(c)
-	if errs := ValidateConfigMap(c); len(errs) > 0 {
+	manifest.SetConfigMapDefaults(c)
+	if errs := manifest.ValidateConfigMap(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: configMapKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
 	stored := c.DeepCopy() // the caller's c stays its own
@@ -79,8 +80,8 @@ func (s *PodStore) AddConfigMap(cm *v1.ConfigMap) (*v1.ConfigMap, error) {
 func (s *PodStore) AddSecret(secret *v1.Secret) (*v1.Secret, error) {
 	c := secret.DeepCopy()
 	c.APIVersion, c.Kind = "v1", "Secret"
-	setSecretDefaults(c)
-	if errs := ValidateSecret(c); len(errs) > 0 {
+	manifest.SetSecretDefaults(c)
+	if errs := manifest.ValidateSecret(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: secretKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
 	stored := c.DeepCopy() // the caller's c stays its own
@@ -121,8 +122,8 @@ func (s *PodStore) loadConfigData() (map[string]*v1.ConfigMap, map[string]*v1.Se
 		if err := decodeStoredConfig(data, cm); err != nil {
 			return nil, "", "", err
 		}
-		setConfigMapDefaults(cm)
-		if errs := ValidateConfigMap(cm); len(errs) > 0 {
+		manifest.SetConfigMapDefaults(cm)
+		if errs := manifest.ValidateConfigMap(cm); len(errs) > 0 {
 			return nil, "", "", &ConfigInvalidError{Kind: configMapKind.kind, Namespace: cm.Namespace, Name: cm.Name, Errs: errs}
 		}
 		return cm, cm.Namespace, cm.Name, nil
@@ -132,8 +133,8 @@ func (s *PodStore) loadConfigData() (map[string]*v1.ConfigMap, map[string]*v1.Se
 		if err := decodeStoredConfig(data, sec); err != nil {
 			return nil, "", "", err
 		}
-		setSecretDefaults(sec)
-		if errs := ValidateSecret(sec); len(errs) > 0 {
+		manifest.SetSecretDefaults(sec)
+		if errs := manifest.ValidateSecret(sec); len(errs) > 0 {
 			return nil, "", "", &ConfigInvalidError{Kind: secretKind.kind, Namespace: sec.Namespace, Name: sec.Name, Errs: errs}
 		}
 		return sec, sec.Namespace, sec.Name, nil
@@ -226,7 +227,7 @@ func readConfigDir[T any](s *PodStore, k configKind, load func([]byte) (*T, stri
 			continue
 		}
 		if want := storeFileName(ns, objName); name != want {
-			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("stored %s %s/%s belongs in %s: %w", k.kind, ns, objName, want, ErrInvalidManifest)})
+			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("stored %s %s/%s belongs in %s: %w", k.kind, ns, objName, want, manifest.ErrInvalidManifest)})
 			continue
 		}
 		objs[name] = obj
@@ -248,14 +249,14 @@ func encodeStoredConfig(obj any) ([]byte, error) {
 func decodeStoredConfig(data []byte, obj any) error {
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return &ManifestError{Problems: []string{err.Error()}}
+		return &manifest.ManifestError{Problems: []string{err.Error()}}
 	}
 	strictErrs, err := strictjson.UnmarshalStrict(j, obj)
 	if err != nil {
-		return &ManifestError{Problems: []string{jsonErrorText(err)}}
+		return &manifest.ManifestError{Problems: []string{manifest.JsonErrorText(err)}}
 	}
-	if problems := strictProblems(strictErrs, nil); len(problems) > 0 {
-		return &ManifestError{Problems: problems}
+	if problems := manifest.StrictProblems(strictErrs, nil); len(problems) > 0 {
+		return &manifest.ManifestError{Problems: problems}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -95,7 +96,7 @@ func TestPodStore_ConfigDataInvalid(t *testing.T) {
 		fields = append(fields, e.Field)
 	}
 	assert.ElementsMatch(t, []string{"metadata.name", "data[a/b]"}, fields)
-	assert.ErrorIs(t, err, ErrInvalidManifest)
+	assert.ErrorIs(t, err, manifest.ErrInvalidManifest)
 
 	_, err = s.AddSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls"}, Type: v1.SecretTypeTLS})
 	require.ErrorAs(t, err, &cie)
@@ -115,7 +116,7 @@ func TestPodStore_ConfigDataInvalid(t *testing.T) {
 	require.Len(t, cms, 1)
 	assert.Equal(t, "ok", cms[0].Name)
 	require.Len(t, ferrs, 2)
-	assert.True(t, errors.Is(ferrs[0].Err, ErrInvalidManifest))
+	assert.True(t, errors.Is(ferrs[0].Err, manifest.ErrInvalidManifest))
 	assert.Contains(t, ferrs[0].Err.Error(), "belongs in default_why.yaml")
 	assert.Contains(t, ferrs[1].Err.Error(), "bogus: unknown field")
 }

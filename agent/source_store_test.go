@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -157,8 +158,8 @@ func TestPodStore_Invalid(t *testing.T) {
 		"spec.nodeName " + string(field.ErrorTypeInvalid),
 	}, fields)
 
-	assert.ErrorIs(t, err, ErrInvalidManifest)
-	var me *ManifestError
+	assert.ErrorIs(t, err, manifest.ErrInvalidManifest)
+	var me *manifest.ManifestError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, "api:default/web", me.Source)
 	assert.Len(t, me.Problems, 3)
@@ -265,10 +266,10 @@ func TestPodStore_BadFiles(t *testing.T) {
 	assert.Equal(t, []string{"default/good"}, podNames(SourceUpdate{Pods: pods}))
 	require.Len(t, errs, 2)
 	assert.Equal(t, "default_broken.yaml", filepath.Base(errs[0].Path))
-	assert.ErrorIs(t, errs[0].Err, ErrInvalidManifest)
+	assert.ErrorIs(t, errs[0].Err, manifest.ErrInvalidManifest)
 	assert.Equal(t, "default_misnamed.yaml", filepath.Base(errs[1].Path))
 	assert.ErrorContains(t, errs[1].Err, "belongs in default_other.yaml")
-	assert.True(t, errors.Is(errs[1].Err, ErrInvalidManifest))
+	assert.True(t, errors.Is(errs[1].Err, manifest.ErrInvalidManifest))
 	assert.Len(t, s.Snapshot().Errors, 2, "a snapshot reports them too")
 
 	_, err = s.Add(apiPod("default", "broken", "x"))

@@ -47,10 +47,6 @@ type TokenSource interface {
 const (
 	// defaultTokenExpirationSeconds is the API's default expirationSeconds.
 	defaultTokenExpirationSeconds = 3600
-	// minTokenExpirationSeconds is the shortest lifetime the API allows.
-	minTokenExpirationSeconds = 600
-	// maxTokenExpirationSeconds is the longest (2^32 s).
-	maxTokenExpirationSeconds = 1 << 32
 	// tokenMaxAge is when a token is refreshed whatever its lifetime.
 	tokenMaxAge = 24 * time.Hour
 	// tokenRefreshFraction of its lifetime is when a token is refreshed.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/test/controlplane"
 )
 
@@ -83,8 +84,8 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "static-web", Labels: map[string]string{"app": "s"}},
 		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "127.0.0.1:5000/minikubelet/busybox:1.36", Command: []string{"sleep", "3600"}}}},
 	}
-	agent.SetPodDefaults(static, "/etc/m/static.yaml", node)
-	require.Empty(t, agent.ValidatePod(static))
+	manifest.SetPodDefaults(static, "/etc/m/static.yaml", node)
+	require.Empty(t, manifest.ValidatePod(static))
 	static.Annotations = map[string]string{annotationConfigSource: "file", "minikubelet.io/source-file": "/etc/m/static.yaml"}
 	mirrors.SetStaticPods([]*v1.Pod{static})
 	var mirror *v1.Pod

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/minikubelet/minikubelet/agent"
 )
 
 // staticPodOf is a static pod as the daemon hands it over: from the
@@ -30,8 +29,8 @@ func staticPodOf(t *testing.T, name, image string) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
 		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: image}}},
 	}
-	agent.SetPodDefaults(p, "/etc/minikubelet/manifests/"+name+".yaml", "node-a")
-	require.Empty(t, agent.ValidatePod(p))
+	manifest.SetPodDefaults(p, "/etc/minikubelet/manifests/"+name+".yaml", "node-a")
+	require.Empty(t, manifest.ValidatePod(p))
 	p.Annotations = map[string]string{annotationConfigSource: sourceFile, "minikubelet.io/source-file": "/etc/minikubelet/manifests/" + name + ".yaml"}
 	return p
 }

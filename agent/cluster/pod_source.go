@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // SourceCluster names the API server source: SourceUpdate.Source, and the
@@ -335,7 +336,7 @@ func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []ag
 			continue
 		}
 		problems := fe.Err.Error()
-		var me *agent.ManifestError
+		var me *manifest.ManifestError
 		if errors.As(fe.Err, &me) {
 			problems = strings.Join(me.Problems, "; ")
 		}
@@ -367,7 +368,7 @@ func podSourcePath(p *v1.Pod) string { return SourceCluster + ":" + p.Namespace 
 // kubernetes.io/config.source annotation "cluster". The UID is the API
 // server's; so are the deletion mark and its grace period
 // (DeletionTimestamp, DeletionGracePeriodSeconds) of a pod being deleted.
-// A pod minikubelet cannot run is an *agent.ManifestError listing every
+// A pod minikubelet cannot run is an *manifest.ManifestError listing every
 // problem by field path.
 func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 	c := &v1.Pod{
@@ -388,8 +389,8 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 	// evicts), so it is not held against the pod. priorityClassName, set
 	// by the user, is still judged by the support table.
 	c.Spec.Priority = nil
-	agent.SetPodDefaults(c, podSourcePath(p), nodeName)
-	errs := agent.ValidatePod(c)
+	manifest.SetPodDefaults(c, podSourcePath(p), nodeName)
+	errs := manifest.ValidatePod(c)
 	if c.Spec.NodeName != nodeName {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "nodeName"), c.Spec.NodeName,
 			fmt.Sprintf("must be the name of this node (%q)", nodeName)))
@@ -399,7 +400,7 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		for _, e := range errs {
 			problems = append(problems, e.Error())
 		}
-		return nil, &agent.ManifestError{Source: podSourcePath(p), Problems: problems}
+		return nil, &manifest.ManifestError{Source: podSourcePath(p), Problems: problems}
 	}
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}

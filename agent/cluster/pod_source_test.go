@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // apiserverPod loads a pod as kube-apiserver v1.37 returned it on create
@@ -54,8 +55,8 @@ func TestPreparePod(t *testing.T) {
 		bundle := "bundle"
 		in.Spec.Volumes[0].Projected.Sources[0] = v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: &bundle, Path: "b"}}
 		_, err := PreparePod(in, "node-a")
-		require.ErrorIs(t, err, agent.ErrInvalidManifest)
-		var me *agent.ManifestError
+		require.ErrorIs(t, err, manifest.ErrInvalidManifest)
+		var me *manifest.ManifestError
 		require.True(t, errors.As(err, &me))
 		require.Equal(t, "cluster:default/web", me.Source)
 		require.Contains(t, err.Error(), "spec.volumes[0].projected.sources[0].clusterTrustBundle")

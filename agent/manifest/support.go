@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 // What minikubelet honours. Every field of the Pod API that minikubelet reads
 // is listed here as supported; every other field is refused, by its path,
@@ -438,7 +438,7 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 	errs = append(errs, checkPodSecuritySupport(pod.Spec.SecurityContext, spec.Child("securityContext"))...)
 	for i := range pod.Spec.InitContainers {
 		overrides := initContainerOverrides
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
 			overrides = sidecarOverrides
 		}
 		errs = append(errs, checkContainerSupport(&pod.Spec.InitContainers[i], overrides, spec.Child("initContainers").Index(i))...)
@@ -493,4 +493,10 @@ func checkContainerSupport(c *v1.Container, overrides map[string]fieldRule, path
 		}
 	}
 	return errs
+}
+
+// IsSidecar reports whether an init container is a native sidecar
+// (restartPolicy: Always).
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }

@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 // This file is step 1 of the data path: it turns the bytes of a manifest
 // (the file given to `minikubelet run`) into Pods, strictly. Defaulting lives
@@ -25,7 +25,7 @@ import (
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/minikubelet/minikubelet/agent/decodeerr"
+	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 )
 
 // ErrInvalidManifest classifies every error returned by DecodeManifest,
@@ -597,7 +597,7 @@ func decodeList(data []byte) ([]manifestPod, []string) {
 	if err != nil {
 		return nil, []string{decodeerr.Problem(data, reflect.TypeOf(list), nil, err)}
 	}
-	problems := strictProblems(strictErrs, nil)
+	problems := StrictProblems(strictErrs, nil)
 	if n := len(list.Items); n > maxManifestDocuments {
 		return nil, append(problems, field.TooMany(field.NewPath("items"), n, maxManifestDocuments).Error())
 	}
@@ -617,15 +617,15 @@ func decodePod(data []byte, itemPath *field.Path) ([]manifestPod, []string) {
 	if err != nil {
 		return nil, []string{decodeerr.Problem(data, reflect.TypeFor[v1.Pod](), itemPath, err)}
 	}
-	if problems := strictProblems(strictErrs, itemPath); len(problems) > 0 {
+	if problems := StrictProblems(strictErrs, itemPath); len(problems) > 0 {
 		return nil, problems
 	}
 	return []manifestPod{{pod: pod, itemPath: itemPath}}, nil
 }
 
-// strictProblems turns the strict-decoding errors of sigs.k8s.io/json into
+// StrictProblems turns the strict-decoding errors of sigs.k8s.io/json into
 // `path: unknown field` / `path: duplicate field` messages.
-func strictProblems(errs []error, itemPath *field.Path) []string {
+func StrictProblems(errs []error, itemPath *field.Path) []string {
 	var problems []string
 	for _, err := range errs {
 		var fe strictjson.FieldError
@@ -657,9 +657,9 @@ func displayPath(p string) string {
 	return p
 }
 
-// jsonErrorText makes a JSON decoding error readable: the Go type names of
+// JsonErrorText makes a JSON decoding error readable: the Go type names of
 // the decoder mean little to someone who wrote YAML.
-func jsonErrorText(err error) string {
+func JsonErrorText(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if m := jsonTypeErrorRE.FindStringSubmatch(msg); m != nil {
 		// The path has no list indexes: the decoder does not track them.

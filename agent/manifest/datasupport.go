@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 // The support rows and validation of the API data volumes (configMap,
 // secret, downwardAPI, projected) and of the env sources (envFrom,
@@ -170,7 +170,7 @@ func validateFieldPath(fr *v1.ObjectFieldSelector, allowed []string, p *field.Pa
 	if fr.FieldPath == "" {
 		return append(errs, field.Required(fp, ""))
 	}
-	if base, key, ok := subscript(fr.FieldPath); ok {
+	if base, key, ok := Subscript(fr.FieldPath); ok {
 		switch base {
 		case "metadata.labels":
 			for _, msg := range validation.IsQualifiedName(key) {
@@ -423,7 +423,7 @@ func validateItemPath(p string, fp *field.Path, seen map[string]bool) field.Erro
 		return field.ErrorList{field.Required(fp, "")}
 	case path.IsAbs(p):
 		errs = append(errs, field.Invalid(fp, p, "must be a relative path"))
-	case hasBacksteps(p):
+	case HasBacksteps(p):
 		errs = append(errs, field.Invalid(fp, p, "must not contain '..'"))
 	case strings.HasPrefix(p, ".."):
 		errs = append(errs, field.Invalid(fp, p, "must not start with '..'"))
@@ -436,3 +436,21 @@ func validateItemPath(p string, fp *field.Path, seen map[string]bool) field.Erro
 	}
 	return errs
 }
+
+// Subscript splits "metadata.labels['key']" into its base and key.
+func Subscript(path string) (base, key string, ok bool) {
+	i := strings.Index(path, "['")
+	if i < 0 || !strings.HasSuffix(path, "']") || i+2 > len(path)-2 {
+		return "", "", false
+	}
+	return path[:i], path[i+2 : len(path)-2], true
+}
+
+// The API's bounds of a service account token projection's
+// expirationSeconds (the kubelet's token manager uses the same).
+const (
+	// minTokenExpirationSeconds is the shortest lifetime the API allows.
+	minTokenExpirationSeconds = 600
+	// maxTokenExpirationSeconds is the longest (2^32 s).
+	maxTokenExpirationSeconds = 1 << 32
+)

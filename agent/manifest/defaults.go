@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 // Defaulting: what the API server would fill in (k8s pkg/apis/core/v1/defaults.go)
 // before a kubelet ever sees a pod. minikubelet reads manifests straight from

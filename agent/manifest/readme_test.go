@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 import (
 	"flag"
@@ -10,7 +10,7 @@ import (
 
 // The supported-fields table lives in docs/pod-spec.md (it moved there from
 // the README); the test keeps its old name so `-run Readme` still finds it.
-const podSpecDoc = "../docs/pod-spec.md"
+const podSpecDoc = "../../docs/pod-spec.md"
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the supported-fields table in "+podSpecDoc)
 
@@ -38,7 +38,7 @@ func supportedFieldsMarkdown() string {
 
 // The docs' table is generated from the support table, so a field can never
 // be documented differently from how it is handled. Regenerate with
-// `go test ./agent -run TestReadmeSupportedFields -update-docs`.
+// `go test ./agent/manifest -run TestReadmeSupportedFields -update-docs`.
 func TestReadmeSupportedFields(t *testing.T) {
 	b, err := os.ReadFile(podSpecDoc)
 	if err != nil {
@@ -57,6 +57,6 @@ func TestReadmeSupportedFields(t *testing.T) {
 			}
 			return
 		}
-		t.Fatalf("%s's supported-fields table is stale; run: go test ./agent -run TestReadmeSupportedFields -update-docs", podSpecDoc)
+		t.Fatalf("%s's supported-fields table is stale; run: go test ./agent/manifest -run TestReadmeSupportedFields -update-docs", podSpecDoc)
 	}
 }

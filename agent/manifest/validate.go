@@ -1,4 +1,4 @@
-package agent
+package manifest
 
 // Validation: the API server's rules (k8s pkg/apis/core/validation) for the
 // fields minikubelet supports, with the same field.Error messages, plus the
@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/minikubelet/minikubelet/agent/decodeerr"
+	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 )
 
 // ValidatePod returns every problem of pod as field errors, before anything
@@ -274,7 +274,7 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (map[string]bool,
 				errs = append(errs, field.Required(p, ""))
 			case !path.IsAbs(hp.Path):
 				errs = append(errs, field.Invalid(p, hp.Path, "must be an absolute path"))
-			case hasBacksteps(hp.Path):
+			case HasBacksteps(hp.Path):
 				errs = append(errs, field.Invalid(p, hp.Path, "must not contain '..'"))
 			}
 			if hp.Type != nil && !slices.Contains(supportedHostPathTypes, string(*hp.Type)) {
@@ -285,8 +285,8 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (map[string]bool,
 	return names, errs
 }
 
-// hasBacksteps reports whether a path has a ".." element.
-func hasBacksteps(p string) bool {
+// HasBacksteps reports whether a path has a ".." element.
+func HasBacksteps(p string) bool {
 	return slices.Contains(strings.Split(p, "/"), "..")
 }
 
@@ -519,7 +519,7 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 	// name once, where the manifest wrote it first (limits).
 	refusedNames := map[v1.ResourceName]bool{}
 	check := func(list v1.ResourceList, listPath *field.Path) {
-		for _, name := range sortedResourceNames(list) {
+		for _, name := range SortedResourceNames(list) {
 			q := list[name]
 			p := listPath.Key(string(name))
 			switch {
@@ -554,7 +554,7 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 	check(r.Limits, fldPath.Child("limits"))
 	check(r.Requests, fldPath.Child("requests"))
 
-	for _, name := range sortedResourceNames(r.Requests) {
+	for _, name := range SortedResourceNames(r.Requests) {
 		req := r.Requests[name]
 		limit, ok := r.Limits[name]
 		if ok && req.Cmp(limit) > 0 {
@@ -565,9 +565,9 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 	return errs
 }
 
-// sortedResourceNames returns the keys of list in a stable order, so errors
+// SortedResourceNames returns the keys of list in a stable order, so errors
 // come out the same way every time.
-func sortedResourceNames(list v1.ResourceList) []v1.ResourceName {
+func SortedResourceNames(list v1.ResourceList) []v1.ResourceName {
 	names := make([]v1.ResourceName, 0, len(list))
 	for n := range list {
 		names = append(names, n)
