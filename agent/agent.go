@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
@@ -210,7 +211,7 @@ type Agent struct {
 	configOnce sync.Once
 	// mounter mounts the tmpfs of secret and memory emptyDir volumes; nil
 	// is the host's (volumeMounter).
-	mounter volumeMounter
+	mounter volume.VolumeMounter
 	// started is when this agent was built: container starts left
 	// unfinished before it are a dead process's (startInterrupted).
 	started time.Time

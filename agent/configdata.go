@@ -25,6 +25,8 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // errConfigNotFound classifies a missing ConfigMap or Secret; optional
@@ -172,7 +174,7 @@ func (s *configStore) mirror(dir string, mode os.FileMode, objs map[string]any) 
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, writeConfigFile(p, data, mode))
+		errs = append(errs, volume.WriteConfigFile(p, data, mode))
 	}
 	// Drop what this store wrote before and is gone now. Files it never
 	// wrote are left alone: several foreground `run`s may share a root dir.
@@ -194,28 +196,6 @@ func (s *configStore) mirror(dir string, mode os.FileMode, objs map[string]any) 
 	}
 	s.mu.Unlock()
 	return errors.Join(errs...)
-}
-
-// writeConfigFile writes a file through a temporary file and a rename, so
-// a reader never sees half of it.
-func writeConfigFile(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	if err := tmp.Chmod(mode); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // SetConfigData replaces the node's ConfigMaps and Secrets (the whole set,

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // metaNS is ObjectMeta with a namespace and a name.

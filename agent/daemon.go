@@ -26,6 +26,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -476,7 +477,7 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 				errs = append(errs, err)
 				continue
 			}
-			if err := unmountUnder(a.podDir(pod)); err != nil {
+			if err := volume.UnmountUnder(a.podDir(pod)); err != nil {
 				errs = append(errs, err)
 				continue
 			}

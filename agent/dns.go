@@ -23,10 +23,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // Resolver limits of the kubelet; the API's (glibc's resolv.conf limits)

@@ -23,11 +23,12 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // expandVars expands $(VAR) references in s. lookup says whether a variable

@@ -4,11 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // TestExpandVars holds the kubelet's expansion cases (third_party/forked/

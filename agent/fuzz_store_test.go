@@ -9,9 +9,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
-	v1 "k8s.io/api/core/v1"
 )
 
 // storeWholeFile starts the store's own problem of a pod file as a whole

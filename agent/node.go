@@ -13,10 +13,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // defaultMaxPods is the kubelet's maxPods default (kubelet-facts §8.4): the

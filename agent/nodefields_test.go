@@ -3,12 +3,13 @@ package agent
 import (
 	"testing"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // The node's addresses reach status.hostIP(s) and, for a host-network pod,

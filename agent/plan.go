@@ -3,9 +3,10 @@ package agent
 import (
 	"fmt"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // podActions is what one sync must do to move a pod's runtime state toward

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // secretDirSize bounds the tmpfs of the local API's Secrets (a Secret
@@ -80,7 +82,7 @@ func moveStoredSecrets(old, dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := writeConfigFile(to, data, 0o600); err != nil {
+		if err := volume.WriteConfigFile(to, data, 0o600); err != nil {
 			return err
 		}
 	}

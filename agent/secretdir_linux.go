@@ -4,13 +4,15 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // mountSecretTmpfs mounts a tmpfs of size bytes, mode 0700, at dir unless
 // something is mounted there already. Without root nothing is mounted.
 func mountSecretTmpfs(dir string, size int64) (bool, error) {
-	m := hostMounter{}
-	if m.isMountPoint(dir) {
+	m := volume.HostMounter{}
+	if m.IsMountPoint(dir) {
 		return true, nil
 	}
 	if os.Geteuid() != 0 {

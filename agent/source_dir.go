@@ -23,11 +23,12 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 const (

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // manifestYAML is a valid one-container pod; env is the value of its one

@@ -23,11 +23,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 var (

@@ -14,12 +14,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // ConfigInvalidError is PodStore.AddConfigMap's or AddSecret's refusal of

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // apiPod is a pod as the API decodes it from a request: no defaults, no

@@ -30,6 +30,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // TokenSource issues service account tokens; in cluster mode the API
@@ -214,7 +216,7 @@ func (c *tokenCache) size() int {
 // Its mode is the volume's defaultMode, or 0600 when the pod has an fsGroup
 // (whose ownership change makes it 0640) or one user for all containers
 // (who then owns it), as the kubelet's projected volume.
-func (a *Agent) serviceAccountTokenPayload(pod *v1.Pod, src *v1.ServiceAccountTokenProjection, mode os.FileMode) (map[string]fileProjection, error) {
+func (a *Agent) serviceAccountTokenPayload(pod *v1.Pod, src *v1.ServiceAccountTokenProjection, mode os.FileMode) (map[string]volume.FileProjection, error) {
 	if a.tokens == nil {
 		// Admission refuses such pods; a pod admitted by an older agent
 		// still says why it waits.
@@ -228,7 +230,7 @@ func (a *Agent) serviceAccountTokenPayload(pod *v1.Pod, src *v1.ServiceAccountTo
 	if gid, _ := podFSGroup(pod); gid != nil || fsUser != nil {
 		mode = 0o600
 	}
-	return map[string]fileProjection{src.Path: {data: tok, mode: mode, uid: fsUser}}, nil
+	return map[string]volume.FileProjection{src.Path: {Data: tok, Mode: mode, UID: fsUser}}, nil
 }
 
 // podFSUser is the kubelet's FsUserFrom: the runAsUser every init and app

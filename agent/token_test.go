@@ -16,6 +16,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/agent/volume"
+	"github.com/minikubelet/minikubelet/agent/volume/volumetest"
 )
 
 // fakeTokens is a TokenSource that issues "token-<n>" valid for the
@@ -80,12 +83,12 @@ spec:
 `
 
 // tokenAgent is an agent with a fake token source on a fake clock.
-func tokenAgent(t *testing.T) (*Agent, *fakeTokens, *testclock.FakeClock, *fakeMounter) {
+func tokenAgent(t *testing.T) (*Agent, *fakeTokens, *testclock.FakeClock, *volumetest.FakeMounter) {
 	t.Helper()
 	clk := testclock.NewFakeClock(time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC))
 	src := &fakeTokens{clock: clk}
 	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), Network: testNetwork(t)}, Deps{Clock: clk, Tokens: src})
-	m := newFakeMounter()
+	m := volumetest.NewFakeMounter()
 	a.mounter = m
 	a.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
 	return a, src, clk, m
@@ -99,17 +102,17 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	paths, err := a.setupVolumes(pod)
 	require.NoError(t, err)
 	dir := paths["kube-api-access-x7k2p"]
-	assert.Equal(t, map[string]string{"token": "token-1", "ca.crt": "CA", "namespace": "shop"}, readVolume(t, dir))
+	assert.Equal(t, map[string]string{"token": "token-1", "ca.crt": "CA", "namespace": "shop"}, volumetest.ReadVolume(t, dir))
 	assert.Equal(t, []tokenRequestSeen{{namespace: "shop", pod: "web", serviceAccount: "robot", podUID: pod.UID, expirationSeconds: 3607}}, src.requests(),
 		"one request: the pod's service account, bound to the pod, the API server's audience, the projection's lifetime")
 	fi, err := os.Stat(filepath.Join(dir, "token"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), "the volume's defaultMode")
-	assert.Contains(t, mounter.mounts, dir, "a token is a secret: the volume is a tmpfs")
+	assert.Contains(t, mounter.Mounts, dir, "a token is a secret: the volume is a tmpfs")
 
 	// Every sync rebuilds the volume: the cached token is used until 80 %
 	// of its lifetime (2885.6 s of 3607 s) has passed.
-	version := func() string { v, _ := os.Readlink(filepath.Join(dir, dataDirName)); return v }
+	version := func() string { v, _ := os.Readlink(filepath.Join(dir, volume.DataDirName)); return v }
 	first := version()
 	clk.Step(2885 * time.Second)
 	a.refreshDataVolumes(w, pod)
@@ -119,7 +122,7 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	clk.Step(time.Second)
 	a.refreshDataVolumes(w, pod)
 	require.Len(t, src.requests(), 2, "due at 80 %")
-	assert.Equal(t, "token-2", readVolume(t, dir)["token"], "the running pod's file holds the new token")
+	assert.Equal(t, "token-2", volumetest.ReadVolume(t, dir)["token"], "the running pod's file holds the new token")
 	assert.NotEqual(t, first, version(), "written as a new ..data version")
 
 	// A refresh that fails keeps the valid token; once it has expired
@@ -127,7 +130,7 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	src.setErr(errors.New("connection refused"))
 	clk.Step(3000 * time.Second)
 	a.refreshDataVolumes(w, pod)
-	assert.Equal(t, "token-2", readVolume(t, dir)["token"])
+	assert.Equal(t, "token-2", volumetest.ReadVolume(t, dir)["token"])
 	_, err = a.setupVolumes(pod)
 	require.NoError(t, err, "token-2 is valid until 3607 s after it was issued")
 	// Within 10 s of a failed refresh no request is made; after, one is.
@@ -138,15 +141,15 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	clk.Step(time.Second)
 	a.refreshDataVolumes(w, pod)
 	require.Len(t, src.requests(), 3, "retried 10 s after the failure")
-	assert.Equal(t, "token-3", readVolume(t, dir)["token"])
+	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"])
 	src.setErr(errors.New("connection refused"))
 	clk.Step(3000 * time.Second)
 	a.refreshDataVolumes(w, pod)
-	assert.Equal(t, "token-3", readVolume(t, dir)["token"], "refresh due, failed: the valid token stays")
+	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"], "refresh due, failed: the valid token stays")
 	clk.Step(700 * time.Second)
 	_, err = a.setupVolumes(pod)
 	require.EqualError(t, err, `MountVolume.SetUp failed for volume "kube-api-access-x7k2p" : cannot get a token for service account shop/robot (the pod waits and retries): connection refused`)
-	assert.Equal(t, "token-3", readVolume(t, dir)["token"])
+	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"])
 
 	// The teardown drops the pod's tokens.
 	src.setErr(nil)
@@ -258,8 +261,8 @@ func TestServiceAccountToken_ModeAndOwner(t *testing.T) {
 			payload, err := a.serviceAccountTokenPayload(pod, pod.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken, 0o644)
 			require.NoError(t, err)
 			f := payload["token"]
-			assert.Equal(t, tc.mode, f.mode)
-			assert.Equal(t, tc.uid, f.uid)
+			assert.Equal(t, tc.mode, f.Mode)
+			assert.Equal(t, tc.uid, f.UID)
 		})
 	}
 	if os.Geteuid() != 0 {
@@ -317,7 +320,7 @@ func TestAdmitServiceAccountTokens(t *testing.T) {
 // the service account, and starts once the token source answers.
 func TestAgent_TokenFailureWaitsAndRetries(t *testing.T) {
 	h := newHarness(t)
-	h.agent.mounter = newFakeMounter()
+	h.agent.mounter = volumetest.NewFakeMounter()
 	src := &fakeTokens{clock: h.clock}
 	src.setErr(errors.New(`serviceaccounts "robot" is forbidden: give the node create serviceaccounts/token`))
 	h.agent.tokens = newTokenCache(src, h.clock, h.agent.logger)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // staticPodOf is a static pod as the daemon hands it over: from the

@@ -12,11 +12,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
+
+	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 )
 
 // SetConfigMapDefaults applies the API server's defaults: namespace.

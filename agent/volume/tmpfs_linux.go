@@ -1,4 +1,4 @@
-package agent
+package volume
 
 import (
 	"errors"
@@ -8,17 +8,17 @@ import (
 	"syscall"
 )
 
-// mountTmpfs mounts a tmpfs at dir, as the kubelet's memory emptyDir does
+// MountTmpfs mounts a tmpfs at dir, as the kubelet's memory emptyDir does
 // (no flags, "size=N" when a size is known). Without root nothing is
 // mounted and the caller falls back to a plain directory: this only
 // happens in unit tests, the agent itself runs as root.
-func (m hostMounter) mountTmpfs(dir string, size int64) (bool, error) {
-	if m.isMountPoint(dir) {
+func (m HostMounter) MountTmpfs(dir string, size int64) (bool, error) {
+	if m.IsMountPoint(dir) {
 		return true, nil
 	}
 	if os.Geteuid() != 0 {
-		if m.logger != nil {
-			m.logger.Debug("Not root: memory-backed volume is a plain directory", "dir", dir)
+		if m.Logger != nil {
+			m.Logger.Debug("Not root: memory-backed volume is a plain directory", "dir", dir)
 		}
 		return false, nil
 	}
@@ -32,17 +32,17 @@ func (m hostMounter) mountTmpfs(dir string, size int64) (bool, error) {
 	return true, nil
 }
 
-// bindMount bind-mounts source onto target. The agent runs as root; a
+// BindMount bind-mounts source onto target. The agent runs as root; a
 // unit test that is not gets the kernel's EPERM.
-func (hostMounter) bindMount(source, target string) error {
+func (HostMounter) BindMount(source, target string) error {
 	if err := syscall.Mount(source, target, "", syscall.MS_BIND, ""); err != nil {
 		return &os.PathError{Op: "bind mount", Path: target, Err: err}
 	}
 	return nil
 }
 
-// unmount unmounts dir, lazily when it is busy.
-func (hostMounter) unmount(dir string) error {
+// Unmount unmounts dir, lazily when it is busy.
+func (HostMounter) Unmount(dir string) error {
 	err := syscall.Unmount(dir, 0)
 	if errors.Is(err, syscall.EBUSY) {
 		err = syscall.Unmount(dir, syscall.MNT_DETACH)
@@ -53,9 +53,9 @@ func (hostMounter) unmount(dir string) error {
 	return nil
 }
 
-// isMountPoint compares the device of dir with its parent's: a tmpfs has
+// IsMountPoint compares the device of dir with its parent's: a tmpfs has
 // a device of its own.
-func (hostMounter) isMountPoint(dir string) bool {
+func (HostMounter) IsMountPoint(dir string) bool {
 	var st, parent syscall.Stat_t
 	if syscall.Lstat(dir, &st) != nil || syscall.Lstat(filepath.Dir(dir), &parent) != nil {
 		return false

@@ -1,6 +1,6 @@
 //go:build linux
 
-package agent
+package volume
 
 import (
 	"bufio"
@@ -10,12 +10,12 @@ import (
 	"syscall"
 )
 
-// makeRShared makes dir a mount point of its own with shared propagation
+// MakeRShared makes dir a mount point of its own with shared propagation
 // (bind-mounting it onto itself first), as the kubelet makes its root dir
 // rshared: containerd only honours HostToContainer and Bidirectional mount
 // propagation for sources on a shared or slave mount, and this machine's /
 // may be private.
-func makeRShared(dir string) error {
+func MakeRShared(dir string) error {
 	if shared, ok := mountPropagationOf(dir); ok && shared {
 		return nil
 	} else if !ok {
@@ -32,20 +32,20 @@ func makeRShared(dir string) error {
 // mountPropagationOf reports whether dir is a mount point (ok) and whether
 // that mount is shared.
 func mountPropagationOf(dir string) (shared, ok bool) {
-	for _, m := range mountInfo() {
-		if m.point == dir {
+	for _, m := range MountInfo() {
+		if m.Point == dir {
 			shared, ok = strings.Contains(m.optional, "shared:"), true
 		}
 	}
 	return shared, ok
 }
 
-// unmountUnder unmounts every mount at or below dir, deepest first, lazily.
-func unmountUnder(dir string) error {
+// UnmountUnder unmounts every mount at or below dir, deepest first, lazily.
+func UnmountUnder(dir string) error {
 	var points []string
-	for _, m := range mountInfo() {
-		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
-			points = append(points, m.point)
+	for _, m := range MountInfo() {
+		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+			points = append(points, m.Point)
 		}
 	}
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
@@ -57,20 +57,20 @@ func unmountUnder(dir string) error {
 	return nil
 }
 
-type mountEntry struct {
-	point    string
+type MountEntry struct {
+	Point    string
 	optional string
 }
 
-// mountInfo reads this process's mount table (mount point and the
+// MountInfo reads this process's mount table (mount point and the
 // optional fields, where propagation shows).
-func mountInfo() []mountEntry {
+func MountInfo() []MountEntry {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var out []mountEntry
+	var out []MountEntry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -84,7 +84,7 @@ func mountInfo() []mountEntry {
 			}
 			opt = append(opt, x)
 		}
-		out = append(out, mountEntry{point: unescapeMount(fields[4]), optional: strings.Join(opt, " ")})
+		out = append(out, MountEntry{Point: unescapeMount(fields[4]), optional: strings.Join(opt, " ")})
 	}
 	return out
 }
