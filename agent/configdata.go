@@ -26,6 +26,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
@@ -52,8 +53,8 @@ const configScopeNode = "node"
 // API (or with no source annotation: a foreground run), else its source's
 // own (kubernetes.io/config.source, "cluster" for the API server's pods).
 func configScope(pod *v1.Pod) string {
-	switch src := pod.Annotations[annotationConfigSource]; src {
-	case "", sourceFile, sourceAPI:
+	switch src := pod.Annotations[source.AnnotationConfigSource]; src {
+	case "", source.SourceFile, source.SourceAPI:
 		return configScopeNode
 	default:
 		return src

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // metaNS is ObjectMeta with a namespace and a name.
@@ -175,10 +176,10 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 		configScopeNode: {ConfigMaps: []*v1.ConfigMap{cm("node")}, Secrets: []*v1.Secret{secret("node")}},
 		sourceCluster:   {ConfigMaps: []*v1.ConfigMap{cm("cluster")}},
 	})
-	pod := func(source string) *v1.Pod {
+	pod := func(src string) *v1.Pod {
 		p := &v1.Pod{ObjectMeta: metaNS("shop", "web")}
-		if source != "" {
-			p.Annotations = map[string]string{annotationConfigSource: source}
+		if src != "" {
+			p.Annotations = map[string]string{source.AnnotationConfigSource: src}
 		}
 		return p
 	}
@@ -186,8 +187,8 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 		source, wantCM, wantSecret string
 	}{
 		{"", "node", "node"},
-		{sourceFile, "node", "node"},
-		{sourceAPI, "node", "node"},
+		{source.SourceFile, "node", "node"},
+		{source.SourceAPI, "node", "node"},
 		{sourceCluster, "cluster", ""},
 	} {
 		t.Run("source="+tc.source, func(t *testing.T) {

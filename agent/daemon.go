@@ -26,17 +26,10 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
-)
-
-// Annotations that say where a pod comes from (the kubelet's config.source).
-const (
-	annotationConfigSource = "kubernetes.io/config.source"
-	annotationSourceFile   = "minikubelet.io/source-file"
-	sourceFile             = "file"
-	sourceAPI              = "api"
 )
 
 // DaemonConfig holds what the daemon adds to the agent.
@@ -67,7 +60,7 @@ type DaemonConfig struct {
 // never starts it (the kubelet's handling of a pod the API server deletes
 // gracefully).
 type Source interface {
-	Run(ctx context.Context, out chan<- SourceUpdate)
+	Run(ctx context.Context, out chan<- source.SourceUpdate)
 }
 
 // firstSetWait bounds how long the daemon waits for every source's first
@@ -83,8 +76,8 @@ const firstSetWait = 30 * time.Second
 type Daemon struct {
 	a     *Agent
 	cfg   DaemonConfig
-	store *PodStore
-	dir   *DirSource
+	store *source.PodStore
+	dir   *source.DirSource
 
 	// applyMu serialises apply, so the agent gets the merged sets in the
 	// order the sources changed (API requests and the Run loop both apply).
@@ -104,7 +97,7 @@ type Daemon struct {
 	// mu guards the fields below.
 	mu sync.Mutex
 	// sources holds the latest update of each source, by name.
-	sources map[string]SourceUpdate
+	sources map[string]source.SourceUpdate
 	// lastRelist is when the sync loop last completed a relist.
 	lastRelist time.Time
 
@@ -116,8 +109,8 @@ var _ api.Backend = (*Daemon)(nil)
 
 // NewDaemon wires the agent to its sources. dir may be nil (no manifest
 // directory).
-func NewDaemon(a *Agent, store *PodStore, dir *DirSource, cfg DaemonConfig) *Daemon {
-	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]SourceUpdate{}, firstSetWait: firstSetWait,
+func NewDaemon(a *Agent, store *source.PodStore, dir *source.DirSource, cfg DaemonConfig) *Daemon {
+	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]source.SourceUpdate{}, firstSetWait: firstSetWait,
 		watch: newPodWatchFeed(a)}
 }
 
@@ -127,7 +120,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// Unbuffered: a source's completed send means the daemon received
 	// that set, so it applied every earlier one (the cluster source asks
 	// PodDone only then: a pod of an earlier set is the agent's by then).
-	updates := make(chan SourceUpdate)
+	updates := make(chan source.SourceUpdate)
 	waiting := len(d.cfg.Sources)
 	if d.dir != nil {
 		waiting++
@@ -149,7 +142,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// orphan). The pods known meanwhile start after firstSetWait at the
 	// latest; orphans are then collected when the last source answers.
 	seen := map[string]bool{}
-	first := func(u SourceUpdate) {
+	first := func(u source.SourceUpdate) {
 		if !seen[u.Source] {
 			seen[u.Source] = true
 			waiting--
@@ -217,7 +210,7 @@ wait:
 func (d *Daemon) applyStore() {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
-	u, gen := d.store.snapshot()
+	u, gen := d.store.SnapshotGen()
 	if d.storeApplied && gen == d.storeGen {
 		return
 	}
@@ -238,14 +231,14 @@ func (d *Daemon) applyStore() {
 // is reported and kept until it is deleted. The cluster's ConfigMaps and
 // Secrets never clash with the node's: they are a scope of their own,
 // which only the cluster's pods see (mergedConfigLocked).
-func (d *Daemon) apply(u SourceUpdate) {
+func (d *Daemon) apply(u source.SourceUpdate) {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
 	d.applyLocked(u)
 }
 
 // applyLocked is apply with applyMu held.
-func (d *Daemon) applyLocked(u SourceUpdate) {
+func (d *Daemon) applyLocked(u source.SourceUpdate) {
 	d.mu.Lock()
 	d.sources[u.Source] = u
 	for _, fe := range u.Errors {
@@ -254,7 +247,7 @@ func (d *Daemon) applyLocked(u SourceUpdate) {
 	merged, deleting := d.mergedLocked(true)
 	config := d.mergedConfigLocked(true)
 	d.mu.Unlock()
-	if u.Source == sourceFile && d.cfg.StaticPods != nil {
+	if u.Source == source.SourceFile && d.cfg.StaticPods != nil {
 		d.cfg.StaticPods(u.Pods)
 	}
 	// ConfigMaps and Secrets first: the pods' volumes and env use them.
@@ -295,13 +288,13 @@ func sameScopes(a, b map[string]configSet) bool {
 // Secrets the manifest directory (the node's configuration) comes first.
 // d.mu is held.
 func (d *Daemon) sourceOrderLocked(fileFirst bool) []string {
-	order := []string{sourceAPI, sourceFile}
+	order := []string{source.SourceAPI, source.SourceFile}
 	if fileFirst {
-		order = []string{sourceFile, sourceAPI}
+		order = []string{source.SourceFile, source.SourceAPI}
 	}
 	var others []string
 	for name := range d.sources {
-		if name != sourceAPI && name != sourceFile {
+		if name != source.SourceAPI && name != source.SourceFile {
 			others = append(others, name)
 		}
 	}
@@ -317,11 +310,11 @@ func (d *Daemon) sourceOrderLocked(fileFirst bool) []string {
 func (d *Daemon) mergedConfigLocked(report bool) map[string]configSet {
 	merge := func(order []string) configSet {
 		return configSet{
-			ConfigMaps: mergeByName(d, order, report, "ConfigMap", func(u SourceUpdate) []*v1.ConfigMap { return u.ConfigMaps }),
-			Secrets:    mergeByName(d, order, report, "Secret", func(u SourceUpdate) []*v1.Secret { return u.Secrets }),
+			ConfigMaps: mergeByName(d, order, report, "ConfigMap", func(u source.SourceUpdate) []*v1.ConfigMap { return u.ConfigMaps }),
+			Secrets:    mergeByName(d, order, report, "Secret", func(u source.SourceUpdate) []*v1.Secret { return u.Secrets }),
 		}
 	}
-	sets := map[string]configSet{configScopeNode: merge([]string{sourceFile, sourceAPI})}
+	sets := map[string]configSet{configScopeNode: merge([]string{source.SourceFile, source.SourceAPI})}
 	for _, src := range d.sourceOrderLocked(true)[2:] {
 		sets[src] = merge([]string{src})
 	}
@@ -331,7 +324,7 @@ func (d *Daemon) mergedConfigLocked(report bool) map[string]configSet {
 // mergeByName is the union of the objects of the sources in order, by
 // namespace/name, the first one's winning a clash (logged when report is
 // set); d.mu is held.
-func mergeByName[T metav1.Object](d *Daemon, order []string, report bool, kind string, objects func(SourceUpdate) []T) []T {
+func mergeByName[T metav1.Object](d *Daemon, order []string, report bool, kind string, objects func(source.SourceUpdate) []T) []T {
 	var out []T
 	from := map[string]string{}
 	for _, src := range order {
@@ -360,7 +353,7 @@ func (d *Daemon) mergedLocked(report bool) (pods, deleting []*v1.Pod) {
 			key := p.Namespace + "/" + p.Name
 			if winner, ok := from[key]; ok {
 				if report {
-					d.a.logger.Warn("Two pod sources define the same pod; the first one's runs", "pod", key, "runs", winner, "ignored", src, "file", p.Annotations[annotationSourceFile])
+					d.a.logger.Warn("Two pod sources define the same pod; the first one's runs", "pod", key, "runs", winner, "ignored", src, "file", p.Annotations[source.AnnotationSourceFile])
 				}
 				continue
 			}
@@ -543,12 +536,12 @@ func (d *Daemon) manifestErrorPods() []*v1.Pod {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []*v1.Pod
-	for _, src := range []string{sourceFile, sourceAPI} {
+	for _, src := range []string{source.SourceFile, source.SourceAPI} {
 		for _, fe := range d.sources[src].Errors {
 			name := strings.ToLower(strings.TrimSuffix(filepath.Base(fe.Path), filepath.Ext(fe.Path)))
 			out = append(out, &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "manifest:" + name, Namespace: metav1.NamespaceDefault,
-					Annotations: map[string]string{annotationConfigSource: src, annotationSourceFile: fe.Path}},
+					Annotations: map[string]string{source.AnnotationConfigSource: src, source.AnnotationSourceFile: fe.Path}},
 				Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "InvalidManifest", Message: fe.Err.Error()},
 			})
 		}
@@ -609,9 +602,9 @@ func (d *Daemon) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 // storeError maps the store's errors to API errors.
 func storeError(pod *v1.Pod, err error) error {
 	var me *manifest.ManifestError
-	var pie *PodInvalidError
+	var pie *source.PodInvalidError
 	switch {
-	case errors.Is(err, ErrPodExists):
+	case errors.Is(err, source.ErrPodExists):
 		return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, pod.Name)
 	case errors.As(err, &pie):
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, pie.Errs)
@@ -637,11 +630,11 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	default:
 		return nil, notFound(name)
 	}
-	switch src := pod.Annotations[annotationConfigSource]; src {
-	case sourceAPI:
-	case sourceFile:
+	switch src := pod.Annotations[source.AnnotationConfigSource]; src {
+	case source.SourceAPI:
+	case source.SourceFile:
 		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
-			fmt.Errorf("it is a static pod from %s: remove or edit that file to delete it", pod.Annotations[annotationSourceFile]))
+			fmt.Errorf("it is a static pod from %s: remove or edit that file to delete it", pod.Annotations[source.AnnotationSourceFile]))
 	default:
 		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
 			fmt.Errorf("it comes from the %q pod source (the cluster's API server): delete it there (kubectl delete pod -n %s %s)", src, namespace, name))
@@ -649,7 +642,7 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 	if w != nil {
 		w.setDeletion(grace, d.a.clock.Now())
 	}
-	if err := d.store.Delete(namespace, name); err != nil && !errors.Is(err, ErrPodNotFound) {
+	if err := d.store.Delete(namespace, name); err != nil && !errors.Is(err, source.ErrPodNotFound) {
 		return nil, err
 	}
 	d.applyStore()
@@ -716,8 +709,8 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 				LastMessage: ps.LastMessage, LastProbeTime: ps.LastProbeTime, Failures: ps.ConsecutiveFailures})
 		}
 	}
-	det.Source = pod.Annotations[annotationConfigSource]
-	if f := pod.Annotations[annotationSourceFile]; f != "" {
+	det.Source = pod.Annotations[source.AnnotationConfigSource]
+	if f := pod.Annotations[source.AnnotationSourceFile]; f != "" {
 		det.Source += ":" + f
 	}
 	det.Stuck = stuckAt(pod, det.Probes, w != nil && w.isTerminating())
@@ -912,7 +905,7 @@ var (
 func (d *Daemon) fileDefines(secret bool, namespace, name string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	file := d.sources[sourceFile]
+	file := d.sources[source.SourceFile]
 	if secret {
 		return slices.ContainsFunc(file.Secrets, func(s *v1.Secret) bool { return s.Namespace == namespace && s.Name == name })
 	}
@@ -922,11 +915,11 @@ func (d *Daemon) fileDefines(secret bool, namespace, name string) bool {
 // configStoreError maps the store's errors about a ConfigMap or Secret to
 // API errors.
 func configStoreError(kind string, gr schema.GroupResource, name string, err error) error {
-	var cie *ConfigInvalidError
+	var cie *source.ConfigInvalidError
 	switch {
-	case errors.Is(err, ErrConfigDataExists):
+	case errors.Is(err, source.ErrConfigDataExists):
 		return apierrors.NewAlreadyExists(gr, name)
-	case errors.Is(err, ErrConfigDataNotFound):
+	case errors.Is(err, source.ErrConfigDataNotFound):
 		return apierrors.NewNotFound(gr, name)
 	case errors.As(err, &cie):
 		return apierrors.NewInvalid(schema.GroupKind{Kind: kind}, name, cie.Errs)

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/minikubelet/minikubelet/agent/source"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -57,7 +58,7 @@ func (a *Agent) serviceEnv(pod *v1.Pod) (map[string]string, error) {
 	if a.services == nil {
 		return nil, nil
 	}
-	if pod.Annotations[annotationConfigSource] == sourceCluster && !a.services.HasSynced() {
+	if pod.Annotations[source.AnnotationConfigSource] == sourceCluster && !a.services.HasSynced() {
 		return nil, errServicesNotSynced
 	}
 	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
@@ -277,7 +278,7 @@ func (a *Agent) admitServiceAccountTokens(p *v1.Pod) (reason, message string) {
 			if a.tokens == nil {
 				return admitReasonServiceAccountToken, where + ", which needs cluster mode: minikubelet requests tokens from the API server only when it runs as a cluster node (serve --kubeconfig); without a cluster, mount a Secret holding the token instead"
 			}
-			if src := p.Annotations[annotationConfigSource]; src != sourceCluster {
+			if src := p.Annotations[source.AnnotationConfigSource]; src != sourceCluster {
 				return admitReasonServiceAccountToken, fmt.Sprintf("%s, but only pods from the cluster's API server get tokens: this pod comes from the %q source and its service account %q exists on no API server; create the pod through the API server (kubectl), or mount a Secret holding the token instead", where, src, p.Spec.ServiceAccountName)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/agent/volume/volumetest"
 )
@@ -283,7 +284,7 @@ func TestServiceAccountToken_ModeAndOwner(t *testing.T) {
 func TestAdmitServiceAccountTokens(t *testing.T) {
 	withSource := func(src string) *v1.Pod {
 		p := testPod(t, kubeAPIAccessPod)
-		p.Annotations[annotationConfigSource] = src
+		p.Annotations[source.AnnotationConfigSource] = src
 		return p
 	}
 	clk := testclock.NewFakeClock(time.Now())
@@ -299,8 +300,8 @@ func TestAdmitServiceAccountTokens(t *testing.T) {
 		{"cluster pod in cluster mode", cluster, withSource(sourceCluster), ""},
 		{"pod without a token", lone, noToken, ""},
 		{"not in cluster mode", lone, withSource(sourceCluster), "which needs cluster mode: minikubelet requests tokens from the API server only when it runs as a cluster node (serve --kubeconfig)"},
-		{"local API pod in cluster mode", cluster, withSource(sourceAPI), `only pods from the cluster's API server get tokens: this pod comes from the "api" source`},
-		{"static pod in cluster mode", cluster, withSource(sourceFile), `comes from the "file" source`},
+		{"local API pod in cluster mode", cluster, withSource(source.SourceAPI), `only pods from the cluster's API server get tokens: this pod comes from the "api" source`},
+		{"static pod in cluster mode", cluster, withSource(source.SourceFile), `comes from the "file" source`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reason, msg := tc.a.admitServiceAccountTokens(tc.pod)

@@ -3,7 +3,7 @@ package cluster
 // The API server as a pod source: the pods bound to this node (an informer
 // with the field selector spec.nodeName=<node>, so only this node's pods
 // stream to it, as the kubelet's apiserver source), turned into the same
-// agent.SourceUpdate the manifest directory and the local API produce.
+// source.SourceUpdate the manifest directory and the local API produce.
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // SourceCluster names the API server source: SourceUpdate.Source, and the
@@ -118,7 +118,7 @@ func NewPodSource(client API, nodeName string, logger *slog.Logger, opts ...PodS
 // Run sends the node's complete pod set on out once the informer has
 // listed them, and again whenever it changed; while out is not read, newer
 // sets replace the unsent one, so Run never blocks on its consumer (as
-// agent.DirSource.Run). Nothing is sent before the first list: a consumer
+// source.DirSource.Run). Nothing is sent before the first list: a consumer
 // that collects orphans must wait for it. The informer reconnects by
 // itself (with back-off) when the API server goes away; the pods of the
 // last list stay desired meanwhile.
@@ -134,7 +134,7 @@ func NewPodSource(client API, nodeName string, logger *slog.Logger, opts ...PodS
 // grace period. With WithPodDone, once the consumer has received the
 // marked set and the agent has finished with the pod, Run deletes the
 // object (see podDeleter); terminal pods being deleted likewise.
-func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
+func (s *PodSource) Run(ctx context.Context, out chan<- source.SourceUpdate) {
 	informer := newInformer(s.client, &v1.Pod{}, fields.OneTermEqualSelector("spec.nodeName", s.nodeName),
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return s.client.Pods(metav1.NamespaceAll).List(ctx, o)
@@ -179,7 +179,7 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	config := newConfigWatcher(ctx, s.client, notify)
 	defer config.stop()
 	var (
-		pending *agent.SourceUpdate
+		pending *source.SourceUpdate
 		lastKey string
 		// refused holds the UIDs of pods already marked Failed here.
 		refused = map[types.UID]bool{}
@@ -189,8 +189,8 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 		gen, pendingGen, delivered uint64
 	)
 	for {
-		var send chan<- agent.SourceUpdate
-		var u agent.SourceUpdate
+		var send chan<- source.SourceUpdate
+		var u source.SourceUpdate
 		var hold *time.Timer
 		var holdC <-chan time.Time
 		if pending != nil {
@@ -274,11 +274,11 @@ func storedPods(store cache.Store) []*v1.Pod {
 
 // update builds the source's set from the informer's pods and a key that
 // changes whenever the set does (UIDs and resource versions).
-func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
+func (s *PodSource) update(pods []*v1.Pod) (source.SourceUpdate, string) {
 	slices.SortFunc(pods, func(a, b *v1.Pod) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	u := agent.SourceUpdate{Source: SourceCluster}
+	u := source.SourceUpdate{Source: SourceCluster}
 	var key strings.Builder
 	for _, p := range pods {
 		if !s.wanted(p) {
@@ -287,7 +287,7 @@ func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
 		fmt.Fprintf(&key, "%s@%s ", p.UID, p.ResourceVersion)
 		prepared, err := PreparePod(p, s.nodeName)
 		if err != nil {
-			u.Errors = append(u.Errors, agent.FileError{Path: podSourcePath(p), Err: err})
+			u.Errors = append(u.Errors, source.FileError{Path: podSourcePath(p), Err: err})
 			continue
 		}
 		u.Pods = append(u.Pods, prepared)
@@ -322,7 +322,7 @@ const ReasonUnsupportedPodSpec = "UnsupportedPodSpec"
 // every problem, so that `kubectl get pods` says why the pod does not run
 // (the pod then leaves the source as terminal). refused remembers the pods
 // done; a failed patch is tried again at the next change of the node's pods.
-func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []agent.FileError, refused map[types.UID]bool) {
+func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []source.FileError, refused map[types.UID]bool) {
 	if len(errs) == 0 {
 		return
 	}

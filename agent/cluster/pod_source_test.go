@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // apiserverPod loads a pod as kube-apiserver v1.37 returned it on create
@@ -81,7 +81,7 @@ func nodePod(name, node string) *v1.Pod {
 }
 
 // names lists the pods of an update by name.
-func names(u agent.SourceUpdate) (pods, errs []string) {
+func names(u source.SourceUpdate) (pods, errs []string) {
 	for _, p := range u.Pods {
 		pods = append(pods, p.Name)
 	}
@@ -186,7 +186,7 @@ func TestPodSource_NeverBlocksOnItsConsumer(t *testing.T) {
 	src.synced = func() { close(synced) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := make(chan agent.SourceUpdate)
+	out := make(chan source.SourceUpdate)
 	go src.Run(ctx, out)
 	<-synced
 	// Nobody reads while three pods arrive: the consumer then gets the

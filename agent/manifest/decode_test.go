@@ -14,7 +14,7 @@ import (
 )
 
 // updateGolden rewrites the expected .err files of the invalid manifests:
-// go test ./agent -run TestPrepareManifest_Invalid -update. Review the diff.
+// go test ./agent/manifest -run TestPrepareManifest_Invalid -update. Review the diff.
 var updateGolden = flag.Bool("update", false, "rewrite testdata/manifests/invalid/*.err")
 
 // testNode is the node name used by the manifest tests.

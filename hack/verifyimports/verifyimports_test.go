@@ -14,16 +14,18 @@ const mod = "github.com/minikubelet/minikubelet"
 type tree map[string]string
 
 // cleanTree has every package the rules name, importing only what the
-// rules allow: the engine imports manifest, source and volume; source and
-// volume import manifest; manifest imports its own subpackage.
+// rules allow: the engine imports manifest, source and volume; source
+// imports volume and manifest, volume imports manifest; manifest imports its
+// own subpackage.
 func cleanTree() tree {
 	return tree{
 		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
 		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
 		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
-		"agent/source/source.go":        "package source\n\nimport _ \"" + mod + "/agent/manifest\"\n",
+		"agent/source/source.go":        "package source\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/volume/volume.go":        "package volume\n\nimport _ \"" + mod + "/agent/manifest\"\n",
+		"agent/api/api.go":              "package api\n",
 		"agent/safepath/safepath.go":    "package safepath\n",
 		"test/testutil/testutil.go":     "package testutil\n",
 		"cri/cri.go":                    "package cri\n",
@@ -77,7 +79,8 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"volume imports the engine":          {"agent/volume/bad.go", imp("volume", "agent"), "agent/volume must not import"},
 		"volume imports source":              {"agent/volume/bad.go", imp("volume", "agent/source"), "agent/volume must not import"},
 		"source imports the engine":          {"agent/source/bad.go", imp("source", "agent"), "agent/source must not import"},
-		"source imports volume":              {"agent/source/bad.go", imp("source", "agent/volume"), "agent/source must not import"},
+		"source imports the API":             {"agent/source/bad.go", imp("source", "agent/api"), "agent/source must not import"},
+		"source imports a runtime leaf":      {"agent/source/bad.go", imp("source", "cri"), "agent/source must not import"},
 		"agent imports cmd":                  {"agent/bad.go", imp("agent", "cmd/minikubelet"), "agent must not import"},
 		"a package under agent imports test": {"agent/volume/bad.go", imp("volume", "test/testutil"), "must not import"},
 		"safepath imports manifest":          {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},

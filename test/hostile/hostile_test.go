@@ -23,6 +23,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cri/critest"
 	"github.com/minikubelet/minikubelet/test/hostile"
 )
@@ -98,7 +99,7 @@ func TestCorpus_API(t *testing.T) {
 	fake := critest.New()
 	a := agent.New(agent.Config{NodeName: nodeName, RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent"},
 		agent.Deps{Runtime: fake.Runtime, Images: fake.Images})
-	store, err := agent.NewPodStore(t.TempDir(), nodeName)
+	store, err := source.NewPodStore(t.TempDir(), nodeName)
 	require.NoError(t, err)
 	d := agent.NewDaemon(a, store, nil, agent.DaemonConfig{})
 	srv := httptest.NewServer(api.NewServer(d, slog.New(slog.DiscardHandler), api.Options{}).Handler())

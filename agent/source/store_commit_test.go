@@ -1,4 +1,4 @@
-package agent
+package source
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 )
 
 // queuedStore is a store whose first group commit waits for release, so
@@ -63,7 +65,7 @@ func TestPodStore_GroupCommit(t *testing.T) {
 	q := newQueuedStore(t)
 	first := make(chan error, 1)
 	go func() {
-		_, err := q.Add(apiPod("default", "first", "x"))
+		_, err := q.Add(manifesttest.APIPod("default", "first", "x"))
 		first <- err
 	}()
 	<-q.entered
@@ -76,21 +78,21 @@ func TestPodStore_GroupCommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = q.Add(apiPod("default", fmt.Sprintf("p%d", i), "x"))
+			_, errs[i] = q.Add(manifesttest.APIPod("default", fmt.Sprintf("p%d", i), "x"))
 			returned.Add(1)
 		}()
 	}
 	q.queued(t, n)
 	assert.Zero(t, returned.Load(), "a request returned before its group was committed")
 	assert.Empty(t, q.Snapshot().Pods, "nothing is shown before its group is committed")
-	syncsBefore := q.syncs.Load()
+	syncsBefore := q.Syncs.Load()
 
 	close(q.release)
 	require.NoError(t, <-first)
 	wg.Wait()
 	require.NoError(t, errors.Join(errs...))
 	assert.Equal(t, []int{1, n}, q.groups())
-	assert.Equal(t, int64(2), q.syncs.Load()-syncsBefore, "one directory fsync per group (the files were fsynced before queueing)")
+	assert.Equal(t, int64(2), q.Syncs.Load()-syncsBefore, "one directory fsync per group (the files were fsynced before queueing)")
 	assert.Len(t, q.Snapshot().Pods, n+1)
 }
 
@@ -98,7 +100,7 @@ func TestPodStore_GroupCommit(t *testing.T) {
 // each sees the ones before it, as if they had been committed one by one.
 func TestPodStore_GroupCommitOrder(t *testing.T) {
 	withUID := func(name string) *v1.Pod {
-		p := apiPod("default", name, "x")
+		p := manifesttest.APIPod("default", name, "x")
 		p.UID = "4a9e6c1e-0000-4000-8000-000000000001"
 		return p
 	}
@@ -107,22 +109,22 @@ func TestPodStore_GroupCommitOrder(t *testing.T) {
 		do   func(s *PodStore) error
 		want error
 	}{
-		{"add x", func(s *PodStore) error { _, err := s.Add(apiPod("default", "x", "1")); return err }, nil},
-		{"add x again", func(s *PodStore) error { _, err := s.Add(apiPod("default", "x", "2")); return err }, ErrPodExists},
+		{"add x", func(s *PodStore) error { _, err := s.Add(manifesttest.APIPod("default", "x", "1")); return err }, nil},
+		{"add x again", func(s *PodStore) error { _, err := s.Add(manifesttest.APIPod("default", "x", "2")); return err }, ErrPodExists},
 		{"delete x", func(s *PodStore) error { return s.Delete("default", "x") }, nil},
 		{"delete x again", func(s *PodStore) error { return s.Delete("default", "x") }, ErrPodNotFound},
-		{"add x after its deletion", func(s *PodStore) error { _, err := s.Add(apiPod("default", "x", "3")); return err }, nil},
+		{"add x after its deletion", func(s *PodStore) error { _, err := s.Add(manifesttest.APIPod("default", "x", "3")); return err }, nil},
 		{"add a uid", func(s *PodStore) error { _, err := s.Add(withUID("u1")); return err }, nil},
 		{"add the uid under another name", func(s *PodStore) error { _, err := s.Add(withUID("u2")); return err }, ErrPodExists},
 		{"delete its holder", func(s *PodStore) error { return s.Delete("default", "u1") }, nil},
 		{"add the freed uid", func(s *PodStore) error { _, err := s.Add(withUID("u3")); return err }, nil},
 		{"add a config map", func(s *PodStore) error {
-			_, err := s.AddConfigMap(&v1.ConfigMap{ObjectMeta: apiPod("default", "cm", "").ObjectMeta})
+			_, err := s.AddConfigMap(&v1.ConfigMap{ObjectMeta: manifesttest.APIPod("default", "cm", "").ObjectMeta})
 			return err
 		}, nil},
 	}
 	q := newQueuedStore(t)
-	go func() { _, _ = q.Add(apiPod("default", "first", "x")) }()
+	go func() { _, _ = q.Add(manifesttest.APIPod("default", "first", "x")) }()
 	<-q.entered
 	errs := make([]error, len(steps))
 	var wg sync.WaitGroup
@@ -166,25 +168,25 @@ func TestPodStore_GroupCommitOrder(t *testing.T) {
 // pods that did not change: the agent compares them by pointer.
 func TestPodStore_SnapshotGenerations(t *testing.T) {
 	s, _ := newTestStore(t)
-	_, err := s.Add(apiPod("default", "a", "x"))
+	_, err := s.Add(manifesttest.APIPod("default", "a", "x"))
 	require.NoError(t, err)
-	u1, g1 := s.snapshot()
-	u2, g2 := s.snapshot()
+	u1, g1 := s.SnapshotGen()
+	u2, g2 := s.SnapshotGen()
 	assert.Equal(t, g1, g2)
 	assert.Same(t, &u1.Pods[0], &u2.Pods[0], "one generation, one snapshot")
 
-	_, err = s.Add(apiPod("default", "b", "x"))
+	_, err = s.Add(manifesttest.APIPod("default", "b", "x"))
 	require.NoError(t, err)
-	u3, g3 := s.snapshot()
+	u3, g3 := s.SnapshotGen()
 	assert.Greater(t, g3, g2)
 	require.Len(t, u3.Pods, 2)
 	assert.Same(t, u1.Pods[0], u3.Pods[0], "an unchanged pod is the same object")
 
 	// Failures change nothing.
-	_, err = s.Add(apiPod("default", "b", "x"))
+	_, err = s.Add(manifesttest.APIPod("default", "b", "x"))
 	require.ErrorIs(t, err, ErrPodExists)
 	require.ErrorIs(t, s.Delete("default", "zz"), ErrPodNotFound)
-	_, g4 := s.snapshot()
+	_, g4 := s.SnapshotGen()
 	assert.Equal(t, g3, g4)
 	select {
 	case <-s.Updates():
@@ -217,7 +219,7 @@ func TestPodStore_ConcurrentRequestsAgreeWithDisk(t *testing.T) {
 					if errors.Is(err, ErrPodNotFound) {
 						err = nil
 					}
-				} else if _, err = s.Add(apiPod("default", name, "x")); errors.Is(err, ErrPodExists) {
+				} else if _, err = s.Add(manifesttest.APIPod("default", name, "x")); errors.Is(err, ErrPodExists) {
 					err = nil
 				}
 				if err != nil {

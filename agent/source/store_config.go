@@ -1,4 +1,4 @@
-package agent
+package source
 
 // The ConfigMaps and Secrets of the API source (PodStore): the same files
 // and guarantees as its pods. ConfigMaps are in the subdirectory
@@ -109,7 +109,7 @@ func (s *PodStore) DeleteSecret(namespace, name string) error {
 // that could not be used when the store opened. They are shared:
 // read-only.
 func (s *PodStore) ListConfigData() ([]*v1.ConfigMap, []*v1.Secret, []FileError) {
-	u, _ := s.snapshot()
+	u, _ := s.SnapshotGen()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return u.ConfigMaps, u.Secrets, sortedErrors(s.badConfig)

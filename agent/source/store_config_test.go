@@ -1,7 +1,8 @@
-package agent
+package source
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,7 +25,7 @@ func TestPodStore_ConfigData(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "default", cm.Namespace)
 	u := drain(t, s)
-	assert.Equal(t, sourceAPI, u.Source)
+	assert.Equal(t, SourceAPI, u.Source)
 	require.Len(t, u.ConfigMaps, 1)
 	assert.Equal(t, "fast", u.ConfigMaps[0].Data["mode"])
 
@@ -163,4 +164,20 @@ func TestPodStore_SecretsInSecretDir(t *testing.T) {
 	assert.ElementsMatch(t, []string{"legacy", "fresh"}, names)
 	require.NoError(t, s2.DeleteSecret("default", "legacy"))
 	assert.NoFileExists(t, filepath.Join(secretDir, "default_legacy.yaml"))
+}
+
+// assertNoFileContains (as the agent's configdata_test.go) fails when a file under dir holds needle.
+func assertNoFileContains(t *testing.T, dir, needle string) {
+	t.Helper()
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		assert.NotContains(t, string(data), needle, "%s holds the secret", p)
+		return nil
+	}))
 }

@@ -1,4 +1,4 @@
-package agent
+package source
 
 // The static manifest directory (the kubelet's file source, --pod-manifest-path):
 // every manifest file in one directory is desired state (house style rule 5).
@@ -238,8 +238,8 @@ type fileSum struct {
 	sum  [sha256.Size]byte
 }
 
-// scan reads the directory once and returns its complete pod set.
-func (s *DirSource) scan() SourceUpdate {
+// Scan reads the directory once and returns its complete pod set.
+func (s *DirSource) Scan() SourceUpdate {
 	u, _ := s.scanFiles()
 	return u
 }
@@ -250,7 +250,7 @@ func (s *DirSource) scan() SourceUpdate {
 // unchanged file's objects are the same (shared) objects as at the last
 // scan: consumers must not modify them (the agent does not).
 func (s *DirSource) scanFiles() (SourceUpdate, []fileSum) {
-	u := SourceUpdate{Source: sourceFile}
+	u := SourceUpdate{Source: SourceFile}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		u.Errors = append(u.Errors, FileError{Path: s.dir, Err: fmt.Errorf("read manifest directory: %w", err)})
@@ -343,8 +343,8 @@ func (s *DirSource) readFile(path string) ([]*v1.Pod, []*v1.ConfigMap, []*v1.Sec
 			p.Annotations = map[string]string{}
 		}
 		// After the UID was derived: these never change it.
-		p.Annotations[annotationConfigSource] = sourceFile
-		p.Annotations[annotationSourceFile] = path
+		p.Annotations[AnnotationConfigSource] = SourceFile
+		p.Annotations[AnnotationSourceFile] = path
 	}
 	if s.files == nil {
 		s.files = map[string]*dirFile{}

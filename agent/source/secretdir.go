@@ -1,4 +1,4 @@
-package agent
+package source
 
 // The local API's Secrets live on a tmpfs outside the root dir (the
 // daemon's is <socket dir>/secrets, /run/minikubelet/secrets by default):

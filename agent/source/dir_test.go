@@ -1,4 +1,4 @@
-package agent
+package source
 
 import (
 	"context"
@@ -188,8 +188,8 @@ func TestDirSource_Scan(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(h.dir, "sub.yaml"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(h.dir, "a.yaml"), filepath.Join(h.dir, "link.yaml")))
 
-	u := h.src.scan()
-	assert.Equal(t, sourceFile, u.Source)
+	u := h.src.Scan()
+	assert.Equal(t, SourceFile, u.Source)
 	// link.yaml is a.yaml again: the same pod, refused as a duplicate.
 	assert.Equal(t, []string{"default/a", "default/b", "other/c"}, podNames(u))
 	assert.Equal(t, []string{"broken.yaml", "empty.yaml", "link.yaml"}, errorPaths(u))
@@ -198,13 +198,13 @@ func TestDirSource_Scan(t *testing.T) {
 	assert.Contains(t, u.Errors[2].Err.Error(), "also defined in "+filepath.Join(h.dir, "a.yaml"))
 
 	for _, p := range u.Pods {
-		assert.Equal(t, sourceFile, p.Annotations[annotationConfigSource])
+		assert.Equal(t, SourceFile, p.Annotations[AnnotationConfigSource])
 		assert.NotEmpty(t, p.UID)
 		assert.Equal(t, "node-1", p.Spec.NodeName)
 		assert.Equal(t, v1.RestartPolicyAlways, p.Spec.RestartPolicy, "defaulted")
 	}
-	assert.Equal(t, filepath.Join(h.dir, "a.yaml"), u.Pods[0].Annotations[annotationSourceFile])
-	assert.Equal(t, filepath.Join(h.dir, "c.json"), u.Pods[2].Annotations[annotationSourceFile])
+	assert.Equal(t, filepath.Join(h.dir, "a.yaml"), u.Pods[0].Annotations[AnnotationSourceFile])
+	assert.Equal(t, filepath.Join(h.dir, "c.json"), u.Pods[2].Annotations[AnnotationSourceFile])
 }
 
 // TestDirSource_DuplicateAcrossFiles checks that the later file (by name)
@@ -214,7 +214,7 @@ func TestDirSource_DuplicateAcrossFiles(t *testing.T) {
 	h.write(t, "10-web.yaml", manifestYAML("web", "first"))
 	h.write(t, "20-web.yaml", manifestYAML("web", "second")+"---\n"+manifestYAML("other", "x"))
 
-	u := h.src.scan()
+	u := h.src.Scan()
 	require.Equal(t, []string{"default/web"}, podNames(u))
 	assert.Equal(t, "first", u.Pods[0].Spec.Containers[0].Env[0].Value)
 	require.Equal(t, []string{"20-web.yaml"}, errorPaths(u))
@@ -232,7 +232,7 @@ func TestDirSource_UIDFollowsContent(t *testing.T) {
 	h.write(t, "web.yaml", manifestYAML("web", "hello"))
 	uid := func() string {
 		t.Helper()
-		u := h.src.scan()
+		u := h.src.Scan()
 		require.Empty(t, u.Errors)
 		require.Len(t, u.Pods, 1)
 		return string(u.Pods[0].UID)
@@ -423,22 +423,22 @@ func TestDirSource_RescanDecodesOnlyChangedFiles(t *testing.T) {
 	write("bad.yaml", "kind: Pod\napiVersion: v1\nmetadata: {name: bad}\nspec: {containers: []}\n")
 	src := NewDirSource(dir, "node-1", nil, nil)
 
-	u1 := src.scan()
+	u1 := src.Scan()
 	require.Equal(t, []string{"default/a", "default/b"}, podNames(u1))
 	require.Len(t, u1.Errors, 1)
 	write("b.yaml", manifestYAML("b", "2"))
-	u2 := src.scan()
+	u2 := src.Scan()
 	require.Equal(t, []string{"default/a", "default/b"}, podNames(u2))
 	assert.Same(t, u1.Pods[0], u2.Pods[0], "the unchanged file is not decoded again")
 	assert.NotSame(t, u1.Pods[1], u2.Pods[1], "the edited file is")
 	assert.Equal(t, "2", u2.Pods[1].Spec.Containers[0].Env[0].Value)
-	assert.Equal(t, sourceFile, u2.Pods[0].Annotations[annotationConfigSource])
-	assert.Equal(t, filepath.Join(dir, "a.yaml"), u2.Pods[0].Annotations[annotationSourceFile])
+	assert.Equal(t, SourceFile, u2.Pods[0].Annotations[AnnotationConfigSource])
+	assert.Equal(t, filepath.Join(dir, "a.yaml"), u2.Pods[0].Annotations[AnnotationSourceFile])
 	require.Len(t, u2.Errors, 1)
 	assert.Equal(t, u1.Errors[0].Err.Error(), u2.Errors[0].Err.Error())
 
 	require.NoError(t, os.Remove(filepath.Join(dir, "a.yaml")))
-	u3 := src.scan()
+	u3 := src.Scan()
 	require.Equal(t, []string{"default/b"}, podNames(u3))
 	assert.NotContains(t, src.files, filepath.Join(dir, "a.yaml"), "a removed file leaves the cache")
 	assert.Len(t, src.files, 2)

@@ -1,4 +1,4 @@
-package agent
+package source
 
 import (
 	"errors"
@@ -10,24 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 )
-
-// apiPod is a pod as the API decodes it from a request: no defaults, no
-// TypeMeta.
-func apiPod(namespace, name, env string) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: v1.PodSpec{Containers: []v1.Container{{
-			Name:  "app",
-			Image: "registry.example/app:1.0",
-			Env:   []v1.EnvVar{{Name: "GREETING", Value: env}},
-		}}},
-	}
-}
 
 func newTestStore(t *testing.T) (*PodStore, string) {
 	t.Helper()
@@ -56,14 +43,14 @@ func TestPodStore_AddListDelete(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
 
-	in := apiPod("", "web", "hello")
+	in := manifesttest.APIPod("", "web", "hello")
 	in.Status.Phase = v1.PodRunning // ignored, as the API server does on create
 	got, err := s.Add(in)
 	require.NoError(t, err)
 	assert.Equal(t, "", in.Namespace, "the caller's pod is not modified")
 	assert.Equal(t, "default", got.Namespace)
 	assert.NotEmpty(t, got.UID)
-	assert.Equal(t, sourceAPI, got.Annotations[annotationConfigSource])
+	assert.Equal(t, SourceAPI, got.Annotations[AnnotationConfigSource])
 	assert.Equal(t, "node-1", got.Spec.NodeName)
 	assert.Equal(t, v1.RestartPolicyAlways, got.Spec.RestartPolicy, "defaulted")
 	assert.Empty(t, got.Status.Phase)
@@ -91,7 +78,7 @@ spec:
 `, string(data))
 
 	u := drain(t, s)
-	assert.Equal(t, sourceAPI, u.Source)
+	assert.Equal(t, SourceAPI, u.Source)
 	require.Len(t, u.Pods, 1)
 	assert.Equal(t, got.UID, u.Pods[0].UID)
 	assert.Empty(t, u.Errors)
@@ -115,17 +102,17 @@ spec:
 
 func TestPodStore_AddExisting(t *testing.T) {
 	s, _ := newTestStore(t)
-	_, err := s.Add(apiPod("default", "web", "hello"))
+	_, err := s.Add(manifesttest.APIPod("default", "web", "hello"))
 	require.NoError(t, err)
-	_, err = s.Add(apiPod("default", "web", "other"))
+	_, err = s.Add(manifesttest.APIPod("default", "web", "other"))
 	assert.ErrorIs(t, err, ErrPodExists)
-	_, err = s.Add(apiPod("", "web", "other"))
+	_, err = s.Add(manifesttest.APIPod("", "web", "other"))
 	assert.ErrorIs(t, err, ErrPodExists, "empty namespace is default")
-	_, err = s.Add(apiPod("other", "web", "other"))
+	_, err = s.Add(manifesttest.APIPod("other", "web", "other"))
 	assert.NoError(t, err, "another namespace")
 
 	// An explicit UID is the pod's identity too.
-	p := apiPod("default", "web2", "x")
+	p := manifesttest.APIPod("default", "web2", "x")
 	p.UID = "4a9e6c1e-0000-4000-8000-000000000001"
 	_, err = s.Add(p)
 	require.NoError(t, err)
@@ -139,7 +126,7 @@ func TestPodStore_AddExisting(t *testing.T) {
 // errors for a 422, also readable as a ManifestError, and nothing is stored.
 func TestPodStore_Invalid(t *testing.T) {
 	s, dir := newTestStore(t)
-	p := apiPod("default", "web", "x")
+	p := manifesttest.APIPod("default", "web", "x")
 	p.Spec.Containers[0].Image = ""
 	p.Spec.Containers[0].Env[0].Name = ""
 	p.Spec.NodeName = "another-node"
@@ -176,7 +163,7 @@ func TestPodStore_Invalid(t *testing.T) {
 	}
 
 	// A name that could be a path never reaches the file system.
-	_, err = s.Add(apiPod("default", "../../etc/passwd", "x"))
+	_, err = s.Add(manifesttest.APIPod("default", "../../etc/passwd", "x"))
 	require.ErrorAs(t, err, &pie)
 	assert.Equal(t, "metadata.name", pie.Errs[0].Field)
 	assert.ErrorIs(t, s.Delete("default", "../../etc/passwd"), ErrPodNotFound)
@@ -188,9 +175,9 @@ func TestPodStore_Invalid(t *testing.T) {
 // cleans up a write a crash interrupted.
 func TestPodStore_SurvivesRestart(t *testing.T) {
 	s, dir := newTestStore(t)
-	a, err := s.Add(apiPod("default", "a", "x"))
+	a, err := s.Add(manifesttest.APIPod("default", "a", "x"))
 	require.NoError(t, err)
-	b, err := s.Add(apiPod("team", "b", "y"))
+	b, err := s.Add(manifesttest.APIPod("team", "b", "y"))
 	require.NoError(t, err)
 	stale := filepath.Join(dir, storeTempPrefix+"default_c.yaml-123")
 	require.NoError(t, os.WriteFile(stale, []byte("half a pod"), 0o600))
@@ -216,12 +203,12 @@ func TestPodStore_DeterministicUID(t *testing.T) {
 		require.NoError(t, err)
 		return string(got.UID)
 	}
-	base := add("node-1", apiPod("default", "web", "hello"))
-	assert.Equal(t, base, add("node-1", apiPod("default", "web", "hello")), "same pod, other directory")
-	assert.Equal(t, base, add("node-1", apiPod("", "web", "hello")), "default namespace spelled out or not")
-	assert.NotEqual(t, base, add("node-1", apiPod("default", "web", "bonjour")), "env edited")
-	assert.NotEqual(t, base, add("node-1", apiPod("other", "web", "hello")), "namespace")
-	assert.NotEqual(t, base, add("node-2", apiPod("default", "web", "hello")), "node")
+	base := add("node-1", manifesttest.APIPod("default", "web", "hello"))
+	assert.Equal(t, base, add("node-1", manifesttest.APIPod("default", "web", "hello")), "same pod, other directory")
+	assert.Equal(t, base, add("node-1", manifesttest.APIPod("", "web", "hello")), "default namespace spelled out or not")
+	assert.NotEqual(t, base, add("node-1", manifesttest.APIPod("default", "web", "bonjour")), "env edited")
+	assert.NotEqual(t, base, add("node-1", manifesttest.APIPod("other", "web", "hello")), "namespace")
+	assert.NotEqual(t, base, add("node-2", manifesttest.APIPod("default", "web", "hello")), "node")
 }
 
 // TestPodStore_UpdatesNewestWins checks that unread updates are replaced,
@@ -229,7 +216,7 @@ func TestPodStore_DeterministicUID(t *testing.T) {
 func TestPodStore_UpdatesNewestWins(t *testing.T) {
 	s, _ := newTestStore(t)
 	for _, name := range []string{"a", "b", "c"} {
-		_, err := s.Add(apiPod("default", name, "x"))
+		_, err := s.Add(manifesttest.APIPod("default", name, "x"))
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Delete("default", "b"))
@@ -248,7 +235,7 @@ func TestPodStore_UpdatesNewestWins(t *testing.T) {
 // drops the report.
 func TestPodStore_BadFiles(t *testing.T) {
 	s, dir := newTestStore(t)
-	_, err := s.Add(apiPod("default", "good", "x"))
+	_, err := s.Add(manifesttest.APIPod("default", "good", "x"))
 	require.NoError(t, err)
 	write := func(name, content string) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
@@ -273,7 +260,7 @@ func TestPodStore_BadFiles(t *testing.T) {
 	assert.True(t, errors.Is(errs[1].Err, manifest.ErrInvalidManifest))
 	assert.Len(t, s.Snapshot().Errors, 2, "a snapshot reports them too")
 
-	_, err = s.Add(apiPod("default", "broken", "x"))
+	_, err = s.Add(manifesttest.APIPod("default", "broken", "x"))
 	assert.ErrorIs(t, err, ErrPodExists, "the file of a bad pod is not overwritten")
 	require.NoError(t, s.Delete("default", "broken"))
 	_, errs = s.List()

@@ -1,4 +1,4 @@
-package agent
+package source
 
 // The pods accepted through the API, as manifests in the daemon's root dir
 // (house style rule 5: manifest files are the only persisted desired state).
@@ -129,10 +129,10 @@ type PodStore struct {
 	// updates (capacity 1) is signalled after every committed change.
 	updates chan struct{}
 
-	// syncs counts fsyncs (files and directories), for tests and the
+	// Syncs counts fsyncs (files and directories), for tests and the
 	// benchmark; batchHook, when set (tests), is called by the committing
 	// request with the size of its group before committing it.
-	syncs     atomic.Int64
+	Syncs     atomic.Int64
 	batchHook func(n int)
 }
 
@@ -468,7 +468,7 @@ func (s *PodStore) checkAdd(o *storeOp, path string, added map[types.UID]*v1.Pod
 // hand, or refused by a newer minikubelet), each a FileError that never
 // hides the others. The pods are shared: read-only.
 func (s *PodStore) List() ([]*v1.Pod, []FileError) {
-	u, _ := s.snapshot()
+	u, _ := s.SnapshotGen()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return u.Pods, sortedErrors(s.badPods)
@@ -484,20 +484,20 @@ func (s *PodStore) Updates() <-chan struct{} { return s.updates }
 // the files that could not be used. Everything in it is shared with the
 // store and later snapshots: read-only.
 func (s *PodStore) Snapshot() SourceUpdate {
-	u, _ := s.snapshot()
+	u, _ := s.SnapshotGen()
 	return u
 }
 
-// snapshot is Snapshot with its generation: every change committed before
+// SnapshotGen is Snapshot with its generation: every change committed before
 // the call is in a snapshot of the same or a later generation, and two
 // snapshots of one generation are the same.
-func (s *PodStore) snapshot() (SourceUpdate, uint64) {
+func (s *PodStore) SnapshotGen() (SourceUpdate, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.snap != nil && s.snapGen == s.gen {
 		return *s.snap, s.gen
 	}
-	u := SourceUpdate{Source: sourceAPI}
+	u := SourceUpdate{Source: SourceAPI}
 	for _, name := range slices.Sorted(maps.Keys(s.pods)) {
 		u.Pods = append(u.Pods, s.pods[name])
 	}
@@ -587,7 +587,7 @@ func (s *PodStore) preparePod(p *v1.Pod) (*v1.Pod, error) {
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[annotationConfigSource] = sourceAPI
+	p.Annotations[AnnotationConfigSource] = SourceAPI
 	return p, nil
 }
 
@@ -621,7 +621,7 @@ func (s *PodStore) writeTemp(dir, name string, data []byte) (_ string, retErr er
 	if err := f.Chmod(0o600); err != nil {
 		return "", err
 	}
-	s.syncs.Add(1)
+	s.Syncs.Add(1)
 	if err := f.Sync(); err != nil {
 		return "", err
 	}
@@ -635,7 +635,7 @@ func (s *PodStore) syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	s.syncs.Add(1)
+	s.Syncs.Add(1)
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}

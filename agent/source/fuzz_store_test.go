@@ -1,4 +1,4 @@
-package agent
+package source
 
 import (
 	"bytes"
@@ -106,8 +106,8 @@ func FuzzPodStoreLoad(f *testing.F) {
 			if want := storeFileName(p.Namespace, p.Name); want != name {
 				t.Fatalf("pod %s/%s loaded from %s", p.Namespace, p.Name, name)
 			}
-			if p.Annotations[annotationConfigSource] != sourceAPI {
-				t.Fatalf("loaded pod's source %q", p.Annotations[annotationConfigSource])
+			if p.Annotations[AnnotationConfigSource] != SourceAPI {
+				t.Fatalf("loaded pod's source %q", p.Annotations[AnnotationConfigSource])
 			}
 			once, err := manifest.EncodeStoredPod(p)
 			if err != nil {

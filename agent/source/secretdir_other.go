@@ -1,6 +1,6 @@
 //go:build !linux
 
-package agent
+package source
 
 // mountSecretTmpfs never mounts off Linux: the directory stays plain.
 func mountSecretTmpfs(string, int64) (bool, error) { return false, nil }

@@ -11,33 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
-
-// benchPods is how many pods the concurrent benchmarks submit at once (the
-// density and delete scenarios of test/bench).
-const benchPods = 100
-
-// BenchmarkPodStore_Concurrent measures the store alone: benchPods Adds at
-// once, then benchPods Deletes at once, on a real directory (fsyncs
-// included). It reports the throughput of each phase and the fsyncs per pod.
-func BenchmarkPodStore_Concurrent(b *testing.B) {
-	s, err := NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var addTime, delTime time.Duration
-	for i := 0; b.Loop(); i++ {
-		names := benchNames(i)
-		addTime += concurrently(b, names, func(name string) error {
-			_, err := s.Add(apiPod("default", name, "x"))
-			return err
-		})
-		delTime += concurrently(b, names, func(name string) error { return s.Delete("default", name) })
-	}
-	reportConcurrent(b, addTime, delTime, s)
-}
 
 // BenchmarkDaemon_Concurrent measures the API's path: benchPods
 // Daemon.CreatePod calls at once (store, hand-over to the agent, the
@@ -49,7 +27,7 @@ func BenchmarkDaemon_Concurrent(b *testing.B) {
 	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b)},
 		Deps{Runtime: fake.Runtime, Images: fake.Images})
 	b.Cleanup(a.stopWorkers)
-	s, err := NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
+	s, err := source.NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,7 +40,7 @@ func BenchmarkDaemon_Concurrent(b *testing.B) {
 		var mu sync.Mutex
 		uids := map[string]types.UID{}
 		addTime += concurrently(b, names, func(name string) error {
-			p, err := d.CreatePod(ctx, apiPod("default", name, "x"))
+			p, err := d.CreatePod(ctx, manifesttest.APIPod("default", name, "x"))
 			if err == nil {
 				mu.Lock()
 				uids[name] = p.UID
@@ -109,7 +87,7 @@ func BenchmarkDaemon_CreateToSandbox(b *testing.B) {
 	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b)},
 		Deps{Runtime: rt, Images: fake.Images})
 	b.Cleanup(a.stopWorkers)
-	s, err := NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
+	s, err := source.NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -126,7 +104,7 @@ func BenchmarkDaemon_CreateToSandbox(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		name := fmt.Sprintf("single-%d", i)
 		t0 := time.Now()
-		p, err := d.CreatePod(ctx, apiPod("default", name, "x"))
+		p, err := d.CreatePod(ctx, manifesttest.APIPod("default", name, "x"))
 		create += time.Since(t0)
 		if err != nil {
 			b.Fatal(err)
@@ -144,6 +122,13 @@ func BenchmarkDaemon_CreateToSandbox(b *testing.B) {
 	b.ReportMetric(float64(toSandbox.Microseconds())/float64(b.N), "µs-to-sandbox")
 	b.ReportMetric(float64(create.Microseconds())/float64(b.N), "µs-CreatePod")
 }
+
+// The helpers below are agent/source's (store_bench_test.go), repeated:
+// the daemon's benchmarks report the same way.
+
+// benchPods is how many pods the concurrent benchmarks submit at once (the
+// density and delete scenarios of test/bench).
+const benchPods = 100
 
 // benchNames are the pod names of one iteration: new ones each time, so a
 // pod still being torn down never clashes with its successor.
@@ -184,10 +169,10 @@ func concurrently(b *testing.B, names []string, f func(string) error) time.Durat
 
 // reportConcurrent reports each phase's throughput and the store's fsyncs
 // per pod (an Add and a Delete each).
-func reportConcurrent(b *testing.B, addTime, delTime time.Duration, s *PodStore) {
+func reportConcurrent(b *testing.B, addTime, delTime time.Duration, s *source.PodStore) {
 	n := float64(b.N * benchPods)
 	b.ReportMetric(n/addTime.Seconds(), "creates/s")
 	b.ReportMetric(n/delTime.Seconds(), "deletes/s")
-	b.ReportMetric(float64(s.syncs.Load())/n, "fsyncs/pod")
+	b.ReportMetric(float64(s.Syncs.Load())/n, "fsyncs/pod")
 	b.ReportMetric(0, "ns/op")
 }
