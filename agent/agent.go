@@ -148,7 +148,7 @@ type Deps struct {
 	Cgroups cgroups.Manager
 	// Tokens issues service account tokens (cluster mode); nil refuses
 	// every pod that projects one (token.go).
-	Tokens TokenSource
+	Tokens volume.TokenSource
 	// Services lists the cluster's Services for the service link
 	// variables (cluster mode); nil gives containers none (service_env.go).
 	Services ServiceLister
@@ -216,7 +216,7 @@ type Agent struct {
 	// unfinished before it are a dead process's (startInterrupted).
 	started time.Time
 	// tokens caches service account tokens; nil without Deps.Tokens.
-	tokens *tokenCache
+	tokens *volume.TokenCache
 	// services lists the cluster's Services (Deps.Services); nil
 	// standalone.
 	services ServiceLister
@@ -254,7 +254,7 @@ func New(cfg Config, deps Deps) *Agent {
 		a.observer = nopObserver{}
 	}
 	a.started = a.clock.Now()
-	a.tokens = newTokenCache(deps.Tokens, a.clock, a.logger)
+	a.tokens = volume.NewTokenCache(deps.Tokens, a.clock, a.logger)
 	return a
 }
 

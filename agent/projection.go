@@ -191,7 +191,7 @@ func (a *Agent) setupMemoryEmptyDir(pod *v1.Pod, vol *v1.Volume, dir string) err
 // removed. Best effort: every volume is tried. The pod's service account
 // tokens go with its volumes (the kubelet's DeleteServiceAccountToken).
 func (a *Agent) unmountPodVolumes(pod *v1.Pod) error {
-	a.tokens.forget(pod.UID)
+	a.tokens.Forget(pod.UID)
 	m := a.volumeMounterOrHost()
 	plugins, err := os.ReadDir(filepath.Join(a.podDir(pod), "volumes"))
 	if err != nil {

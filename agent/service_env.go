@@ -23,8 +23,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/minikubelet/minikubelet/agent/source"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // ServiceLister gives the agent the cluster's Services; in cluster mode an

@@ -156,30 +156,9 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	src.setErr(nil)
 	_, err = a.setupVolumes(pod)
 	require.NoError(t, err)
-	require.Equal(t, 1, a.tokens.size())
+	require.Equal(t, 1, a.tokens.Size())
 	require.NoError(t, a.cleanupPodDirs(pod))
-	assert.Equal(t, 0, a.tokens.size())
-}
-
-func TestTokenNeedsRefresh(t *testing.T) {
-	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name    string
-		age     time.Duration
-		ttl     time.Duration
-		refresh bool
-	}{
-		{"fresh", time.Minute, time.Hour, false},
-		{"just under 80 %", 47*time.Minute + 59*time.Second, time.Hour, false},
-		{"at 80 %", 48 * time.Minute, time.Hour, true},
-		{"expired", 2 * time.Hour, time.Hour, true},
-		{"a year-long token after 24 h", 24 * time.Hour, 365 * 24 * time.Hour, true},
-		{"a year-long token after 23 h", 23 * time.Hour, 365 * 24 * time.Hour, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.refresh, tokenNeedsRefresh(t0.Add(tc.age), t0, t0.Add(tc.ttl)))
-		})
-	}
+	assert.Equal(t, 0, a.tokens.Size())
 }
 
 func TestTokenCache_Keys(t *testing.T) {
@@ -201,7 +180,7 @@ func TestTokenCache_Keys(t *testing.T) {
 		{"another pod", other, v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := a.tokens.token(tc.pod, &tc.src)
+			_, err := a.tokens.Token(tc.pod, &tc.src)
 			require.NoError(t, err)
 			require.Len(t, src.requests(), tc.want)
 		})
@@ -211,12 +190,12 @@ func TestTokenCache_Keys(t *testing.T) {
 	assert.Equal(t, int64(3600), reqs[2].expirationSeconds)
 	assert.Equal(t, types.UID("another-uid"), reqs[3].podUID)
 
-	a.tokens.forget(pod.UID)
-	assert.Equal(t, 1, a.tokens.size(), "only the other pod's token is left")
+	a.tokens.Forget(pod.UID)
+	assert.Equal(t, 1, a.tokens.Size(), "only the other pod's token is left")
 	clk.Step(3608 * time.Second)
-	_, err := a.tokens.token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
+	_, err := a.tokens.Token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
 	require.NoError(t, err)
-	assert.Equal(t, 1, a.tokens.size(), "the other pod's expired token was pruned")
+	assert.Equal(t, 1, a.tokens.Size(), "the other pod's expired token was pruned")
 }
 
 // TestTokenCache_ConcurrentRequestsShareOne: the containers of a pod set
@@ -228,7 +207,7 @@ func TestTokenCache_ConcurrentRequestsShareOne(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			tok, err := a.tokens.token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
+			tok, err := a.tokens.Token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
 			assert.NoError(t, err)
 			assert.Equal(t, "token-1", string(tok))
 		})
@@ -324,7 +303,7 @@ func TestAgent_TokenFailureWaitsAndRetries(t *testing.T) {
 	h.agent.mounter = volumetest.NewFakeMounter()
 	src := &fakeTokens{clock: h.clock}
 	src.setErr(errors.New(`serviceaccounts "robot" is forbidden: give the node create serviceaccounts/token`))
-	h.agent.tokens = newTokenCache(src, h.clock, h.agent.logger)
+	h.agent.tokens = volume.NewTokenCache(src, h.clock, h.agent.logger)
 	h.agent.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
 	go func() { _ = h.agent.Run(t.Context()) }()
 	h.agent.SetPods([]*v1.Pod{testPod(t, kubeAPIAccessPod)})

@@ -3,8 +3,9 @@
 // pinned bind mounts of subPaths, shared mount propagation: tmpfs*.go,
 // sharedmount*.go), the one atomic writer every configMap, secret,
 // downwardAPI and projected volume goes through (atomic_writer.go),
-// hostPath resolution (hostpath.go), the subPath checks (subpath.go) and
-// the size of a memory emptyDir (emptydir.go). agent/volume/volumetest has
+// hostPath resolution (hostpath.go), the subPath checks (subpath.go), the
+// size of a memory emptyDir (emptydir.go) and the service account token
+// cache (token.go; TokenSource is declared here, its consumer). agent/volume/volumetest has
 // a fake VolumeMounter with a call record.
 //
 // It must not import agent (the engine) or agent/source; it may import
@@ -15,8 +16,8 @@
 // they read its configuration, its config data store, its token cache or
 // its pod workers stay in the engine for now: volume setup and teardown
 // per pod (agent/volumes.go), the payloads of each volume type
-// (agent/projection.go), the service account token cache (agent/token.go),
-// the config data store (agent/configdata.go), the hostPath guard's policy
+// (agent/projection.go), the token files and who may have them
+// (agent/token.go), the config data store (agent/configdata.go), the hostPath guard's policy
 // (agent/hostpath_guard.go) and the pinning of subPaths
 // (agent/subpath.go). Moving them means a volume manager that takes those
 // as narrow interfaces, declared here.
