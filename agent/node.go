@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // defaultMaxPods is the kubelet's maxPods default (kubelet-facts §8.4): the
@@ -132,7 +134,7 @@ func allocatableFrom(capacity v1.ResourceList, reserved ...v1.ResourceList) (v1.
 	}
 	out := v1.ResourceList{}
 	var errs []string
-	for _, name := range sortedResourceNames(capacity) {
+	for _, name := range manifest.SortedResourceNames(capacity) {
 		c := capacity[name]
 		v := c.DeepCopy()
 		if r, ok := total[name]; ok {

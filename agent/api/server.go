@@ -29,7 +29,7 @@ import (
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/minikubelet/minikubelet/agent/decodeerr"
+	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options leaves it 0.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
 	"github.com/minikubelet/minikubelet/cri"
@@ -220,18 +221,18 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// The local API's Secrets: on a tmpfs beside the socket, never under
 	// the root dir (they survive a daemon restart, not a reboot).
 	secretDir := filepath.Join(filepath.Dir(sf.socket), "secrets")
-	if mounted, err := agent.PrepareSecretDir(secretDir); err != nil {
+	if mounted, err := source.PrepareSecretDir(secretDir); err != nil {
 		return err
 	} else if !mounted {
 		logger.Warn("Secret dir is not a tmpfs: the local API's Secrets are written to the disk under it", "dir", secretDir)
 	}
-	store, err := agent.NewPodStoreWithSecretDir(filepath.Join(nf.rootDir, "api-pods"), secretDir, nf.nodeName)
+	store, err := source.NewPodStoreWithSecretDir(filepath.Join(nf.rootDir, "api-pods"), secretDir, nf.nodeName)
 	if err != nil {
 		return err
 	}
-	var dir *agent.DirSource
+	var dir *source.DirSource
 	if sf.manifestDir != "" {
-		dir = agent.NewDirSource(sf.manifestDir, nf.nodeName, logger, nil)
+		dir = source.NewDirSource(sf.manifestDir, nf.nodeName, logger, nil)
 	}
 	// In cluster mode the API server is a pod source beside the directory
 	// and the local API, and the pods' statuses go back to it.
