@@ -601,3 +601,35 @@ func (m *ImageManager) event(eventType, reason, message string) {
 		m.cfg.Event(eventType, reason, message)
 	}
 }
+
+// ReasonEviction labels images removed by the eviction manager's reclaim.
+const ReasonEviction = "eviction"
+
+// DeleteUnused removes every unused image older than MinAge, least
+// recently used first, whatever the thresholds: the kubelet's
+// DeleteUnusedImages, which its eviction manager calls to reclaim the
+// image (or node) filesystem before it evicts pods for disk pressure.
+func (m *ImageManager) DeleteUnused(ctx context.Context) (Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res := Result{UsagePercent: -1}
+	now := m.cfg.Clock.Now()
+	images, err := m.detectLocked(ctx, now)
+	if err != nil {
+		return res, err
+	}
+	var errs []error
+	for _, img := range images {
+		if now.Sub(img.firstDetected) < m.cfg.Policy.MinAge {
+			continue
+		}
+		if err := m.remove(ctx, img, ReasonEviction, "the node is under disk pressure (eviction manager reclaim)"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Removed = append(res.Removed, img.name)
+		res.Freed += img.size
+	}
+	m.status.Removed += len(res.Removed)
+	return res, errors.Join(errs...)
+}

@@ -99,6 +99,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	nf.register(fs)
 	var gf gcFlags
 	gf.register(fs)
+	var ef evictFlags
+	ef.register(fs)
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
@@ -194,7 +196,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
-	if err := gf.start(ctx, a, inst, logger); err != nil {
+	reclaim, err := gf.start(ctx, a, inst, logger)
+	if err != nil {
+		return err
+	}
+	if err := ef.start(ctx, a, inst, reclaim, logger); err != nil {
 		return err
 	}
 	if path, err := a.EnsureNodeCgroups(); err != nil {
@@ -261,7 +267,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
+	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), a.NodePressure, logger)
 	if err != nil {
 		return err
 	}
