@@ -137,4 +137,3 @@ func describeNode(w io.Writer, name string, nd *api.NodeDetails, now time.Time) 
 func bytesQ(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
 }
-
