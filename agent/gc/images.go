@@ -289,17 +289,29 @@ func (m *ImageManager) Run(ctx context.Context, period time.Duration) {
 		case <-t.C():
 		case <-m.trigger:
 		case <-pressure:
-			if held || !m.overHigh(ctx) {
+			start := time.Now() // wall time: the cost, whatever the clock
+			over := !held && m.overHigh(ctx)
+			m.addBusy(time.Since(start))
+			if !over {
 				continue
 			}
 		}
+		start := time.Now()
 		res, err := m.Collect(ctx)
+		m.addBusy(time.Since(start))
 		if err != nil {
 			m.logger.Warn("Image garbage collection failed", "err", err)
 			m.event("Warning", EventImageGCFailed, err.Error())
 		}
 		held = err != nil && res.UsagePercent >= 0 && len(res.Removed) == 0
 	}
+}
+
+// addBusy accounts for time spent working.
+func (m *ImageManager) addBusy(d time.Duration) {
+	m.mu.Lock()
+	m.status.Busy += d
+	m.mu.Unlock()
 }
 
 // overHigh reports whether the image filesystem is at or above the high
