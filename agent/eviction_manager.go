@@ -547,7 +547,8 @@ func evictedStatus(st v1.PodStatus, ev *podEviction) v1.PodStatus {
 // Failed/Evicted. Nothing is ever started again.
 func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) time.Duration {
 	pod := w.pod()
-	a.probes.StopLivenessAndStartup(pod.UID)
+	// Nothing of it runs again: no probe either.
+	a.probes.RemovePod(pod.UID)
 	st, err := a.observePod(ctx, pod)
 	if err != nil {
 		w.logger.Warn("Observe pod failed", "err", err)
