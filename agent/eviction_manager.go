@@ -98,9 +98,10 @@ type EvictionConfig struct {
 	Thresholds []eviction.Threshold
 	// MinimumReclaim is --eviction-minimum-reclaim, by signal.
 	MinimumReclaim map[eviction.Signal]eviction.Value
-	// MaxPodGracePeriod caps the grace period of pods evicted for a soft
-	// threshold, in seconds (--eviction-max-pod-grace-period; 0 or less:
-	// the pod's own).
+	// MaxPodGracePeriod is the grace period of pods evicted for a soft
+	// threshold, in seconds, or the pod's own if shorter
+	// (--eviction-max-pod-grace-period; the kubelet's default 0 kills at
+	// once).
 	MaxPodGracePeriod int64
 	// PressureTransitionPeriod holds a pressure condition after its last
 	// crossing (0: DefaultPressureTransitionPeriod).
@@ -353,11 +354,20 @@ func (m *evictionManager) synchronize(ctx context.Context) *v1.Pod {
 	m.a.logger.Warn("Eviction threshold met; attempting to reclaim", "signal", string(t.Signal), "threshold", t.String(),
 		"available", o.Available, "capacity", o.Capacity)
 	if m.reclaim(ctx, t, obs.SameFs) {
+		// As the kubelet: no eviction when no threshold at all is met,
+		// minimum reclaim included, grace periods aside.
 		after := m.cfg.Stats.Observe(ctx)
-		if o2, ok := after.Signals[t.Signal]; ok && o2.Available >= t.Level(o2.Capacity)+m.minReclaim(t.Signal, o2.Capacity) {
-			m.a.logger.Info("Node-level resources reclaimed; no pod evicted", "signal", string(t.Signal), "available", o2.Available)
+		still := false
+		for _, th := range m.cfg.Thresholds {
+			if o2, ok := after.Signals[th.Signal]; ok && o2.Available < th.Level(o2.Capacity)+m.minReclaim(th.Signal, o2.Capacity) {
+				still = true
+			}
+		}
+		if !still {
+			m.a.logger.Info("Node-level resources reclaimed; no pod evicted", "signal", string(t.Signal), "available", after.Signals[t.Signal].Available)
 			return nil
-		} else if ok {
+		}
+		if o2, ok := after.Signals[t.Signal]; ok {
 			o = o2
 		}
 	}
@@ -376,11 +386,15 @@ func (m *evictionManager) synchronize(ctx context.Context) *v1.Pod {
 	}
 	eviction.Rank(t.Signal, cands)
 	for _, c := range cands {
+		// The kubelet's override: 1 s for a hard threshold; for a soft
+		// one --eviction-max-pod-grace-period, or the pod's own if shorter
+		// (the default 0 kills at once; killContainer's 2 s minimum
+		// applies either way).
 		grace := int64(immediateEvictionGracePeriodSeconds)
-		if t.GracePeriod > 0 { // a soft threshold
-			grace = gracePeriod(c.Pod)
-			if m.cfg.MaxPodGracePeriod > 0 {
-				grace = min(grace, m.cfg.MaxPodGracePeriod)
+		if t.GracePeriod > 0 {
+			grace = m.cfg.MaxPodGracePeriod
+			if tg := c.Pod.Spec.TerminationGracePeriodSeconds; tg != nil {
+				grace = min(grace, *tg)
 			}
 		}
 		msg := eviction.Message(t, o.Available, c)

@@ -30,7 +30,7 @@ func (f *evictFlags) register(fs *flag.FlagSet) {
 		"hard eviction thresholds, signal<quantity or signal<percent (signals: memory.available, allocatableMemory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available; <0 turns one off)")
 	fs.StringVar(&f.soft, "eviction-soft", "", "soft eviction thresholds, as --eviction-hard; each needs a grace period")
 	fs.StringVar(&f.softGrace, "eviction-soft-grace-period", "", "how long each soft threshold must hold before pods are evicted, e.g. memory.available=1m30s")
-	fs.Int64Var(&f.maxPodGrace, "eviction-max-pod-grace-period", 0, "longest grace period, in seconds, of a pod evicted for a soft threshold (0: the pod's own)")
+	fs.Int64Var(&f.maxPodGrace, "eviction-max-pod-grace-period", 0, "grace period, in seconds, of a pod evicted for a soft threshold, or the pod's terminationGracePeriodSeconds if shorter (0: at once)")
 	fs.DurationVar(&f.transition, "eviction-pressure-transition-period", agent.DefaultPressureTransitionPeriod,
 		"how long a pressure condition stays true after its threshold was last crossed")
 	fs.StringVar(&f.minReclaim, "eviction-minimum-reclaim", "", "how far above its threshold a signal must be back before a met threshold counts as resolved, e.g. nodefs.available=500Mi")
