@@ -21,6 +21,7 @@ package agent
 // cluster are evictable: they are what the kubelet's API-server pods are.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -268,19 +269,9 @@ func (m *evictionManager) Conditions() []PressureCondition {
 		out = append(out, *c)
 	}
 	slices.SortFunc(out, func(x, y PressureCondition) int {
-		return compareStrings(string(x.Type), string(y.Type))
+		return cmp.Compare(string(x.Type), string(y.Type))
 	})
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // underPressure reports whether condition t is true.
@@ -312,8 +303,8 @@ func crossed(ths []eviction.Threshold, obs map[eviction.Signal]eviction.Observat
 //     transition period; soft thresholds count after their grace period.
 //  3. Nothing met: done. Else act on the first met threshold by signal
 //     order: for a disk signal, reclaim node-level resources and observe
-//     again; done if that brought the signal back above its level plus
-//     its minimum reclaim.
+//     again; done if no threshold is met any more, minimum reclaim
+//     included.
 //  4. Rank the evictable pods and evict the first one.
 func (m *evictionManager) synchronize(ctx context.Context) *v1.Pod {
 	now := m.a.clock.Now()
@@ -506,7 +497,7 @@ func (a *Agent) evictablePods() []*v1.Pod {
 		}
 		out = append(out, pod)
 	}
-	slices.SortFunc(out, func(x, y *v1.Pod) int { return compareStrings(string(x.UID), string(y.UID)) })
+	slices.SortFunc(out, func(x, y *v1.Pod) int { return cmp.Compare(string(x.UID), string(y.UID)) })
 	return out
 }
 
