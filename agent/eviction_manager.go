@@ -54,6 +54,9 @@ const (
 	criticalPriority = 2000000000
 	// maxEvictionRecords bounds the evictions kept for describe node.
 	maxEvictionRecords = 10
+	// podCleanupTimeout bounds the wait for an evicted pod's cleanup
+	// before the next cycle (the kubelet's).
+	podCleanupTimeout = 30 * time.Second
 	// nodeConditionMessageFmt is the kubelet's admission message under
 	// pressure.
 	nodeConditionMessageFmt = "The node had condition: %v. "
@@ -250,13 +253,38 @@ func (a *Agent) RunEviction(ctx context.Context) {
 	defer t.Stop()
 	for {
 		start := time.Now() // wall time: the cost, whatever the clock
-		m.synchronize(ctx)
+		evicted := m.synchronize(ctx)
 		m.syncDuration.Observe(time.Since(start).Seconds())
+		if evicted != nil {
+			// As the kubelet (waitForPodsCleanup): the next cycle waits
+			// until the evicted pod's containers are dead and its volumes
+			// gone, or podCleanupTimeout, so that the usage it frees is
+			// seen before another pod is picked.
+			m.waitCleanup(ctx, evicted.UID)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
 		}
+	}
+}
+
+// waitCleanup waits until the evicted pod uid was cleaned up (or is
+// gone), podCleanupTimeout at most.
+func (m *evictionManager) waitCleanup(ctx context.Context, uid types.UID) {
+	done, gone := m.a.evictionCleanedUp(uid)
+	if done == nil {
+		return
+	}
+	t := m.a.clock.NewTimer(podCleanupTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-gone:
+	case <-t.C():
+		m.a.logger.Warn("Evicted pod not cleaned up in time; observing again", "podUID", string(uid), "waited", podCleanupTimeout)
+	case <-ctx.Done():
 	}
 }
 
@@ -506,6 +534,28 @@ type podEviction struct {
 	grace   int64
 	message string
 	at      time.Time
+	// cleanedUp is closed once the pod's containers are dead and its
+	// volumes gone (syncEvicted); once guards the close.
+	cleanedUp chan struct{}
+	once      sync.Once
+}
+
+// evictionCleanedUp returns the channels closed once the evicted pod uid
+// was cleaned up, and once its worker is gone (deleted meanwhile); nil if
+// it has no worker or was not evicted.
+func (a *Agent) evictionCleanedUp(uid types.UID) (cleanedUp, gone <-chan struct{}) {
+	a.mu.Lock()
+	w := a.workers[uid]
+	a.mu.Unlock()
+	if w == nil {
+		return nil, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.evicted == nil {
+		return nil, nil
+	}
+	return w.evicted.cleanedUp, w.done
 }
 
 // evictPod marks the pod's worker evicted and wakes it: its next sync
@@ -523,7 +573,7 @@ func (a *Agent) evictPod(uid types.UID, grace int64, message string) bool {
 		w.mu.Unlock()
 		return false
 	}
-	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now()}
+	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now(), cleanedUp: make(chan struct{})}
 	w.mu.Unlock()
 	w.event(v1.EventTypeWarning, eviction.Reason, "%s", message)
 	w.trigger()
@@ -576,6 +626,7 @@ func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) 
 		return a.cfg.ErrorBackoff
 	}
 	w.setStatus(evictedStatus(a.computePodStatus(w, pod, st), ev))
+	ev.once.Do(func() { close(ev.cleanedUp) })
 	return a.cfg.ResyncPeriod
 }
 

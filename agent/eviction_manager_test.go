@@ -343,3 +343,27 @@ func TestEviction_MinimumReclaim(t *testing.T) {
 	st.set(eviction.SignalMemoryAvailable, 350*mi, 4096*mi)
 	assert.Nil(t, m.synchronize(context.Background()))
 }
+
+// The loop waits for the evicted pod's cleanup before it observes again
+// (the kubelet's waitForPodsCleanup): the cleanup is signalled once the
+// pod's containers were stopped and its volumes removed.
+func TestEviction_WaitsForCleanup(t *testing.T) {
+	p := evictionPod(t, "cleaned", "{}")
+	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", p)
+	st.set(eviction.SignalMemoryAvailable, 10*mi, 4096*mi)
+	m := h.agent.eviction
+	require.NotNil(t, m.synchronize(context.Background()))
+	done := make(chan struct{})
+	go func() {
+		m.waitCleanup(context.Background(), p.UID)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("waitCleanup did not return after the evicted pod was cleaned up")
+	}
+	assert.NotEmpty(t, stopCalls(h, "app"), "cleaned up only once its container was stopped")
+	_, err := os.Stat(filepath.Join(h.agent.podDir(p), "volumes"))
+	assert.True(t, os.IsNotExist(err), "and its volumes removed")
+}
