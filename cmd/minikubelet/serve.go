@@ -50,6 +50,16 @@ kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
 token the API server vouches for, as the API server authorizes them.
 See the README's "Joining a cluster".
 
+Like the kubelet, the daemon removes unused images and dead containers
+(--image-gc-*, --container-gc-period) and evicts pods when the node runs
+low on memory, disk or PIDs (--eviction-hard, default
+memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,
+imagefs.available<15%,imagefs.inodesFree<5%; --eviction-soft with
+--eviction-soft-grace-period): dead containers and unused images go first
+for disk, then one pod at a time, BestEffort and over-request pods first,
+never a static pod; an evicted pod ends Failed with reason Evicted.
+'minikubelet describe node' shows the pressure and the last evictions.
+
 A YAML config file (--config) may hold the same settings under the flag
 names (e.g. "pod-cidr: 10.88.0.0/16"); flags given on the command line win.
 
