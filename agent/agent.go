@@ -220,6 +220,9 @@ type Agent struct {
 	// services lists the cluster's Services (Deps.Services); nil
 	// standalone.
 	services ServiceLister
+	// eviction is the eviction manager (eviction_manager.go); nil
+	// without EnableEviction.
+	eviction *evictionManager
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -334,6 +337,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			continue
 		}
 		if reason, msg := a.admitServiceAccountTokens(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
+		if reason, msg := a.admitPressure(p); reason != "" { // eviction_manager.go
 			a.reject(p, reason, msg)
 			continue
 		}

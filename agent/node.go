@@ -40,7 +40,8 @@ type NodeInfo struct {
 	// Allocatable is Capacity minus kube-reserved minus system-reserved, the
 	// kubelet's rule. Unlike the kubelet, no hard eviction threshold is
 	// subtracted (the kubelet takes memory.available<100Mi off memory):
-	// minikubelet does not evict.
+	// what admission and the Node show stays capacity minus reservations,
+	// which scripts and tests compare with the host (issue #21 left it).
 	Allocatable v1.ResourceList
 }
 

@@ -118,6 +118,12 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //
 // A returned duration of 0 means "sync again at once".
 func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
+	w.mu.Lock()
+	ev := w.evicted
+	w.mu.Unlock()
+	if ev != nil {
+		return a.syncEvicted(ctx, w, ev) // eviction_manager.go
+	}
 	pod := w.pod()
 	res := &syncResult{}
 
