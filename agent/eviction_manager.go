@@ -38,6 +38,8 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/source"
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // The kubelet's constants (pkg/kubelet/eviction).
@@ -499,7 +501,7 @@ func (m *evictionManager) snapshot() (EvictionObservation, time.Time, []Eviction
 // here, a static pod (manifest directory) or one of system-critical
 // priority. See the file comment.
 func isCritical(pod *v1.Pod) bool {
-	if pod.Annotations[annotationConfigSource] == sourceFile {
+	if pod.Annotations[source.AnnotationConfigSource] == source.SourceFile {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= criticalPriority
@@ -672,7 +674,7 @@ func (a *Agent) removePodVolumes(pod *v1.Pod) error {
 		return err
 	}
 	dir := filepath.Join(a.podDir(pod), "volumes")
-	if err := unmountUnder(dir); err != nil {
+	if err := volume.UnmountUnder(dir); err != nil {
 		return err
 	}
 	return os.RemoveAll(dir)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // fakeEvictionStats returns what the test sets.
@@ -267,7 +268,7 @@ func TestEviction_SoftThresholdGracePeriods(t *testing.T) {
 // priority are never evicted.
 func TestEviction_SkipsCriticalPods(t *testing.T) {
 	static := evictionPod(t, "static", "{}")
-	static.Annotations = map[string]string{annotationConfigSource: sourceFile}
+	static.Annotations = map[string]string{source.AnnotationConfigSource: source.SourceFile}
 	crit := evictionPod(t, "critical", "{}")
 	prio := int32(2000001000)
 	crit.Spec.Priority = &prio
@@ -320,7 +321,7 @@ func TestEviction_ConditionTransitionAndAdmission(t *testing.T) {
 	m.synchronize(context.Background())
 	late := evictionPod(t, "late-guaranteed", "{requests: {cpu: 10m, memory: 10Mi}, limits: {cpu: 10m, memory: 10Mi}}")
 	static := evictionPod(t, "late-static", "{}")
-	static.Annotations = map[string]string{annotationConfigSource: sourceFile}
+	static.Annotations = map[string]string{source.AnnotationConfigSource: source.SourceFile}
 	h.agent.SetPods([]*v1.Pod{be, bu, late, static})
 	assert.Contains(t, podStatus(t, h, late).Status.Message, "The node had condition: [DiskPressure].")
 	assert.NotEqual(t, "Evicted", podStatus(t, h, static).Status.Reason)
