@@ -351,12 +351,64 @@ func podConditions(pod *v1.Pod, st *v1.PodStatus, rt *podState, prev []v1.PodCon
 		readyReason, readyMsg = "PodFailed", ""
 	}
 	ready := len(unready) == 0 && st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed
-	conds := []v1.PodCondition{
+	// Ready also needs every readiness gate's condition True; the
+	// conditions are another controller's, on the API server's pod
+	// (gateConditions). The kubelet's GeneratePodReadyCondition.
+	gates := gateConditions(pod)
+	podReady, podReason, podMsg := ready, readyReason, readyMsg
+	if ready {
+		if msg := readinessGatesUnready(pod, gates); msg != "" {
+			podReady, podReason, podMsg = false, "ReadinessGatesNotReady", msg
+		}
+	}
+	conds := make([]v1.PodCondition, 0, len(gates)+5)
+	// The gates' conditions first, as they are, as the kubelet copies the
+	// conditions it does not own from the API's pod.
+	conds = append(conds, gates...)
+	conds = append(conds,
 		cond(v1.PodReadyToStartContainers, sandboxOK, "", ""),
 		cond(v1.PodInitialized, initOK, "ContainersNotInitialized", initMsg),
 		cond(v1.ContainersReady, ready, readyReason, readyMsg),
-		cond(v1.PodReady, ready, readyReason, readyMsg),
+		cond(v1.PodReady, podReady, podReason, podMsg),
 		cond(v1.PodScheduled, true, "", ""),
-	}
+	)
 	return conds
+}
+
+// gateConditions are the conditions of pod's status whose type a readiness
+// gate names: for a cluster pod, those the API server's pod carries
+// (cluster.PreparePod keeps them); a local pod has none.
+func gateConditions(pod *v1.Pod) []v1.PodCondition {
+	var out []v1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		for _, g := range pod.Spec.ReadinessGates {
+			if c.Type == g.ConditionType {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// readinessGatesUnready says, in the kubelet's words, which readiness gates
+// of pod hold it unready ("" if none does).
+func readinessGatesUnready(pod *v1.Pod, gates []v1.PodCondition) string {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var c *v1.PodCondition
+		for i := range gates {
+			if gates[i].Type == g.ConditionType {
+				c = &gates[i]
+				break
+			}
+		}
+		switch {
+		case c == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case c.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+		}
+	}
+	return strings.Join(msgs, ", ")
 }
