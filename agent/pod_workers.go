@@ -52,6 +52,9 @@ type podWorker struct {
 	oomReported map[string]bool
 	// wasReady is set once the pod was first Ready.
 	wasReady bool
+	// failReason and failMessage, once set, fail the pod for good
+	// (deadline.go: setFailed).
+	failReason, failMessage string
 	// stoppedSandboxes are the sandbox IDs this worker stopped.
 	stoppedSandboxes map[string]bool
 	// networkNotReady is why the pod waits for the pod network ("" = not

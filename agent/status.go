@@ -118,6 +118,11 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	if prev.Phase == v1.PodSucceeded || prev.Phase == v1.PodFailed {
 		out.Phase = prev.Phase
 	}
+	// A pod failed for good (deadline.go) says why, as the kubelet's
+	// ShouldEvict handlers override phase, reason and message.
+	if reason, msg := w.failure(); reason != "" {
+		out.Phase, out.Reason, out.Message = v1.PodFailed, reason, msg
+	}
 	out.Conditions = podConditions(pod, &out, st, prev.Conditions, now)
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
 		total := a.clock.Since(startTime)

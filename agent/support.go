@@ -115,7 +115,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"ephemeralContainers":           ruleRefused(reasonNever + ": ephemeral containers are added to running pods through the API"),
 	"restartPolicy":                 ruleOK,
 	"terminationGracePeriodSeconds": ruleOK,
-	"activeDeadlineSeconds":         ruleRefused(reasonNotYet),
+	"activeDeadlineSeconds":         ruleLimited("counted from when the agent accepted the pod; once past it the pod is Failed with reason DeadlineExceeded and its containers are killed with its grace period; it may be changed while the pod runs"),
 	"dnsPolicy":                     ruleLimited("Default and None as the kubelet; ClusterFirst and ClusterFirstWithHostNet fall back to Default (the node's resolv.conf) with a MissingClusterDNS warning event: a lone node has no cluster DNS"),
 	"nodeSelector":                  ruleLimited("matched against the node's labels (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch, --node-labels); a pod that does not match ends Failed with reason NodeAffinity"),
 	"serviceAccountName":            ruleLimited("cluster pods: the service account their projected tokens are requested for; local pods get no token"),

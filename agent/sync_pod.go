@@ -119,9 +119,19 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //     on failure, or at the periodic resync.
 //
 // A returned duration of 0 means "sync again at once".
-func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
+func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) {
 	pod := w.pod()
 	res := &syncResult{}
+	// A pod with an active deadline is synced again when it falls due,
+	// whatever else the requeue says (deadline.go).
+	failed, due := a.checkActiveDeadline(w, pod)
+	if due > 0 {
+		defer func() {
+			if next > due {
+				next = due
+			}
+		}()
+	}
 
 	// Step 1: observe. A worker that has seen nothing of its pod yet (a
 	// new pod) will most likely create its sandbox next: what that needs
@@ -139,6 +149,11 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	w.setObserved(st)
 
 	a.reportOOMKills(w, st)
+	if failed {
+		// Step 1b: a pod failed for good (past its active deadline) is
+		// only killed.
+		return a.failPod(ctx, w, pod, st)
+	}
 	// Labels, annotations, ConfigMaps or Secrets may have changed: the data
 	// volumes already set up follow them (projection.go).
 	a.refreshDataVolumes(w, pod)

@@ -181,6 +181,9 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 		errs = append(errs, validateContainer(&spec.Containers[i], spec, volumes, names, fldPath.Child("containers").Index(i))...)
 	}
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
+	if d := spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
+		errs = append(errs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *d, fmt.Sprintf("must be between 1 and %d, inclusive", math.MaxInt32)))
+	}
 	// os.name is the API's to validate (linux or windows); a pod for
 	// another OS than this node's is refused at admission, as by the
 	// kubelet (PodOSNotSupported, admitPodOS).
