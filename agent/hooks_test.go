@@ -525,3 +525,33 @@ func TestAgent_PostStartHookAbandonedWhenAgentStops(t *testing.T) {
 	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "StopContainer")
 	assert.NotContains(t, h.rec.reasons(), "FailedPostStartHook")
 }
+
+// A pod torn down publishes, before its containers are removed, their final
+// states and a terminal phase (the kubelet's SyncTerminatingPod): a cluster
+// pod a finalizer keeps shows its containers terminated (conformance:
+// "Lifecycle Sleep Hook ... valid prestop hook using sleep action", which
+// waits for that state).
+func TestAgent_TeardownPublishesStoppedContainers(t *testing.T) {
+	h := newHarness(t)
+	pod := lifecyclePod(t, &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}})
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	done := h.agent.PodDone(pod.UID)
+	h.agent.SetPods(nil)
+	for stop := false; !stop; {
+		select {
+		case <-done:
+			stop = true
+		case <-time.After(20 * time.Millisecond):
+			h.clock.Step(500 * time.Millisecond) // the sleep hook's second
+		}
+	}
+	h.rec.mu.Lock()
+	last := h.rec.statuses[len(h.rec.statuses)-1]
+	h.rec.mu.Unlock()
+	require.Len(t, last.Status.ContainerStatuses, 1)
+	term := last.Status.ContainerStatuses[0].State.Terminated
+	require.NotNil(t, term, "the container's final state: %+v", last.Status.ContainerStatuses[0].State)
+	assert.False(t, term.FinishedAt.IsZero())
+	assert.Contains(t, []v1.PodPhase{v1.PodSucceeded, v1.PodFailed}, last.Status.Phase, "a stopped pod does not restart: its phase is terminal")
+}

@@ -891,6 +891,8 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	var errs []error
 	if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
 		errs = append(errs, err)
+	} else {
+		a.publishStopped(ctx, w, pod, st)
 	}
 	t0 := a.clock.Now()
 	gone := map[string]bool{}
@@ -953,6 +955,43 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		w.step(stepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))
 	}
 	return errors.Join(errs...)
+}
+
+// publishStopped publishes the status of a pod whose containers have all
+// been stopped for its teardown, before they are removed: their final
+// states (exit codes, finishedAt) and a terminal phase, as the kubelet's
+// SyncTerminatingPod does (generateAPIPodStatus with podIsTerminal). A
+// cluster pod that a finalizer keeps after its teardown shows them on the
+// API server until it goes (the Lifecycle Sleep Hook conformance specs
+// wait for the container's terminated state of such a pod). It costs one
+// ContainerStatus per container of st (the teardown's listing), nothing
+// when there is nobody to tell (the daemon's nopObserver).
+func (a *Agent) publishStopped(ctx context.Context, w *podWorker, pod *v1.Pod, listed *podState) {
+	if _, nop := a.observer.(nopObserver); nop || len(listed.containers) == 0 {
+		return
+	}
+	res := &syncResult{}
+	for _, c := range listed.containers {
+		res.touch(c.id, c.sandboxID)
+	}
+	st, err := a.refreshPodState(ctx, pod, listed, res)
+	if err != nil {
+		w.logger.Warn("Observe pod after stopping it failed; its final status is not published", "err", err)
+		return
+	}
+	status := a.computePodStatus(w, pod, st)
+	status.Phase = terminalPodPhase(pod, &status)
+	w.setStatus(status)
+}
+
+// terminalPodPhase is the phase of a pod whose termination is complete
+// (the kubelet's getPhase with podIsTerminal): a stopped container is not
+// restarted any more whatever the restartPolicy, so stopped containers
+// make the pod Succeeded if all of them succeeded, else Failed.
+func terminalPodPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
+	p := *pod // a shallow copy: Spec is a value, only its policy changes
+	p.Spec.RestartPolicy = v1.RestartPolicyNever
+	return podPhase(&p, st)
 }
 
 // removeContainer removes a container from the runtime; one already gone
