@@ -386,6 +386,10 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 			grace -= a.runPreStopHook(ctx, pw, c, id, h, grace)
 		}
 	}
+	// A later deletion with a shorter grace period bounds what is left.
+	if by, ok, _ := pw.killDeadline(); ok {
+		grace = min(grace, int64((by.Sub(a.clock.Now())+time.Second-1)/time.Second))
+	}
 	grace = max(grace, minimumGracePeriodInSecond)
 	// The CRI call itself must outlive the grace period.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(grace)*time.Second+a.cfg.RuntimeTimeout)
