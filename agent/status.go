@@ -113,6 +113,10 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		a.applyProbes(pod, &cs)
 		out.ContainerStatuses = append(out.ContainerStatuses, cs)
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		out.EphemeralContainerStatuses = append(out.EphemeralContainerStatuses, a.containerStatus(c, st, reasons[c.Name], "ContainerCreating"))
+	}
 	out.Phase = podPhase(pod, &out)
 	// Terminal phases are sticky (kubelet-facts §3.1).
 	if prev.Phase == v1.PodSucceeded || prev.Phase == v1.PodFailed {

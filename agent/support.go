@@ -112,7 +112,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"volumes":                       ruleLimited("emptyDir, hostPath, configMap, secret, downwardAPI and projected"),
 	"initContainers":                ruleLimited("same fields as spec.containers[*], plus restartPolicy: Always for native sidecars"),
 	"containers":                    ruleOK,
-	"ephemeralContainers":           ruleRefused(reasonNever + ": ephemeral containers are added to running pods through the API"),
+	"ephemeralContainers":           ruleLimited("added to a running pod through the API (kubectl debug): started once in the pod's sandbox, never restarted, reported in status.ephemeralContainerStatuses; targetContainerName is refused"),
 	"restartPolicy":                 ruleOK,
 	"terminationGracePeriodSeconds": ruleOK,
 	"activeDeadlineSeconds":         ruleLimited("counted from when the agent accepted the pod; once past it the pod is Failed with reason DeadlineExceeded and its containers are killed with its grace period; it may be changed while the pod runs"),
@@ -446,6 +446,7 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 	for i := range pod.Spec.Containers {
 		errs = append(errs, checkContainerSupport(&pod.Spec.Containers[i], nil, spec.Child("containers").Index(i))...)
 	}
+	errs = append(errs, checkEphemeralSupport(&pod.Spec, spec)...) // ephemeral.go
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		p := spec.Child("volumes").Index(i)

@@ -230,6 +230,13 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 				a.startOne(ctx, w, sb, st, &pod.Spec.Containers[i], containerTypeRegular, prepulled, res)
 			}()
 		}
+		for _, i := range act.EphemeralContainersToStart {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.startEphemeral(ctx, w, sb, st, ephemeralContainer(&pod.Spec.EphemeralContainers[i]), prepulled, res)
+			}()
+		}
 		wg.Wait()
 	}
 

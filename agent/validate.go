@@ -180,6 +180,9 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	for i := range spec.Containers {
 		errs = append(errs, validateContainer(&spec.Containers[i], spec, volumes, names, fldPath.Child("containers").Index(i))...)
 	}
+	for i := range spec.EphemeralContainers {
+		errs = append(errs, validateContainer(ephemeralContainer(&spec.EphemeralContainers[i]), spec, volumes, names, fldPath.Child("ephemeralContainers").Index(i))...)
+	}
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
 	if d := spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
 		errs = append(errs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *d, fmt.Sprintf("must be between 1 and %d, inclusive", math.MaxInt32)))

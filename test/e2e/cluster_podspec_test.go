@@ -27,6 +27,7 @@ import (
 //     one turns False;
 //   - spec.activeDeadlineSeconds set on a running pod: Failed with reason
 //     DeadlineExceeded;
+//   - an ephemeral container added to a running pod runs;
 //   - a pod a finalizer keeps after its deletion shows its container
 //     terminated (a preStop sleep hook of 3 s ran first).
 func TestCluster_PodSpecAsTheKubelet(t *testing.T) {
@@ -90,6 +91,10 @@ func TestCluster_PodSpecAsTheKubelet(t *testing.T) {
 	deadline := sleeper("deadline")
 	create(deadline)
 
+	// An ephemeral container added once running.
+	debugged := sleeper("debugged")
+	create(debugged)
+
 	// A finalizer keeps the pod after its deletion.
 	kept := sleeper("kept")
 	kept.Finalizers = []string{"test/finalizer"}
@@ -123,6 +128,20 @@ func TestCluster_PodSpecAsTheKubelet(t *testing.T) {
 	require.NoError(t, err)
 	waitPod("deadline", "Failed DeadlineExceeded", 60*time.Second, func(p *v1.Pod) bool {
 		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded"
+	})
+
+	waitPod("debugged", "Running", 90*time.Second, running)
+	dp, err := cs.CoreV1().Pods("default").Get(ctx, "debugged", metav1.GetOptions{})
+	require.NoError(t, err)
+	dp.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+		Name: "debugger", Image: suite.registry + "/minikubelet/busybox:1.36", Command: []string{"sleep", "3600"},
+		ImagePullPolicy: v1.PullIfNotPresent, TerminationMessagePolicy: v1.TerminationMessageReadFile,
+	}}}
+	_, err = cs.CoreV1().Pods("default").UpdateEphemeralContainers(ctx, "debugged", dp, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitPod("debugged", "its ephemeral container running", 60*time.Second, func(p *v1.Pod) bool {
+		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Running != nil &&
+			p.Status.Phase == v1.PodRunning
 	})
 
 	waitPod("kept", "Running", 90*time.Second, running)

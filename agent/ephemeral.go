@@ -1,0 +1,78 @@
+package agent
+
+// Ephemeral containers (spec.ephemeralContainers), the kubelet's way: added
+// to a running pod through the API's ephemeralcontainers subresource
+// (`kubectl debug`), started in the pod's current sandbox once the pod is
+// initialized, never restarted (an instance that ran is not started again,
+// whatever it exited with), killed with the pod, and reported in
+// status.ephemeralContainerStatuses. They take no part in the pod's phase
+// or readiness.
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// containerTypeEphemeral is the io.kubernetes.container.type of an
+// ephemeral container, the kubelet's.
+const containerTypeEphemeral = "ephemeral"
+
+// ephemeralContainer is the Container an ephemeral container runs as: the
+// API keeps EphemeralContainerCommon field for field the same as Container.
+func ephemeralContainer(ec *v1.EphemeralContainer) *v1.Container {
+	c := v1.Container(ec.EphemeralContainerCommon)
+	return &c
+}
+
+// checkEphemeralSupport checks the ephemeral containers of spec as
+// containers, and refuses what they add.
+func checkEphemeralSupport(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range spec.EphemeralContainers {
+		p := path.Child("ephemeralContainers").Index(i)
+		errs = append(errs, checkContainerSupport(ephemeralContainer(&spec.EphemeralContainers[i]), nil, p)...)
+		if spec.EphemeralContainers[i].TargetContainerName != "" {
+			// Targeting needs the runtime to join another container's
+			// PID namespace (NamespaceMode TARGET), not done yet.
+			errs = append(errs, field.Forbidden(p.Child("targetContainerName"), reasonNotYet+": the container shares the pod's namespaces only"))
+		}
+	}
+	return errs
+}
+
+// ephemeralToStart are the indexes in spec.ephemeralContainers of those
+// never started yet (no instance in any sandbox).
+func ephemeralToStart(pod *v1.Pod, st *podState) []int {
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	var out []int
+	for i := range pod.Spec.EphemeralContainers {
+		if st.latest(pod.Spec.EphemeralContainers[i].Name) == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// startEphemeral starts ephemeral container c, unless it is privileged on
+// a node without --allow-privileged: admission (admitSecurity) saw only the
+// pod's containers, and an ephemeral container added later must not get
+// what the pod could not. Then it stays waiting with
+// CreateContainerConfigError and the reason, and a Warning event.
+func (a *Agent) startEphemeral(ctx context.Context, w *podWorker, sb *sandboxInfo, st *podState, c *v1.Container, prepulled map[string]pullResult, res *syncResult) {
+	if !a.cfg.AllowPrivileged && isPrivileged(c) {
+		err := newReasonError(ErrCreateContainerConfig, "ephemeral container %q is privileged, which this node refuses: start the agent with --allow-privileged to allow it", c.Name)
+		w.mu.Lock()
+		prev := w.reasons[c.Name]
+		w.mu.Unlock()
+		if prev == nil || prev.Error() != err.Error() {
+			w.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		}
+		w.setReason(c.Name, err)
+		return
+	}
+	a.startOne(ctx, w, sb, st, c, containerTypeEphemeral, prepulled, res)
+}
