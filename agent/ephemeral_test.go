@@ -36,8 +36,9 @@ spec:
 	debug := pod.DeepCopy()
 	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
 		Name: "debugger", Image: "reg.local/x:1", Command: []string{"sh"}, Stdin: true, TTY: true,
-		ImagePullPolicy: v1.PullIfNotPresent, TerminationMessagePolicy: v1.TerminationMessageReadFile, TerminationMessagePath: "/dev/termination-log",
 	}}}
+	SetPodDefaults(debug, "test.yaml", "node-1")
+	assert.Equal(t, v1.PullIfNotPresent, debug.Spec.EphemeralContainers[0].ImagePullPolicy, "defaulted as a container")
 	require.Empty(t, ValidatePod(debug), "an ephemeral container is a supported field")
 	h.agent.SetPods([]*v1.Pod{debug})
 	got := h.rec.waitStatus(t, "the ephemeral container running", func(p *v1.Pod) bool {
