@@ -153,13 +153,9 @@ func shouldRestart(pod *v1.Pod, spec *v1.Container, c *containerInfo) bool {
 	if isSidecar(spec) {
 		return true
 	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return c.exitCode != 0
-	}
-	return true
+	// The container's own restartPolicy and rules, else the pod's
+	// (restart_rules.go).
+	return containerShouldRestart(spec, pod, c.exitCode)
 }
 
 // computePodActions plans one sync (kubelet-facts §2.2, §2.4, §2.5): what

@@ -259,9 +259,14 @@ func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 		pendingInit, failedInit, pendingSidecar = 0, 0, 0
 	}
 	running, waiting, stopped, succeeded := 0, 0, 0, 0
-	for _, cs := range st.ContainerStatuses {
+	for i, cs := range st.ContainerStatuses {
 		switch {
 		case cs.State.Running != nil:
+			running++
+		case i < len(pod.Spec.Containers) && willRestart(pod, &pod.Spec.Containers[i], &cs):
+			// Its own restartPolicy or rules start it again
+			// (restart_rules.go): the pod is not done, whatever its
+			// policy says.
 			running++
 		case cs.State.Terminated != nil:
 			stopped++

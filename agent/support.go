@@ -167,8 +167,8 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"env":                      ruleLimited("value with $(VAR) expansion (the kubelet's rules), and valueFrom"),
 	"resources":                ruleLimited("cpu and memory requests and limits"),
 	"resizePolicy":             ruleRefused(reasonNotYet),
-	"restartPolicy":            ruleRefused(reasonNotYet),
-	"restartPolicyRules":       ruleRefused(reasonNotYet),
+	"restartPolicy":            ruleLimited("Always, OnFailure or Never: this container's restart policy instead of spec.restartPolicy (ContainerRestartRules)"),
+	"restartPolicyRules":       ruleLimited("action Restart on exitCodes In or NotIn, tried in order before the container's restartPolicy (ContainerRestartRules)"),
 	"volumeMounts":             ruleOK,
 	"volumeDevices":            ruleRefused(reasonNever + ": there are no block volumes"),
 	"livenessProbe":            fieldRule{supported: probesSupported, note: probeNote},
@@ -187,7 +187,8 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 // initContainerOverrides are the rules of spec.initContainers[*] that differ
 // from containerRules.
 var initContainerOverrides = map[string]fieldRule{
-	"restartPolicy": ruleLimited("only Always: a native sidecar, started in order, kept running and restarted, stopped after the app containers"),
+	"restartPolicy":      ruleLimited("only Always: a native sidecar, started in order, kept running and restarted, stopped after the app containers"),
+	"restartPolicyRules": ruleRefused(reasonNotYet),
 	// The API's own rule for regular init containers; probes of sidecars
 	// are refused with the other probes until the prober lands.
 	"livenessProbe":  ruleRefused("may not be set for init containers without restartPolicy=Always"),
@@ -198,7 +199,8 @@ var initContainerOverrides = map[string]fieldRule{
 // sidecarOverrides are the rules of native sidecars (init containers with
 // restartPolicy: Always), which may have probes like app containers.
 var sidecarOverrides = map[string]fieldRule{
-	"restartPolicy": initContainerOverrides["restartPolicy"],
+	"restartPolicy":      initContainerOverrides["restartPolicy"],
+	"restartPolicyRules": initContainerOverrides["restartPolicyRules"],
 }
 
 // Fields of spec.volumes[*], including the inline volume sources.

@@ -179,6 +179,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	}
 	for i := range spec.Containers {
 		errs = append(errs, validateContainer(&spec.Containers[i], spec, volumes, names, fldPath.Child("containers").Index(i))...)
+		errs = append(errs, validateRestartRules(&spec.Containers[i], fldPath.Child("containers").Index(i))...) // restart_rules.go
 	}
 	for i := range spec.EphemeralContainers {
 		errs = append(errs, validateContainer(ephemeralContainer(&spec.EphemeralContainers[i]), spec, volumes, names, fldPath.Child("ephemeralContainers").Index(i))...)
