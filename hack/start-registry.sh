@@ -53,8 +53,18 @@ mv -f "$conf.tmp" "$conf"
 if pid=$(pidfile_alive "$pidfile"); then
 	what="waited for starting registry (pid $pid)"
 else
-	# setsid detaches it from this shell's session so it outlives the script.
-	setsid "$REGISTRY_BIN" serve "$conf" </dev/null >>"$log" 2>&1 &
+	# setsid detaches it from this shell's session so it outlives the
+	# script. It must not inherit any descriptor above 2 either: started
+	# under `flock /work/e2e.lock make conformance` (or go test), it would
+	# otherwise hold that lock for as long as it serves, and every later
+	# flock waits forever.
+	(
+		for fd in /proc/self/fd/*; do
+			fd=${fd##*/}
+			if ((fd > 2)); then eval "exec $fd>&-"; fi
+		done
+		exec setsid "$REGISTRY_BIN" serve "$conf" </dev/null >>"$log" 2>&1
+	) &
 	pid=$!
 	echo "$pid" >"$pidfile"
 	what="started docker-registry (pid $pid, log $log)"
