@@ -53,9 +53,10 @@ spec:
 }
 
 // A subPath missing in an emptyDir with fsGroup is created with the mode of
-// the volume's root, umask bypassed: drwxrwsrwt, group fsGroup (the
-// conformance spec "EmptyDir volumes when FSGroup is specified nonexistent
-// volume subPath should have the correct mode and owner using FSGroup").
+// the volume's root, umask bypassed: on tmpfs (1777) with fsGroup's setgid,
+// drwxrwsrwt, group fsGroup (the conformance spec "EmptyDir volumes when
+// FSGroup is specified nonexistent volume subPath should have the correct
+// mode and owner using FSGroup", which uses medium Memory).
 func TestVolumes_SubPathModeWithFSGroup(t *testing.T) {
 	t.Parallel()
 	p := startRun(t, `
@@ -68,7 +69,7 @@ spec:
   securityContext: {fsGroup: 123}
   volumes:
   - name: data
-    emptyDir: {}
+    emptyDir: {medium: Memory}
   containers:
   - name: app
     image: REGISTRY/minikubelet/busybox:1.36
