@@ -75,3 +75,25 @@ func TestValidateRestartRules(t *testing.T) {
 	c = &v1.Container{RestartPolicy: ptr.To(v1.ContainerRestartPolicyOnFailure)}
 	assert.Empty(t, validateRestartRules(c, p))
 }
+
+// A container whose own restartPolicy Never keeps it stopped ends an
+// Always pod (conformance: "Container Restart Rules should restart
+// container on container-level restart policy Never" waits for the pod to
+// stop running, with no restart).
+func TestRestartRules_OwnNeverEndsAnAlwaysPod(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		RestartPolicy: v1.RestartPolicyAlways,
+		Containers:    []v1.Container{{Name: "main", Image: "i", RestartPolicy: ptr.To(v1.ContainerRestartPolicyNever)}},
+	}}
+	st := &podState{sandboxes: []*sandboxInfo{readySandbox()}}
+	st.containers = []*containerInfo{ctr(pod, "main", exited, 1, 3)}
+	act := computePodActions(pod, st, probeView{})
+	assert.Empty(t, act.ContainersToStart)
+	assert.True(t, act.KillPod)
+	assert.Equal(t, v1.PodFailed, podPhase(pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{exitedCS("main", 1)}}))
+	assert.Equal(t, v1.PodSucceeded, podPhase(pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{exitedCS("main", 0)}}))
+
+	// Beside a container under the pod's Always, the pod runs on.
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "side", Image: "i"})
+	assert.Equal(t, v1.PodRunning, podPhase(pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{exitedCS("main", 1), exitedCS("side", 1)}}))
+}

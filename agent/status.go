@@ -258,23 +258,31 @@ func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 	if appStarted {
 		pendingInit, failedInit, pendingSidecar = 0, 0, 0
 	}
-	running, waiting, stopped, succeeded := 0, 0, 0, 0
+	// ownStopped counts the stopped containers whose own restartPolicy
+	// keeps them stopped (restart_rules.go).
+	running, waiting, stopped, succeeded, ownStopped := 0, 0, 0, 0, 0
 	for i, cs := range st.ContainerStatuses {
+		own := i < len(pod.Spec.Containers) && pod.Spec.Containers[i].RestartPolicy != nil
 		switch {
 		case cs.State.Running != nil:
 			running++
-		case i < len(pod.Spec.Containers) && willRestart(pod, &pod.Spec.Containers[i], &cs):
-			// Its own restartPolicy or rules start it again
-			// (restart_rules.go): the pod is not done, whatever its
-			// policy says.
+		case own && willRestart(pod, &pod.Spec.Containers[i], &cs):
+			// Its own restartPolicy or rules start it again: the pod
+			// is not done, whatever its policy says.
 			running++
 		case cs.State.Terminated != nil:
 			stopped++
 			if cs.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
+			if own {
+				ownStopped++
+			}
 		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
 			stopped++
+			if own {
+				ownStopped++
+			}
 		default:
 			waiting++
 		}
@@ -288,6 +296,11 @@ func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 		return v1.PodRunning
 	case stopped > 0:
 		switch {
+		case ownStopped == stopped && stopped == succeeded:
+			// Every stopped container stays so by its own policy.
+			return v1.PodSucceeded
+		case ownStopped == stopped:
+			return v1.PodFailed
 		case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
 			return v1.PodRunning
 		case stopped == succeeded:
