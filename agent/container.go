@@ -299,6 +299,13 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	if err != nil {
 		return "", err
 	}
+	if ctype == containerTypeEphemeral {
+		// kubectl debug --target: the target's PID namespace (ephemeral.go).
+		if err := a.targetPIDNamespace(ctx, pod, c, cfg); err != nil {
+			_ = a.unpinSubPaths(pod, c.Name)
+			return "", err
+		}
+	}
 	// The image's user, and runAsNonRoot against it (security.go).
 	if err := a.applyImageUser(ctx, pw, c, cfg, img); err != nil {
 		return "", err

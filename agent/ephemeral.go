@@ -11,8 +11,12 @@ package agent
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/cri"
 )
 
 // containerTypeEphemeral is the io.kubernetes.container.type of an
@@ -27,17 +31,13 @@ func ephemeralContainer(ec *v1.EphemeralContainer) *v1.Container {
 }
 
 // checkEphemeralSupport checks the ephemeral containers of spec as
-// containers, and refuses what they add.
+// containers (targetContainerName, the field they add, is supported:
+// targetPIDNamespace).
 func checkEphemeralSupport(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i := range spec.EphemeralContainers {
 		p := path.Child("ephemeralContainers").Index(i)
 		errs = append(errs, checkContainerSupport(ephemeralContainer(&spec.EphemeralContainers[i]), nil, p)...)
-		if spec.EphemeralContainers[i].TargetContainerName != "" {
-			// Targeting needs the runtime to join another container's
-			// PID namespace (NamespaceMode TARGET), not done yet.
-			errs = append(errs, field.Forbidden(p.Child("targetContainerName"), reasonNotYet+": the container shares the pod's namespaces only"))
-		}
 	}
 	return errs
 }
@@ -75,4 +75,38 @@ func (a *Agent) startEphemeral(ctx context.Context, w *podWorker, sb *sandboxInf
 		return
 	}
 	a.startOne(ctx, w, sb, st, c, containerTypeEphemeral, prepulled, res)
+}
+
+// targetPIDNamespace puts ephemeral container c, when it names a
+// targetContainerName, in that container's PID namespace (CRI namespace
+// mode TARGET), as the kubelet does for `kubectl debug --target`. The
+// target must be running; else the start fails with
+// CreateContainerConfigError and is tried again at the next sync.
+func (a *Agent) targetPIDNamespace(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+	target := ""
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == c.Name {
+			target = pod.Spec.EphemeralContainers[i].TargetContainerName
+		}
+	}
+	if target == "" || cfg.GetLinux().GetSecurityContext() == nil {
+		return nil
+	}
+	ctrs, err := a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{labelPodUID: string(pod.UID), labelContainerName: target},
+	})
+	if err != nil {
+		return newReasonError(ErrCreateContainerConfig, "find target container %q: %s", target, cri.Message(err))
+	}
+	if len(ctrs) == 0 {
+		return newReasonError(ErrCreateContainerConfig, "target container %q is not running", target)
+	}
+	ns := proto.Clone(cfg.Linux.SecurityContext.GetNamespaceOptions()).(*runtimeapi.NamespaceOption)
+	if ns == nil {
+		ns = namespaceOptions(pod)
+	}
+	ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, ctrs[0].Id
+	cfg.Linux.SecurityContext.NamespaceOptions = ns
+	return nil
 }

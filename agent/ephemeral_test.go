@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -108,4 +109,36 @@ func TestComputePodActions_Ephemeral(t *testing.T) {
 	now := metav1.Now()
 	pod.DeletionTimestamp = &now
 	assert.Empty(t, computePodActions(pod, st, probeView{}).EphemeralContainersToStart, "not in a pod being deleted")
+}
+
+// kubectl debug --target: an ephemeral container naming a target joins the
+// running target's PID namespace (CRI TARGET); a target not running is a
+// CreateContainerConfigError.
+func TestTargetPIDNamespace(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: target}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	got := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	appID := strings.TrimPrefix(got.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	debug := pod.DeepCopy()
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "app",
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "reg.local/x:1"}}}
+	cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{
+		SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(debug)}}}
+	require.NoError(t, h.agent.targetPIDNamespace(context.Background(), debug, ephemeralContainer(&debug.Spec.EphemeralContainers[0]), cfg))
+	ns := cfg.Linux.SecurityContext.NamespaceOptions
+	assert.Equal(t, runtimeapi.NamespaceMode_TARGET, ns.Pid)
+	assert.Equal(t, appID, ns.TargetId)
+	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Network, "the rest stays the pod's")
+
+	debug.Spec.EphemeralContainers[0].TargetContainerName = "gone"
+	err := h.agent.targetPIDNamespace(context.Background(), debug, ephemeralContainer(&debug.Spec.EphemeralContainers[0]), cfg)
+	require.ErrorIs(t, err, ErrCreateContainerConfig)
+	assert.Contains(t, err.Error(), `target container "gone" is not running`)
 }
