@@ -43,6 +43,7 @@ const (
 	admitReasonNodeName     = "NodeName"
 	admitReasonNodePorts    = "NodePorts"
 	admitReasonOSSelector   = "PodOSSelectorNodeLabelDoesNotMatch"
+	admitReasonOSField      = "PodOSNotSupported"
 )
 
 // The scheduler plugins' failure texts, which the kubelet puts in
@@ -96,6 +97,17 @@ func admitPod(node NodeInfo, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, 
 		return false, admitReasonNodePorts, predicateFailed(admitReasonNodePorts, errReasonNodePorts)
 	}
 	return true, "", ""
+}
+
+// admitPodOS refuses a pod whose spec.os.name is not this node's OS, with
+// the kubelet's reason and message (pkg/kubelet/lifecycle/predicate.go
+// rejectPodAdmissionBasedOnOSField). Unlike the resource predicates it
+// holds without node allocatable too: a Windows pod never runs here.
+func admitPodOS(pod *v1.Pod) (reason, message string) {
+	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
+		return admitReasonOSField, "Failed to admit pod as the OS field doesn't match node OS"
+	}
+	return "", ""
 }
 
 // predicateFailed is the kubelet's PredicateFailureError text.

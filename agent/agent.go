@@ -328,6 +328,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			// Rejection is terminal: the same pod (same UID) stays rejected.
 			continue
 		}
+		if reason, msg := admitPodOS(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
 		if reason, msg := a.protectedHostPath(p); reason != "" {
 			a.reject(p, reason, msg)
 			continue

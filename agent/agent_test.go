@@ -565,6 +565,41 @@ spec:
 	assert.False(t, ok)
 }
 
+// A pod whose spec.os.name is another OS is rejected at admission with the
+// kubelet's reason and message (conformance: "PodOSRejection should reject
+// pod when the node OS doesn't match pod's OS"), even without node
+// allocatable; nothing reaches the runtime.
+func TestAgent_AdmissionRejectsPodOS(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: wrong-pod-os}
+spec:
+  os: {name: windows}
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	got, ok := h.agent.GetPod(pod.UID)
+	require.True(t, ok)
+	assert.Equal(t, v1.PodFailed, got.Status.Phase)
+	assert.Equal(t, "PodOSNotSupported", got.Status.Reason)
+	assert.Equal(t, "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS", got.Status.Message)
+	assert.Empty(t, without(h.fake.Calls(), observeCalls...), "no CRI object for a rejected pod")
+	assert.Contains(t, h.rec.reasons(), "PodOSNotSupported")
+
+	linux := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: right-pod-os}
+spec:
+  os: {name: linux}
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod, linux})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+}
+
 // A hostPath that reaches the agent's own state is refused unless the agent
 // runs with --allow-privileged; nothing reaches the runtime.
 func TestAgent_RefusesHostPathToOwnState(t *testing.T) {

@@ -300,6 +300,13 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	if err != nil {
 		return "", err
 	}
+	if ctype == containerTypeEphemeral {
+		// kubectl debug --target: the target's PID namespace (ephemeral.go).
+		if err := a.targetPIDNamespace(ctx, pod, c, cfg); err != nil {
+			_ = a.unpinSubPaths(pod, c.Name)
+			return "", err
+		}
+	}
 	// The image's user, and runAsNonRoot against it (security.go).
 	if err := a.applyImageUser(ctx, pw, c, cfg, img); err != nil {
 		return "", err
@@ -386,6 +393,10 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 		if c, h := a.preStopTarget(ctx, pw, id, name); h != nil {
 			grace -= a.runPreStopHook(ctx, pw, c, id, h, grace)
 		}
+	}
+	// A later deletion with a shorter grace period bounds what is left.
+	if by, ok, _ := pw.killDeadline(); ok {
+		grace = min(grace, int64((by.Sub(a.clock.Now())+time.Second-1)/time.Second))
 	}
 	grace = max(grace, minimumGracePeriodInSecond)
 	// The CRI call itself must outlive the grace period.

@@ -329,14 +329,26 @@ func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Contain
 			pw.containerEvent(c.Name, v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
 		}
 	}()
-	t := a.clock.NewTimer(time.Duration(grace) * time.Second)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C():
-		pw.logger.Info("PreStop hook not completed in grace period", "container", c.Name, "containerID", id, "gracePeriod", grace)
+	// The hook may take the grace period, or less once a later deletion
+	// shortens it (killDeadline): then it ends at the new deadline.
+	end := start.Add(time.Duration(grace) * time.Second)
+	for {
+		by, ok, cut := pw.killDeadline()
+		if ok && by.Before(end) {
+			end = by
+		}
+		t := a.clock.NewTimer(end.Sub(a.clock.Now()))
+		select {
+		case <-done:
+			t.Stop()
+			return int64(a.clock.Since(start) / time.Second)
+		case <-t.C():
+			pw.logger.Info("PreStop hook not completed in grace period", "container", c.Name, "containerID", id, "gracePeriod", grace)
+			return grace
+		case <-cut:
+			t.Stop()
+		}
 	}
-	return int64(a.clock.Since(start) / time.Second)
 }
 
 // containerPodIP is the IP of the sandbox a container runs in ("" when

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -524,4 +525,75 @@ func TestAgent_PostStartHookAbandonedWhenAgentStops(t *testing.T) {
 	h.agent.stopWorkers()
 	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "StopContainer")
 	assert.NotContains(t, h.rec.reasons(), "FailedPostStartHook")
+}
+
+// A pod torn down publishes, before its containers are removed, their final
+// states and a terminal phase (the kubelet's SyncTerminatingPod): a cluster
+// pod a finalizer keeps shows its containers terminated (conformance:
+// "Lifecycle Sleep Hook ... valid prestop hook using sleep action", which
+// waits for that state).
+func TestAgent_TeardownPublishesStoppedContainers(t *testing.T) {
+	h := newHarness(t)
+	pod := lifecyclePod(t, &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 1}}})
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	done := h.agent.PodDone(pod.UID)
+	h.agent.SetPods(nil)
+	for stop := false; !stop; {
+		select {
+		case <-done:
+			stop = true
+		case <-time.After(20 * time.Millisecond):
+			h.clock.Step(500 * time.Millisecond) // the sleep hook's second
+		}
+	}
+	h.rec.mu.Lock()
+	last := h.rec.statuses[len(h.rec.statuses)-1]
+	h.rec.mu.Unlock()
+	require.Len(t, last.Status.ContainerStatuses, 1)
+	term := last.Status.ContainerStatuses[0].State.Terminated
+	require.NotNil(t, term, "the container's final state: %+v", last.Status.ContainerStatuses[0].State)
+	assert.False(t, term.FinishedAt.IsZero())
+	assert.Contains(t, []v1.PodPhase{v1.PodSucceeded, v1.PodFailed}, last.Status.Phase, "a stopped pod does not restart: its phase is terminal")
+}
+
+// A deletion with a shorter grace period cuts a kill under way short: a
+// preStop sleep hook started with the pod's 100 s ends at the new 3 s
+// deadline, and the runtime gets the 2 s minimum (the kubelet's pod workers
+// restart a termination with a shorter grace period; conformance: "Lifecycle
+// Sleep Hook ... reduce GracePeriodSeconds during runtime").
+func TestKillContainer_ShorterDeletionGraceCutsPreStopShort(t *testing.T) {
+	f := newHookFixture(t)
+	f.pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 50}}}
+	done := make(chan error, 1)
+	start := f.clock.Now()
+	go func() { done <- f.agent.killContainer(context.Background(), f.pw, f.id, "web", "", 100) }()
+	// Let the hook run 2 s, then delete with grace 3.
+	for stepped := 0; stepped < 2; {
+		if f.clock.HasWaiters() {
+			f.clock.Step(time.Second)
+			stepped++
+		}
+		runtime.Gosched()
+	}
+	f.pw.setDeletion(ptr.To[int64](3), f.clock.Now())
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			took := f.clock.Since(start)
+			assert.GreaterOrEqual(t, took, 5*time.Second, "the hook ran until the new deadline")
+			assert.Less(t, took, 10*time.Second, "not the 50 s sleep nor the 100 s grace")
+			assert.Equal(t, []string{"StopContainer web timeout=2"}, f.fake.Calls())
+			return
+		case <-deadline:
+			t.Fatalf("the kill was not cut short; fake time passed: %s", f.clock.Since(start))
+		default:
+		}
+		if f.clock.HasWaiters() {
+			f.clock.Step(500 * time.Millisecond)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

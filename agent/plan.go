@@ -32,6 +32,9 @@ type podActions struct {
 	InitContainersToStart []int
 	// ContainersToStart are indexes in spec.containers.
 	ContainersToStart []int
+	// EphemeralContainersToStart are indexes in spec.ephemeralContainers
+	// (ephemeral.go).
+	EphemeralContainersToStart []int
 	// ContainersToKill maps running container IDs to why they are killed.
 	ContainersToKill map[string]killReason
 }
@@ -81,13 +84,14 @@ func (pv probeView) probeKill(pod *v1.Pod, c *v1.Container, sidecar bool) (killR
 // changesRuntime reports whether executing the plan touches the runtime.
 func (p podActions) changesRuntime() bool {
 	return p.KillPod || p.CreateSandbox || p.NextInitContainer >= 0 ||
-		len(p.InitContainersToStart) > 0 || len(p.ContainersToStart) > 0 || len(p.ContainersToKill) > 0
+		len(p.InitContainersToStart) > 0 || len(p.ContainersToStart) > 0 || len(p.ContainersToKill) > 0 ||
+		len(p.EphemeralContainersToStart) > 0
 }
 
 // String renders the plan for debug logs and test failures.
 func (p podActions) String() string {
-	return fmt.Sprintf("{killPod:%v create:%v attempt:%d sandbox:%q nextInit:%d initFailed:%v sidecars:%v start:%v kill:%v}",
-		p.KillPod, p.CreateSandbox, p.Attempt, p.SandboxID, p.NextInitContainer, p.InitFailed, p.InitContainersToStart, p.ContainersToStart, p.ContainersToKill)
+	return fmt.Sprintf("{killPod:%v create:%v attempt:%d sandbox:%q nextInit:%d initFailed:%v sidecars:%v start:%v ephemeral:%v kill:%v}",
+		p.KillPod, p.CreateSandbox, p.Attempt, p.SandboxID, p.NextInitContainer, p.InitFailed, p.InitContainersToStart, p.ContainersToStart, p.EphemeralContainersToStart, p.ContainersToKill)
 }
 
 // podSandboxChanged reports whether the pod needs a new sandbox and its
@@ -149,13 +153,9 @@ func shouldRestart(pod *v1.Pod, spec *v1.Container, c *containerInfo) bool {
 	if isSidecar(spec) {
 		return true
 	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return c.exitCode != 0
-	}
-	return true
+	// The container's own restartPolicy and rules, else the pod's
+	// (restart_rules.go).
+	return containerShouldRestart(spec, pod, c.exitCode)
 }
 
 // computePodActions plans one sync (kubelet-facts §2.2, §2.4, §2.5): what
@@ -292,6 +292,8 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 		act.KillPod = true
 		return act
 	}
+	// Ephemeral containers start in an initialized pod, once.
+	act.EphemeralContainersToStart = ephemeralToStart(pod, st)
 	// Sidecars of an initialized pod are kept running.
 	for i := range pod.Spec.InitContainers {
 		spec := &pod.Spec.InitContainers[i]

@@ -52,6 +52,16 @@ type podWorker struct {
 	oomReported map[string]bool
 	// wasReady is set once the pod was first Ready.
 	wasReady bool
+	// failReason and failMessage, once set, fail the pod for good
+	// (deadline.go: setFailed).
+	failReason, failMessage string
+	// killBy is when a kill must be over by the newest deletion's grace
+	// period (zero: no deletion with one); graceCut is closed, and
+	// replaced, whenever setDeletion sets it, so a kill under way (a
+	// preStop hook's wait) shortens to it, as the kubelet's pod workers
+	// cut a termination short on a shorter grace period.
+	killBy   time.Time
+	graceCut chan struct{}
 	// stoppedSandboxes are the sandbox IDs this worker stopped.
 	stoppedSandboxes map[string]bool
 	// networkNotReady is why the pod waits for the pod network ("" = not
@@ -165,8 +175,25 @@ func (w *podWorker) setDeletion(grace *int64, now time.Time) {
 	if grace != nil {
 		g := *grace
 		p.DeletionGracePeriodSeconds = &g
+		w.killBy = now.Add(time.Duration(max(g, 1)) * time.Second)
+		if w.graceCut != nil {
+			close(w.graceCut)
+		}
+		w.graceCut = make(chan struct{})
 	}
 	w.spec = p
+}
+
+// killDeadline is when a kill must be over by the newest deletion's grace
+// period (ok false: no such deadline) and a channel closed when a newer
+// deletion sets another.
+func (w *podWorker) killDeadline() (by time.Time, ok bool, changed <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.graceCut == nil {
+		w.graceCut = make(chan struct{})
+	}
+	return w.killBy, !w.killBy.IsZero(), w.graceCut
 }
 
 // isTerminating reports whether the worker is tearing its pod down.

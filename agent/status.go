@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // errContainerCreating is the waiting reason of a container that is not
@@ -113,10 +115,19 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		a.applyProbes(pod, &cs)
 		out.ContainerStatuses = append(out.ContainerStatuses, cs)
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := manifest.EphemeralContainer(&pod.Spec.EphemeralContainers[i])
+		out.EphemeralContainerStatuses = append(out.EphemeralContainerStatuses, a.containerStatus(c, st, reasons[c.Name], "ContainerCreating"))
+	}
 	out.Phase = podPhase(pod, &out)
 	// Terminal phases are sticky (kubelet-facts §3.1).
 	if prev.Phase == v1.PodSucceeded || prev.Phase == v1.PodFailed {
 		out.Phase = prev.Phase
+	}
+	// A pod failed for good (deadline.go) says why, as the kubelet's
+	// ShouldEvict handlers override phase, reason and message.
+	if reason, msg := w.failure(); reason != "" {
+		out.Phase, out.Reason, out.Message = v1.PodFailed, reason, msg
 	}
 	out.Conditions = podConditions(pod, &out, st, prev.Conditions, now)
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
@@ -249,18 +260,31 @@ func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 	if appStarted {
 		pendingInit, failedInit, pendingSidecar = 0, 0, 0
 	}
-	running, waiting, stopped, succeeded := 0, 0, 0, 0
-	for _, cs := range st.ContainerStatuses {
+	// ownStopped counts the stopped containers whose own restartPolicy
+	// keeps them stopped (restart_rules.go).
+	running, waiting, stopped, succeeded, ownStopped := 0, 0, 0, 0, 0
+	for i, cs := range st.ContainerStatuses {
+		own := i < len(pod.Spec.Containers) && pod.Spec.Containers[i].RestartPolicy != nil
 		switch {
 		case cs.State.Running != nil:
+			running++
+		case own && willRestart(pod, &pod.Spec.Containers[i], &cs):
+			// Its own restartPolicy or rules start it again: the pod
+			// is not done, whatever its policy says.
 			running++
 		case cs.State.Terminated != nil:
 			stopped++
 			if cs.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
+			if own {
+				ownStopped++
+			}
 		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
 			stopped++
+			if own {
+				ownStopped++
+			}
 		default:
 			waiting++
 		}
@@ -274,6 +298,11 @@ func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 		return v1.PodRunning
 	case stopped > 0:
 		switch {
+		case ownStopped == stopped && stopped == succeeded:
+			// Every stopped container stays so by its own policy.
+			return v1.PodSucceeded
+		case ownStopped == stopped:
+			return v1.PodFailed
 		case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
 			return v1.PodRunning
 		case stopped == succeeded:
@@ -351,12 +380,64 @@ func podConditions(pod *v1.Pod, st *v1.PodStatus, rt *podState, prev []v1.PodCon
 		readyReason, readyMsg = "PodFailed", ""
 	}
 	ready := len(unready) == 0 && st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed
-	conds := []v1.PodCondition{
+	// Ready also needs every readiness gate's condition True; the
+	// conditions are another controller's, on the API server's pod
+	// (gateConditions). The kubelet's GeneratePodReadyCondition.
+	gates := gateConditions(pod)
+	podReady, podReason, podMsg := ready, readyReason, readyMsg
+	if ready {
+		if msg := readinessGatesUnready(pod, gates); msg != "" {
+			podReady, podReason, podMsg = false, "ReadinessGatesNotReady", msg
+		}
+	}
+	conds := make([]v1.PodCondition, 0, len(gates)+5)
+	// The gates' conditions first, as they are, as the kubelet copies the
+	// conditions it does not own from the API's pod.
+	conds = append(conds, gates...)
+	conds = append(conds,
 		cond(v1.PodReadyToStartContainers, sandboxOK, "", ""),
 		cond(v1.PodInitialized, initOK, "ContainersNotInitialized", initMsg),
 		cond(v1.ContainersReady, ready, readyReason, readyMsg),
-		cond(v1.PodReady, ready, readyReason, readyMsg),
+		cond(v1.PodReady, podReady, podReason, podMsg),
 		cond(v1.PodScheduled, true, "", ""),
-	}
+	)
 	return conds
+}
+
+// gateConditions are the conditions of pod's status whose type a readiness
+// gate names: for a cluster pod, those the API server's pod carries
+// (cluster.PreparePod keeps them); a local pod has none.
+func gateConditions(pod *v1.Pod) []v1.PodCondition {
+	var out []v1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		for _, g := range pod.Spec.ReadinessGates {
+			if c.Type == g.ConditionType {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// readinessGatesUnready says, in the kubelet's words, which readiness gates
+// of pod hold it unready ("" if none does).
+func readinessGatesUnready(pod *v1.Pod, gates []v1.PodCondition) string {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var c *v1.PodCondition
+		for i := range gates {
+			if gates[i].Type == g.ConditionType {
+				c = &gates[i]
+				break
+			}
+		}
+		switch {
+		case c == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case c.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
+		}
+	}
+	return strings.Join(msgs, ", ")
 }

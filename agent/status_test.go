@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -128,4 +130,70 @@ func TestPodConditions(t *testing.T) {
 	cs3 := podConditions(pod, st3, rt, cs2, t1)
 	assert.Equal(t, "PodCompleted", cond(cs3, v1.ContainersReady).Reason)
 	assert.Equal(t, v1.ConditionFalse, cond(cs3, v1.PodReadyToStartContainers).Status, "the sandbox is gone")
+}
+
+// TestPodConditions_ReadinessGates: with readiness gates, Ready is True only
+// once containers are ready and every gate's condition is True, with the
+// kubelet's reason and messages; the gates' conditions stay in the status
+// (conformance: "Pods should support pod readiness gates").
+func TestPodConditions_ReadinessGates(t *testing.T) {
+	now := metav1.Unix(100, 0)
+	rt := &podState{sandboxes: []*sandboxInfo{readySandbox()}}
+	running := &v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{runningCS("a")}}
+	gate1, gate2 := v1.PodConditionType("k8s.io/test-condition1"), v1.PodConditionType("k8s.io/test-condition2")
+	find := func(cs []v1.PodCondition, typ v1.PodConditionType) *v1.PodCondition {
+		for i := range cs {
+			if cs[i].Type == typ {
+				return &cs[i]
+			}
+		}
+		return nil
+	}
+	tests := []struct {
+		name      string
+		conds     []v1.PodCondition
+		st        *v1.PodStatus
+		wantReady v1.ConditionStatus
+		reason    string
+		message   string
+	}{
+		{name: "no gate condition yet", st: running, wantReady: v1.ConditionFalse, reason: "ReadinessGatesNotReady",
+			message: `corresponding condition of pod readiness gate "k8s.io/test-condition1" does not exist., corresponding condition of pod readiness gate "k8s.io/test-condition2" does not exist.`},
+		{name: "one gate True", st: running, conds: []v1.PodCondition{{Type: gate1, Status: v1.ConditionTrue}},
+			wantReady: v1.ConditionFalse, reason: "ReadinessGatesNotReady",
+			message: `corresponding condition of pod readiness gate "k8s.io/test-condition2" does not exist.`},
+		{name: "both True", st: running, conds: []v1.PodCondition{{Type: gate1, Status: v1.ConditionTrue}, {Type: gate2, Status: v1.ConditionTrue}},
+			wantReady: v1.ConditionTrue},
+		{name: "one back to False", st: running, conds: []v1.PodCondition{{Type: gate1, Status: v1.ConditionFalse}, {Type: gate2, Status: v1.ConditionTrue}},
+			wantReady: v1.ConditionFalse, reason: "ReadinessGatesNotReady",
+			message: `the status of pod readiness gate "k8s.io/test-condition1" is not "True", but False`},
+		{name: "containers not ready win", conds: []v1.PodCondition{{Type: gate1, Status: v1.ConditionTrue}, {Type: gate2, Status: v1.ConditionTrue}},
+			st:        &v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{waitingCS("a", "ContainerCreating")}},
+			wantReady: v1.ConditionFalse, reason: "ContainersNotReady", message: "containers with unready status: [a]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{
+				Spec: v1.PodSpec{
+					Containers:     []v1.Container{{Name: "a"}},
+					ReadinessGates: []v1.PodReadinessGate{{ConditionType: gate1}, {ConditionType: gate2}},
+				},
+				// A condition no gate names is not the agent's to keep.
+				Status: v1.PodStatus{Conditions: append(slices.Clone(tc.conds), v1.PodCondition{Type: "other", Status: v1.ConditionTrue})},
+			}
+			cs := podConditions(pod, tc.st, rt, nil, now)
+			ready := find(cs, v1.PodReady)
+			require.NotNil(t, ready)
+			assert.Equal(t, tc.wantReady, ready.Status)
+			assert.Equal(t, tc.reason, ready.Reason)
+			assert.Equal(t, tc.message, ready.Message)
+			assert.Equal(t, tc.st.Phase == v1.PodRunning, find(cs, v1.ContainersReady).Status == v1.ConditionTrue, "ContainersReady ignores the gates")
+			for _, c := range tc.conds {
+				got := find(cs, c.Type)
+				require.NotNil(t, got, c.Type)
+				assert.Equal(t, c.Status, got.Status)
+			}
+			assert.Nil(t, find(cs, "other"))
+		})
+	}
 }

@@ -37,10 +37,6 @@ import (
 // subPathsDirName is the pod directory's home of pinned subPath targets.
 const subPathsDirName = "volume-subpaths"
 
-// subPathDirMode is the mode of subPath directories the agent creates in a
-// volume (before the umask), as the kubelet's.
-const subPathDirMode = 0o755
-
 // subPathTarget is the pinned target of the index-th volumeMount of a
 // container.
 func (a *Agent) subPathTarget(pod *v1.Pod, volume, container string, index int) string {
@@ -57,7 +53,16 @@ func (a *Agent) pinSubPath(pod *v1.Pod, container, volume, root, sub string, ind
 	if err := vol.CheckSubPath(sub); err != nil {
 		return "", err
 	}
-	src, err := safepath.MkdirAll(root, sub, subPathDirMode)
+	// Missing directories get the mode of the volume's root, setgid and
+	// sticky bits included and the umask bypassed, as the kubelet's
+	// (makeMounts: SafeMakeDir with GetMode(volumePath)): an emptyDir
+	// (1777, setgid with fsGroup) gives a subPath every container user can
+	// write, in the fsGroup's group.
+	rootInfo, err := os.Stat(root)
+	if err != nil {
+		return "", fmt.Errorf("open subPath %q: volume: %w", sub, err)
+	}
+	src, err := safepath.MkdirAll(root, sub, rootInfo.Mode())
 	if err != nil {
 		if errors.Is(err, safepath.ErrEscapes) || errors.Is(err, safepath.ErrSymlink) {
 			return "", fmt.Errorf("subPath %q leads outside the volume: %w", sub, err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -86,4 +87,35 @@ func mountPointsUnder(dir string) []string {
 		}
 	}
 	return out
+}
+
+// A memory emptyDir keeps its tmpfs root's 1777 (the directory is chmodded
+// before the tmpfs covers it, as the kubelet's setupDir), fsGroup adds
+// setgid, and a missing subPath in it gets that whole mode:
+// dgtrwxrwxrwx, group fsGroup (the conformance spec "EmptyDir volumes when
+// FSGroup is specified nonexistent volume subPath should have the correct
+// mode and owner using FSGroup").
+func TestMemoryEmptyDirSubPathMode_Privileged(t *testing.T) {
+	requiresPrivileged(t)
+	a := envTestAgent(t)
+	gid := int64(123)
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		SecurityContext: &v1.PodSecurityContext{FSGroup: &gid},
+		Volumes:         []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}},
+	}}
+	pod.UID = "33333333-2222-3333-4444-555555555555"
+	paths, err := a.setupVolumes(pod)
+	require.NoError(t, err)
+	vol := paths["data"]
+	t.Cleanup(func() { _ = volume.UnmountUnder(a.podDir(pod)) })
+	want := os.ModeDir | os.ModeSetgid | os.ModeSticky | 0o777
+	fi, err := os.Stat(vol)
+	require.NoError(t, err)
+	assert.Equal(t, want, fi.Mode(), "the tmpfs root")
+	_, err = a.pinSubPath(pod, "app", "data", vol, "test-sub", 0)
+	require.NoError(t, err)
+	fi, err = os.Stat(filepath.Join(vol, "test-sub"))
+	require.NoError(t, err)
+	assert.Equal(t, want, fi.Mode(), "the subPath directory")
+	assert.Equal(t, uint32(gid), fi.Sys().(*syscall.Stat_t).Gid)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,6 +84,31 @@ func TestPinSubPath(t *testing.T) {
 	require.NoError(t, a.unpinSubPaths(pod, "app"))
 	assert.Empty(t, m.Binds)
 	assert.NoDirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app"))
+}
+
+// TestPinSubPathMode: a missing subPath directory gets the mode of the
+// volume's root, umask bypassed, setgid and sticky included, as the
+// kubelet's: the conformance spec "EmptyDir volumes when FSGroup is
+// specified nonexistent volume subPath should have the correct mode and
+// owner using FSGroup" expects dgtrwxrwxrwx.
+func TestPinSubPathMode(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	a, _, pod, vol, _ := subPathAgent(t)
+	require.NoError(t, os.Chmod(vol, os.ModeSetgid|os.ModeSticky|0o777))
+	_, err := a.pinSubPath(pod, "app", "data", vol, "test-sub", 0)
+	require.NoError(t, err)
+	fi, err := os.Stat(filepath.Join(vol, "test-sub"))
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeDir|os.ModeSetgid|os.ModeSticky|0o777, fi.Mode())
+
+	// A volume root of 0750 gives 0750 directories.
+	require.NoError(t, os.Chmod(vol, 0o750))
+	_, err = a.pinSubPath(pod, "app", "data", vol, "a/b", 1)
+	require.NoError(t, err)
+	fi, err = os.Stat(filepath.Join(vol, "a/b"))
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeDir|0o750, fi.Mode())
 }
 
 func TestCleanupStaleSubPaths(t *testing.T) {

@@ -84,11 +84,14 @@ func TestSyncPod_CallsOfATeardown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("teardown did not finish")
 	}
-	// The lists tell what runs; statuses are not needed. RemovePodSandbox
-	// removes the sandbox's containers (containerd 1.6 and 2.x).
+	// The lists tell what runs. One ContainerStatus per container, once
+	// stopped: the final state the pod's status publishes before the
+	// container goes (publishStopped, the kubelet's SyncTerminatingPod).
+	// RemovePodSandbox removes the sandbox's containers (containerd 1.6
+	// and 2.x).
 	assert.Equal(t, []string{
 		"ListPodSandbox", "ListContainers",
-		"StopContainer app timeout=30", "StopPodSandbox web", "RemovePodSandbox web",
+		"StopContainer app timeout=30", "StopPodSandbox web", "ContainerStatus app", "RemovePodSandbox web",
 	}, h.fake.Calls())
 	ctrs, err := h.fake.Runtime.ListContainers(context.Background(), nil)
 	require.NoError(t, err)
@@ -123,7 +126,7 @@ func TestSyncPod_TeardownRemovesContainersWhenTheSandboxStays(t *testing.T) {
 	calls := h.fake.Calls()
 	assert.Equal(t, []string{
 		"ListPodSandbox", "ListContainers",
-		"StopContainer app timeout=30", "StopPodSandbox web", "RemovePodSandbox web",
+		"StopContainer app timeout=30", "StopPodSandbox web", "ContainerStatus app", "RemovePodSandbox web",
 		"RemoveContainer app",
 		// The retry: the sandbox is already stopped.
 		"ListPodSandbox", "ListContainers", "RemovePodSandbox web",

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -117,7 +118,7 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //     on failure, or at the periodic resync.
 //
 // A returned duration of 0 means "sync again at once".
-func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
+func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) {
 	w.mu.Lock()
 	ev := w.evicted
 	w.mu.Unlock()
@@ -126,6 +127,16 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	}
 	pod := w.pod()
 	res := &syncResult{}
+	// A pod with an active deadline is synced again when it falls due,
+	// whatever else the requeue says (deadline.go).
+	failed, due := a.checkActiveDeadline(w, pod)
+	if due > 0 {
+		defer func() {
+			if next > due {
+				next = due
+			}
+		}()
+	}
 
 	// Step 1: observe. A worker that has seen nothing of its pod yet (a
 	// new pod) will most likely create its sandbox next: what that needs
@@ -143,6 +154,11 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 	w.setObserved(st)
 
 	a.reportOOMKills(w, st)
+	if failed {
+		// Step 1b: a pod failed for good (past its active deadline) is
+		// only killed.
+		return a.failPod(ctx, w, pod, st)
+	}
 	// Labels, annotations, ConfigMaps or Secrets may have changed: the data
 	// volumes already set up follow them (projection.go).
 	a.refreshDataVolumes(w, pod)
@@ -217,6 +233,13 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
 			go func() {
 				defer wg.Done()
 				a.startOne(ctx, w, sb, st, &pod.Spec.Containers[i], containerTypeRegular, prepulled, res)
+			}()
+		}
+		for _, i := range act.EphemeralContainersToStart {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.startEphemeral(ctx, w, sb, st, manifest.EphemeralContainer(&pod.Spec.EphemeralContainers[i]), prepulled, res)
 			}()
 		}
 		wg.Wait()
@@ -654,6 +677,8 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	var errs []error
 	if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
 		errs = append(errs, err)
+	} else {
+		a.publishStopped(ctx, w, pod, st)
 	}
 	t0 := a.clock.Now()
 	gone := map[string]bool{}
@@ -716,6 +741,43 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		w.step(stepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))
 	}
 	return errors.Join(errs...)
+}
+
+// publishStopped publishes the status of a pod whose containers have all
+// been stopped for its teardown, before they are removed: their final
+// states (exit codes, finishedAt) and a terminal phase, as the kubelet's
+// SyncTerminatingPod does (generateAPIPodStatus with podIsTerminal). A
+// cluster pod that a finalizer keeps after its teardown shows them on the
+// API server until it goes (the Lifecycle Sleep Hook conformance specs
+// wait for the container's terminated state of such a pod). It costs one
+// ContainerStatus per container of st (the teardown's listing), nothing
+// when there is nobody to tell (the daemon's nopObserver).
+func (a *Agent) publishStopped(ctx context.Context, w *podWorker, pod *v1.Pod, listed *podState) {
+	if _, nop := a.observer.(nopObserver); nop || len(listed.containers) == 0 {
+		return
+	}
+	res := &syncResult{}
+	for _, c := range listed.containers {
+		res.touch(c.id, c.sandboxID)
+	}
+	st, err := a.refreshPodState(ctx, pod, listed, res)
+	if err != nil {
+		w.logger.Warn("Observe pod after stopping it failed; its final status is not published", "err", err)
+		return
+	}
+	status := a.computePodStatus(w, pod, st)
+	status.Phase = terminalPodPhase(pod, &status)
+	w.setStatus(status)
+}
+
+// terminalPodPhase is the phase of a pod whose termination is complete
+// (the kubelet's getPhase with podIsTerminal): a stopped container is not
+// restarted any more whatever the restartPolicy, so stopped containers
+// make the pod Succeeded if all of them succeeded, else Failed.
+func terminalPodPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
+	p := *pod // a shallow copy: Spec is a value, only its policy changes
+	p.Spec.RestartPolicy = v1.RestartPolicyNever
+	return podPhase(&p, st)
 }
 
 // removeContainer removes a container from the runtime; one already gone

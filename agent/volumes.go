@@ -42,8 +42,18 @@ func (a *Agent) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 			// Mode and fsGroup only when created, as the kubelet's emptyDir
 			// (its ready marker): a later container must not undo setgid.
 			_, statErr := os.Stat(p)
+			created := os.IsNotExist(statErr)
 			if err := os.MkdirAll(p, 0o755); err != nil {
 				return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
+			}
+			// The directory's mode before a tmpfs covers it, as the
+			// kubelet's setupDir: the tmpfs root keeps its own 1777
+			// (sticky), which the conformance spec of a subPath in an
+			// fsGroup memory emptyDir expects (dgtrwxrwxrwx).
+			if created {
+				if err := os.Chmod(p, 0o777); err != nil {
+					return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
+				}
 			}
 			if vol.EmptyDir.Medium == v1.StorageMediumMemory {
 				// A tmpfs sized by sizeLimit (projection.go).
@@ -51,10 +61,7 @@ func (a *Agent) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 					return nil, &mountError{volume: vol.Name, err: err}
 				}
 			}
-			if os.IsNotExist(statErr) {
-				if err := os.Chmod(p, 0o777); err != nil {
-					return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
-				}
+			if created {
 				if gid, policy := podFSGroup(pod); gid != nil {
 					if err := applyFSGroup(p, *gid, policy); err != nil { // security.go
 						return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)

@@ -406,6 +406,19 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		c.Annotations = map[string]string{}
 	}
 	c.Annotations[annotationConfigSource] = SourceCluster
+	// The conditions the readiness gates name are set by other controllers
+	// on the API server's pod; Ready waits for them (agent's
+	// podConditions). Only those are kept: a new value of one is a change
+	// of the pod the worker re-evaluates, the rest of the server's status
+	// is the agent's own.
+	for _, cond := range p.Status.Conditions {
+		for _, g := range p.Spec.ReadinessGates {
+			if cond.Type == g.ConditionType {
+				c.Status.Conditions = append(c.Status.Conditions, *cond.DeepCopy())
+				break
+			}
+		}
+	}
 	// The server's own fields, which a manifest may not set (hence after
 	// validation).
 	if p.DeletionTimestamp != nil {

@@ -50,6 +50,21 @@ func TestPreparePod(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, got.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken)
 	})
+	t.Run("the conditions readiness gates name are kept, nothing else of the status", func(t *testing.T) {
+		in := apiserverPod(t, "apiserver-pod-no-token.json")
+		in.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "k8s.io/gate"}}
+		in.Status.Phase = v1.PodRunning
+		in.Status.Conditions = []v1.PodCondition{
+			{Type: v1.PodReady, Status: v1.ConditionFalse},
+			{Type: "k8s.io/gate", Status: v1.ConditionTrue, Reason: "LB"},
+			{Type: "k8s.io/other", Status: v1.ConditionTrue},
+		}
+		got, err := PreparePod(in, "node-a")
+		require.NoError(t, err)
+		require.Equal(t, v1.PodStatus{Conditions: []v1.PodCondition{{Type: "k8s.io/gate", Status: v1.ConditionTrue, Reason: "LB"}}}, got.Status)
+		got.Status.Conditions[0].Status = v1.ConditionFalse
+		require.Equal(t, v1.ConditionTrue, in.Status.Conditions[1].Status, "the informer's object is not modified")
+	})
 	t.Run("what minikubelet cannot run is refused by field path", func(t *testing.T) {
 		in := apiserverPod(t, "apiserver-pod-default-sa.json")
 		bundle := "bundle"

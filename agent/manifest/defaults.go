@@ -92,6 +92,12 @@ func SetPodDefaults(pod *v1.Pod, source, nodeName string) {
 	for i := range spec.Containers {
 		setContainerDefaults(&spec.Containers[i], spec.HostNetwork)
 	}
+	for i := range spec.EphemeralContainers {
+		// The same defaults, through the Container the API keeps
+		// EphemeralContainerCommon identical to.
+		c := (*v1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon)
+		setContainerDefaults(c, spec.HostNetwork)
+	}
 }
 
 // setVolumeDefaults defaults one volume: no source means emptyDir, and a

@@ -112,10 +112,10 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"volumes":                       ruleLimited("emptyDir, hostPath, configMap, secret, downwardAPI and projected"),
 	"initContainers":                ruleLimited("same fields as spec.containers[*], plus restartPolicy: Always for native sidecars"),
 	"containers":                    ruleOK,
-	"ephemeralContainers":           ruleRefused(reasonNever + ": ephemeral containers are added to running pods through the API"),
+	"ephemeralContainers":           ruleLimited("added to a running pod through the API (kubectl debug): started once in the pod's sandbox (in the PID namespace of targetContainerName when set), never restarted, reported in status.ephemeralContainerStatuses; a privileged one needs --allow-privileged"),
 	"restartPolicy":                 ruleOK,
 	"terminationGracePeriodSeconds": ruleOK,
-	"activeDeadlineSeconds":         ruleRefused(reasonNotYet),
+	"activeDeadlineSeconds":         ruleLimited("counted from when the agent accepted the pod; once past it the pod is Failed with reason DeadlineExceeded and its containers are killed with its grace period; it may be changed while the pod runs"),
 	"dnsPolicy":                     ruleLimited("Default and None as the kubelet; ClusterFirst and ClusterFirstWithHostNet fall back to Default (the node's resolv.conf) with a MissingClusterDNS warning event: a lone node has no cluster DNS"),
 	"nodeSelector":                  ruleLimited("matched against the node's labels (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch, --node-labels); a pod that does not match ends Failed with reason NodeAffinity"),
 	"serviceAccountName":            ruleLimited("cluster pods: the service account their projected tokens are requested for; local pods get no token"),
@@ -137,14 +137,14 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"priorityClassName":             ruleRefused(reasonNotYet),
 	"priority":                      ruleRefused(reasonNotYet),
 	"dnsConfig":                     ruleLimited("nameservers, searches and options, merged into the policy's config as the kubelet does (at most 3 nameservers, 32 search domains)"),
-	"readinessGates":                ruleRefused(reasonNever + ": no controller sets custom pod conditions"),
+	"readinessGates":                ruleLimited("cluster pods: Ready is True only once every gate's condition, set on the API server by another controller, is True (reason ReadinessGatesNotReady until then); a local pod has no such conditions and never becomes Ready"),
 	"runtimeClassName":              ruleRefused(reasonNotYet),
 	"enableServiceLinks":            ruleLimited("in cluster mode the Services of the pod's namespace become variables as the kubelet makes them (<SVC>_SERVICE_HOST, <SVC>_SERVICE_PORT[_<NAME>], <SVC>_PORT…; headless Services give none); KUBERNETES_* are set for every cluster pod whatever this says; a standalone node has no Services"),
 	"preemptionPolicy":              ruleInert("there is no scheduler on a lone node"),
 	"overhead":                      ruleRefused(reasonNever + ": set by the RuntimeClass admission controller"),
 	"topologySpreadConstraints":     ruleInert("there is no scheduler on a lone node"),
 	"setHostnameAsFQDN":             ruleLimited("with a subdomain, the hostname is <hostname>.<subdomain>.<namespace>.svc.<--cluster-domain> (at most 64 characters)"),
-	"os":                            ruleLimited("only name: linux (this node's OS); windows is refused"),
+	"os":                            ruleLimited("name: linux runs; a windows pod is rejected at admission (Failed, reason PodOSNotSupported), as by the kubelet"),
 	"hostUsers":                     fieldRule{note: reasonNever + ": user namespaces need containerd 2.0", unset: true},
 	"schedulingGates":               ruleRefused(reasonNever + ": there is no scheduler to lift the gates"),
 	"resourceClaims":                ruleRefused(reasonNotYet),
@@ -167,8 +167,8 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"env":                      ruleLimited("value with $(VAR) expansion (the kubelet's rules), and valueFrom"),
 	"resources":                ruleLimited("cpu and memory requests and limits"),
 	"resizePolicy":             ruleRefused(reasonNotYet),
-	"restartPolicy":            ruleRefused(reasonNotYet),
-	"restartPolicyRules":       ruleRefused(reasonNotYet),
+	"restartPolicy":            ruleLimited("Always, OnFailure or Never: this container's restart policy instead of spec.restartPolicy (ContainerRestartRules)"),
+	"restartPolicyRules":       ruleLimited("action Restart on exitCodes In or NotIn, tried in order before the container's restartPolicy (ContainerRestartRules)"),
 	"volumeMounts":             ruleOK,
 	"volumeDevices":            ruleRefused(reasonNever + ": there are no block volumes"),
 	"livenessProbe":            fieldRule{supported: probesSupported, note: probeNote},
@@ -187,7 +187,8 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 // initContainerOverrides are the rules of spec.initContainers[*] that differ
 // from containerRules.
 var initContainerOverrides = map[string]fieldRule{
-	"restartPolicy": ruleLimited("only Always: a native sidecar, started in order, kept running and restarted, stopped after the app containers"),
+	"restartPolicy":      ruleLimited("only Always: a native sidecar, started in order, kept running and restarted, stopped after the app containers"),
+	"restartPolicyRules": ruleRefused(reasonNotYet),
 	// The API's own rule for regular init containers; probes of sidecars
 	// are refused with the other probes until the prober lands.
 	"livenessProbe":  ruleRefused("may not be set for init containers without restartPolicy=Always"),
@@ -198,7 +199,8 @@ var initContainerOverrides = map[string]fieldRule{
 // sidecarOverrides are the rules of native sidecars (init containers with
 // restartPolicy: Always), which may have probes like app containers.
 var sidecarOverrides = map[string]fieldRule{
-	"restartPolicy": initContainerOverrides["restartPolicy"],
+	"restartPolicy":      initContainerOverrides["restartPolicy"],
+	"restartPolicyRules": initContainerOverrides["restartPolicyRules"],
 }
 
 // Fields of spec.volumes[*], including the inline volume sources.
@@ -446,6 +448,7 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 	for i := range pod.Spec.Containers {
 		errs = append(errs, checkContainerSupport(&pod.Spec.Containers[i], nil, spec.Child("containers").Index(i))...)
 	}
+	errs = append(errs, checkEphemeralSupport(&pod.Spec, spec)...)
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		p := spec.Child("volumes").Index(i)

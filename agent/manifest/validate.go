@@ -179,10 +179,20 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	}
 	for i := range spec.Containers {
 		errs = append(errs, validateContainer(&spec.Containers[i], spec, volumes, names, fldPath.Child("containers").Index(i))...)
+		errs = append(errs, validateRestartRules(&spec.Containers[i], fldPath.Child("containers").Index(i))...)
+	}
+	for i := range spec.EphemeralContainers {
+		errs = append(errs, validateContainer(EphemeralContainer(&spec.EphemeralContainers[i]), spec, volumes, names, fldPath.Child("ephemeralContainers").Index(i))...)
 	}
 	errs = append(errs, validateHostPorts(spec, fldPath)...)
-	if spec.OS != nil && spec.OS.Name != v1.Linux {
-		errs = append(errs, field.NotSupported(fldPath.Child("os", "name"), spec.OS.Name, []string{string(v1.Linux)}))
+	if d := spec.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
+		errs = append(errs, field.Invalid(fldPath.Child("activeDeadlineSeconds"), *d, fmt.Sprintf("must be between 1 and %d, inclusive", math.MaxInt32)))
+	}
+	// os.name is the API's to validate (linux or windows); a pod for
+	// another OS than this node's is refused at admission, as by the
+	// kubelet (PodOSNotSupported, admitPodOS).
+	if spec.OS != nil && spec.OS.Name != v1.Linux && spec.OS.Name != v1.Windows {
+		errs = append(errs, field.NotSupported(fldPath.Child("os", "name"), spec.OS.Name, []string{string(v1.Linux), string(v1.Windows)}))
 	}
 	errs = append(errs, validateNodeSelector(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	errs = append(errs, validateNodeAffinity(spec.Affinity, fldPath.Child("affinity"))...)

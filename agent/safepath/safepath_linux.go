@@ -31,7 +31,8 @@ type walk struct {
 	// followLast follows a symlink as the last component; else it is
 	// refused (ErrSymlink).
 	followLast bool
-	// create makes missing components directories with mode perm.
+	// create makes missing components directories with mode perm
+	// (permission, setuid, setgid and sticky bits, the umask bypassed).
 	create bool
 	perm   uint32
 }
@@ -45,12 +46,29 @@ func OpenPath(root, rel string) (*os.File, error) {
 }
 
 // MkdirAll is OpenPath that first creates the missing components of rel
-// as directories with mode perm (before the umask), each made with mkdirat
-// on the descriptor of its parent and then opened without following a
-// symlink, so nothing is ever created outside root. An existing last
-// component may be of any type.
+// as directories with mode perm, each made with mkdirat on the descriptor
+// of its parent and then opened without following a symlink, so nothing is
+// ever created outside root. A directory it made gets exactly perm —
+// permission bits and setuid, setgid and sticky — whatever the umask, as
+// the kubelet's doSafeMakeDir fchmods what it made; existing components
+// keep theirs. An existing last component may be of any type.
 func MkdirAll(root, rel string, perm os.FileMode) (*os.File, error) {
-	return resolveFile(root, rel, walk{followLast: true, create: true, perm: uint32(perm.Perm())})
+	return resolveFile(root, rel, walk{followLast: true, create: true, perm: kernelMode(perm)})
+}
+
+// kernelMode is the mode_t of perm's permission and special bits.
+func kernelMode(perm os.FileMode) uint32 {
+	m := uint32(perm.Perm())
+	if perm&os.ModeSetuid != 0 {
+		m |= unix.S_ISUID
+	}
+	if perm&os.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if perm&os.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	return m
 }
 
 // OpenBeneath opens rel beneath root for reading: no symlink anywhere in
@@ -206,16 +224,30 @@ func resolveOpenat2(rfd int, rel string, w walk) (int, error) {
 
 // mkdirOpen makes the directory name in dfd (one that exists already is
 // fine) and opens it without following a symlink: if the name was swapped
-// for one meanwhile, the open fails.
+// for one meanwhile, the open fails. A directory it made is then chmodded
+// to perm (mkdirat's mode is cut by the umask) through the descriptor it
+// opened, never by name.
 func mkdirOpen(dfd int, name string, perm uint32) (int, error) {
-	if err := unix.Mkdirat(dfd, name, perm); err != nil && err != unix.EEXIST {
+	made := true
+	if err := unix.Mkdirat(dfd, name, perm); err == unix.EEXIST {
+		made = false
+	} else if err != nil {
 		return -1, err
 	}
 	fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err == unix.ELOOP {
 		return -1, fmt.Errorf("%w: %s was replaced by one", ErrSymlink, name)
 	}
-	return fd, err
+	if err != nil || !made {
+		return fd, err
+	}
+	// fchmod refuses an O_PATH descriptor; its /proc/self/fd magic link
+	// reaches the very directory opened above.
+	if err := unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), perm, 0); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("chmod %s: %w", name, err)
+	}
+	return fd, nil
 }
 
 // checkLast refuses a descriptor of a symlink where the walk does not

@@ -129,6 +129,30 @@ func TestMkdirAll(t *testing.T) {
 	})
 }
 
+// TestMkdirAllMode: directories MkdirAll makes get exactly the mode asked
+// for, special bits included, whatever the umask (the kubelet's
+// doSafeMakeDir fchmods them); an existing directory keeps its own.
+func TestMkdirAllMode(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	bothWalks(t, func(t *testing.T) {
+		vol, _ := fixture(t)
+		require.NoError(t, os.Mkdir(filepath.Join(vol, "kept"), 0o700))
+		perm := os.ModeSetgid | os.ModeSticky | 0o777
+		f, err := MkdirAll(vol, "kept/new/deeper", perm)
+		require.NoError(t, err)
+		f.Close()
+		for _, rel := range []string{"kept/new", "kept/new/deeper"} {
+			fi, err := os.Stat(filepath.Join(vol, rel))
+			require.NoError(t, err)
+			assert.Equal(t, os.ModeDir|perm, fi.Mode(), rel)
+		}
+		fi, err := os.Stat(filepath.Join(vol, "kept"))
+		require.NoError(t, err)
+		assert.Equal(t, os.ModeDir|0o700, fi.Mode(), "an existing directory is not chmodded")
+	})
+}
+
 func TestOpenBeneath(t *testing.T) {
 	bothWalks(t, func(t *testing.T) {
 		vol, _ := fixture(t)

@@ -51,3 +51,33 @@ spec:
 	}
 	p.interrupt()
 }
+
+// A subPath missing in an emptyDir with fsGroup is created with the mode of
+// the volume's root, umask bypassed: on tmpfs (1777) with fsGroup's setgid,
+// drwxrwsrwt, group fsGroup (the conformance spec "EmptyDir volumes when
+// FSGroup is specified nonexistent volume subPath should have the correct
+// mode and owner using FSGroup", which uses medium Memory).
+func TestVolumes_SubPathModeWithFSGroup(t *testing.T) {
+	t.Parallel()
+	p := startRun(t, `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: e2e-subpath-mode
+spec:
+  terminationGracePeriodSeconds: 2
+  securityContext: {fsGroup: 123}
+  volumes:
+  - name: data
+    emptyDir: {medium: Memory}
+  containers:
+  - name: app
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: data, mountPath: /test-volume, subPath: test-sub}
+`)
+	p.waitRunning("e2e-subpath-mode")
+	id := containerID(t, "e2e-subpath-mode", "app")
+	assert.Equal(t, "drwxrwsrwt 0 123", strings.TrimSpace(execIn(t, id, "stat", "-c", "%A %u %g", "/test-volume")))
+}

@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
+)
+
+// An ephemeral container added to a running pod (the API's
+// ephemeralcontainers subresource, kubectl debug) is started once in the
+// pod's sandbox and reported in ephemeralContainerStatuses; the app
+// container is left alone; one that exits is not started again
+// (conformance: "Ephemeral Containers will start an ephemeral container in
+// an existing pod", "should update the ephemeral containers").
+func TestAgent_EphemeralContainerStarted(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: target}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	h.waitCallsSettle(t)
+	h.fake.Reset()
+
+	debug := pod.DeepCopy()
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+		Name: "debugger", Image: "reg.local/x:1", Command: []string{"sh"}, Stdin: true, TTY: true,
+	}}}
+	manifest.SetPodDefaults(debug, "test.yaml", "node-1")
+	assert.Equal(t, v1.PullIfNotPresent, debug.Spec.EphemeralContainers[0].ImagePullPolicy, "defaulted as a container")
+	require.Empty(t, manifest.ValidatePod(debug), "an ephemeral container is a supported field")
+	h.agent.SetPods([]*v1.Pod{debug})
+	got := h.rec.waitStatus(t, "the ephemeral container running", func(p *v1.Pod) bool {
+		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Running != nil
+	})
+	assert.Equal(t, "debugger", got.Status.EphemeralContainerStatuses[0].Name)
+	assert.Equal(t, v1.PodRunning, got.Status.Phase)
+	h.waitCallsSettle(t)
+	calls := strings.Join(h.fake.Calls(), "\n")
+	assert.Contains(t, calls, "CreateContainer debugger attempt=0")
+	assert.NotContains(t, calls, "StopContainer app", "the app container is left alone")
+	assert.NotContains(t, calls, "RunPodSandbox", "in the pod's own sandbox")
+
+	// Stopped, it is not started again.
+	id := strings.TrimPrefix(got.Status.EphemeralContainerStatuses[0].ContainerID, "containerd://")
+	require.NoError(t, h.fake.Runtime.StopContainer(context.Background(), id, 0))
+	h.fake.Reset()
+	for range 3 { // resyncs
+		h.clock.Step(time.Minute)
+		h.waitCallsSettle(t)
+	}
+	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer debugger")
+}
+
+// A privileged ephemeral container is not started on a node without
+// --allow-privileged: admission saw only the pod's own containers.
+func TestAgent_PrivilegedEphemeralContainerRefused(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: target}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	debug := pod.DeepCopy()
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+		Name: "root", Image: "reg.local/x:1", SecurityContext: &v1.SecurityContext{Privileged: ptr.To(true)},
+	}}}
+	h.agent.SetPods([]*v1.Pod{debug})
+	got := h.rec.waitStatus(t, "the ephemeral container refused", func(p *v1.Pod) bool {
+		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Waiting != nil &&
+			p.Status.EphemeralContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	assert.Contains(t, got.Status.EphemeralContainerStatuses[0].State.Waiting.Message, "--allow-privileged")
+	h.waitCallsSettle(t)
+	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer root")
+}
+
+func TestComputePodActions_Ephemeral(t *testing.T) {
+	pod := planPod()
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg", Image: "i"}}}
+	st := initialized(pod)
+	act := computePodActions(pod, st, probeView{})
+	assert.Equal(t, []int{0}, act.EphemeralContainersToStart)
+	assert.True(t, act.changesRuntime())
+	assert.Empty(t, act.ContainersToStart)
+
+	st.containers = append([]*containerInfo{{id: "dbg-9", name: "dbg", sandboxID: "sb1", state: exited, exitCode: 1, createdAt: 9}}, st.containers...)
+	act = computePodActions(pod, st, probeView{})
+	assert.Empty(t, act.EphemeralContainersToStart, "an ephemeral container runs once")
+	assert.False(t, act.changesRuntime())
+
+	st = initialized(pod)
+	now := metav1.Now()
+	pod.DeletionTimestamp = &now
+	assert.Empty(t, computePodActions(pod, st, probeView{}).EphemeralContainersToStart, "not in a pod being deleted")
+}
+
+// kubectl debug --target: an ephemeral container naming a target joins the
+// running target's PID namespace (CRI TARGET); a target not running is a
+// CreateContainerConfigError.
+func TestTargetPIDNamespace(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: target}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	got := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	appID := strings.TrimPrefix(got.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	debug := pod.DeepCopy()
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "app",
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "reg.local/x:1"}}}
+	cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{
+		SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(debug)}}}
+	require.NoError(t, h.agent.targetPIDNamespace(context.Background(), debug, manifest.EphemeralContainer(&debug.Spec.EphemeralContainers[0]), cfg))
+	ns := cfg.Linux.SecurityContext.NamespaceOptions
+	assert.Equal(t, runtimeapi.NamespaceMode_TARGET, ns.Pid)
+	assert.Equal(t, appID, ns.TargetId)
+	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Network, "the rest stays the pod's")
+
+	debug.Spec.EphemeralContainers[0].TargetContainerName = "gone"
+	err := h.agent.targetPIDNamespace(context.Background(), debug, manifest.EphemeralContainer(&debug.Spec.EphemeralContainers[0]), cfg)
+	require.ErrorIs(t, err, ErrCreateContainerConfig)
+	assert.Contains(t, err.Error(), `target container "gone" is not running`)
+}
