@@ -18,6 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/agent/stats"
 )
 
 // DefaultPort is the kubelet server's port (the kubelet's --port).
@@ -69,6 +71,8 @@ type Deps struct {
 	// only with ContainerStats set (NodeUsage may be nil: no node series).
 	ContainerStats ContainerStats
 	NodeUsage      NodeUsage
+	// Summary feeds /stats/summary (nil: not served).
+	Summary stats.Provider
 	// Clock times the review caches (nil: the real clock).
 	Clock clock.PassiveClock
 }
@@ -194,6 +198,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /runningpods/", s.runningPods)
 	if s.deps.Metrics != nil {
 		mux.HandleFunc("GET /metrics", s.metrics)
+		mux.HandleFunc("GET /metrics/probes", s.probeMetrics)
+	}
+	if s.deps.Summary != nil {
+		mux.HandleFunc("GET /stats/summary", s.statsSummary)
 	}
 	if s.deps.ContainerStats != nil {
 		mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
