@@ -30,5 +30,6 @@ done
 # wires them.
 check "$mod/agent/gc" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)|^k8s.io/api/" "below agent: the agent wires it; CRI only, no k8s.io/api"
 check "$mod/agent/eviction" "^$mod/" "pure: thresholds and ranking only, nothing of the repo"
+check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"
 [ "$fail" = 0 ] && echo "imports OK"
 exit "$fail"

@@ -18,8 +18,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
-
-	"github.com/minikubelet/minikubelet/agent/stats"
 )
 
 // DefaultPort is the kubelet server's port (the kubelet's --port).
@@ -72,7 +70,7 @@ type Deps struct {
 	ContainerStats ContainerStats
 	NodeUsage      NodeUsage
 	// Summary feeds /stats/summary (nil: not served).
-	Summary stats.Provider
+	Summary Summary
 	// Clock times the review caches (nil: the real clock).
 	Clock clock.PassiveClock
 }

@@ -7,7 +7,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
+
+// Summary is the node's stats summary (agent/stats.Provider): with
+// onlyCPUAndMemory only the CPU and memory fields.
+type Summary interface {
+	Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsapi.Summary, error)
+}
 
 // statsSummary serves /stats/summary, the Summary API (stats/v1alpha1):
 // the node's and its pods' CPU, memory, network and filesystem usage.

@@ -123,6 +123,7 @@ var (
 	_ kubeletserver.Runtime        = (*cri.Instrumented)(nil)
 	_ kubeletserver.ContainerStats = (*cri.Instrumented)(nil)
 	_ stats.Runtime                = (*cri.Instrumented)(nil)
+	_ kubeletserver.Summary        = (*stats.Collector)(nil)
 )
 
 // daemonLogs reads a container's log for the kubelet server with the local
