@@ -46,8 +46,11 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 	cp := controlplane.Start(t, node)
 	r := newPrivateRuntime(t)
 	port := freePort(t)
+	// --node-ip: the self-signed serving certificate then names the
+	// InternalIP, and metrics-server verifies it (no --kubelet-insecure-tls).
 	d := r.newDaemon(t, nil, "--node-name", node, "--kubeconfig", cp.NodeKubeconfig(t, node),
-		"--port", strconv.Itoa(port), "--client-ca-file", filepath.Join(cp.Dir, "pki", "ca.crt"))
+		"--port", strconv.Itoa(port), "--client-ca-file", filepath.Join(cp.Dir, "pki", "ca.crt"),
+		"--node-ip", outboundIPv4(t))
 	d.deleteClusterPod = func(ctx context.Context, namespace, name string) error {
 		zero := int64(0)
 		return cp.Admin.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
@@ -243,6 +246,16 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, code, "%s", body)
 		require.Contains(t, string(body), "subresource=stats")
 	})
+}
+
+// outboundIPv4 is the host's source address towards the outside (the
+// default route's; a UDP "connection" sends nothing).
+func outboundIPv4(t *testing.T) string {
+	t.Helper()
+	c, err := net.Dial("udp4", "192.0.2.1:9")
+	require.NoError(t, err)
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
 }
 
 // topLine parses kubectl top's line for name: CPU in millicores and
