@@ -114,13 +114,16 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 	}
 	// poll retries cond every 2 s (each try runs kubectl) until it
 	// returns "" or the timeout passes.
-	poll := func(what string, timeout time.Duration, cond func() string) {
+	poll := func(t *testing.T, what string, timeout time.Duration, cond func() string) {
 		t.Helper()
 		deadline := time.Now().Add(timeout)
 		for {
 			diff := cond()
 			if diff == "" {
 				return
+			}
+			if ms.exited() {
+				t.Fatalf("%s: metrics-server exited (log: %s); last: %s", what, ms.log, diff)
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: not converged after %s:\n%s\n(metrics-server log: %s)", what, timeout, diff, ms.log)
@@ -137,7 +140,7 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 		// metrics-server needs two scrapes of the pod (10 s apart) for a
 		// CPU rate; the APIService must become Available first.
 		var out string
-		poll("kubectl top pod burner", scaled(2*time.Minute), func() string {
+		poll(t, "kubectl top pod burner", scaled(2*time.Minute), func() string {
 			var err error
 			out, err = k("top", "pod", "burner", "-n", "default")
 			if err != nil {
@@ -161,7 +164,7 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 
 	t.Run("kubectl top node", func(t *testing.T) {
 		var out string
-		poll("kubectl top node", scaled(time.Minute), func() string {
+		poll(t, "kubectl top node", scaled(time.Minute), func() string {
 			var err error
 			out, err = k("top", "node", node)
 			if err != nil {

@@ -45,6 +45,18 @@ func metricsServerBin(t *testing.T) string {
 // test's control plane.
 type metricsServer struct {
 	log string
+	// done is closed when the process exited.
+	done chan struct{}
+}
+
+// exited says whether metrics-server is gone (a bad flag, a crash).
+func (ms *metricsServer) exited() bool {
+	select {
+	case <-ms.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // startMetricsServer runs metrics-server beside the control plane and
@@ -58,7 +70,7 @@ func startMetricsServer(t *testing.T, cp *controlplane.ControlPlane, kubectl, bi
 	bin := metricsServerBin(t)
 	dir := t.TempDir()
 	port := freePort(t)
-	ms := &metricsServer{log: filepath.Join(dir, "metrics-server.log")}
+	ms := &metricsServer{log: filepath.Join(dir, "metrics-server.log"), done: make(chan struct{})}
 	logf, err := os.Create(ms.log)
 	require.NoError(t, err)
 	kc := cp.AdminKubeconfig
@@ -73,13 +85,14 @@ func startMetricsServer(t *testing.T, cp *controlplane.ControlPlane, kubectl, bi
 		// The test nodes serve on a free port, advertised in the Node status.
 		"--kubelet-use-node-status-port",
 		"--kubelet-certificate-authority", kubeletCA,
-		// metrics-server's minimum: two scrapes (a CPU rate) within 20 s.
-		"--metric-resolution", "10s",
+		// metrics-server's minimum: two scrapes (a CPU rate) within 20 s;
+		// the request timeout must be below it.
+		"--metric-resolution", "10s", "--kubelet-request-timeout", "5s",
 		"--v", "2")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, cmd.Start())
-	done := make(chan struct{})
+	done := ms.done
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -92,10 +105,10 @@ func startMetricsServer(t *testing.T, cp *controlplane.ControlPlane, kubectl, bi
 		_ = logf.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(ms.log)
-			if len(b) > 6000 {
-				b = b[len(b)-6000:]
+			if len(b) > 6000 { // the head: a flag error is followed by the usage
+				b = b[:6000]
 			}
-			t.Logf("metrics-server.log (tail):\n%s", b)
+			t.Logf("metrics-server.log (head):\n%s", b)
 		}
 	})
 
