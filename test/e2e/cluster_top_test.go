@@ -237,13 +237,23 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 			*s.Node.CPU.UsageCoreNanoSeconds, *s.Node.Memory.WorkingSetBytes, *ps.CPU.UsageCoreNanoSeconds, *ps.Memory.WorkingSetBytes,
 			*c.Rootfs.UsedBytes, *c.Logs.UsedBytes)
 
+		t.Logf("pod network from CRI ListPodSandboxStats: %v", ps.Network != nil)
+
+		// The second summary has CPU rates (usageNanoCores: the change
+		// since the first), and with only_cpu_and_memory nothing else.
 		code, body := get(allowed, "?only_cpu_and_memory=true")
 		require.Equal(t, http.StatusOK, code, "%s", body)
 		s = statsapi.Summary{}
 		require.NoError(t, json.Unmarshal(body, &s))
-		require.NotNil(t, s.Node.CPU)
+		require.NotNil(t, s.Node.CPU.UsageNanoCores, "%s", body)
 		require.Nil(t, s.Node.Fs)
-		require.NotEmpty(t, s.Pods)
+		require.Len(t, s.Pods, 1)
+		require.Nil(t, s.Pods[0].EphemeralStorage)
+		require.NotNil(t, s.Pods[0].CPU.UsageNanoCores, "%s", body)
+		nano := *s.Pods[0].CPU.UsageNanoCores
+		t.Logf("pod burner usageNanoCores %d (its CFS quota: 100m = 100000000)", nano)
+		require.Positive(t, nano)
+		require.Less(t, nano, uint64(200_000_000), "the CFS quota caps it at 100m")
 
 		code, body = get(denied, "")
 		require.Equal(t, http.StatusForbidden, code, "%s", body)
