@@ -115,9 +115,9 @@ type Config struct {
 }
 
 // Collector builds summaries on demand. The CPU rate (usageNanoCores) is
-// the change since the previous summary that saw the same cgroup or
-// container, so it appears from the second request on, as the kubelet's
-// does once cadvisor has two samples.
+// the change since the previous summary (at least minRateWindow earlier)
+// that saw the same cgroup or container, so it appears from the second
+// request on, as the kubelet's does once cadvisor has two samples.
 type Collector struct {
 	cfg Config
 	mu  sync.Mutex
@@ -128,7 +128,16 @@ type Collector struct {
 type cpuSample struct {
 	nanos uint64
 	at    time.Time
+	// rate is the rate computed when this sample was taken (nil: none).
+	rate *uint64
 }
+
+// minRateWindow is the shortest interval a CPU rate is computed over: the
+// CFS quota is enforced per 100 ms period, so over a few milliseconds a
+// pod capped at 100m can show several cores. Summaries closer together
+// repeat the last rate (cadvisor, which the kubelet reads, samples every
+// 10 s or so).
+const minRateWindow = time.Second
 
 var _ Provider = (*Collector)(nil)
 
@@ -268,22 +277,25 @@ func (c *Collector) cpuMemory(key string, u *Usage, seen map[string]bool) (*stat
 }
 
 // rate records key's counter and returns its rate in nanocores since the
-// previous reading (nil for the first, or when the counter went back: a
-// new cgroup or container under the same key).
+// previous reading at least minRateWindow older (nil for the first, or
+// when the counter went back: a new cgroup or container under the same
+// key); a reading closer to the previous one gets the previous rate and
+// does not move the base.
 func (c *Collector) rate(key string, nanos uint64, at time.Time, seen map[string]bool) *uint64 {
 	seen[key] = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prev, ok := c.last[key]
-	if ok && !at.After(prev.at) {
-		return nil // the same sample again: keep the older one as the base
+	if ok && at.Sub(prev.at) < minRateWindow && nanos >= prev.nanos {
+		return prev.rate
 	}
-	c.last[key] = cpuSample{nanos, at}
-	if !ok || nanos < prev.nanos {
-		return nil
+	cur := cpuSample{nanos: nanos, at: at}
+	if ok && nanos >= prev.nanos {
+		r := uint64(float64(nanos-prev.nanos) / at.Sub(prev.at).Seconds())
+		cur.rate = &r
 	}
-	r := uint64(float64(nanos-prev.nanos) / at.Sub(prev.at).Seconds())
-	return &r
+	c.last[key] = cur
+	return cur.rate
 }
 
 // podStats lists the pods that have a pod cgroup or running containers.

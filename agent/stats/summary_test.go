@@ -173,6 +173,22 @@ func TestSummary_FromCgroupsAndCRI(t *testing.T) {
 	require.Equal(t, uint64(4e9), *s.Node.CPU.UsageNanoCores)
 	require.Equal(t, uint64(1e9), *s.Pods[0].CPU.UsageNanoCores)
 	require.Equal(t, uint64(1e9), *s.Pods[0].Containers[0].CPU.UsageNanoCores)
+
+	// 100 ms later the pod burnt 0.1 core-second (a full core over a CFS
+	// period): too short a window for a rate; the last one stays, and so
+	// does the base (the next rate is over the 2.1 s since t1).
+	t2 := t1.Add(100 * time.Millisecond)
+	pc.Time, pc.CPUNanos = t2, 12.1e9
+	host.cgroups["/kubepods/burstable/poduid-1"] = pc
+	s, err = c.Summary(context.Background(), false)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1e9), *s.Pods[0].CPU.UsageNanoCores)
+	t3 := t1.Add(2100 * time.Millisecond)
+	pc.Time, pc.CPUNanos = t3, 12.21e9
+	host.cgroups["/kubepods/burstable/poduid-1"] = pc
+	s, err = c.Summary(context.Background(), false)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100e6), *s.Pods[0].CPU.UsageNanoCores)
 }
 
 func TestSummary_OnlyCPUAndMemory(t *testing.T) {

@@ -239,12 +239,24 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 
 		t.Logf("pod network from CRI ListPodSandboxStats: %v", ps.Network != nil)
 
-		// The second summary has CPU rates (usageNanoCores: the change
-		// since the first), and with only_cpu_and_memory nothing else.
-		code, body := get(allowed, "?only_cpu_and_memory=true")
-		require.Equal(t, http.StatusOK, code, "%s", body)
-		s = statsapi.Summary{}
-		require.NoError(t, json.Unmarshal(body, &s))
+		// A later summary has CPU rates (usageNanoCores: the change since
+		// an earlier one at least a second before), and with
+		// only_cpu_and_memory nothing else.
+		waitFor(t, "a summary with CPU rates", scaled(20*time.Second), func() string {
+			code, b := get(allowed, "?only_cpu_and_memory=true")
+			if code != http.StatusOK {
+				return fmt.Sprintf("%d: %s", code, b)
+			}
+			s = statsapi.Summary{}
+			if err := json.Unmarshal(b, &s); err != nil {
+				return err.Error()
+			}
+			body = b
+			if len(s.Pods) == 0 || s.Pods[0].CPU == nil || s.Pods[0].CPU.UsageNanoCores == nil {
+				return string(b)
+			}
+			return ""
+		})
 		require.NotNil(t, s.Node.CPU.UsageNanoCores, "%s", body)
 		require.Nil(t, s.Node.Fs)
 		require.Len(t, s.Pods, 1)
@@ -255,7 +267,7 @@ func TestCluster_TopPodAndNode(t *testing.T) {
 		require.Positive(t, nano)
 		require.Less(t, nano, uint64(200_000_000), "the CFS quota caps it at 100m")
 
-		code, body = get(denied, "")
+		code, body := get(denied, "")
 		require.Equal(t, http.StatusForbidden, code, "%s", body)
 		require.Contains(t, string(body), "subresource=stats")
 	})
