@@ -48,7 +48,10 @@ needs_metrics_server() { selects metrics_server_tests; }
 # selects LIST: true when a -run in E2E_FLAGS (or its absence) selects one of
 # the tests the function LIST prints.
 selects() {
-	local list=$1 run="" prev="" a name
+	local list=$1 run="" prev="" a name names
+	# The list first: its globs must expand (before set -f, which a
+	# process substitution would inherit).
+	names=$("$list")
 	local -
 	set -f # a -run pattern is no glob
 	# shellcheck disable=SC2086 # E2E_FLAGS holds several arguments
@@ -64,7 +67,7 @@ selects() {
 	while read -r name; do
 		[[ $name == TestMain ]] && continue
 		[[ $name =~ $run ]] && return 0
-	done < <("$list")
+	done <<<"$names"
 	return 1
 }
 
