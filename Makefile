@@ -13,7 +13,7 @@ export TESTLOG_DIR ?= $(CURDIR)/bin/testlogs
 NODE ?= minikubelet
 FOCUS ?=
 
-.PHONY: help build test test-unit test-fuzz test-e2e test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench conformance
+.PHONY: help build test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ help: ## show this help
 build: ## build bin/minikubelet
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/minikubelet
 
-TEST_PARTS := test-unit test-fuzz test-e2e test-cgroupv2
+TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-cgroupv2
 
 # Each part says how long it took; the run stops at the first part that
 # fails, and ends (also then) with the skipped tests by reason and the
@@ -50,6 +50,13 @@ bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BE
 
 test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu guest, both drivers (root; guest image cached per machine)
 	MINIKUBELET_VM=1 REGISTRY=$(REGISTRY) hack/gotest.sh cgroupv2 --stream -count=1 -timeout 60m ./test/cgroupv2/
+
+# make test's part of the conformance suite: its own WORK, addresses,
+# bridge and interface, so it runs beside a `make conformance`.
+CI_CONFORMANCE := WORK=/tmp/mkl-ci-conf POD_CIDR=10.233.0.0/16 NODE_CIDR=10.234.0.1/24 BRIDGE=mkcibr0 NODE_IF=mkcinode0 KUBELET_PORT=10451
+
+test-conformance: ## the [NodeConformance] specs hack/conformance/ci-specs.txt lists, against minikubelet in a private cluster; fails unless each one ran and passed (root; ~2 min warm; the first run builds e2e.test and the rest, ~12 min)
+	NODE=minikubelet SPECS=hack/conformance/ci-specs.txt PROCS=$${PROCS:-4} REGISTRY=$(REGISTRY) $(CI_CONFORMANCE) hack/conformance/run.sh
 
 conformance: ## Kubernetes' [NodeConformance] e2e suite against NODE=minikubelet|kubelet in a private cluster (root; builds cached; ~30 min; FOCUS=regexp narrows, then docs stay)
 	NODE=$(NODE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) hack/conformance/run.sh

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
@@ -147,7 +148,7 @@ type Deps struct {
 	Cgroups cgroups.Manager
 	// Tokens issues service account tokens (cluster mode); nil refuses
 	// every pod that projects one (token.go).
-	Tokens TokenSource
+	Tokens volume.TokenSource
 	// Services lists the cluster's Services for the service link
 	// variables (cluster mode); nil gives containers none (service_env.go).
 	Services ServiceLister
@@ -210,15 +211,18 @@ type Agent struct {
 	configOnce sync.Once
 	// mounter mounts the tmpfs of secret and memory emptyDir volumes; nil
 	// is the host's (volumeMounter).
-	mounter volumeMounter
+	mounter volume.VolumeMounter
 	// started is when this agent was built: container starts left
 	// unfinished before it are a dead process's (startInterrupted).
 	started time.Time
 	// tokens caches service account tokens; nil without Deps.Tokens.
-	tokens *tokenCache
+	tokens *volume.TokenCache
 	// services lists the cluster's Services (Deps.Services); nil
 	// standalone.
 	services ServiceLister
+	// eviction is the eviction manager (eviction_manager.go); nil
+	// without EnableEviction.
+	eviction *evictionManager
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -253,7 +257,7 @@ func New(cfg Config, deps Deps) *Agent {
 		a.observer = nopObserver{}
 	}
 	a.started = a.clock.Now()
-	a.tokens = newTokenCache(deps.Tokens, a.clock, a.logger)
+	a.tokens = volume.NewTokenCache(deps.Tokens, a.clock, a.logger)
 	return a
 }
 
@@ -333,6 +337,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			continue
 		}
 		if reason, msg := a.admitServiceAccountTokens(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
+		if reason, msg := a.admitPressure(p); reason != "" { // eviction_manager.go
 			a.reject(p, reason, msg)
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri/critest"
@@ -159,9 +160,9 @@ func (h *harness) stepUntil(t *testing.T, what string, total time.Duration, cond
 
 // pod decodes a manifest with the real loader, so fixtures carry the
 // API-server defaults.
-func testPod(t *testing.T, manifest string) *v1.Pod {
+func testPod(t *testing.T, text string) *v1.Pod {
 	t.Helper()
-	pods, err := PrepareManifest([]byte(manifest), "test.yaml", "node-1")
+	pods, err := manifest.PrepareManifest([]byte(text), "test.yaml", "node-1")
 	require.NoError(t, err)
 	require.Len(t, pods, 1)
 	return pods[0]

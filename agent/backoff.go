@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"fmt"
 	"sync"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // backoff is the kubelet's per-key exponential backoff (client-go
@@ -77,4 +80,19 @@ func (b *backoff) inBackoffSinceUpdate(key string, now time.Time) (bool, time.Du
 		return false, 0
 	}
 	return now.Sub(e.lastUpdate) < e.delay, e.lastUpdate.Add(e.delay).Sub(now)
+}
+
+func (a *Agent) imageInBackoff(pod *v1.Pod, c *v1.Container) bool {
+	in, _ := a.imageBackoff.inBackoffSinceUpdate(imageBackoffKey(pod, c), a.clock.Now())
+	return in
+}
+
+// crashBackoffKey is the kubelet's stable key: a spec change gets a fresh
+// back-off.
+func crashBackoffKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, containerHashString(c))
+}
+
+func imageBackoffKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s", pod.UID, c.Image)
 }

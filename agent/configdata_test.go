@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // metaNS is ObjectMeta with a namespace and a name.
@@ -42,7 +45,7 @@ items:
   kind: ConfigMap
   metadata: {name: other}
 `
-	pods, cms, secrets, err := PrepareObjects([]byte(data), "x.yaml", "node-1")
+	pods, cms, secrets, err := manifest.PrepareObjects([]byte(data), "x.yaml", "node-1")
 	require.NoError(t, err)
 	require.Len(t, pods, 1)
 	assert.Equal(t, "default", pods[0].Namespace)
@@ -55,19 +58,19 @@ items:
 	assert.Nil(t, secrets[0].StringData)
 
 	// Pods-only callers still refuse them.
-	_, err = PrepareManifest([]byte(data), "x.yaml", "node-1")
+	_, err = manifest.PrepareManifest([]byte(data), "x.yaml", "node-1")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `x.yaml: document 1: kind: Unsupported value: "ConfigMap": not accepted by this source yet`)
 	assert.Contains(t, err.Error(), `x.yaml: document 3: items[1].kind: Unsupported value: "ConfigMap"`)
 
 	// DecodeObjects: no defaults.
-	_, cms, secrets, err = DecodeObjects([]byte(data), "x.yaml")
+	_, cms, secrets, err = manifest.DecodeObjects([]byte(data), "x.yaml")
 	require.NoError(t, err)
 	assert.Equal(t, "", cms[0].Namespace)
 	assert.Equal(t, "override", secrets[0].StringData["password"])
 
 	// Only config objects is fine.
-	pods, cms, _, err = PrepareObjects([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), "x.yaml", "node-1")
+	pods, cms, _, err = manifest.PrepareObjects([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"), "x.yaml", "node-1")
 	require.NoError(t, err)
 	assert.Empty(t, pods)
 	assert.Len(t, cms, 1)
@@ -102,7 +105,7 @@ func TestPrepareObjects_Invalid(t *testing.T) {
 			[]string{`x.yaml: kind: Unsupported value: "ConfigMap": v2 ConfigMap is not supported`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, _, err := PrepareObjects([]byte(tc.data), "x.yaml", "node-1")
+			_, _, _, err := manifest.PrepareObjects([]byte(tc.data), "x.yaml", "node-1")
 			require.Error(t, err)
 			lines := strings.Split(err.Error(), "\n")
 			require.Len(t, lines, len(tc.want), err.Error())
@@ -173,10 +176,10 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 		configScopeNode: {ConfigMaps: []*v1.ConfigMap{cm("node")}, Secrets: []*v1.Secret{secret("node")}},
 		sourceCluster:   {ConfigMaps: []*v1.ConfigMap{cm("cluster")}},
 	})
-	pod := func(source string) *v1.Pod {
+	pod := func(src string) *v1.Pod {
 		p := &v1.Pod{ObjectMeta: metaNS("shop", "web")}
-		if source != "" {
-			p.Annotations = map[string]string{annotationConfigSource: source}
+		if src != "" {
+			p.Annotations = map[string]string{source.AnnotationConfigSource: src}
 		}
 		return p
 	}
@@ -184,8 +187,8 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 		source, wantCM, wantSecret string
 	}{
 		{"", "node", "node"},
-		{sourceFile, "node", "node"},
-		{sourceAPI, "node", "node"},
+		{source.SourceFile, "node", "node"},
+		{source.SourceAPI, "node", "node"},
 		{sourceCluster, "cluster", ""},
 	} {
 		t.Run("source="+tc.source, func(t *testing.T) {

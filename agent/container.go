@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -118,7 +119,7 @@ func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]strin
 			}
 		}
 		if sub != "" {
-			if err := checkSubPath(sub); err != nil {
+			if err := volume.CheckSubPath(sub); err != nil {
 				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
 			}
 			p, err := pin(i, m.Name, hp, sub)
@@ -217,7 +218,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	for _, m := range c.VolumeMounts {
 		root := volPaths[m.Name]
 		if mountPropagation(m.MountPropagation) != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
-			if err := makeRShared(root); err != nil {
+			if err := volume.MakeRShared(root); err != nil {
 				return nil, newReasonError(ErrCreateContainerConfig, "volumeMount %q: %v", m.Name, err)
 			}
 		}

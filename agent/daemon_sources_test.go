@@ -12,12 +12,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // chanSource is a Source that sends what the test gives it.
-type chanSource chan SourceUpdate
+type chanSource chan source.SourceUpdate
 
-func (c chanSource) Run(ctx context.Context, out chan<- SourceUpdate) {
+func (c chanSource) Run(ctx context.Context, out chan<- source.SourceUpdate) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -40,7 +43,7 @@ func clusterPod(t *testing.T, name, uid string) *v1.Pod {
 	p := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: "+name+"\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
 	p.UID = types.UID(uid)
 	p.Annotations = map[string]string{}
-	p.Annotations[annotationConfigSource] = sourceTestCluster
+	p.Annotations[source.AnnotationConfigSource] = sourceTestCluster
 	return p
 }
 
@@ -50,16 +53,16 @@ func clusterPod(t *testing.T, name, uid string) *v1.Pod {
 // source's grace period and not started again.
 func TestDaemon_ExtraSource(t *testing.T) {
 	h := newHarness(t)
-	store, err := NewPodStore(t.TempDir(), "node-1")
+	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
 	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
 	ctx := context.Background()
 
-	local, err := d.CreatePod(ctx, apiPod("default", "web", "local"))
+	local, err := d.CreatePod(ctx, manifesttest.APIPod("default", "web", "local"))
 	require.NoError(t, err)
 	remote := clusterPod(t, "db", "uid-db")
 	clash := clusterPod(t, "web", "uid-web-cluster")
-	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, remote}})
+	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, remote}})
 
 	w, _ := h.agent.findPod("default", "db")
 	require.NotNil(t, w, "the source's pod runs")
@@ -83,7 +86,7 @@ func TestDaemon_ExtraSource(t *testing.T) {
 	now := metav1.NewTime(h.clock.Now())
 	grace := int64(7)
 	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &now, &grace
-	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, deleting}})
+	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, deleting}})
 	w, _ = h.agent.findPod("default", "db")
 	require.NotNil(t, w, "the worker tears the pod down")
 	assert.True(t, w.isTerminating())
@@ -100,7 +103,7 @@ func TestDaemon_ExtraSource(t *testing.T) {
 
 	// The same marked pod again (every change resends the whole set): it
 	// is not started again.
-	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, deleting}})
+	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, deleting}})
 	_, ok = h.agent.GetPod(remote.UID)
 	assert.False(t, ok, "a pod marked deleted is never started")
 	assert.Nil(t, h.agent.PodDone(remote.UID))
@@ -125,9 +128,9 @@ func TestDaemon_OrphansWaitForEverySource(t *testing.T) {
 	// The next start of the agent, on the same runtime and root dir.
 	a2 := New(h.agent.cfg, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
 	t.Cleanup(a2.stopWorkers)
-	store, err := NewPodStore(t.TempDir(), "node-1")
+	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
-	_, err = store.Add(apiPod("default", "local", "x"))
+	_, err = store.Add(manifesttest.APIPod("default", "local", "x"))
 	require.NoError(t, err)
 	src := make(chanSource)
 	d := NewDaemon(a2, store, nil, DaemonConfig{Sources: []Source{src}})
@@ -144,7 +147,7 @@ func TestDaemon_OrphansWaitForEverySource(t *testing.T) {
 	}
 	assert.False(t, removed("kept") || removed("gone"), "no pod of the silent source is collected: %v", h.fake.Calls())
 
-	src <- SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{kept}}
+	src <- source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{kept}}
 	require.Eventually(t, func() bool { return removed("gone") }, 10*time.Second, time.Millisecond,
 		"the pod the source no longer has is collected once it answered")
 	_, adopted := a2.GetPod(kept.UID)
@@ -165,9 +168,9 @@ func TestDaemon_StaticPodsHook(t *testing.T) {
 		got = append(got, names)
 	}})
 	static := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
-	d.apply(SourceUpdate{Source: sourceFile, Pods: []*v1.Pod{static}})
-	d.apply(SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clusterPod(t, "db", "uid-db")}})
-	d.apply(SourceUpdate{Source: sourceFile})
+	d.apply(source.SourceUpdate{Source: source.SourceFile, Pods: []*v1.Pod{static}})
+	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clusterPod(t, "db", "uid-db")}})
+	d.apply(source.SourceUpdate{Source: source.SourceFile})
 	assert.Equal(t, [][]string{{"static"}, nil}, got)
 }
 
@@ -202,7 +205,7 @@ func TestDaemon_PodDoneWaitsForOrphanCollection(t *testing.T) {
 	deleting := gone.DeepCopy()
 	now := metav1.NewTime(h.clock.Now())
 	deleting.DeletionTimestamp = &now
-	src <- SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{deleting}}
+	src <- source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{deleting}}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
@@ -212,9 +215,9 @@ func TestDaemon_PodDoneWaitsForOrphanCollection(t *testing.T) {
 	assert.Nil(t, a2.PodDone(types.UID("never-seen")), "after collection, an unknown pod is done")
 }
 
-func mustStore(t *testing.T) *PodStore {
+func mustStore(t *testing.T) *source.PodStore {
 	t.Helper()
-	s, err := NewPodStore(t.TempDir(), "node-1")
+	s, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
 	return s
 }

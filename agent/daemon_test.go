@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // A manifest file that cannot be used shows in the pod list as a Failed
@@ -24,14 +26,14 @@ import (
 func TestDaemon_ListsBadManifests(t *testing.T) {
 	h := newHarness(t)
 	d := NewDaemon(h.agent, nil, nil, DaemonConfig{})
-	d.apply(SourceUpdate{Source: sourceFile, Errors: []FileError{{Path: "/etc/minikubelet/manifests/Broken.yaml", Err: errors.New("spec.containers[0].image: Required value")}}})
+	d.apply(source.SourceUpdate{Source: source.SourceFile, Errors: []source.FileError{{Path: "/etc/minikubelet/manifests/Broken.yaml", Err: errors.New("spec.containers[0].image: Required value")}}})
 	pods := d.ListPods("")
 	require.Len(t, pods, 1)
 	assert.Equal(t, "manifest:broken", pods[0].Name)
 	assert.Equal(t, v1.PodFailed, pods[0].Status.Phase)
 	assert.Equal(t, "InvalidManifest", pods[0].Status.Reason)
 	assert.Equal(t, "spec.containers[0].image: Required value", pods[0].Status.Message)
-	assert.Equal(t, "/etc/minikubelet/manifests/Broken.yaml", pods[0].Annotations[annotationSourceFile])
+	assert.Equal(t, "/etc/minikubelet/manifests/Broken.yaml", pods[0].Annotations[source.AnnotationSourceFile])
 }
 
 func TestStuckAt(t *testing.T) {
@@ -85,7 +87,7 @@ func TestDirSource_ConfigData(t *testing.T) {
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: app}\nspec:\n  containers: [{name: c, image: reg/c:1, envFrom: [{configMapRef: {name: settings}}]}]\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(cm+"---\n"+pod), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(cm), 0o644))
-	u := NewDirSource(dir, "node-1", nil, nil).scan()
+	u := source.NewDirSource(dir, "node-1", nil, nil).Scan()
 	require.Len(t, u.Pods, 1)
 	require.Len(t, u.ConfigMaps, 1)
 	assert.Equal(t, "fast", u.ConfigMaps[0].Data["mode"])
@@ -100,12 +102,12 @@ func TestDirSource_ConfigData(t *testing.T) {
 func TestDaemon_MergesConfigData(t *testing.T) {
 	h := newHarness(t)
 	secretDir := filepath.Join(t.TempDir(), "secrets") // a tmpfs in the daemon
-	store, err := NewPodStoreWithSecretDir(filepath.Join(h.agent.cfg.RootDir, "api-pods"), secretDir, "node-1")
+	store, err := source.NewPodStoreWithSecretDir(filepath.Join(h.agent.cfg.RootDir, "api-pods"), secretDir, "node-1")
 	require.NoError(t, err)
 	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
 	ctx := context.Background()
-	local := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x", Annotations: map[string]string{annotationConfigSource: sourceAPI}}}
-	cluster := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "y", Annotations: map[string]string{annotationConfigSource: sourceTestCluster}}}
+	local := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x", Annotations: map[string]string{source.AnnotationConfigSource: source.SourceAPI}}}
+	cluster := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "y", Annotations: map[string]string{source.AnnotationConfigSource: sourceTestCluster}}}
 
 	// The API's first, then a manifest file defining the same name.
 	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Data: map[string]string{"from": "api"}})
@@ -126,7 +128,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	// The cluster's Secret of the same name is the cluster pods' only, and
 	// shadows nothing of the node's.
 	clusterSecret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"password": []byte("from-cluster")}}
-	d.apply(SourceUpdate{Source: sourceTestCluster, Secrets: []*v1.Secret{clusterSecret}})
+	d.apply(source.SourceUpdate{Source: sourceTestCluster, Secrets: []*v1.Secret{clusterSecret}})
 	sec, err = h.agent.configData().secret(cluster, "creds")
 	require.NoError(t, err)
 	assert.Equal(t, "from-cluster", string(sec.Data["password"]))
@@ -139,7 +141,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	assert.Len(t, d.ListSecrets(""), 1, "the local API lists the node's Secrets only")
 
 	fileCM := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "default"}, Data: map[string]string{"from": "file"}}
-	d.apply(SourceUpdate{Source: sourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
+	d.apply(source.SourceUpdate{Source: source.SourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
 	got, err = h.agent.configData().configMap(local, "shared")
 	require.NoError(t, err)
 	assert.Equal(t, "file", got.Data["from"], "the manifest directory wins a clash")
@@ -150,7 +152,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	assert.Empty(t, d.ListSecrets("prod"))
 
 	// A pod update of the API source keeps the data (the whole set travels).
-	_, err = d.CreatePod(ctx, apiPod("", "web", "hi"))
+	_, err = d.CreatePod(ctx, manifesttest.APIPod("", "web", "hi"))
 	require.NoError(t, err)
 	_, err = h.agent.configData().secret(local, "creds")
 	require.NoError(t, err)
@@ -159,7 +161,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	require.NoError(t, err)
 	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
 	assert.True(t, apierrors.IsAlreadyExists(err), "%v", err)
-	d.apply(SourceUpdate{Source: sourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
+	d.apply(source.SourceUpdate{Source: source.SourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
 	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "default"}})
 	assert.True(t, apierrors.IsAlreadyExists(err), "a name the manifest directory uses: %v", err)
 	err = d.DeleteConfigMap(ctx, "default", "shared")
@@ -189,7 +191,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 func TestDaemon_ConcurrentCreateDeleteKeepsNewestSet(t *testing.T) {
 	for round := range 3 {
 		h := newHarness(t)
-		store, err := NewPodStore(t.TempDir(), "node-1")
+		store, err := source.NewPodStore(t.TempDir(), "node-1")
 		require.NoError(t, err)
 		d := NewDaemon(h.agent, store, nil, DaemonConfig{})
 		const n = 16
@@ -229,7 +231,7 @@ func TestDaemon_ConcurrentCreateDeleteKeepsNewestSet(t *testing.T) {
 // and a generation already handed over is not handed over again.
 func TestDaemon_RunFollowsStore(t *testing.T) {
 	h := newHarness(t)
-	store, err := NewPodStore(t.TempDir(), "node-1")
+	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
 	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -240,7 +242,7 @@ func TestDaemon_RunFollowsStore(t *testing.T) {
 		<-done
 	})
 
-	p, err := store.Add(apiPod("default", "web", "x"))
+	p, err := store.Add(manifesttest.APIPod("default", "web", "x"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, ok := h.agent.GetPod(p.UID)
@@ -248,7 +250,7 @@ func TestDaemon_RunFollowsStore(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "the loop hands the stored pod to the agent")
 	w, _ := h.agent.findPod("default", "web")
 	require.NotNil(t, w)
-	_, gen := store.snapshot()
+	_, gen := store.SnapshotGen()
 	require.Eventually(t, func() bool {
 		d.applyMu.Lock()
 		defer d.applyMu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // nextEvent waits for a watch event (5 s at most).
@@ -34,7 +36,7 @@ func nextEvent(t *testing.T, w api.PodWatch) api.PodEvent {
 // nothing is polled.
 func TestDaemon_WatchFollowsPodLifecycle(t *testing.T) {
 	h := newHarness(t)
-	store, err := NewPodStore(t.TempDir(), "node-1")
+	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
 	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
 	w, err := d.WatchPods(api.PodWatchOptions{Namespace: "default", Name: "web"})
@@ -44,7 +46,7 @@ func TestDaemon_WatchFollowsPodLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Stop()
 
-	_, err = d.CreatePod(context.Background(), apiPod("default", "web", "x"))
+	_, err = d.CreatePod(context.Background(), manifesttest.APIPod("default", "web", "x"))
 	require.NoError(t, err)
 	var evs []api.PodEvent
 	ev := nextEvent(t, w)

@@ -25,15 +25,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
-// Resolver limits, the API's and the kubelet's (glibc's resolv.conf limits).
+// Resolver limits of the kubelet; the API's (glibc's resolv.conf limits)
+// are manifest.MaxDNSNameservers and its neighbours.
 const (
-	maxDNSNameservers     = 3
-	maxDNSSearchPaths     = 32
-	maxDNSSearchListChars = 2048
 	// maxFQDNLength is the kernel's nodename field (64 chars + NUL).
 	maxFQDNLength = 64
 )
@@ -170,13 +169,13 @@ func mergeDNSOptions(existing []string, opts []v1.PodDNSConfigOption) []string {
 // warning naming what is applied.
 func fitDNSLimits(cfg *runtimeapi.DNSConfig) []dnsWarning {
 	var warns []dnsWarning
-	if len(cfg.Servers) > maxDNSNameservers {
-		cfg.Servers = cfg.Servers[:maxDNSNameservers]
+	if len(cfg.Servers) > manifest.MaxDNSNameservers {
+		cfg.Servers = cfg.Servers[:manifest.MaxDNSNameservers]
 		warns = append(warns, dnsWarning{"DNSConfigForming", "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: " + strings.Join(cfg.Servers, " ")})
 	}
 	trimmed := false
-	if len(cfg.Searches) > maxDNSSearchPaths {
-		cfg.Searches, trimmed = cfg.Searches[:maxDNSSearchPaths], true
+	if len(cfg.Searches) > manifest.MaxDNSSearchPaths {
+		cfg.Searches, trimmed = cfg.Searches[:manifest.MaxDNSSearchPaths], true
 	}
 	kept := cfg.Searches[:0]
 	for _, s := range cfg.Searches {
@@ -187,7 +186,7 @@ func fitDNSLimits(cfg *runtimeapi.DNSConfig) []dnsWarning {
 		kept = append(kept, s)
 	}
 	cfg.Searches = kept
-	for len(strings.Join(cfg.Searches, " ")) > maxDNSSearchListChars {
+	for len(strings.Join(cfg.Searches, " ")) > manifest.MaxDNSSearchListChars {
 		cfg.Searches, trimmed = cfg.Searches[:len(cfg.Searches)-1], true
 	}
 	if trimmed {
@@ -224,72 +223,6 @@ func sandboxHostname(pod *v1.Pod, clusterDomain string) (string, error) {
 		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)", fqdn, maxFQDNLength, len(fqdn))
 	}
 	return fqdn, nil
-}
-
-// validateDNS checks spec.dnsPolicy None's needs, spec.dnsConfig and
-// spec.hostAliases as the API server does.
-func validateDNS(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if o := spec.HostnameOverride; o != nil {
-		// The API server's rules for the field (beta, on by default).
-		hoPath := fldPath.Child("hostnameOverride")
-		for _, msg := range validation.IsDNS1123Subdomain(*o) {
-			errs = append(errs, field.Invalid(hoPath, *o, msg))
-		}
-		if len(*o) > 64 {
-			errs = append(errs, field.TooLong(hoPath, *o, 64))
-		}
-		if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
-			errs = append(errs, field.Invalid(hoPath, *o, "may not be set when setHostnameAsFQDN is true"))
-		}
-		if spec.HostNetwork {
-			errs = append(errs, field.Invalid(hoPath, *o, "may not be set when hostNetwork is true"))
-		}
-	}
-	cfgPath := fldPath.Child("dnsConfig")
-	if spec.DNSPolicy == v1.DNSNone && spec.DNSConfig == nil {
-		errs = append(errs, field.Required(cfgPath, fmt.Sprintf("must provide `dnsConfig` when `dnsPolicy` is %s", v1.DNSNone)))
-	}
-	if c := spec.DNSConfig; c != nil {
-		nsPath := cfgPath.Child("nameservers")
-		if len(c.Nameservers) > maxDNSNameservers {
-			errs = append(errs, field.Invalid(nsPath, c.Nameservers, fmt.Sprintf("must not have more than %d nameservers", maxDNSNameservers)))
-		}
-		for i, ns := range c.Nameservers {
-			errs = append(errs, validation.IsValidIP(nsPath.Index(i), ns)...)
-		}
-		if spec.DNSPolicy == v1.DNSNone && len(c.Nameservers) == 0 {
-			errs = append(errs, field.Required(nsPath, fmt.Sprintf("must provide at least one DNS nameserver when `dnsPolicy` is %s", v1.DNSNone)))
-		}
-		sPath := cfgPath.Child("searches")
-		if len(c.Searches) > maxDNSSearchPaths {
-			errs = append(errs, field.Invalid(sPath, c.Searches, fmt.Sprintf("must not have more than %d search paths", maxDNSSearchPaths)))
-		}
-		if len(strings.Join(c.Searches, " ")) > maxDNSSearchListChars {
-			errs = append(errs, field.Invalid(sPath, c.Searches, fmt.Sprintf("must not have more than %d characters (including spaces) in the search list", maxDNSSearchListChars)))
-		}
-		for i, s := range c.Searches {
-			// A trailing dot is fine.
-			for _, msg := range validation.IsDNS1123Subdomain(strings.TrimSuffix(s, ".")) {
-				errs = append(errs, field.Invalid(sPath.Index(i), s, msg))
-			}
-		}
-		for i, o := range c.Options {
-			if o.Name == "" {
-				errs = append(errs, field.Required(cfgPath.Child("options").Index(i).Child("name"), "must not be empty"))
-			}
-		}
-	}
-	for i, ha := range spec.HostAliases {
-		haPath := fldPath.Child("hostAliases").Index(i)
-		errs = append(errs, validation.IsValidIP(haPath.Child("ip"), ha.IP)...)
-		for j, h := range ha.Hostnames {
-			for _, msg := range validation.IsDNS1123Subdomain(h) {
-				errs = append(errs, field.Invalid(haPath.Child("hostnames").Index(j), h, msg))
-			}
-		}
-	}
-	return errs
 }
 
 // podDNS reads the node's resolv.conf (a missing file counts as empty) and

@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // expandVars expands $(VAR) references in s. lookup says whether a variable
@@ -311,7 +313,7 @@ func (a *Agent) podFieldValue(pod *v1.Pod, path, podIP string) (string, error) {
 // name, namespace, uid, labels and annotations (whole, in the kubelet's
 // k="v" format, or one key with ['key']).
 func metadataFieldValue(pod *v1.Pod, path string) (string, error) {
-	if base, key, ok := subscript(path); ok {
+	if base, key, ok := manifest.Subscript(path); ok {
 		switch base {
 		case "metadata.labels":
 			return pod.Labels[key], nil
@@ -333,15 +335,6 @@ func metadataFieldValue(pod *v1.Pod, path string) (string, error) {
 		return formatMap(pod.Annotations), nil
 	}
 	return "", fmt.Errorf("unsupported fieldPath: %s", path)
-}
-
-// subscript splits "metadata.labels['key']" into its base and key.
-func subscript(path string) (base, key string, ok bool) {
-	i := strings.Index(path, "['")
-	if i < 0 || !strings.HasSuffix(path, "']") || i+2 > len(path)-2 {
-		return "", "", false
-	}
-	return path[:i], path[i+2 : len(path)-2], true
 }
 
 // formatMap renders labels or annotations as the kubelet does: one

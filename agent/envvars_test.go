@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // TestExpandVars holds the kubelet's expansion cases (third_party/forked/
@@ -259,7 +261,7 @@ func TestValidateEnvSources(t *testing.T) {
 			[]string{`spec.containers[0].envFrom[0].secretRef.name: Required value`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: app\n    image: img\n    "+tc.container+"\n"), "x.yaml", "node-1")
+			_, err := manifest.PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: app\n    image: img\n    "+tc.container+"\n"), "x.yaml", "node-1")
 			require.Error(t, err)
 			lines := strings.Split(err.Error(), "\n")
 			require.Len(t, lines, len(tc.want), err.Error())

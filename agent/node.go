@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // defaultMaxPods is the kubelet's maxPods default (kubelet-facts §8.4): the
@@ -38,7 +40,8 @@ type NodeInfo struct {
 	// Allocatable is Capacity minus kube-reserved minus system-reserved, the
 	// kubelet's rule. Unlike the kubelet, no hard eviction threshold is
 	// subtracted (the kubelet takes memory.available<100Mi off memory):
-	// minikubelet does not evict.
+	// what admission and the Node show stays capacity minus reservations,
+	// which scripts and tests compare with the host (issue #21 left it).
 	Allocatable v1.ResourceList
 }
 
@@ -132,7 +135,7 @@ func allocatableFrom(capacity v1.ResourceList, reserved ...v1.ResourceList) (v1.
 	}
 	out := v1.ResourceList{}
 	var errs []string
-	for _, name := range sortedResourceNames(capacity) {
+	for _, name := range manifest.SortedResourceNames(capacity) {
 		c := capacity[name]
 		v := c.DeepCopy()
 		if r, ok := total[name]; ok {

@@ -6,9 +6,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // The node's addresses reach status.hostIP(s) and, for a host-network pod,
@@ -49,8 +50,8 @@ func TestPodStatus_HostIPs(t *testing.T) {
 func TestSELinuxOptions_PassedToTheRuntime(t *testing.T) {
 	podOpts := &v1.SELinuxOptions{User: "system_u", Role: "system_r", Type: "spc_t", Level: "s0:c1,c2"}
 	pod := securedPod(&v1.PodSecurityContext{SELinuxOptions: podOpts}, nil)
-	SetPodDefaults(pod, "test.yaml", "node-1")
-	assert.Empty(t, ValidatePod(pod))
+	manifest.SetPodDefaults(pod, "test.yaml", "node-1")
+	assert.Empty(t, manifest.ValidatePod(pod))
 	want := &runtimeapi.SELinuxOption{User: "system_u", Role: "system_r", Type: "spc_t", Level: "s0:c1,c2"}
 	assert.Equal(t, want, sandboxSecurityContext(pod).SelinuxOptions)
 
@@ -77,14 +78,4 @@ func TestHostnameOverride(t *testing.T) {
 	h, d := podHostnameAndDomain(pod, "cluster.local")
 	assert.Equal(t, "custom.example", h)
 	assert.Empty(t, d)
-
-	bad := &v1.PodSpec{HostnameOverride: ptr.To("Not_Valid"), HostNetwork: true, SetHostnameAsFQDN: ptr.To(true)}
-	var got []string
-	for _, e := range validateDNS(bad, field.NewPath("spec")) {
-		got = append(got, e.Error())
-	}
-	require.Len(t, got, 3, "%q", got)
-	assert.Contains(t, got[0], "spec.hostnameOverride: Invalid value: \"Not_Valid\"")
-	assert.Contains(t, got[1], "setHostnameAsFQDN")
-	assert.Contains(t, got[2], "hostNetwork")
 }

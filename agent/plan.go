@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // podActions is what one sync must do to move a pod's runtime state toward
@@ -116,9 +118,7 @@ func podSandboxChanged(pod *v1.Pod, st *podState) (bool, uint32) {
 
 // isSidecar reports whether an init container is a native sidecar
 // (restartPolicy: Always).
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
+func isSidecar(c *v1.Container) bool { return manifest.IsSidecar(c) }
 
 // interruptedStart reports whether instance c never ran because the
 // previous agent process died while starting it (observePod decides, see

@@ -63,6 +63,9 @@ type podWorker struct {
 	// seen (relist.go).
 	observed string
 	busy     bool
+	// evicted is set once the eviction manager evicted the pod; never
+	// unset: the pod is killed and never started again (eviction_manager.go).
+	evicted *podEviction
 
 	// wake has capacity 1 so notifiers never block; a pending wake-up
 	// already covers any later one.

@@ -22,26 +22,17 @@ package agent
 // disk.
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-)
 
-// Names inside a projected volume directory.
-const (
-	dataDirName    = "..data"
-	newDataDirName = "..data_tmp"
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // Volume plugin directory names under <podDir>/volumes, the kubelet's.
@@ -59,15 +50,6 @@ const defaultProjectionMode = os.FileMode(0o644)
 // projectionMu serialises volume setup: containers of one pod start
 // concurrently and would otherwise race on the same ..data swap.
 var projectionMu sync.Mutex
-
-// fileProjection is one file of a payload.
-type fileProjection struct {
-	data []byte
-	mode os.FileMode
-	// uid, when set, owns the file (the kubelet's FsUser: service account
-	// tokens of a pod whose containers all run as one user).
-	uid *int64
-}
 
 // mountError is a failed volume setup, reported as the kubelet's
 // FailedMount event: `MountVolume.SetUp failed for volume "v" : <err>`.
@@ -102,9 +84,9 @@ func pluginDir(vol *v1.Volume) string {
 func isAPIDataVolume(vol *v1.Volume) bool { return pluginDir(vol) != "" }
 
 // volumeMounterOrHost returns the agent's mounter.
-func (a *Agent) volumeMounterOrHost() volumeMounter {
+func (a *Agent) volumeMounterOrHost() volume.VolumeMounter {
 	if a.mounter == nil {
-		return hostMounter{logger: a.logger}
+		return volume.HostMounter{Logger: a.logger}
 	}
 	return a.mounter
 }
@@ -126,7 +108,7 @@ func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
 		// once: an unchanged payload then compares equal to what is on
 		// disk and is not rewritten at every sync.
 		for k, f := range payload {
-			f.mode |= fsGroupROMask
+			f.Mode |= fsGroupROMask
 			payload[k] = f
 		}
 	}
@@ -139,7 +121,7 @@ func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
 	if vol.Secret != nil || (vol.Projected != nil && projectsSecret(vol.Projected)) {
 		// The kubelet backs secret and projected volumes with a memory
 		// emptyDir.
-		if tmpfs, err = a.volumeMounterOrHost().mountTmpfs(dir, emptyDirMemorySize(pod, nil, a.cfg.Node.Allocatable)); err != nil {
+		if tmpfs, err = a.volumeMounterOrHost().MountTmpfs(dir, volume.EmptyDirMemorySize(pod, nil, a.cfg.Node.Allocatable)); err != nil {
 			return &mountError{volume: vol.Name, err: err}
 		}
 	}
@@ -150,7 +132,7 @@ func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
 			return &mountError{volume: vol.Name, err: err}
 		}
 	}
-	changed, err := (&atomicWriter{dir: dir}).write(payload)
+	changed, err := (&volume.AtomicWriter{Dir: dir}).Write(payload)
 	if err != nil {
 		return &mountError{volume: vol.Name, err: err}
 	}
@@ -185,7 +167,7 @@ func (a *Agent) refreshDataVolumes(pw *podWorker, pod *v1.Pod) {
 			continue
 		}
 		dir := a.volumeHostPath(pod, vol)
-		if _, err := os.Lstat(filepath.Join(dir, dataDirName)); err != nil {
+		if _, err := os.Lstat(filepath.Join(dir, volume.DataDirName)); err != nil {
 			continue // not set up yet: the next container start does it
 		}
 		if err := a.setupDataVolume(pod, vol, dir); err != nil {
@@ -200,36 +182,8 @@ func (a *Agent) refreshDataVolumes(pw *podWorker, pod *v1.Pod) {
 func (a *Agent) setupMemoryEmptyDir(pod *v1.Pod, vol *v1.Volume, dir string) error {
 	projectionMu.Lock()
 	defer projectionMu.Unlock()
-	_, err := a.volumeMounterOrHost().mountTmpfs(dir, emptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, a.cfg.Node.Allocatable))
+	_, err := a.volumeMounterOrHost().MountTmpfs(dir, volume.EmptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, a.cfg.Node.Allocatable))
 	return err
-}
-
-// emptyDirMemorySize is the size of a memory-backed volume, the kubelet's
-// rule (SizeMemoryBackedVolumes): the pod's memory limit (the sum of its
-// containers' limits, or the largest init container's), the node's
-// allocatable memory when no container has one, and sizeLimit when it is
-// smaller. 0 means the kernel's default (half the RAM).
-func emptyDirMemorySize(pod *v1.Pod, sizeLimit *resource.Quantity, allocatable v1.ResourceList) int64 {
-	var limit int64
-	for _, c := range pod.Spec.Containers {
-		if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-			limit += q.Value()
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok && q.Value() > limit {
-			limit = q.Value()
-		}
-	}
-	if limit == 0 {
-		if q, ok := allocatable[v1.ResourceMemory]; ok {
-			limit = q.Value()
-		}
-	}
-	if sizeLimit != nil && sizeLimit.Value() > 0 && (limit == 0 || sizeLimit.Value() < limit) {
-		limit = sizeLimit.Value()
-	}
-	return limit
 }
 
 // unmountPodVolumes unmounts every mount point under the pod's volume
@@ -237,7 +191,7 @@ func emptyDirMemorySize(pod *v1.Pod, sizeLimit *resource.Quantity, allocatable v
 // removed. Best effort: every volume is tried. The pod's service account
 // tokens go with its volumes (the kubelet's DeleteServiceAccountToken).
 func (a *Agent) unmountPodVolumes(pod *v1.Pod) error {
-	a.tokens.forget(pod.UID)
+	a.tokens.Forget(pod.UID)
 	m := a.volumeMounterOrHost()
 	plugins, err := os.ReadDir(filepath.Join(a.podDir(pod), "volumes"))
 	if err != nil {
@@ -252,8 +206,8 @@ func (a *Agent) unmountPodVolumes(pod *v1.Pod) error {
 		vols, _ := os.ReadDir(base)
 		for _, v := range vols {
 			dir := filepath.Join(base, v.Name())
-			if m.isMountPoint(dir) {
-				if err := m.unmount(dir); err != nil {
+			if m.IsMountPoint(dir) {
+				if err := m.Unmount(dir); err != nil {
 					errs = append(errs, fmt.Errorf("unmount volume %s: %w", dir, err))
 				}
 			}
@@ -263,7 +217,7 @@ func (a *Agent) unmountPodVolumes(pod *v1.Pod) error {
 }
 
 // volumePayload builds the files of an API data volume.
-func (a *Agent) volumePayload(pod *v1.Pod, vol *v1.Volume) (map[string]fileProjection, error) {
+func (a *Agent) volumePayload(pod *v1.Pod, vol *v1.Volume) (map[string]volume.FileProjection, error) {
 	switch {
 	case vol.ConfigMap != nil:
 		s := vol.ConfigMap
@@ -291,11 +245,11 @@ func modeOr(m *int32, def os.FileMode) os.FileMode {
 // configMapPayload is the kubelet's configmap MakePayload: every key of
 // data and binaryData, or only items (key → path, own mode). A missing
 // ConfigMap is an empty payload when optional.
-func (a *Agent) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]fileProjection, error) {
+func (a *Agent) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]volume.FileProjection, error) {
 	cm, err := a.configData().configMap(pod, name)
 	if err != nil {
 		if errors.Is(err, errConfigNotFound) && optional {
-			return map[string]fileProjection{}, nil
+			return map[string]volume.FileProjection{}, nil
 		}
 		return nil, err
 	}
@@ -311,11 +265,11 @@ func (a *Agent) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath,
 }
 
 // secretPayload is configMapPayload for a Secret.
-func (a *Agent) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]fileProjection, error) {
+func (a *Agent) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]volume.FileProjection, error) {
 	s, err := a.configData().secret(pod, name)
 	if err != nil {
 		if errors.Is(err, errConfigNotFound) && optional {
-			return map[string]fileProjection{}, nil
+			return map[string]volume.FileProjection{}, nil
 		}
 		return nil, err
 	}
@@ -327,12 +281,12 @@ func (a *Agent) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mo
 }
 
 // keyPayload maps keys to files: all keys, or the items.
-func keyPayload(keys []string, lookup func(string) ([]byte, bool), items []v1.KeyToPath, mode os.FileMode, optional bool, missing string) (map[string]fileProjection, error) {
-	payload := map[string]fileProjection{}
+func keyPayload(keys []string, lookup func(string) ([]byte, bool), items []v1.KeyToPath, mode os.FileMode, optional bool, missing string) (map[string]volume.FileProjection, error) {
+	payload := map[string]volume.FileProjection{}
 	if len(items) == 0 {
 		for _, k := range keys {
 			v, _ := lookup(k)
-			payload[k] = fileProjection{data: v, mode: mode}
+			payload[k] = volume.FileProjection{Data: v, Mode: mode}
 		}
 		return payload, nil
 	}
@@ -344,15 +298,15 @@ func keyPayload(keys []string, lookup func(string) ([]byte, bool), items []v1.Ke
 			}
 			return nil, fmt.Errorf(missing, it.Key)
 		}
-		payload[it.Path] = fileProjection{data: v, mode: modeOr(it.Mode, mode)}
+		payload[it.Path] = volume.FileProjection{Data: v, Mode: modeOr(it.Mode, mode)}
 	}
 	return payload, nil
 }
 
 // downwardAPIPayload writes the pod's metadata fields and its containers'
 // resource fields, one file per item.
-func (a *Agent) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, mode os.FileMode) (map[string]fileProjection, error) {
-	payload := map[string]fileProjection{}
+func (a *Agent) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, mode os.FileMode) (map[string]volume.FileProjection, error) {
+	payload := map[string]volume.FileProjection{}
 	var errs []error
 	for _, it := range items {
 		var (
@@ -371,20 +325,20 @@ func (a *Agent) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 			errs = append(errs, err)
 			continue
 		}
-		payload[it.Path] = fileProjection{data: []byte(val), mode: modeOr(it.Mode, mode)}
+		payload[it.Path] = volume.FileProjection{Data: []byte(val), Mode: modeOr(it.Mode, mode)}
 	}
 	return payload, aggregate(errs)
 }
 
 // projectedPayload merges the sources in order (a later source wins a
 // path), with the volume's defaultMode for items without a mode.
-func (a *Agent) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]fileProjection, error) {
+func (a *Agent) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]volume.FileProjection, error) {
 	mode := modeOr(p.DefaultMode, defaultProjectionMode)
-	payload := map[string]fileProjection{}
+	payload := map[string]volume.FileProjection{}
 	var errs []error
 	for i, src := range p.Sources {
 		var (
-			part map[string]fileProjection
+			part map[string]volume.FileProjection
 			err  error
 		)
 		switch {
@@ -425,188 +379,6 @@ func aggregate(errs []error) error {
 		msgs[i] = e.Error()
 	}
 	return errors.New("[" + strings.Join(msgs, ", ") + "]")
-}
-
-// atomicWriter writes payloads into one volume directory (see the file
-// comment for the layout).
-type atomicWriter struct {
-	dir string
-	// beforeSwap, when set, runs after the new version is written and
-	// before ..data points to it (tests).
-	beforeSwap func()
-	// now names the version directory; nil is time.Now.
-	now func() time.Time
-}
-
-// write makes dir hold exactly payload. It reports whether anything
-// changed; an unchanged payload touches nothing.
-func (w *atomicWriter) write(payload map[string]fileProjection) (bool, error) {
-	// Step 1: check the paths: relative, clean, without ".." elements or a
-	// leading "..", which would escape the directory or clash with ours.
-	for p := range payload {
-		if err := checkPayloadPath(p); err != nil {
-			return false, err
-		}
-	}
-
-	// Step 2: compare with the current version.
-	dataLink := filepath.Join(w.dir, dataDirName)
-	oldVersion, err := os.Readlink(dataLink)
-	if err != nil && !os.IsNotExist(err) {
-		return false, err
-	}
-	if oldVersion != "" && sameContent(filepath.Join(w.dir, oldVersion), payload) {
-		// Recreate user-visible links a previous write may have missed.
-		return false, w.linkUserPaths(payload)
-	}
-
-	// Step 3: write the new version into a fresh timestamped directory.
-	now := time.Now
-	if w.now != nil {
-		now = w.now
-	}
-	version, err := os.MkdirTemp(w.dir, now().UTC().Format("..2006_01_02_15_04_05."))
-	if err != nil {
-		return false, err
-	}
-	if err := os.Chmod(version, 0o755); err != nil {
-		_ = os.RemoveAll(version)
-		return false, err
-	}
-	if err := writePayload(version, payload); err != nil {
-		_ = os.RemoveAll(version)
-		return false, err
-	}
-
-	// Step 4: swap ..data to the new version with a rename (atomic).
-	if w.beforeSwap != nil {
-		w.beforeSwap()
-	}
-	tmpLink := filepath.Join(w.dir, newDataDirName)
-	_ = os.Remove(tmpLink)
-	if err := os.Symlink(filepath.Base(version), tmpLink); err != nil {
-		_ = os.RemoveAll(version)
-		return false, err
-	}
-	if err := os.Rename(tmpLink, dataLink); err != nil {
-		_ = os.Remove(tmpLink)
-		_ = os.RemoveAll(version)
-		return false, err
-	}
-
-	// Step 5: user-visible links, stale ones removed, old version gone.
-	if err := w.linkUserPaths(payload); err != nil {
-		return true, err
-	}
-	if oldVersion != "" && oldVersion != filepath.Base(version) {
-		if err := os.RemoveAll(filepath.Join(w.dir, oldVersion)); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
-}
-
-// checkPayloadPath refuses a path that could escape the volume or clash
-// with the writer's own names.
-func checkPayloadPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("invalid path: must not be empty")
-	case filepath.IsAbs(p):
-		return fmt.Errorf("invalid path %q: must be relative", p)
-	case strings.HasPrefix(p, ".."):
-		return fmt.Errorf("invalid path %q: must not start with '..'", p)
-	case hasBacksteps(p):
-		return fmt.Errorf("invalid path %q: must not contain '..'", p)
-	}
-	return nil
-}
-
-// writePayload writes every file of payload under dir with its mode.
-func writePayload(dir string, payload map[string]fileProjection) error {
-	for p, f := range payload {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, f.data, f.mode); err != nil {
-			return err
-		}
-		// WriteFile's mode passes through the umask.
-		if err := os.Chmod(full, f.mode); err != nil {
-			return err
-		}
-		if f.uid != nil {
-			if err := os.Lchown(full, int(*f.uid), -1); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// sameContent reports whether the version directory holds exactly
-// payload: the same files with the same bytes and modes.
-func sameContent(version string, payload map[string]fileProjection) bool {
-	n := 0
-	err := filepath.Walk(version, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(version, p)
-		want, ok := payload[rel]
-		if !ok || fi.Mode().Perm() != want.mode.Perm() {
-			return errors.New("differs")
-		}
-		if st, isUnix := fi.Sys().(*syscall.Stat_t); want.uid != nil && isUnix && int64(st.Uid) != *want.uid {
-			return errors.New("differs")
-		}
-		data, err := os.ReadFile(p)
-		if err != nil || !bytes.Equal(data, want.data) {
-			return errors.New("differs")
-		}
-		n++
-		return nil
-	})
-	return err == nil && n == len(payload)
-}
-
-// linkUserPaths makes dir/<top> -> ..data/<top> for every top-level name
-// of payload and removes the user-visible names no longer in it.
-func (w *atomicWriter) linkUserPaths(payload map[string]fileProjection) error {
-	tops := map[string]bool{}
-	for p := range payload {
-		top, _, _ := strings.Cut(filepath.ToSlash(p), "/")
-		tops[top] = true
-	}
-	names := make([]string, 0, len(tops))
-	for t := range tops {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	for _, t := range names {
-		link := filepath.Join(w.dir, t)
-		target := filepath.Join(dataDirName, t)
-		if cur, err := os.Readlink(link); err == nil && cur == target {
-			continue
-		}
-		_ = os.Remove(link)
-		if err := os.Symlink(target, link); err != nil {
-			return err
-		}
-	}
-	entries, err := os.ReadDir(w.dir)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "..") || tops[e.Name()] {
-			continue
-		}
-		errs = append(errs, os.Remove(filepath.Join(w.dir, e.Name())))
-	}
-	return errors.Join(errs...)
 }
 
 // readOnlyDataMounts makes every mount of an API data volume (or of a

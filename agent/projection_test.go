@@ -3,7 +3,6 @@ package agent
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -11,147 +10,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/volume"
+	"github.com/minikubelet/minikubelet/agent/volume/volumetest"
 )
 
-// fakeMounter records tmpfs mounts instead of mounting (house style rule
-// 12); the directories stay plain.
-type fakeMounter struct {
-	mounts map[string]int64 // dir → size
-	// binds maps bind targets to what their source reached at mount time.
-	binds map[string]os.FileInfo
-}
-
-var _ volumeMounter = (*fakeMounter)(nil)
-
-func newFakeMounter() *fakeMounter {
-	return &fakeMounter{mounts: map[string]int64{}, binds: map[string]os.FileInfo{}}
-}
-
-func (f *fakeMounter) bindMount(source, target string) error {
-	fi, err := os.Stat(source)
-	if err != nil {
-		return err
-	}
-	f.binds[target] = fi
-	return nil
-}
-
-func (f *fakeMounter) mountTmpfs(dir string, size int64) (bool, error) {
-	f.mounts[dir] = size
-	return true, nil
-}
-
-func (f *fakeMounter) unmount(dir string) error {
-	delete(f.mounts, dir)
-	delete(f.binds, dir)
-	return nil
-}
-
-func (f *fakeMounter) isMountPoint(dir string) bool {
-	_, ok := f.mounts[dir]
-	return ok
-}
-
-// readVolume returns the user-visible files of a volume dir (following
-// the symlinks) and checks the kubelet layout on the way.
-func readVolume(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	target, err := os.Readlink(filepath.Join(dir, dataDirName))
-	require.NoError(t, err, "..data symlink")
-	assert.True(t, strings.HasPrefix(target, "..20"), "version dir %q is timestamped", target)
-	out := map[string]string{}
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "..") {
-			continue
-		}
-		link, err := os.Readlink(filepath.Join(dir, e.Name()))
-		require.NoError(t, err, "%s is a symlink", e.Name())
-		assert.Equal(t, filepath.Join(dataDirName, e.Name()), link)
-		_ = filepath.Walk(filepath.Join(dir, dataDirName, e.Name()), func(p string, fi os.FileInfo, err error) error {
-			require.NoError(t, err)
-			if fi.IsDir() {
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			require.NoError(t, err)
-			rel, _ := filepath.Rel(filepath.Join(dir, dataDirName), p)
-			out[rel] = string(data)
-			return nil
-		})
-	}
-	return out
-}
-
-func TestAtomicWriter(t *testing.T) {
-	dir := t.TempDir()
-	w := &atomicWriter{dir: dir, now: func() time.Time { return time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC) }}
-
-	changed, err := w.write(map[string]fileProjection{
-		"a":        {data: []byte("1"), mode: 0o644},
-		"sub/b":    {data: []byte("2"), mode: 0o400},
-		"sub/c/d":  {data: []byte("3"), mode: 0o600},
-		"dot.file": {data: []byte("4"), mode: 0o644},
-	})
-	require.NoError(t, err)
-	assert.True(t, changed)
-	assert.Equal(t, map[string]string{"a": "1", "sub/b": "2", "sub/c/d": "3", "dot.file": "4"}, readVolume(t, dir))
-	version, _ := os.Readlink(filepath.Join(dir, dataDirName))
-	assert.Regexp(t, `^\.\.2026_11_22_05_00_00\.\d+$`, version)
-	fi, err := os.Stat(filepath.Join(dir, "sub", "b"))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o400), fi.Mode().Perm())
-
-	// The same payload changes nothing, not even the version.
-	changed, err = w.write(map[string]fileProjection{
-		"a":        {data: []byte("1"), mode: 0o644},
-		"sub/b":    {data: []byte("2"), mode: 0o400},
-		"sub/c/d":  {data: []byte("3"), mode: 0o600},
-		"dot.file": {data: []byte("4"), mode: 0o644},
-	})
-	require.NoError(t, err)
-	assert.False(t, changed)
-	again, _ := os.Readlink(filepath.Join(dir, dataDirName))
-	assert.Equal(t, version, again)
-
-	// A new payload: the old content stays readable until ..data swaps;
-	// then stale names and the old version are gone.
-	var during map[string]string
-	w.beforeSwap = func() { during = readVolume(t, dir) }
-	changed, err = w.write(map[string]fileProjection{"a": {data: []byte("new"), mode: 0o644}, "e": {data: []byte("5"), mode: 0o644}})
-	require.NoError(t, err)
-	assert.True(t, changed)
-	assert.Equal(t, map[string]string{"a": "1", "sub/b": "2", "sub/c/d": "3", "dot.file": "4"}, during)
-	assert.Equal(t, map[string]string{"a": "new", "e": "5"}, readVolume(t, dir))
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	require.Len(t, names, 4, "%v", names) // version, ..data, a, e
-	_, err = os.Stat(filepath.Join(dir, version))
-	assert.True(t, os.IsNotExist(err), "old version removed")
-
-	// A mode change alone is a change.
-	changed, err = w.write(map[string]fileProjection{"a": {data: []byte("new"), mode: 0o600}, "e": {data: []byte("5"), mode: 0o644}})
-	require.NoError(t, err)
-	assert.True(t, changed)
-
-	// Escaping paths are refused.
-	for _, bad := range []string{"../x", "/abs", "..data", "a/../../x"} {
-		_, err := w.write(map[string]fileProjection{bad: {data: nil, mode: 0o644}})
-		assert.Error(t, err, bad)
-	}
-}
-
 // projectionAgent is an agent with a fake mounter and config data.
-func projectionAgent(t *testing.T) (*Agent, *fakeMounter) {
+func projectionAgent(t *testing.T) (*Agent, *volumetest.FakeMounter) {
 	t.Helper()
 	a := envTestAgent(t)
-	m := newFakeMounter()
+	m := volumetest.NewFakeMounter()
 	a.mounter = m
 	return a, m
 }
@@ -219,26 +88,26 @@ spec:
 	assert.Equal(t, filepath.Join(base, "kubernetes.io~downward-api", "info"), paths["info"])
 	assert.Equal(t, filepath.Join(base, "kubernetes.io~projected", "all"), paths["all"])
 
-	cfg := readVolume(t, paths["cfg"])
+	cfg := volumetest.ReadVolume(t, paths["cfg"])
 	assert.Equal(t, map[string]string{"mode": "fast", "level": "3", "bad=key": "x", "1st-ok": "y"}, cfg)
 	fi, err := os.Stat(filepath.Join(paths["cfg"], "mode"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o440), fi.Mode().Perm())
 
-	assert.Equal(t, map[string]string{"conf/mode.txt": "fast"}, readVolume(t, paths["some"]))
+	assert.Equal(t, map[string]string{"conf/mode.txt": "fast"}, volumetest.ReadVolume(t, paths["some"]))
 	fi, err = os.Stat(filepath.Join(paths["some"], "conf", "mode.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 
-	assert.Equal(t, map[string]string{"pw": "s3cret"}, readVolume(t, paths["sec"]))
-	assert.Equal(t, map[string]string{}, readVolume(t, paths["none"]))
+	assert.Equal(t, map[string]string{"pw": "s3cret"}, volumetest.ReadVolume(t, paths["sec"]))
+	assert.Equal(t, map[string]string{}, volumetest.ReadVolume(t, paths["none"]))
 	assert.Equal(t, map[string]string{
 		"labels":      "app=\"web\"\ntier=\"front\"",
 		"annotations": "note=\"hi\"",
 		"name":        "web", "ns": "shop", "uid": "11111111-2222-3333-4444-555555555555",
 		"tier": "front", "mem": "64", "cpu": "250",
-	}, readVolume(t, paths["info"]))
-	assert.Equal(t, map[string]string{"level": "3", "user": "admin", "podname": "web"}, readVolume(t, paths["all"]))
+	}, volumetest.ReadVolume(t, paths["info"]))
+	assert.Equal(t, map[string]string{"level": "3", "user": "admin", "podname": "web"}, volumetest.ReadVolume(t, paths["all"]))
 	fi, err = os.Stat(filepath.Join(paths["all"], "user"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o400), fi.Mode().Perm())
@@ -250,7 +119,7 @@ spec:
 		paths["none"]: 64 << 20,
 		paths["all"]:  64 << 20,
 		paths["mem"]:  16 << 20,
-	}, mounter.mounts)
+	}, mounter.Mounts)
 
 	// Data volumes are mounted read-only whatever the mount says.
 	cfgCRI, err := a.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "", paths)
@@ -263,7 +132,7 @@ spec:
 
 	// Teardown unmounts before removing.
 	require.NoError(t, a.cleanupPodDirs(pod))
-	assert.Empty(t, mounter.mounts)
+	assert.Empty(t, mounter.Mounts)
 	_, err = os.Stat(a.podDir(pod))
 	assert.True(t, os.IsNotExist(err))
 }
@@ -311,49 +180,18 @@ spec:
 
 	paths, err := a.setupVolumes(pod)
 	require.NoError(t, err)
-	v1Version, _ := os.Readlink(filepath.Join(paths["info"], dataDirName))
+	v1Version, _ := os.Readlink(filepath.Join(paths["info"], volume.DataDirName))
 
 	// Same labels: untouched.
 	a.refreshDataVolumes(w, pod)
-	same, _ := os.Readlink(filepath.Join(paths["info"], dataDirName))
+	same, _ := os.Readlink(filepath.Join(paths["info"], volume.DataDirName))
 	assert.Equal(t, v1Version, same)
 
 	pod.Labels["version"] = "2"
 	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("shop", "settings"), Data: map[string]string{"mode": "slow"}}}, nil)
 	a.refreshDataVolumes(w, pod)
-	assert.Equal(t, map[string]string{"labels": "app=\"web\"\nversion=\"2\""}, readVolume(t, paths["info"]))
-	assert.Equal(t, map[string]string{"mode": "slow"}, readVolume(t, paths["cfg"]))
-}
-
-func TestEmptyDirMemorySize(t *testing.T) {
-	alloc := v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
-	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
-	withLimits := func(limits ...string) *v1.Pod {
-		p := &v1.Pod{}
-		for _, l := range limits {
-			c := v1.Container{}
-			if l != "" {
-				c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse(l)}
-			}
-			p.Spec.Containers = append(p.Spec.Containers, c)
-		}
-		return p
-	}
-	for _, tc := range []struct {
-		name      string
-		pod       *v1.Pod
-		sizeLimit *resource.Quantity
-		want      int64
-	}{
-		{"no limits: allocatable", withLimits(""), nil, 1 << 30},
-		{"sizeLimit below allocatable", withLimits(""), q("16Mi"), 16 << 20},
-		{"pod limit sums containers", withLimits("64Mi", "32Mi", ""), nil, 96 << 20},
-		{"sizeLimit above pod limit", withLimits("64Mi"), q("128Mi"), 64 << 20},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, emptyDirMemorySize(tc.pod, tc.sizeLimit, alloc))
-		})
-	}
+	assert.Equal(t, map[string]string{"labels": "app=\"web\"\nversion=\"2\""}, volumetest.ReadVolume(t, paths["info"]))
+	assert.Equal(t, map[string]string{"mode": "slow"}, volumetest.ReadVolume(t, paths["cfg"]))
 }
 
 func TestValidateDataVolumes(t *testing.T) {
@@ -395,7 +233,7 @@ func TestValidateDataVolumes(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  volumes:\n  - name: v\n    "+tc.volume+"\n  containers:\n  - {name: app, image: img}\n"), "x.yaml", "node-1")
+			_, err := manifest.PrepareManifest([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  volumes:\n  - name: v\n    "+tc.volume+"\n  containers:\n  - {name: app, image: img}\n"), "x.yaml", "node-1")
 			require.Error(t, err)
 			lines := strings.Split(err.Error(), "\n")
 			require.Len(t, lines, len(tc.want), err.Error())
@@ -411,7 +249,7 @@ func TestValidateDataVolumes(t *testing.T) {
 // event, and starts once the ConfigMap arrives.
 func TestAgent_MissingConfigMapWaits(t *testing.T) {
 	h := newHarness(t)
-	h.agent.mounter = newFakeMounter()
+	h.agent.mounter = volumetest.NewFakeMounter()
 	go func() { _ = h.agent.Run(t.Context()) }()
 	pod := testPod(t, `
 apiVersion: v1

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/test/testutil"
 )
@@ -42,7 +43,7 @@ func TestQOSClass_DocsExamples(t *testing.T) {
 				testutil.SkipSuite(t, "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)", docsExamples)
 			}
 			require.NoError(t, err)
-			pods, err := PrepareManifest(data, "x.yaml", "node")
+			pods, err := manifest.PrepareManifest(data, "x.yaml", "node")
 			require.NoError(t, err)
 			require.Len(t, pods, 1)
 			assert.Equal(t, tt.want, podQOSClass(pods[0]))

@@ -24,6 +24,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // ServiceLister gives the agent the cluster's Services; in cluster mode an
@@ -57,7 +59,7 @@ func (a *Agent) serviceEnv(pod *v1.Pod) (map[string]string, error) {
 	if a.services == nil {
 		return nil, nil
 	}
-	if pod.Annotations[annotationConfigSource] == sourceCluster && !a.services.HasSynced() {
+	if pod.Annotations[source.AnnotationConfigSource] == sourceCluster && !a.services.HasSynced() {
 		return nil, errServicesNotSynced
 	}
 	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks

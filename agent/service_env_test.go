@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // fakeServices is a ServiceLister over a fixed list.
@@ -241,7 +243,7 @@ spec:
 		require.EqualError(t, err, "services have not yet been read at least once, cannot construct envvars")
 
 		static := pod.DeepCopy()
-		static.Annotations[annotationConfigSource] = sourceFile
+		static.Annotations[source.AnnotationConfigSource] = source.SourceFile
 		m, _, _ := envMap(t, a, static)
 		assert.Equal(t, "10.96.0.1", m["KUBERNETES_SERVICE_HOST"], "a static pod takes what was read")
 	})

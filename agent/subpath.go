@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/safepath"
+	vol "github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // subPathsDirName is the pod directory's home of pinned subPath targets.
@@ -39,15 +40,6 @@ const subPathsDirName = "volume-subpaths"
 // subPathDirMode is the mode of subPath directories the agent creates in a
 // volume (before the umask), as the kubelet's.
 const subPathDirMode = 0o755
-
-// checkSubPath refuses a subPath that is absolute or climbs with "..":
-// validation refuses them too, this is the last line.
-func checkSubPath(sub string) error {
-	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") || strings.Contains(sub, "/../") || strings.HasSuffix(sub, "/..") {
-		return fmt.Errorf("subPath %q must be a relative path inside the volume", sub)
-	}
-	return nil
-}
 
 // subPathTarget is the pinned target of the index-th volumeMount of a
 // container.
@@ -62,7 +54,7 @@ func (a *Agent) subPathTarget(pod *v1.Pod, volume, container string, index int) 
 // target is unmounted first; a target that cannot be emptied is an error,
 // never mounted over.
 func (a *Agent) pinSubPath(pod *v1.Pod, container, volume, root, sub string, index int) (string, error) {
-	if err := checkSubPath(sub); err != nil {
+	if err := vol.CheckSubPath(sub); err != nil {
 		return "", err
 	}
 	src, err := safepath.MkdirAll(root, sub, subPathDirMode)
@@ -83,7 +75,7 @@ func (a *Agent) pinSubPath(pod *v1.Pod, container, volume, root, sub string, ind
 		return "", fmt.Errorf("create subPath mount point: %w", err)
 	}
 	m := a.volumeMounterOrHost()
-	if err := removeSubPathTarget(m, target); err != nil {
+	if err := vol.RemoveSubPathTarget(m, target); err != nil {
 		return "", err
 	}
 	if fi.IsDir() {
@@ -98,28 +90,11 @@ func (a *Agent) pinSubPath(pod *v1.Pod, container, volume, root, sub string, ind
 	if err != nil {
 		return "", fmt.Errorf("create subPath mount point: %w", err)
 	}
-	if err := m.bindMount(safepath.ProcPath(src), target); err != nil {
+	if err := m.BindMount(safepath.ProcPath(src), target); err != nil {
 		_ = os.Remove(target)
 		return "", fmt.Errorf("mount subPath %q: %w", sub, err)
 	}
 	return target, nil
-}
-
-// removeSubPathTarget unmounts target and removes it. Removal is the proof
-// the unmount worked: a directory still mounted is busy, and one holding a
-// volume's files is not empty; either is an error, and nothing is deleted
-// from what was mounted.
-func removeSubPathTarget(m volumeMounter, target string) error {
-	if _, err := os.Lstat(target); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err := m.unmount(target); err != nil {
-		return fmt.Errorf("unmount subPath %s: %w", target, err)
-	}
-	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove subPath mount point %s: %w", target, err)
-	}
-	return nil
 }
 
 // unpinSubPaths unmounts and removes the pinned subPath targets of one
@@ -146,7 +121,7 @@ func (a *Agent) unpinSubPaths(pod *v1.Pod, container string) error {
 			continue
 		}
 		for _, t := range targets {
-			if err := removeSubPathTarget(m, filepath.Join(dir, t.Name())); err != nil {
+			if err := vol.RemoveSubPathTarget(m, filepath.Join(dir, t.Name())); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -190,7 +165,7 @@ func (a *Agent) cleanupStaleSubPaths(desired, live map[types.UID]bool) error {
 			continue
 		}
 		a.logger.Info("Removing the subPath mounts of a pod no source wants", "podUID", string(uid))
-		if err := unmountUnder(dir); err != nil {
+		if err := vol.UnmountUnder(dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}

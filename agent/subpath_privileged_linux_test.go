@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // requiresPrivileged skips unless the test runs as root and is opted in
@@ -35,7 +37,7 @@ func TestPinSubPath_Privileged(t *testing.T) {
 
 	dirTarget, err := a.pinSubPath(pod, "app", "data", vol, "s", 0)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = unmountUnder(filepath.Join(a.podDir(pod), subPathsDirName)) })
+	t.Cleanup(func() { _ = volume.UnmountUnder(filepath.Join(a.podDir(pod), subPathsDirName)) })
 	fileTarget, err := a.pinSubPath(pod, "app", "data", vol, "f", 1)
 	require.NoError(t, err)
 
@@ -78,9 +80,9 @@ func subPathPod(t *testing.T, a *Agent) (pod *v1.Pod, vol, outside string) {
 // mountPointsUnder lists the mount points at or below dir.
 func mountPointsUnder(dir string) []string {
 	var out []string
-	for _, m := range mountInfo() {
-		if m.point == dir || strings.HasPrefix(m.point, dir+"/") {
-			out = append(out, m.point)
+	for _, m := range volume.MountInfo() {
+		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
+			out = append(out, m.Point)
 		}
 	}
 	return out

@@ -9,11 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/minikubelet/minikubelet/agent/volume/volumetest"
 )
 
 // subPathAgent is an agent with a fake mounter, a pod and its emptyDir,
 // and a directory outside the volume holding a canary.
-func subPathAgent(t *testing.T) (a *Agent, m *fakeMounter, pod *v1.Pod, vol, outside string) {
+func subPathAgent(t *testing.T) (a *Agent, m *volumetest.FakeMounter, pod *v1.Pod, vol, outside string) {
 	t.Helper()
 	a, m = projectionAgent(t)
 	pod = &v1.Pod{}
@@ -34,7 +36,7 @@ func TestPinSubPath(t *testing.T) {
 	assert.Equal(t, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app", "0"), target)
 	want, err := os.Stat(filepath.Join(vol, "web/html"))
 	require.NoError(t, err)
-	assert.True(t, os.SameFile(want, m.binds[target]), "the directory opened in the volume is what is mounted")
+	assert.True(t, os.SameFile(want, m.Binds[target]), "the directory opened in the volume is what is mounted")
 	assert.DirExists(t, target)
 
 	// A file subPath is pinned on an empty file.
@@ -46,7 +48,7 @@ func TestPinSubPath(t *testing.T) {
 	assert.True(t, fi.Mode().IsRegular())
 	want, err = os.Stat(filepath.Join(vol, "conf"))
 	require.NoError(t, err)
-	assert.True(t, os.SameFile(want, m.binds[target]))
+	assert.True(t, os.SameFile(want, m.Binds[target]))
 
 	// Pinning again (the container restarts) replaces the earlier pin,
 	// even when the subPath changed type meanwhile.
@@ -67,7 +69,7 @@ func TestPinSubPath(t *testing.T) {
 	entries, err := os.ReadDir(outside)
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "only the canary")
-	assert.NotContains(t, m.binds, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app", "2"))
+	assert.NotContains(t, m.Binds, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app", "2"))
 
 	// A symlink inside the volume is followed (configMap keys are links).
 	require.NoError(t, os.Symlink("web", filepath.Join(vol, "in")))
@@ -75,11 +77,11 @@ func TestPinSubPath(t *testing.T) {
 	require.NoError(t, err)
 	want, err = os.Stat(filepath.Join(vol, "web/html"))
 	require.NoError(t, err)
-	assert.True(t, os.SameFile(want, m.binds[target]))
+	assert.True(t, os.SameFile(want, m.Binds[target]))
 
 	// The container's pins go together.
 	require.NoError(t, a.unpinSubPaths(pod, "app"))
-	assert.Empty(t, m.binds)
+	assert.Empty(t, m.Binds)
 	assert.NoDirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app"))
 }
 
@@ -87,7 +89,7 @@ func TestCleanupStaleSubPaths(t *testing.T) {
 	a, m, pod, vol, _ := subPathAgent(t)
 	_, err := a.pinSubPath(pod, "app", "data", vol, "x", 0)
 	require.NoError(t, err)
-	require.Len(t, m.binds, 1)
+	require.Len(t, m.Binds, 1)
 	// Desired, or still in the runtime: kept.
 	require.NoError(t, a.cleanupStaleSubPaths(map[types.UID]bool{pod.UID: true}, nil))
 	require.NoError(t, a.cleanupStaleSubPaths(nil, map[types.UID]bool{pod.UID: true}))

@@ -14,11 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -120,6 +118,12 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //
 // A returned duration of 0 means "sync again at once".
 func (a *Agent) syncPod(ctx context.Context, w *podWorker) time.Duration {
+	w.mu.Lock()
+	ev := w.evicted
+	w.mu.Unlock()
+	if ev != nil {
+		return a.syncEvicted(ctx, w, ev) // eviction_manager.go
+	}
 	pod := w.pod()
 	res := &syncResult{}
 
@@ -409,217 +413,6 @@ func (a *Agent) refreshPodState(ctx context.Context, pod *v1.Pod, st *podState, 
 	return out, nil
 }
 
-// networkState is the runtime's NetworkReady condition.
-type networkState struct {
-	ready           bool
-	reason, message string
-	err             error
-}
-
-// sandboxPrelude is what creating a sandbox needs first, started while a new
-// pod is observed instead of after: the pod network's readiness (the
-// runtime's Status) and the pod cgroup. Neither changes anything when the
-// observation finds the pod running already (an agent restart adopting it):
-// Status is a question, and the pod cgroup exists and gets the same
-// settings again. A nil prelude does the work when asked.
-type sandboxPrelude struct {
-	pod *v1.Pod
-	net chan networkState
-	// cgroup delivers ensurePodCgroup's result; done is closed once it ran.
-	cgroup chan podCgroupResult
-	done   chan struct{}
-}
-
-type podCgroupResult struct {
-	parent string
-	err    error
-}
-
-// startSandboxPrelude starts the prelude of the pod's sandbox.
-func (a *Agent) startSandboxPrelude(ctx context.Context, pod *v1.Pod) *sandboxPrelude {
-	p := &sandboxPrelude{pod: pod, cgroup: make(chan podCgroupResult, 1), done: make(chan struct{})}
-	if !pod.Spec.HostNetwork {
-		p.net = make(chan networkState, 1)
-		go func() { p.net <- a.networkState(ctx) }()
-	}
-	go func() {
-		defer close(p.done)
-		parent, err := a.ensurePodCgroup(pod)
-		p.cgroup <- podCgroupResult{parent: parent, err: err}
-	}()
-	return p
-}
-
-// networkState returns the pod network's readiness.
-func (p *sandboxPrelude) networkState(ctx context.Context, a *Agent) networkState {
-	if p == nil || p.net == nil {
-		return a.networkState(ctx)
-	}
-	return <-p.net
-}
-
-// podCgroup returns the pod cgroup's path for the sandbox's CgroupParent.
-func (p *sandboxPrelude) podCgroup(a *Agent, pod *v1.Pod) (string, error) {
-	if p == nil || p.pod != pod {
-		return a.ensurePodCgroup(pod)
-	}
-	r := <-p.cgroup
-	return r.parent, r.err
-}
-
-// wait returns once the prelude's cgroup work is done: a sync must not
-// leave it running into a teardown, which removes the pod cgroup.
-func (p *sandboxPrelude) wait() {
-	<-p.done
-}
-
-// networkState asks the runtime about the pod network.
-func (a *Agent) networkState(ctx context.Context) networkState {
-	ok, reason, msg, err := a.networkReady(ctx)
-	return networkState{ready: ok, reason: reason, message: msg, err: err}
-}
-
-// podNetworkHint names the node's pod network and its conflist in the
-// not-ready message, and says what brings it back. The agent installs the
-// conflist at start and, like the kubelet, leaves the runtime's CNI config
-// alone afterwards: a conflist removed at runtime is the operator's doing.
-func (a *Agent) podNetworkHint() string {
-	n := a.cfg.Network
-	path := cni.ConfPath(n)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return fmt.Sprintf("pod network %q (%s) has no conflist: %s is missing; restore it or restart minikubelet, which reinstalls it", n.Name, n.PodCIDR, path)
-	}
-	return fmt.Sprintf("pod network %q (%s): the runtime has not loaded %s yet", n.Name, n.PodCIDR, path)
-}
-
-// ensureSandbox returns the sandbox to start containers in, creating it if
-// the plan says so. Creating a sandbox takes hundreds of milliseconds (CNI
-// ADD), so the pod's images are pulled at the same time; the kubelet does
-// these in sequence. The returned map holds the refs of pulled images.
-func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st *podState, act podActions, res *syncResult, pre *sandboxPrelude) (*sandboxInfo, map[string]pullResult) {
-	if !act.CreateSandbox {
-		if act.SandboxID == "" {
-			return nil, nil
-		}
-		cfg, err := a.generatePodSandboxConfig(pod, act.Attempt)
-		if err != nil {
-			w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to generate sandbox config: %v", err)
-			res.fail()
-			return nil, nil
-		}
-		// Containers (re)created in the existing sandbox must land in the
-		// pod cgroup too: containerd derives their cgroup from the sandbox
-		// config's CgroupParent (without it, /k8s.io/<id> outside the pod's
-		// cgroup on cgroupfs, and a runc error with systemd).
-		cfg.Linux.CgroupParent = a.podCgroupPath(pod)
-		return &sandboxInfo{id: act.SandboxID, attempt: act.Attempt, ip: st.sandboxes[0].ip, config: cfg, ready: true}, nil
-	}
-	cfg, err := a.generatePodSandboxConfig(pod, act.Attempt)
-	if err != nil {
-		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to generate sandbox config: %v", err)
-		res.fail()
-		return nil, nil
-	}
-
-	// Pull every image the pod will need while the sandbox comes up. The
-	// pulls get their own copy of the config: this goroutine goes on
-	// filling cfg (cgroup parent) while gRPC marshals the pulls' requests.
-	pullCfg := proto.Clone(cfg).(*runtimeapi.PodSandboxConfig)
-	prepulled := map[string]pullResult{}
-	var pmu sync.Mutex
-	var pulls sync.WaitGroup
-	seen := map[string]bool{}
-	var toPull []*v1.Container
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			c := &list[i]
-			if !seen[c.Image] {
-				seen[c.Image] = true
-				toPull = append(toPull, c)
-			}
-		}
-	}
-	for _, c := range toPull {
-		if a.imageInBackoff(pod, c) {
-			continue // startOne reports ImagePullBackOff
-		}
-		pulls.Add(1)
-		go func() {
-			defer pulls.Done()
-			ref, img, err := a.ensureImage(ctx, w, c, pullCfg)
-			if err != nil && errors.Is(err, ErrImagePull) {
-				a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
-			}
-			pmu.Lock()
-			prepulled[c.Image] = pullResult{ref: ref, image: img, err: err}
-			pmu.Unlock()
-		}()
-	}
-
-	// A lone node has no cluster DNS (MissingClusterDNS), and resolver
-	// limits may trim the pod's DNS config (DNSConfigForming): dns.go.
-	if _, warns, err := a.podDNS(pod); err == nil {
-		for _, wn := range warns {
-			w.event(v1.EventTypeWarning, wn.reason, "%s", wn.message)
-		}
-	}
-	// The pod cgroup first: containerd creates the sandbox and every
-	// container below it.
-	parent, err := pre.podCgroup(a, pod)
-	if err != nil {
-		pulls.Wait()
-		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create the pod cgroup: %v", err)
-		res.fail()
-		return nil, prepulled
-	}
-	cfg.Linux.CgroupParent = parent
-	if err := mkdirLogDir(cfg.LogDirectory); err != nil {
-		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod log directory: %v", err)
-		res.fail()
-		pulls.Wait()
-		return nil, nil
-	}
-	t0 := a.clock.Now()
-	id, err := a.runtime.RunPodSandbox(ctx, cfg, "")
-	if err != nil {
-		// A call that timed out may still have created the sandbox.
-		res.lostTrack()
-		pulls.Wait()
-		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s", cri.Message(err))
-		res.fail()
-		return nil, prepulled
-	}
-	sb := &sandboxInfo{id: id, attempt: act.Attempt, config: cfg, ready: true}
-	resp, err := a.runtime.PodSandboxStatus(ctx, id, false)
-	if err != nil {
-		res.lostTrack()
-		pulls.Wait()
-		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to read new pod sandbox status: %s", cri.Message(err))
-		res.fail()
-		return nil, prepulled
-	}
-	sb.ip = resp.GetStatus().GetNetwork().GetIp()
-	if s := resp.GetStatus(); s != nil {
-		res.mu.Lock()
-		res.sandbox = sandboxFromStatus(s)
-		res.mu.Unlock()
-	} else {
-		res.lostTrack()
-	}
-	detail := fmt.Sprintf("%s attempt %d", shortID(id), act.Attempt)
-	if pod.Spec.HostNetwork {
-		detail += ", host network"
-	} else {
-		detail += ", IP " + sb.ip
-	}
-	if parent != "" {
-		detail += ", cgroup " + parent
-	}
-	w.step(stepSandbox, a.clock.Since(t0), detail)
-	pulls.Wait()
-	return sb, prepulled
-}
-
 // pullResult is the outcome of one image pull made during sandbox creation.
 type pullResult struct {
 	ref string
@@ -692,21 +485,6 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		return
 	}
 	w.setReason(c.Name, nil)
-}
-
-func (a *Agent) imageInBackoff(pod *v1.Pod, c *v1.Container) bool {
-	in, _ := a.imageBackoff.inBackoffSinceUpdate(imageBackoffKey(pod, c), a.clock.Now())
-	return in
-}
-
-// crashBackoffKey is the kubelet's stable key: a spec change gets a fresh
-// back-off.
-func crashBackoffKey(pod *v1.Pod, c *v1.Container) string {
-	return fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, containerHashString(c))
-}
-
-func imageBackoffKey(pod *v1.Pod, c *v1.Container) string {
-	return fmt.Sprintf("%s_%s", pod.UID, c.Image)
 }
 
 // killGracePeriod is the grace period for killing one container: a failed

@@ -3,7 +3,8 @@ package agent
 // Service account tokens: the projected serviceAccountToken sources (the
 // kube-api-access-xxxxx volume the API server's ServiceAccount admission
 // gives every pod that keeps automountServiceAccountToken). They work as
-// the kubelet's token manager (pkg/kubelet/token): a token is requested
+// the kubelet's token manager (pkg/kubelet/token; the cache is
+// agent/volume's TokenCache): a token is requested
 // from a TokenSource (in cluster mode, the API server's TokenRequest API:
 // agent/cluster), cached per namespace, service account, audience,
 // expiration and pod UID, handed out again until it is older than 80 % of
@@ -20,48 +21,13 @@ package agent
 // has no service account on any API server.
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
-	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
-)
 
-// TokenSource issues service account tokens; in cluster mode the API
-// server's TokenRequest API (cluster.TokenSource).
-type TokenSource interface {
-	// Token requests a token of the pod's service account
-	// (pod.Spec.ServiceAccountName in pod.Namespace) bound to the pod (its
-	// name and UID), for src.Audience (empty: the API server's default
-	// audiences) and src.ExpirationSeconds (always set: the agent defaults
-	// it). expires is when the issuer says the token expires.
-	Token(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) (token []byte, expires time.Time, err error)
-}
-
-// The kubelet's token manager constants.
-const (
-	// defaultTokenExpirationSeconds is the API's default expirationSeconds.
-	defaultTokenExpirationSeconds = 3600
-	// minTokenExpirationSeconds is the shortest lifetime the API allows.
-	minTokenExpirationSeconds = 600
-	// maxTokenExpirationSeconds is the longest (2^32 s).
-	maxTokenExpirationSeconds = 1 << 32
-	// tokenMaxAge is when a token is refreshed whatever its lifetime.
-	tokenMaxAge = 24 * time.Hour
-	// tokenRefreshFraction of its lifetime is when a token is refreshed.
-	tokenRefreshFraction = 0.8
-	// tokenRequestTimeout bounds one request: volume setup has no context
-	// of its own, and a pod waits for its token anyway.
-	tokenRequestTimeout = 15 * time.Second
-	// tokenRetryAfter spaces the refresh attempts of a token that is still
-	// valid after one failed: a pod syncing often while the API server is
-	// away does not wait on a request at every sync.
-	tokenRetryAfter = 10 * time.Second
+	"github.com/minikubelet/minikubelet/agent/source"
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // sourceCluster is the config.source of pods from the cluster's API
@@ -71,160 +37,17 @@ const sourceCluster = "cluster"
 // Admission reason of a pod that projects a token it cannot get here.
 const admitReasonServiceAccountToken = "ServiceAccountTokenUnavailable"
 
-// tokenKey identifies a cached token (the kubelet's keyFunc).
-type tokenKey struct {
-	namespace, serviceAccount, audience string
-	expirationSeconds                   int64
-	podUID                              types.UID
-}
-
-// tokenEntry is one cached token; fetch serialises the requests for its
-// key (the containers of a pod set up its volumes concurrently). The other
-// fields are guarded by tokenCache.mu.
-type tokenEntry struct {
-	fetch   sync.Mutex
-	token   []byte
-	fetched time.Time // when it was received (this node's clock)
-	expires time.Time
-	failed  time.Time // when a refresh last failed
-}
-
-// tokenCache is the agent's token manager; nil when there is no source.
-type tokenCache struct {
-	source TokenSource
-	clock  clock.PassiveClock
-	logger *slog.Logger
-
-	mu      sync.Mutex
-	entries map[tokenKey]*tokenEntry
-}
-
-// newTokenCache returns the cache of a token source (nil for none).
-func newTokenCache(src TokenSource, clk clock.PassiveClock, logger *slog.Logger) *tokenCache {
-	if src == nil {
-		return nil
-	}
-	return &tokenCache{source: src, clock: clk, logger: logger, entries: map[tokenKey]*tokenEntry{}}
-}
-
-// token returns the token of src for pod: the cached one while it is
-// fresh, else a new one. A failed refresh keeps a token that has not
-// expired yet (logged); without one the error says what to do.
-func (c *tokenCache) token(pod *v1.Pod, src *v1.ServiceAccountTokenProjection) ([]byte, error) {
-	req := src.DeepCopy()
-	if req.ExpirationSeconds == nil {
-		exp := int64(defaultTokenExpirationSeconds)
-		req.ExpirationSeconds = &exp
-	}
-	key := tokenKey{namespace: pod.Namespace, serviceAccount: pod.Spec.ServiceAccountName, audience: req.Audience,
-		expirationSeconds: *req.ExpirationSeconds, podUID: pod.UID}
-	now := c.clock.Now()
-	c.mu.Lock()
-	c.pruneLocked(now)
-	e := c.entries[key]
-	if e == nil {
-		e = &tokenEntry{}
-		c.entries[key] = e
-	}
-	c.mu.Unlock()
-
-	e.fetch.Lock()
-	defer e.fetch.Unlock()
-	c.mu.Lock()
-	cached, fetched, expires, failed := e.token, e.fetched, e.expires, e.failed
-	c.mu.Unlock()
-	now = c.clock.Now()
-	if cached != nil && !tokenNeedsRefresh(now, fetched, expires) {
-		return cached, nil
-	}
-	if cached != nil && now.Before(expires) && now.Sub(failed) < tokenRetryAfter {
-		return cached, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), tokenRequestTimeout)
-	tok, exp, err := c.source.Token(ctx, pod, req)
-	cancel()
-	if err == nil && len(tok) == 0 {
-		err = fmt.Errorf("the API server returned an empty token")
-	}
-	if err != nil {
-		if cached != nil && now.Before(expires) {
-			c.mu.Lock()
-			e.failed = now
-			c.mu.Unlock()
-			c.logger.Warn("Service account token refresh failed; keeping the current token until it expires",
-				"pod", pod.Namespace+"/"+pod.Name, "serviceAccount", key.serviceAccount, "expires", expires, "err", err)
-			return cached, nil
-		}
-		return nil, fmt.Errorf("cannot get a token for service account %s/%s (the pod waits and retries): %w", key.namespace, key.serviceAccount, err)
-	}
-	c.mu.Lock()
-	e.token, e.fetched, e.expires = tok, now, exp
-	c.mu.Unlock()
-	return tok, nil
-}
-
-// tokenNeedsRefresh is the kubelet's requiresRefresh: expired, older than
-// 24 h, or older than 80 % of its lifetime. The lifetime is measured from
-// when the token arrived, so a server that shortens the requested one
-// (--service-account-max-token-expiration) is followed. (The kubelet adds
-// up to 10 s of jitter; the agent's syncs are spread already.)
-func tokenNeedsRefresh(now, fetched, expires time.Time) bool {
-	if !now.Before(expires) {
-		return true
-	}
-	age := now.Sub(fetched)
-	ttl := expires.Sub(fetched)
-	return age >= tokenMaxAge || age >= time.Duration(float64(ttl)*tokenRefreshFraction)
-}
-
-// pruneLocked drops the expired tokens (the kubelet's cleanup): a pod
-// whose teardown never finished leaves nothing behind for long.
-func (c *tokenCache) pruneLocked(now time.Time) {
-	for k, e := range c.entries {
-		if e.token != nil && !now.Before(e.expires) {
-			delete(c.entries, k)
-		}
-	}
-}
-
-// forget drops the tokens of a pod (its volumes are gone).
-func (c *tokenCache) forget(uid types.UID) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k := range c.entries {
-		if k.podUID == uid {
-			delete(c.entries, k)
-		}
-	}
-}
-
-// size is the number of cached tokens (tests).
-func (c *tokenCache) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, e := range c.entries {
-		if e.token != nil {
-			n++
-		}
-	}
-	return n
-}
-
 // serviceAccountTokenPayload is the file of one serviceAccountToken source.
 // Its mode is the volume's defaultMode, or 0600 when the pod has an fsGroup
 // (whose ownership change makes it 0640) or one user for all containers
 // (who then owns it), as the kubelet's projected volume.
-func (a *Agent) serviceAccountTokenPayload(pod *v1.Pod, src *v1.ServiceAccountTokenProjection, mode os.FileMode) (map[string]fileProjection, error) {
+func (a *Agent) serviceAccountTokenPayload(pod *v1.Pod, src *v1.ServiceAccountTokenProjection, mode os.FileMode) (map[string]volume.FileProjection, error) {
 	if a.tokens == nil {
 		// Admission refuses such pods; a pod admitted by an older agent
 		// still says why it waits.
 		return nil, fmt.Errorf("service account tokens need cluster mode (serve --kubeconfig)")
 	}
-	tok, err := a.tokens.token(pod, src)
+	tok, err := a.tokens.Token(pod, src)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +55,7 @@ func (a *Agent) serviceAccountTokenPayload(pod *v1.Pod, src *v1.ServiceAccountTo
 	if gid, _ := podFSGroup(pod); gid != nil || fsUser != nil {
 		mode = 0o600
 	}
-	return map[string]fileProjection{src.Path: {data: tok, mode: mode, uid: fsUser}}, nil
+	return map[string]volume.FileProjection{src.Path: {Data: tok, Mode: mode, UID: fsUser}}, nil
 }
 
 // podFSUser is the kubelet's FsUserFrom: the runAsUser every init and app
@@ -279,7 +102,7 @@ func (a *Agent) admitServiceAccountTokens(p *v1.Pod) (reason, message string) {
 			if a.tokens == nil {
 				return admitReasonServiceAccountToken, where + ", which needs cluster mode: minikubelet requests tokens from the API server only when it runs as a cluster node (serve --kubeconfig); without a cluster, mount a Secret holding the token instead"
 			}
-			if src := p.Annotations[annotationConfigSource]; src != sourceCluster {
+			if src := p.Annotations[source.AnnotationConfigSource]; src != sourceCluster {
 				return admitReasonServiceAccountToken, fmt.Sprintf("%s, but only pods from the cluster's API server get tokens: this pod comes from the %q source and its service account %q exists on no API server; create the pod through the API server (kubectl), or mount a Secret holding the token instead", where, src, p.Spec.ServiceAccountName)
 			}
 		}

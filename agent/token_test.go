@@ -16,6 +16,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/minikubelet/minikubelet/agent/source"
+	"github.com/minikubelet/minikubelet/agent/volume"
+	"github.com/minikubelet/minikubelet/agent/volume/volumetest"
 )
 
 // fakeTokens is a TokenSource that issues "token-<n>" valid for the
@@ -80,12 +84,12 @@ spec:
 `
 
 // tokenAgent is an agent with a fake token source on a fake clock.
-func tokenAgent(t *testing.T) (*Agent, *fakeTokens, *testclock.FakeClock, *fakeMounter) {
+func tokenAgent(t *testing.T) (*Agent, *fakeTokens, *testclock.FakeClock, *volumetest.FakeMounter) {
 	t.Helper()
 	clk := testclock.NewFakeClock(time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC))
 	src := &fakeTokens{clock: clk}
 	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), Network: testNetwork(t)}, Deps{Clock: clk, Tokens: src})
-	m := newFakeMounter()
+	m := volumetest.NewFakeMounter()
 	a.mounter = m
 	a.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
 	return a, src, clk, m
@@ -99,17 +103,17 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	paths, err := a.setupVolumes(pod)
 	require.NoError(t, err)
 	dir := paths["kube-api-access-x7k2p"]
-	assert.Equal(t, map[string]string{"token": "token-1", "ca.crt": "CA", "namespace": "shop"}, readVolume(t, dir))
+	assert.Equal(t, map[string]string{"token": "token-1", "ca.crt": "CA", "namespace": "shop"}, volumetest.ReadVolume(t, dir))
 	assert.Equal(t, []tokenRequestSeen{{namespace: "shop", pod: "web", serviceAccount: "robot", podUID: pod.UID, expirationSeconds: 3607}}, src.requests(),
 		"one request: the pod's service account, bound to the pod, the API server's audience, the projection's lifetime")
 	fi, err := os.Stat(filepath.Join(dir, "token"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), "the volume's defaultMode")
-	assert.Contains(t, mounter.mounts, dir, "a token is a secret: the volume is a tmpfs")
+	assert.Contains(t, mounter.Mounts, dir, "a token is a secret: the volume is a tmpfs")
 
 	// Every sync rebuilds the volume: the cached token is used until 80 %
 	// of its lifetime (2885.6 s of 3607 s) has passed.
-	version := func() string { v, _ := os.Readlink(filepath.Join(dir, dataDirName)); return v }
+	version := func() string { v, _ := os.Readlink(filepath.Join(dir, volume.DataDirName)); return v }
 	first := version()
 	clk.Step(2885 * time.Second)
 	a.refreshDataVolumes(w, pod)
@@ -119,7 +123,7 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	clk.Step(time.Second)
 	a.refreshDataVolumes(w, pod)
 	require.Len(t, src.requests(), 2, "due at 80 %")
-	assert.Equal(t, "token-2", readVolume(t, dir)["token"], "the running pod's file holds the new token")
+	assert.Equal(t, "token-2", volumetest.ReadVolume(t, dir)["token"], "the running pod's file holds the new token")
 	assert.NotEqual(t, first, version(), "written as a new ..data version")
 
 	// A refresh that fails keeps the valid token; once it has expired
@@ -127,7 +131,7 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	src.setErr(errors.New("connection refused"))
 	clk.Step(3000 * time.Second)
 	a.refreshDataVolumes(w, pod)
-	assert.Equal(t, "token-2", readVolume(t, dir)["token"])
+	assert.Equal(t, "token-2", volumetest.ReadVolume(t, dir)["token"])
 	_, err = a.setupVolumes(pod)
 	require.NoError(t, err, "token-2 is valid until 3607 s after it was issued")
 	// Within 10 s of a failed refresh no request is made; after, one is.
@@ -138,44 +142,23 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	clk.Step(time.Second)
 	a.refreshDataVolumes(w, pod)
 	require.Len(t, src.requests(), 3, "retried 10 s after the failure")
-	assert.Equal(t, "token-3", readVolume(t, dir)["token"])
+	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"])
 	src.setErr(errors.New("connection refused"))
 	clk.Step(3000 * time.Second)
 	a.refreshDataVolumes(w, pod)
-	assert.Equal(t, "token-3", readVolume(t, dir)["token"], "refresh due, failed: the valid token stays")
+	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"], "refresh due, failed: the valid token stays")
 	clk.Step(700 * time.Second)
 	_, err = a.setupVolumes(pod)
 	require.EqualError(t, err, `MountVolume.SetUp failed for volume "kube-api-access-x7k2p" : cannot get a token for service account shop/robot (the pod waits and retries): connection refused`)
-	assert.Equal(t, "token-3", readVolume(t, dir)["token"])
+	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"])
 
 	// The teardown drops the pod's tokens.
 	src.setErr(nil)
 	_, err = a.setupVolumes(pod)
 	require.NoError(t, err)
-	require.Equal(t, 1, a.tokens.size())
+	require.Equal(t, 1, a.tokens.Size())
 	require.NoError(t, a.cleanupPodDirs(pod))
-	assert.Equal(t, 0, a.tokens.size())
-}
-
-func TestTokenNeedsRefresh(t *testing.T) {
-	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name    string
-		age     time.Duration
-		ttl     time.Duration
-		refresh bool
-	}{
-		{"fresh", time.Minute, time.Hour, false},
-		{"just under 80 %", 47*time.Minute + 59*time.Second, time.Hour, false},
-		{"at 80 %", 48 * time.Minute, time.Hour, true},
-		{"expired", 2 * time.Hour, time.Hour, true},
-		{"a year-long token after 24 h", 24 * time.Hour, 365 * 24 * time.Hour, true},
-		{"a year-long token after 23 h", 23 * time.Hour, 365 * 24 * time.Hour, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.refresh, tokenNeedsRefresh(t0.Add(tc.age), t0, t0.Add(tc.ttl)))
-		})
-	}
+	assert.Equal(t, 0, a.tokens.Size())
 }
 
 func TestTokenCache_Keys(t *testing.T) {
@@ -197,7 +180,7 @@ func TestTokenCache_Keys(t *testing.T) {
 		{"another pod", other, v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := a.tokens.token(tc.pod, &tc.src)
+			_, err := a.tokens.Token(tc.pod, &tc.src)
 			require.NoError(t, err)
 			require.Len(t, src.requests(), tc.want)
 		})
@@ -207,12 +190,12 @@ func TestTokenCache_Keys(t *testing.T) {
 	assert.Equal(t, int64(3600), reqs[2].expirationSeconds)
 	assert.Equal(t, types.UID("another-uid"), reqs[3].podUID)
 
-	a.tokens.forget(pod.UID)
-	assert.Equal(t, 1, a.tokens.size(), "only the other pod's token is left")
+	a.tokens.Forget(pod.UID)
+	assert.Equal(t, 1, a.tokens.Size(), "only the other pod's token is left")
 	clk.Step(3608 * time.Second)
-	_, err := a.tokens.token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
+	_, err := a.tokens.Token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
 	require.NoError(t, err)
-	assert.Equal(t, 1, a.tokens.size(), "the other pod's expired token was pruned")
+	assert.Equal(t, 1, a.tokens.Size(), "the other pod's expired token was pruned")
 }
 
 // TestTokenCache_ConcurrentRequestsShareOne: the containers of a pod set
@@ -224,7 +207,7 @@ func TestTokenCache_ConcurrentRequestsShareOne(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			tok, err := a.tokens.token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
+			tok, err := a.tokens.Token(pod, &v1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"})
 			assert.NoError(t, err)
 			assert.Equal(t, "token-1", string(tok))
 		})
@@ -258,8 +241,8 @@ func TestServiceAccountToken_ModeAndOwner(t *testing.T) {
 			payload, err := a.serviceAccountTokenPayload(pod, pod.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken, 0o644)
 			require.NoError(t, err)
 			f := payload["token"]
-			assert.Equal(t, tc.mode, f.mode)
-			assert.Equal(t, tc.uid, f.uid)
+			assert.Equal(t, tc.mode, f.Mode)
+			assert.Equal(t, tc.uid, f.UID)
 		})
 	}
 	if os.Geteuid() != 0 {
@@ -280,7 +263,7 @@ func TestServiceAccountToken_ModeAndOwner(t *testing.T) {
 func TestAdmitServiceAccountTokens(t *testing.T) {
 	withSource := func(src string) *v1.Pod {
 		p := testPod(t, kubeAPIAccessPod)
-		p.Annotations[annotationConfigSource] = src
+		p.Annotations[source.AnnotationConfigSource] = src
 		return p
 	}
 	clk := testclock.NewFakeClock(time.Now())
@@ -296,8 +279,8 @@ func TestAdmitServiceAccountTokens(t *testing.T) {
 		{"cluster pod in cluster mode", cluster, withSource(sourceCluster), ""},
 		{"pod without a token", lone, noToken, ""},
 		{"not in cluster mode", lone, withSource(sourceCluster), "which needs cluster mode: minikubelet requests tokens from the API server only when it runs as a cluster node (serve --kubeconfig)"},
-		{"local API pod in cluster mode", cluster, withSource(sourceAPI), `only pods from the cluster's API server get tokens: this pod comes from the "api" source`},
-		{"static pod in cluster mode", cluster, withSource(sourceFile), `comes from the "file" source`},
+		{"local API pod in cluster mode", cluster, withSource(source.SourceAPI), `only pods from the cluster's API server get tokens: this pod comes from the "api" source`},
+		{"static pod in cluster mode", cluster, withSource(source.SourceFile), `comes from the "file" source`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reason, msg := tc.a.admitServiceAccountTokens(tc.pod)
@@ -317,10 +300,10 @@ func TestAdmitServiceAccountTokens(t *testing.T) {
 // the service account, and starts once the token source answers.
 func TestAgent_TokenFailureWaitsAndRetries(t *testing.T) {
 	h := newHarness(t)
-	h.agent.mounter = newFakeMounter()
+	h.agent.mounter = volumetest.NewFakeMounter()
 	src := &fakeTokens{clock: h.clock}
 	src.setErr(errors.New(`serviceaccounts "robot" is forbidden: give the node create serviceaccounts/token`))
-	h.agent.tokens = newTokenCache(src, h.clock, h.agent.logger)
+	h.agent.tokens = volume.NewTokenCache(src, h.clock, h.agent.logger)
 	h.agent.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
 	go func() { _ = h.agent.Run(t.Context()) }()
 	h.agent.SetPods([]*v1.Pod{testPod(t, kubeAPIAccessPod)})

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // podDir is <rootDir>/pods/<uid>, the home of a pod's volumes, as in the
@@ -142,7 +144,7 @@ func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
 		return err
 	}
 	// And the shared bind mounts of volumes with mount propagation.
-	if err := unmountUnder(a.podDir(pod)); err != nil {
+	if err := volume.UnmountUnder(a.podDir(pod)); err != nil {
 		return err
 	}
 	return errors.Join(

@@ -54,7 +54,16 @@ if pid=$(pidfile_alive "$pidfile"); then
 	what="waited for starting registry (pid $pid)"
 else
 	# setsid detaches it from this shell's session so it outlives the script.
-	setsid "$REGISTRY_BIN" serve "$conf" </dev/null >>"$log" 2>&1 &
+	# It must not inherit any descriptor above 2 either: under
+	# `flock /work/e2e.lock make ...` one of them holds that lock, and a
+	# registry started there would hold it until it exits, blocking every
+	# later e2e run on the machine.
+	(
+		for fd in $(ls "/proc/$BASHPID/fd"); do
+			((fd <= 2)) || eval "exec $fd>&-"
+		done
+		exec setsid "$REGISTRY_BIN" serve "$conf" </dev/null >>"$log" 2>&1
+	) &
 	pid=$!
 	echo "$pid" >"$pidfile"
 	what="started docker-registry (pid $pid, log $log)"

@@ -204,6 +204,13 @@ func (s *Server) node() v1.Node {
 	if kb := memTotalKiB(); kb > 0 {
 		capacity[v1.ResourceMemory] = *resource.NewQuantity(kb*1024, resource.BinarySI)
 	}
+	conditions := []v1.NodeCondition{ready}
+	if nd, ok := s.backend.(NodeDescriber); ok {
+		// The pressure conditions first, as on the kubelet's Node.
+		if d, err := nd.DescribeNode(); err == nil {
+			conditions = append(d.Conditions, ready)
+		}
+	}
 	return v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: vi.NodeName, Labels: map[string]string{
@@ -212,7 +219,7 @@ func (s *Server) node() v1.Node {
 		Status: v1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: capacity,
-			Conditions:  []v1.NodeCondition{ready},
+			Conditions:  conditions,
 			NodeInfo: v1.NodeSystemInfo{
 				KernelVersion:           strings.TrimSpace(string(kernel)),
 				ContainerRuntimeVersion: vi.RuntimeName + "://" + vi.RuntimeVersion,

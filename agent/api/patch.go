@@ -34,7 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
 
-	"github.com/minikubelet/minikubelet/agent/decodeerr"
+	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 )
 
 // PodUpdater is a Backend that can change a pod submitted through the API:

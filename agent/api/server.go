@@ -29,7 +29,7 @@ import (
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/minikubelet/minikubelet/agent/decodeerr"
+	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options leaves it 0.
@@ -125,6 +125,7 @@ func (s *Server) routes() http.Handler {
 	handle("/api/v1/namespaces/{ns}", route{http.MethodGet: s.getNamespace})
 	handle("/api/v1/nodes", route{http.MethodGet: s.listNodes})
 	handle("/api/v1/nodes/{name}", route{http.MethodGet: s.getNode})
+	handle("/api/v1/nodes/{name}/details", route{http.MethodGet: s.nodeDetails}) // node_details.go
 	const (
 		configMaps = "/api/v1/namespaces/{ns}/configmaps"
 		secrets    = "/api/v1/namespaces/{ns}/secrets"

@@ -12,7 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/test/controlplane"
 )
 
@@ -39,7 +40,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	mirrors := NewMirrorPods(api, node, sw, nil)
 	podDone := func(types.UID) <-chan struct{} { return nil }
 	src := NewPodSource(api, node, nil, WithPodDone(podDone), WithMirrorPods(mirrors))
-	out := make(chan agent.SourceUpdate)
+	out := make(chan source.SourceUpdate)
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
@@ -48,7 +49,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	wg.Go(func() { src.Run(ctx, out) })
 	wg.Go(func() { sw.Run(ctx) })
 	wg.Go(func() { mirrors.Run(ctx) })
-	latest := make(chan agent.SourceUpdate, 100)
+	latest := make(chan source.SourceUpdate, 100)
 	wg.Go(func() {
 		for {
 			select {
@@ -59,7 +60,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 			}
 		}
 	})
-	waitFor := func(what string, ok func(agent.SourceUpdate) bool) agent.SourceUpdate {
+	waitFor := func(what string, ok func(source.SourceUpdate) bool) source.SourceUpdate {
 		t.Helper()
 		for {
 			select {
@@ -83,8 +84,8 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "static-web", Labels: map[string]string{"app": "s"}},
 		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "127.0.0.1:5000/minikubelet/busybox:1.36", Command: []string{"sleep", "3600"}}}},
 	}
-	agent.SetPodDefaults(static, "/etc/m/static.yaml", node)
-	require.Empty(t, agent.ValidatePod(static))
+	manifest.SetPodDefaults(static, "/etc/m/static.yaml", node)
+	require.Empty(t, manifest.ValidatePod(static))
 	static.Annotations = map[string]string{annotationConfigSource: "file", "minikubelet.io/source-file": "/etc/m/static.yaml"}
 	mirrors.SetStaticPods([]*v1.Pod{static})
 	var mirror *v1.Pod
@@ -126,7 +127,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	}
 	_, err = cp.Admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)
-	u := waitFor("pod with config", func(u agent.SourceUpdate) bool {
+	u := waitFor("pod with config", func(u source.SourceUpdate) bool {
 		return len(u.Pods) == 1 && len(u.ConfigMaps) == 1 && len(u.Secrets) == 1
 	})
 	require.Equal(t, "1", u.ConfigMaps[0].Data["a"])
@@ -138,21 +139,21 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	cm.Data["a"] = "2"
 	_, err = cp.Admin.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	waitFor("cm change", func(u agent.SourceUpdate) bool {
+	waitFor("cm change", func(u source.SourceUpdate) bool {
 		return len(u.ConfigMaps) == 1 && u.ConfigMaps[0].Data["a"] == "2"
 	})
 
 	// A graceful delete reaches the source marked; once the agent has
 	// nothing of the pod (podDone nil), the node deletes the object.
 	require.NoError(t, cp.Admin.CoreV1().Pods("default").Delete(ctx, "web", metav1.DeleteOptions{}))
-	waitFor("marked", func(u agent.SourceUpdate) bool {
+	waitFor("marked", func(u source.SourceUpdate) bool {
 		return len(u.Pods) == 1 && u.Pods[0].DeletionTimestamp != nil
 	})
 	require.Eventually(t, func() bool {
 		_, err := cp.Admin.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	}, 30*time.Second, 100*time.Millisecond, "object gone")
-	waitFor("empty", func(u agent.SourceUpdate) bool { return len(u.Pods) == 0 && len(u.ConfigMaps) == 0 })
+	waitFor("empty", func(u source.SourceUpdate) bool { return len(u.Pods) == 0 && len(u.ConfigMaps) == 0 })
 
 	// The static pod goes, and so does its mirror.
 	mirrors.SetStaticPods(nil)

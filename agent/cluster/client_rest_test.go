@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 const (
@@ -158,16 +158,16 @@ func TestRESTAPI(t *testing.T) {
 		src := NewPodSource(api, "node-a", nil)
 		sctx, scancel := context.WithCancel(ctx)
 		defer scancel()
-		out := make(chan agent.SourceUpdate)
+		out := make(chan source.SourceUpdate)
 		go src.Run(sctx, out)
-		next := func() agent.SourceUpdate {
+		next := func() source.SourceUpdate {
 			t.Helper()
 			select {
 			case u := <-out:
 				return u
 			case <-ctx.Done():
 				t.Fatal("no update from the pod source")
-				return agent.SourceUpdate{}
+				return source.SourceUpdate{}
 			}
 		}
 		pods, _ := names(next())

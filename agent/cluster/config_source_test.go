@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 func TestPodConfigRefs(t *testing.T) {
@@ -82,7 +82,7 @@ func configMap(name, rv string, data map[string]string) *v1.ConfigMap {
 }
 
 // configNames lists an update's ConfigMaps and Secrets by name.
-func configNames(u agent.SourceUpdate) (cms, secrets []string) {
+func configNames(u source.SourceUpdate) (cms, secrets []string) {
 	for _, c := range u.ConfigMaps {
 		cms = append(cms, c.Name)
 	}
@@ -222,7 +222,7 @@ func TestPodSource_HoldsASetUntilItsObjectsAreListed(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		close(release)
-		var u agent.SourceUpdate
+		var u source.SourceUpdate
 		select {
 		case u = <-out:
 		case <-time.After(10 * time.Second):

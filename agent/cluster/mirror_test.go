@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // staticPodOf is a static pod as the daemon hands it over: from the
@@ -30,8 +30,8 @@ func staticPodOf(t *testing.T, name, image string) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
 		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: image}}},
 	}
-	agent.SetPodDefaults(p, "/etc/minikubelet/manifests/"+name+".yaml", "node-a")
-	require.Empty(t, agent.ValidatePod(p))
+	manifest.SetPodDefaults(p, "/etc/minikubelet/manifests/"+name+".yaml", "node-a")
+	require.Empty(t, manifest.ValidatePod(p))
 	p.Annotations = map[string]string{annotationConfigSource: sourceFile, "minikubelet.io/source-file": "/etc/minikubelet/manifests/" + name + ".yaml"}
 	return p
 }

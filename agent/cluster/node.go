@@ -101,6 +101,11 @@ type NodeConfig struct {
 	// Periods; zero values take the Default* constants.
 	StatusUpdatePeriod, StatusReportPeriod time.Duration
 	LeaseDuration, LeaseRenewPeriod        time.Duration
+	// Pressure, when set and ok, gives the pressure conditions: the
+	// agent's eviction manager decides them from its thresholds (issue
+	// #21); otherwise the node agent applies the kubelet's default hard
+	// thresholds itself (pressure.go).
+	Pressure func() (memory, disk, pid, ok bool)
 	// Events receives the node's events (NodeReady, NodeNotReady), as
 	// the kubelet records them; nil records none (EventRecorder).
 	Events NodeEventSink
@@ -359,6 +364,11 @@ func (n *NodeAgent) register(ctx context.Context) (types.UID, error) {
 // host readings (observed into the pressure conditions).
 func (n *NodeAgent) inputs(rt runtimeState, r readings) statusInputs {
 	mem, disk, pid := n.pressure.observe(r, n.clock.Now())
+	if n.cfg.Pressure != nil {
+		if m, d, p, ok := n.cfg.Pressure(); ok {
+			mem, disk, pid = m, d, p
+		}
+	}
 	return statusInputs{
 		node:           n.cfg.Node,
 		addresses:      n.addresses,

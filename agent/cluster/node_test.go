@@ -471,3 +471,22 @@ func TestNodeAgent_RecordsReadyTransitions(t *testing.T) {
 		"Normal NodeReady Node " + name + " status is now: NodeReady",
 	}, evs.got)
 }
+
+// With NodeConfig.Pressure (serve's eviction manager), the pressure
+// conditions are the manager's, not this package's own readings.
+func TestNodeAgent_PressureFromTheEvictionManager(t *testing.T) {
+	h := newNodeHarness(t)
+	h.node.cfg.Pressure = func() (memory, disk, pid, ok bool) { return false, true, false, true }
+	_, err := h.node.register(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, h.node.syncStatus(context.Background()))
+	n := h.getNode(t)
+	require.Equal(t, v1.ConditionTrue, condStatus(t, n, v1.NodeDiskPressure).Status)
+	require.Equal(t, reasonDiskPressure, condStatus(t, n, v1.NodeDiskPressure).Reason)
+	require.Equal(t, v1.ConditionFalse, condStatus(t, n, v1.NodeMemoryPressure).Status)
+
+	// No manager (ok false): the package's own readings again.
+	h.node.cfg.Pressure = func() (memory, disk, pid, ok bool) { return true, true, true, false }
+	require.NoError(t, h.node.syncStatus(context.Background()))
+	require.Equal(t, v1.ConditionFalse, condStatus(t, h.getNode(t), v1.NodeMemoryPressure).Status)
+}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // fakeAgent stands in for (*agent.Agent).PodDone: a pod is known while it
@@ -93,10 +93,10 @@ func requireKubeletDelete(t *testing.T, d k8stesting.DeleteAction, name string, 
 }
 
 // startSource runs src until the test ends and returns its output.
-func startSource(t *testing.T, src *PodSource) <-chan agent.SourceUpdate {
+func startSource(t *testing.T, src *PodSource) <-chan source.SourceUpdate {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := make(chan agent.SourceUpdate)
+	out := make(chan source.SourceUpdate)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -110,17 +110,17 @@ func startSource(t *testing.T, src *PodSource) <-chan agent.SourceUpdate {
 }
 
 // runSource runs src until the test ends and returns a receive function.
-func runSource(t *testing.T, src *PodSource) func() agent.SourceUpdate {
+func runSource(t *testing.T, src *PodSource) func() source.SourceUpdate {
 	t.Helper()
 	out := startSource(t, src)
-	return func() agent.SourceUpdate {
+	return func() source.SourceUpdate {
 		t.Helper()
 		select {
 		case u := <-out:
 			return u
 		case <-time.After(10 * time.Second):
 			t.Fatal("no update from the pod source")
-			return agent.SourceUpdate{}
+			return source.SourceUpdate{}
 		}
 	}
 }

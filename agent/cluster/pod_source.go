@@ -3,7 +3,7 @@ package cluster
 // The API server as a pod source: the pods bound to this node (an informer
 // with the field selector spec.nodeName=<node>, so only this node's pods
 // stream to it, as the kubelet's apiserver source), turned into the same
-// agent.SourceUpdate the manifest directory and the local API produce.
+// source.SourceUpdate the manifest directory and the local API produce.
 
 import (
 	"context"
@@ -23,7 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // SourceCluster names the API server source: SourceUpdate.Source, and the
@@ -117,7 +118,7 @@ func NewPodSource(client API, nodeName string, logger *slog.Logger, opts ...PodS
 // Run sends the node's complete pod set on out once the informer has
 // listed them, and again whenever it changed; while out is not read, newer
 // sets replace the unsent one, so Run never blocks on its consumer (as
-// agent.DirSource.Run). Nothing is sent before the first list: a consumer
+// source.DirSource.Run). Nothing is sent before the first list: a consumer
 // that collects orphans must wait for it. The informer reconnects by
 // itself (with back-off) when the API server goes away; the pods of the
 // last list stay desired meanwhile.
@@ -133,7 +134,7 @@ func NewPodSource(client API, nodeName string, logger *slog.Logger, opts ...PodS
 // grace period. With WithPodDone, once the consumer has received the
 // marked set and the agent has finished with the pod, Run deletes the
 // object (see podDeleter); terminal pods being deleted likewise.
-func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
+func (s *PodSource) Run(ctx context.Context, out chan<- source.SourceUpdate) {
 	informer := newInformer(s.client, &v1.Pod{}, fields.OneTermEqualSelector("spec.nodeName", s.nodeName),
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return s.client.Pods(metav1.NamespaceAll).List(ctx, o)
@@ -178,7 +179,7 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 	config := newConfigWatcher(ctx, s.client, notify)
 	defer config.stop()
 	var (
-		pending *agent.SourceUpdate
+		pending *source.SourceUpdate
 		lastKey string
 		// refused holds the UIDs of pods already marked Failed here.
 		refused = map[types.UID]bool{}
@@ -188,8 +189,8 @@ func (s *PodSource) Run(ctx context.Context, out chan<- agent.SourceUpdate) {
 		gen, pendingGen, delivered uint64
 	)
 	for {
-		var send chan<- agent.SourceUpdate
-		var u agent.SourceUpdate
+		var send chan<- source.SourceUpdate
+		var u source.SourceUpdate
 		var hold *time.Timer
 		var holdC <-chan time.Time
 		if pending != nil {
@@ -273,11 +274,11 @@ func storedPods(store cache.Store) []*v1.Pod {
 
 // update builds the source's set from the informer's pods and a key that
 // changes whenever the set does (UIDs and resource versions).
-func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
+func (s *PodSource) update(pods []*v1.Pod) (source.SourceUpdate, string) {
 	slices.SortFunc(pods, func(a, b *v1.Pod) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	u := agent.SourceUpdate{Source: SourceCluster}
+	u := source.SourceUpdate{Source: SourceCluster}
 	var key strings.Builder
 	for _, p := range pods {
 		if !s.wanted(p) {
@@ -286,7 +287,7 @@ func (s *PodSource) update(pods []*v1.Pod) (agent.SourceUpdate, string) {
 		fmt.Fprintf(&key, "%s@%s ", p.UID, p.ResourceVersion)
 		prepared, err := PreparePod(p, s.nodeName)
 		if err != nil {
-			u.Errors = append(u.Errors, agent.FileError{Path: podSourcePath(p), Err: err})
+			u.Errors = append(u.Errors, source.FileError{Path: podSourcePath(p), Err: err})
 			continue
 		}
 		u.Pods = append(u.Pods, prepared)
@@ -321,7 +322,7 @@ const ReasonUnsupportedPodSpec = "UnsupportedPodSpec"
 // every problem, so that `kubectl get pods` says why the pod does not run
 // (the pod then leaves the source as terminal). refused remembers the pods
 // done; a failed patch is tried again at the next change of the node's pods.
-func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []agent.FileError, refused map[types.UID]bool) {
+func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []source.FileError, refused map[types.UID]bool) {
 	if len(errs) == 0 {
 		return
 	}
@@ -335,7 +336,7 @@ func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []ag
 			continue
 		}
 		problems := fe.Err.Error()
-		var me *agent.ManifestError
+		var me *manifest.ManifestError
 		if errors.As(fe.Err, &me) {
 			problems = strings.Join(me.Problems, "; ")
 		}
@@ -367,7 +368,7 @@ func podSourcePath(p *v1.Pod) string { return SourceCluster + ":" + p.Namespace 
 // kubernetes.io/config.source annotation "cluster". The UID is the API
 // server's; so are the deletion mark and its grace period
 // (DeletionTimestamp, DeletionGracePeriodSeconds) of a pod being deleted.
-// A pod minikubelet cannot run is an *agent.ManifestError listing every
+// A pod minikubelet cannot run is an *manifest.ManifestError listing every
 // problem by field path.
 func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 	c := &v1.Pod{
@@ -388,8 +389,8 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 	// evicts), so it is not held against the pod. priorityClassName, set
 	// by the user, is still judged by the support table.
 	c.Spec.Priority = nil
-	agent.SetPodDefaults(c, podSourcePath(p), nodeName)
-	errs := agent.ValidatePod(c)
+	manifest.SetPodDefaults(c, podSourcePath(p), nodeName)
+	errs := manifest.ValidatePod(c)
 	if c.Spec.NodeName != nodeName {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "nodeName"), c.Spec.NodeName,
 			fmt.Sprintf("must be the name of this node (%q)", nodeName)))
@@ -399,7 +400,7 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		for _, e := range errs {
 			problems = append(problems, e.Error())
 		}
-		return nil, &agent.ManifestError{Source: podSourcePath(p), Problems: problems}
+		return nil, &manifest.ManifestError{Source: podSourcePath(p), Problems: problems}
 	}
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}

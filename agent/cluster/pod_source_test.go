@@ -15,7 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // apiserverPod loads a pod as kube-apiserver v1.37 returned it on create
@@ -54,8 +55,8 @@ func TestPreparePod(t *testing.T) {
 		bundle := "bundle"
 		in.Spec.Volumes[0].Projected.Sources[0] = v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: &bundle, Path: "b"}}
 		_, err := PreparePod(in, "node-a")
-		require.ErrorIs(t, err, agent.ErrInvalidManifest)
-		var me *agent.ManifestError
+		require.ErrorIs(t, err, manifest.ErrInvalidManifest)
+		var me *manifest.ManifestError
 		require.True(t, errors.As(err, &me))
 		require.Equal(t, "cluster:default/web", me.Source)
 		require.Contains(t, err.Error(), "spec.volumes[0].projected.sources[0].clusterTrustBundle")
@@ -80,7 +81,7 @@ func nodePod(name, node string) *v1.Pod {
 }
 
 // names lists the pods of an update by name.
-func names(u agent.SourceUpdate) (pods, errs []string) {
+func names(u source.SourceUpdate) (pods, errs []string) {
 	for _, p := range u.Pods {
 		pods = append(pods, p.Name)
 	}
@@ -185,7 +186,7 @@ func TestPodSource_NeverBlocksOnItsConsumer(t *testing.T) {
 	src.synced = func() { close(synced) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := make(chan agent.SourceUpdate)
+	out := make(chan source.SourceUpdate)
 	go src.Run(ctx, out)
 	<-synced
 	// Nobody reads while three pods arrive: the consumer then gets the

@@ -3,10 +3,11 @@ package cluster
 // The pressure conditions. The kubelet raises MemoryPressure and
 // DiskPressure when one of its hard eviction thresholds is crossed, and
 // keeps them raised for the pressure transition period after the last
-// crossing (so a node hovering at the edge does not flap). minikubelet
-// applies the kubelet's default thresholds and period, but only reports:
-// it does not evict pods (the scheduler's node lifecycle taints still keep
-// new pods away). The kubelet has no default PID threshold; minikubelet
+// crossing (so a node hovering at the edge does not flap). serve's
+// eviction manager (agent/eviction_manager.go) decides the conditions from
+// its own thresholds and hands them over (NodeConfig.Pressure); without
+// one, this file applies the kubelet's default thresholds and period and
+// only reports. The kubelet has no default PID threshold; minikubelet
 // raises PIDPressure when fewer than pidAvailableMinPercent of
 // kernel.pid_max are left, where new processes start failing to fork.
 

@@ -19,7 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // TokenSource requests service account tokens from the API server; it is
@@ -28,7 +28,7 @@ type TokenSource struct {
 	client rest.Interface
 }
 
-var _ agent.TokenSource = (*TokenSource)(nil)
+var _ volume.TokenSource = (*TokenSource)(nil)
 
 // NewTokenSource returns the token source of api, which must be the client
 // NewClient returned.
@@ -40,7 +40,7 @@ func NewTokenSource(api API) (*TokenSource, error) {
 	return &TokenSource{client: ra.tokens}, nil
 }
 
-// Token implements agent.TokenSource: a token of the pod's service account
+// Token implements volume.TokenSource: a token of the pod's service account
 // bound to the pod, for the projection's audience (none: the API server's
 // own) and lifetime. Errors say what the cluster's administrator can do.
 func (s *TokenSource) Token(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection) ([]byte, time.Time, error) {

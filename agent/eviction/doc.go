@@ -10,7 +10,8 @@
 // statfs, pod cgroups) and evicts the pods this package picks. It must not
 // import package agent.
 //
-// TODO(gc): the agent's monitor (observe every 10 s, reclaim images and
-// dead containers before evicting for disk pressure, evict one pod per
-// period, Failed/Evicted status) is not wired yet (issue #21).
+// The agent's eviction manager (agent/eviction_manager.go) wires it: it
+// observes every 10 s, reclaims dead containers and unused images before
+// evicting for disk pressure, evicts one pod per cycle and marks it
+// Failed/Evicted (issue #21).
 package eviction

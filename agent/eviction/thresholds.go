@@ -21,6 +21,10 @@ const (
 	SignalImageFsAvailable  Signal = "imagefs.available"
 	SignalImageFsInodesFree Signal = "imagefs.inodesFree"
 	SignalPIDAvailable      Signal = "pid.available"
+	// SignalAllocatableMemoryAvailable is node allocatable memory minus
+	// the pods' working set (the kubepods cgroup): a threshold on it
+	// counts the pods only, whatever else runs on the machine.
+	SignalAllocatableMemoryAvailable Signal = "allocatableMemory.available"
 )
 
 // signals are the known signals with the resource each one starves.
@@ -31,6 +35,8 @@ var signals = map[Signal]string{
 	SignalImageFsAvailable:  "ephemeral-storage",
 	SignalImageFsInodesFree: "inodes",
 	SignalPIDAvailable:      "pids",
+
+	SignalAllocatableMemoryAvailable: "memory",
 }
 
 // Resource is the resource a signal's pressure starves, as the eviction
@@ -230,4 +236,41 @@ func (tr *Tracker) Met(thresholds []Threshold, obs map[Signal]Observation, now t
 		}
 	}
 	return out
+}
+
+// ParseMinimumReclaim parses --eviction-minimum-reclaim
+// ("memory.available=0Mi,nodefs.available=500Mi", values as quantities or
+// percentages of capacity), as the kubelet: once a threshold is met, it
+// stays met until the signal is back above its level plus this amount.
+func ParseMinimumReclaim(s string) (map[Signal]Value, error) {
+	out := map[Signal]Value{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("--eviction-minimum-reclaim %q: want signal=quantity", item)
+		}
+		sig := Signal(strings.TrimSpace(name))
+		if _, known := signals[sig]; !known {
+			return nil, fmt.Errorf("--eviction-minimum-reclaim %q: unknown eviction signal %q", item, sig)
+		}
+		v, err := parseValue(strings.TrimSpace(val))
+		if err != nil {
+			return nil, fmt.Errorf("--eviction-minimum-reclaim %q: %w", item, err)
+		}
+		out[sig] = v
+	}
+	return out, nil
+}
+
+// Amount is the value in bytes (or inodes, or pids) for a resource of
+// the given capacity.
+func (v Value) Amount(capacity int64) int64 {
+	if v.Quantity != nil {
+		return v.Quantity.Value()
+	}
+	return int64(v.Percentage * float64(capacity))
 }

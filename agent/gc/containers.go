@@ -157,9 +157,13 @@ func (g *ContainerGC) Run(ctx context.Context, period time.Duration) {
 			return
 		case <-t.C():
 		}
+		start := time.Now() // wall time: the cost, whatever the clock
 		if _, err := g.Collect(ctx); err != nil && ctx.Err() == nil {
 			g.logger.Warn("Container garbage collection incomplete", "err", err)
 		}
+		g.mu.Lock()
+		g.status.Busy += time.Since(start)
+		g.mu.Unlock()
 	}
 }
 

@@ -289,17 +289,29 @@ func (m *ImageManager) Run(ctx context.Context, period time.Duration) {
 		case <-t.C():
 		case <-m.trigger:
 		case <-pressure:
-			if held || !m.overHigh(ctx) {
+			start := time.Now() // wall time: the cost, whatever the clock
+			over := !held && m.overHigh(ctx)
+			m.addBusy(time.Since(start))
+			if !over {
 				continue
 			}
 		}
+		start := time.Now()
 		res, err := m.Collect(ctx)
+		m.addBusy(time.Since(start))
 		if err != nil {
 			m.logger.Warn("Image garbage collection failed", "err", err)
 			m.event("Warning", EventImageGCFailed, err.Error())
 		}
 		held = err != nil && res.UsagePercent >= 0 && len(res.Removed) == 0
 	}
+}
+
+// addBusy accounts for time spent working.
+func (m *ImageManager) addBusy(d time.Duration) {
+	m.mu.Lock()
+	m.status.Busy += d
+	m.mu.Unlock()
 }
 
 // overHigh reports whether the image filesystem is at or above the high
@@ -600,4 +612,36 @@ func (m *ImageManager) event(eventType, reason, message string) {
 	if m.cfg.Event != nil {
 		m.cfg.Event(eventType, reason, message)
 	}
+}
+
+// ReasonEviction labels images removed by the eviction manager's reclaim.
+const ReasonEviction = "eviction"
+
+// DeleteUnused removes every unused image older than MinAge, least
+// recently used first, whatever the thresholds: the kubelet's
+// DeleteUnusedImages, which its eviction manager calls to reclaim the
+// image (or node) filesystem before it evicts pods for disk pressure.
+func (m *ImageManager) DeleteUnused(ctx context.Context) (Result, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	res := Result{UsagePercent: -1}
+	now := m.cfg.Clock.Now()
+	images, err := m.detectLocked(ctx, now)
+	if err != nil {
+		return res, err
+	}
+	var errs []error
+	for _, img := range images {
+		if now.Sub(img.firstDetected) < m.cfg.Policy.MinAge {
+			continue
+		}
+		if err := m.remove(ctx, img, ReasonEviction, "the node is under disk pressure (eviction manager reclaim)"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res.Removed = append(res.Removed, img.name)
+		res.Freed += img.size
+	}
+	m.status.Removed += len(res.Removed)
+	return res, errors.Join(errs...)
 }

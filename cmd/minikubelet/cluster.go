@@ -77,7 +77,7 @@ func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
 // the background; the returned wait blocks until it stopped after ctx
 // ended. With cc nil it does nothing.
 func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node agent.NodeInfo, rootDir string,
-	rt cluster.RuntimeStatus, runtimeName, runtimeVersion string, logger *slog.Logger) (wait func(), err error) {
+	rt cluster.RuntimeStatus, runtimeName, runtimeVersion string, pressure func() (memory, disk, pid, ok bool), logger *slog.Logger) (wait func(), err error) {
 	if cc == nil {
 		return func() {}, nil
 	}
@@ -92,6 +92,7 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 		RootDir:        rootDir,
 		Events:         cc.events,
 		KubeletPort:    cc.kubeletPort,
+		Pressure:       pressure,
 	}, logger, nil)
 	if err != nil {
 		return nil, err

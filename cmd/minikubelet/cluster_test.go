@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/cluster/clustertest"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 func TestClusterFlagsDial(t *testing.T) {
@@ -100,7 +100,7 @@ func TestNewClusterPods(t *testing.T) {
 		<-stopped
 		<-stopped
 	}()
-	out := make(chan agent.SourceUpdate)
+	out := make(chan source.SourceUpdate)
 	go func() { cp.source.Run(ctx, out); stopped <- struct{}{} }()
 	go func() { cp.run(ctx); stopped <- struct{}{} }()
 	// The daemon's loop: it reads every set.

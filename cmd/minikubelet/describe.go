@@ -18,11 +18,16 @@ import (
 )
 
 const describeUsage = `Usage: minikubelet describe pod NAME [-n NS]
+       minikubelet describe node [NAME]
 
 Show a pod like kubectl describe: its containers (state, last state, ready,
 restarts, probes and their last result), conditions, QoS class, IP, cgroup,
 the startup trace (how long each step took), the step it is stuck at with
 the likely cause, and its events.
+
+Show the node: its pressure conditions with their last transition,
+capacity and allocatable, the usage of the node and image filesystems, the
+eviction signals and thresholds, and the last evictions.
 `
 
 func describeCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -32,6 +37,9 @@ func describeCommand(ctx context.Context, args []string, stdout, stderr io.Write
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpIsNil(err)
+	}
+	if node, ok := nodeArg(pos); ok {
+		return describeNodeCommand(ctx, cf.client(), node, stdout) // describe_node.go
 	}
 	names, err := podNames(fs, pos)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
@@ -113,7 +114,7 @@ func (f *nodeFlags) node() (agent.NodeInfo, error) {
 	if err != nil {
 		return agent.NodeInfo{}, fmt.Errorf("--node-labels: %w", err)
 	}
-	if err := agent.ValidateAllowedUnsafeSysctls(f.allowedUnsafeSysctls()); err != nil {
+	if err := manifest.ValidateAllowedUnsafeSysctls(f.allowedUnsafeSysctls()); err != nil {
 		return agent.NodeInfo{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	return agent.DetectNode(f.nodeName, labels, kube, system)
@@ -207,15 +208,15 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 2, err: err}
 	}
 	t0 := time.Now()
-	data, err := agent.ReadManifestFile(file) // refuses a huge file before reading it
-	if errors.Is(err, agent.ErrInvalidManifest) {
+	data, err := manifest.ReadManifestFile(file) // refuses a huge file before reading it
+	if errors.Is(err, manifest.ErrInvalidManifest) {
 		return &exitError{code: 2, err: fmt.Errorf("invalid manifest (nothing was created):\n%w", err)}
 	}
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	// ConfigMap and Secret documents may sit next to the pods.
-	pods, cms, secrets, err := agent.PrepareObjects(data, file, nf.nodeName)
+	pods, cms, secrets, err := manifest.PrepareObjects(data, file, nf.nodeName)
 	if err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("invalid manifest (nothing was created):\n%w", err)}
 	}
@@ -229,7 +230,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if c := api.NewClient(rf.socket); c.Ready(ctx) == nil || isDaemonUp(ctx, c) {
 			// The objects as written: the daemon defaults and validates
 			// them again, as it would any API request.
-			raw, rawCMs, rawSecrets, err := agent.DecodeObjects(data, file)
+			raw, rawCMs, rawSecrets, err := manifest.DecodeObjects(data, file)
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}

@@ -14,8 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 const configManifest = `apiVersion: v1
@@ -38,9 +38,9 @@ spec:
 // daemonObjectsOf decodes a manifest as run does.
 func daemonObjectsOf(t *testing.T, data string) daemonObjects {
 	t.Helper()
-	pods, cms, secrets, err := agent.DecodeObjects([]byte(data), "m.yaml")
+	pods, cms, secrets, err := manifest.DecodeObjects([]byte(data), "m.yaml")
 	require.NoError(t, err)
-	_, pcms, psecrets, err := agent.PrepareObjects([]byte(data), "m.yaml", "")
+	_, pcms, psecrets, err := manifest.PrepareObjects([]byte(data), "m.yaml", "")
 	require.NoError(t, err)
 	return daemonObjects{pods: pods, configMaps: cms, secrets: secrets, preparedCMs: pcms, preparedSecrets: psecrets}
 }

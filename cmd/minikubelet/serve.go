@@ -19,6 +19,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
 	"github.com/minikubelet/minikubelet/cri"
@@ -49,6 +50,16 @@ kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
 /healthz, /metrics, /metrics/resource), to clients with a certificate of --client-ca-file or a
 token the API server vouches for, as the API server authorizes them.
 See the README's "Joining a cluster".
+
+Like the kubelet, the daemon removes unused images and dead containers
+(--image-gc-*, --container-gc-period) and evicts pods when the node runs
+low on memory, disk or PIDs (--eviction-hard, default
+memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,
+imagefs.available<15%,imagefs.inodesFree<5%; --eviction-soft with
+--eviction-soft-grace-period): dead containers and unused images go first
+for disk, then one pod at a time, BestEffort and over-request pods first,
+never a static pod; an evicted pod ends Failed with reason Evicted.
+'minikubelet describe node' shows the pressure and the last evictions.
 
 A YAML config file (--config) may hold the same settings under the flag
 names (e.g. "pod-cidr: 10.88.0.0/16"); flags given on the command line win.
@@ -99,6 +110,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	nf.register(fs)
 	var gf gcFlags
 	gf.register(fs)
+	var ef evictFlags
+	ef.register(fs)
 	var sf serveFlags
 	var cf clusterFlags
 	cf.register(fs)
@@ -194,7 +207,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
-	if err := gf.start(ctx, a, inst, logger); err != nil {
+	reclaim, err := gf.start(ctx, a, inst, logger)
+	if err != nil {
+		return err
+	}
+	if err := ef.start(ctx, a, inst, reclaim, logger); err != nil {
 		return err
 	}
 	if path, err := a.EnsureNodeCgroups(); err != nil {
@@ -220,18 +237,18 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// The local API's Secrets: on a tmpfs beside the socket, never under
 	// the root dir (they survive a daemon restart, not a reboot).
 	secretDir := filepath.Join(filepath.Dir(sf.socket), "secrets")
-	if mounted, err := agent.PrepareSecretDir(secretDir); err != nil {
+	if mounted, err := source.PrepareSecretDir(secretDir); err != nil {
 		return err
 	} else if !mounted {
 		logger.Warn("Secret dir is not a tmpfs: the local API's Secrets are written to the disk under it", "dir", secretDir)
 	}
-	store, err := agent.NewPodStoreWithSecretDir(filepath.Join(nf.rootDir, "api-pods"), secretDir, nf.nodeName)
+	store, err := source.NewPodStoreWithSecretDir(filepath.Join(nf.rootDir, "api-pods"), secretDir, nf.nodeName)
 	if err != nil {
 		return err
 	}
-	var dir *agent.DirSource
+	var dir *source.DirSource
 	if sf.manifestDir != "" {
-		dir = agent.NewDirSource(sf.manifestDir, nf.nodeName, logger, nil)
+		dir = source.NewDirSource(sf.manifestDir, nf.nodeName, logger, nil)
 	}
 	// In cluster mode the API server is a pod source beside the directory
 	// and the local API, and the pods' statuses go back to it.
@@ -261,7 +278,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), logger)
+	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), a.NodePressure, logger)
 	if err != nil {
 		return err
 	}

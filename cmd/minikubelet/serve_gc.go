@@ -53,10 +53,11 @@ func (f *gcFlags) validate() error {
 }
 
 // start validates the settings and starts image and container GC for a's
-// pods on the runtime behind inst; they stop with ctx.
-func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, logger *slog.Logger) error {
+// pods on the runtime behind inst; they stop with ctx. The collectors are
+// returned for the eviction manager's reclaim.
+func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, logger *slog.Logger) (gcReclaimer, error) {
 	if err := f.validate(); err != nil {
-		return err
+		return gcReclaimer{}, err
 	}
 	// The sandbox image stays, pinned by the runtime or not.
 	var keep []string
@@ -79,16 +80,16 @@ func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumen
 		// of each removal names the image and why meanwhile.
 	})
 	if err != nil {
-		return err
+		return gcReclaimer{}, err
 	}
 	containers, err := a.NewContainerGC()
 	if err != nil {
-		return err
+		return gcReclaimer{}, err
 	}
 	logger.Info("Garbage collection", "keepImages", keep, "imageGCHighThresholdPercent", f.policy.HighThresholdPercent,
 		"imageGCLowThresholdPercent", f.policy.LowThresholdPercent, "imageMinimumGCAge", f.policy.MinAge,
 		"imageMaximumGCAge", f.policy.MaxAge, "imageGCPeriod", f.imageGCPeriod, "containerGCPeriod", f.containerPeriod)
 	go images.Run(ctx, f.imageGCPeriod)
 	go containers.Run(ctx, f.containerPeriod)
-	return nil
+	return gcReclaimer{images: images, containers: containers}, nil
 }

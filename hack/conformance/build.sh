@@ -15,7 +15,9 @@
 # into /var/lib/minikubelet/conformance-<kube>/bin (lib.sh's conformance_bin).
 # Each binary has a stamp (its name, the Kubernetes and Go versions, a hash
 # of go.mod and go.sum); a matching stamp skips it, so a second run takes
-# seconds. e2e.test is the slowest (15+ minutes on 2 busy cores): it starts
+# seconds. With NAME arguments only those are built (run.sh builds the
+# kubelet only for NODE=kubelet; make test-conformance needs no kubelet).
+# e2e.test is the slowest (15+ minutes on 2 busy cores): it starts
 # first, in the background, while the others build. Every step prints its
 # duration. Builds run under `nice` (NICE, default 10). Prints the directory
 # as the last line of stdout.
@@ -68,9 +70,17 @@ build() {
 	else
 		cmd=(go build)
 	fi
-	step "$name: building $pkg ($GOV, nice -n $NICE)"
+	step "$name: building $pkg ($GOV, nice -n $NICE; a line a minute meanwhile)"
 	rm -f "$BIN/$name.stamp"
-	if ! (cd "$CLUSTER_MOD" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg"); then
+	(cd "$CLUSTER_MOD" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg") &
+	local pid=$! rc=0 hb
+	# Without fd 9: its sleep would hold the build lock for up to a minute
+	# after this script ends.
+	heartbeat "building $name" "$pid" 9>&- &
+	hb=$!
+	wait "$pid" || rc=$?
+	kill "$hb" 2>/dev/null || true
+	if ((rc != 0)); then
 		warn "$name: building $pkg failed; check that the Go module proxy is reachable (go env GOPROXY)"
 		return 1
 	fi
@@ -79,28 +89,52 @@ build() {
 	step "$name: built in $(elapsed $((SECONDS - start)))"
 }
 
+declare -A pkgs=(
+	[e2e.test]=k8s.io/kubernetes/test/e2e
+	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+	[kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+	[kubelet]=k8s.io/kubernetes/cmd/kubelet
+	[ginkgo]=github.com/onsi/ginkgo/v2/ginkgo
+	[agnhost]=k8s.io/kubernetes/test/images/agnhost
+	[nnp]=k8s.io/kubernetes/test/images/nonewprivs
+)
+order=(kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp)
+want=("$@")
+((${#want[@]})) || want=(e2e.test "${order[@]}")
+for n in "${want[@]}"; do
+	[[ -n ${pkgs[$n]:-} ]] || die "build.sh: unknown binary $n (known: e2e.test ${order[*]})"
+done
+wanted() { [[ " ${want[*]} " == *" $1 "* ]]; }
+
 total=$SECONDS
-# e2e.test first, in the background: it is the long pole.
-build e2e.test k8s.io/kubernetes/test/e2e test >"$BIN/e2e.test.build.log" 2>&1 &
-e2e_pid=$!
-step "e2e.test: building in the background (pid $e2e_pid, log $BIN/e2e.test.build.log)"
-
 failed=()
-build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager || failed+=(kube-controller-manager)
-build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler || failed+=(kube-scheduler)
-build kubelet k8s.io/kubernetes/cmd/kubelet || failed+=(kubelet)
-build ginkgo github.com/onsi/ginkgo/v2/ginkgo || failed+=(ginkgo)
-build agnhost k8s.io/kubernetes/test/images/agnhost || failed+=(agnhost)
-build nnp k8s.io/kubernetes/test/images/nonewprivs || failed+=(nnp)
-
-if ! built e2e.test; then
-	step "e2e.test: waiting for the background build"
+e2e_pid=
+if wanted e2e.test; then
+	# e2e.test first, in the background: it is the long pole.
+	build e2e.test "${pkgs[e2e.test]}" test >"$BIN/e2e.test.build.log" 2>&1 &
+	e2e_pid=$!
+	step "e2e.test: building in the background (pid $e2e_pid, log $BIN/e2e.test.build.log)"
 fi
-wait "$e2e_pid" || failed+=(e2e.test)
-cat "$BIN/e2e.test.build.log"
+for n in "${order[@]}"; do
+	wanted "$n" || continue
+	build "$n" "${pkgs[$n]}" || failed+=("$n")
+done
+if [[ -n $e2e_pid ]]; then
+	hb=
+	if ! built e2e.test; then
+		step "e2e.test: waiting for the background build (log $BIN/e2e.test.build.log)"
+		heartbeat "building e2e.test" "$e2e_pid" 9>&- &
+		hb=$!
+	fi
+	wait "$e2e_pid" || failed+=(e2e.test)
+	[[ -z $hb ]] || kill "$hb" 2>/dev/null || true
+	cat "$BIN/e2e.test.build.log"
+fi
 ((${#failed[@]} == 0)) || die "failed to build: ${failed[*]}"
 
-got=$("$BIN/kubelet" --version)
-[[ $got == "Kubernetes $KUBE" ]] || die "built kubelet reports '$got', expected Kubernetes $KUBE"
-step "all built for $KUBE in $(elapsed $((SECONDS - total))) ($BIN)"
+if wanted kubelet; then
+	got=$("$BIN/kubelet" --version)
+	[[ $got == "Kubernetes $KUBE" ]] || die "built kubelet reports '$got', expected Kubernetes $KUBE"
+fi
+step "${want[*]}: all built for $KUBE in $(elapsed $((SECONDS - total))) ($BIN)"
 echo "$BIN"

@@ -34,9 +34,16 @@
 # Then everything started here is stopped again (KEEP=1 leaves it running;
 # hack/conformance/stop.sh WORK cleans up later).
 #
+# With SPECS=FILE (make test-conformance: hack/conformance/ci-specs.txt) the
+# suite runs exactly the specs FILE names, one per line, and the run fails
+# unless each of them ran and passed (hack/conformance/report --expect);
+# with TESTLOG_DIR set (make test) the outcome also goes to
+# TESTLOG_DIR/conformance-NODE.json for make test's skip summary.
+#
 # Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
-# narrowing the focus), SKIP (added to the skip), PROCS (default 8), WORK
-# (default /tmp/mkl-conf; short: it holds containerd's socket), CONTAINERD
+# narrowing the focus), SPECS (a list of exact spec names instead), SKIP
+# (added to the skip), PROCS (default 8), WORK (default /tmp/mkl-conf;
+# short: it holds containerd's socket), CONTAINERD
 # (1.6 or 2, as hack/start-containerd.sh), MINIKUBELET_BIN, REGISTRY
 # (default 127.0.0.1:5000), POD_CIDR (default 10.231.0.0/16), NODE_CIDR
 # (default 10.232.0.1/24), KUBELET_PORT (default 10450), TIMEOUT (ginkgo's,
@@ -53,6 +60,9 @@ require_root
 NODE=${NODE:-minikubelet}
 [[ $NODE == minikubelet || $NODE == kubelet ]] || die "NODE=$NODE: use minikubelet or kubelet"
 FOCUS=${FOCUS:-}
+SPECS=${SPECS:-}
+[[ -z $SPECS || -z $FOCUS ]] || die "SPECS and FOCUS exclude each other"
+[[ -z $SPECS ]] || SPECS=$(realpath "$SPECS")
 SKIP=${SKIP:-}
 PROCS=${PROCS:-8}
 WORK=$(realpath -m "${WORK:-/tmp/mkl-conf}")
@@ -65,20 +75,27 @@ TIMEOUT=${TIMEOUT:-2h}
 NODE_NAME=mkl-conf-node
 BRIDGE=${BRIDGE:-mkcbr0}
 DUMMY=${NODE_IF:-mkcnode0}
-if [[ -z $FOCUS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
+if [[ -z $FOCUS && -z $SPECS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
 REPO=$(repo_root)
 HACK=$REPO/hack
 export PATH=$PATH:/usr/local/go/bin
 [[ $WORK != / ]] || die "refusing to use / as WORK"
 
 total=$SECONDS
-# timed NAME CMD...: run CMD, then print how long it took.
+# timed NAME CMD...: as hack/lib.sh's timed (a line before, one with the
+# duration after), but CMD runs under set -e: a failing step ends the run,
+# and the EXIT trap says which step failed after how long.
+STEP=
 timed() {
 	local what=$1 start=$SECONDS
 	shift
+	STEP="$what (started $(date -u +%T), after $(duration $((SECONDS - total))) of the run)"
+	step "$what ..."
 	"$@"
-	step "$what: $(elapsed $((SECONDS - start)))"
+	STEP=
+	step "$what: done in $(duration $((SECONDS - start)))"
 }
+trap '[[ -z $STEP ]] || step "FAILED in the step $STEP"' EXIT
 
 # --- 1. build ---------------------------------------------------------------
 build_all() {
@@ -91,7 +108,10 @@ build_all() {
 	}
 	grep -v '^/' "$WORK/build-cluster.log" || true
 	CLUSTER_BIN=$(tail -n 1 "$WORK/build-cluster.log")
-	"$CONFORMANCE_DIR/build.sh" | tee "$WORK/build-conformance.log"
+	# The kubelet only when it is the node.
+	local want=(e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp)
+	[[ $NODE != kubelet ]] || want+=(kubelet)
+	"$CONFORMANCE_DIR/build.sh" "${want[@]}" | tee "$WORK/build-conformance.log"
 	BIN=$(tail -n 1 "$WORK/build-conformance.log")
 	if [[ $NODE == minikubelet ]]; then
 		if [[ -n ${MINIKUBELET_BIN:-} ]]; then
@@ -108,13 +128,46 @@ chmod 0711 "$WORK"
 timed "build" build_all
 
 # --- 2. images ----------------------------------------------------------------
+# agnhost_extra DIR: fill DIR with what the real agnhost image's Dockerfile
+# (k8s.io/kubernetes test/images/agnhost, on Alpine) adds and the specs use,
+# for hack/images to layer on top of the agnhost program: the porter TLS
+# pair /localhost.crt and /localhost.key (netexec --tls-cert-file for the
+# https lifecycle hooks), curl (the exec hooks and the Networking Granular
+# Checks' /dial), /bin/bash (the probe specs' scripts) and an nc with -u
+# (netcat-openbsd as /usr/bin/nc; busybox's has no UDP), each with the
+# shared libraries ldd names, from this Debian host; and dash as /bin/sh:
+# Debian's busybox-static is built with the standalone shell, whose sh runs
+# its own applet for a name like nc before looking at PATH, while the real
+# image's sh (Alpine's busybox) finds /usr/bin/nc in PATH as dash does. The
+# real image's other tools (dig, iperf, socat, coredns) no
+# [NodeConformance] spec runs.
+agnhost_extra() {
+	local d=$1 kdir pair src dst lib
+	rm -rf "$d"
+	mkdir -p "$d"
+	kdir=$(cd "$CLUSTER_MOD" && go list -m -f '{{.Dir}}' k8s.io/kubernetes) || die "cannot find the k8s.io/kubernetes module (go list -m in $CLUSTER_MOD)"
+	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.crt" "$d/localhost.crt"
+	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.key" "$d/localhost.key"
+	for pair in /usr/bin/curl:usr/bin/curl /bin/bash:bin/bash /usr/bin/nc.openbsd:usr/bin/nc /bin/dash:bin/sh; do
+		src=${pair%%:*} dst=${pair#*:}
+		[[ -x $src ]] || die "$src missing: apt-get install curl bash netcat-openbsd dash (hack/install-deps.sh installs the first three; dash is Debian's /bin/sh)"
+		install -D -m 0755 "$src" "$d/$dst"
+		# "libX.so => /lib/.../libX.so (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
+		for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+			[[ -e $d$lib ]] || install -D -m 0755 "$(realpath "$lib")" "$d$lib"
+		done
+	done
+	step "agnhost extras: $(find "$d" -type f | wc -l) files ($(du -sh "$d" | cut -f1)) in $d"
+}
 images() {
 	"$HACK/start-registry.sh" "$REGISTRY"
 	"$BIN/e2e.test" --list-images >"$WORK/e2e-images.txt"
 	# The sandbox image of the private containerd and the suite's images.
 	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") >"$WORK/images.log" 2>&1 ||
 		die "hack/images failed (log: $WORK/images.log)"
-	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY" --e2e "$WORK/e2e-images.txt" --e2e-bin "$BIN") |
+	agnhost_extra "$WORK/agnhost-extra"
+	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY" --e2e "$WORK/e2e-images.txt" --e2e-bin "$BIN" \
+		--e2e-agnhost-extra "$WORK/agnhost-extra") |
 		tee -a "$WORK/images.log" | grep -E 'pushed|skipped|e2e:' || true
 	[[ ${PIPESTATUS[0]} == 0 ]] || die "hack/images --e2e failed (log: $WORK/images.log)"
 }
@@ -123,6 +176,7 @@ timed "images" images
 # --- 3. containerd and networks ------------------------------------------------
 cleanup() {
 	local rc=$?
+	[[ -z $STEP ]] || step "FAILED in the step $STEP"
 	if [[ ${KEEP:-0} == 1 ]]; then
 		step "KEEP=1: leaving everything running; stop it with hack/conformance/stop.sh $WORK"
 	else
@@ -310,10 +364,18 @@ suite() {
 	local args=(--focus "$focus" --skip "$skip")
 	# Ginkgo ORs several --focus flags; a FOCUS narrows by one regexp that
 	# needs both (in either order: RE2 has no lookahead).
+	local what="focus $focus${FOCUS:+ and $FOCUS}"
 	if [[ -n $FOCUS ]]; then
 		args=(--focus "(?:$focus.*(?:$FOCUS))|(?:(?:$FOCUS).*$focus)" --skip "$skip")
 	fi
-	step "ginkgo -p --procs $PROCS: focus $focus${FOCUS:+ and $FOCUS}, skip $skip (log: $REPORT/ginkgo.log)"
+	if [[ -n $SPECS ]]; then
+		local list
+		list=$(cd "$REPO" && go run ./hack/conformance/report --focus-for "$SPECS") && [[ -n $list ]] ||
+			die "hack/conformance/report --focus-for $SPECS failed"
+		args=(--focus "$list" --skip "$skip")
+		what="the $(grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SPECS") specs of $SPECS"
+	fi
+	step "ginkgo -p --procs $PROCS: $what, skip $skip (log: $REPORT/ginkgo.log)"
 	set +e
 	(cd "$REPORT" && "$BIN/ginkgo" -p --procs "$PROCS" --timeout "$TIMEOUT" --no-color "${args[@]}" \
 		"$BIN/e2e.test" -- \
@@ -331,6 +393,8 @@ timed "suite" suite
 junit=$(find "$REPORT" -name 'junit*.xml' | head -1)
 [[ -n $junit ]] || die "no JUnit XML in $REPORT (ginkgo exit $SUITE_RC; log $REPORT/ginkgo.log)"
 report_args=(--junit "$junit" --node "$NODE")
+[[ -z $SPECS ]] || report_args+=(--expect "$SPECS")
+[[ -z ${TESTLOG_DIR:-} ]] || report_args+=(--testlog "$TESTLOG_DIR/conformance-$NODE.json")
 if [[ $UPDATE_DOCS == 1 ]]; then
 	what=kubelet
 	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')"
@@ -338,5 +402,7 @@ if [[ $UPDATE_DOCS == 1 ]]; then
 	report_args+=(--results "$REPO/docs/conformance" --doc "$REPO/docs/conformance.md"
 		--what "$what" --duration "$(elapsed $((SECONDS - total)))")
 fi
-(cd "$REPO" && go run ./hack/conformance/report "${report_args[@]}")
-step "total: $(elapsed $((SECONDS - total)))"
+rc=0
+(cd "$REPO" && go run ./hack/conformance/report "${report_args[@]}") || rc=$?
+step "total: $(duration $((SECONDS - total)))"
+exit "$rc"

@@ -94,5 +94,5 @@ mkdir -p "$WORK/logs"
 for f in "$CP"/*.log; do
 	[[ -f $f ]] && mv -f "$f" "$WORK/logs/"
 done
-rm -rf "$WORK/cp" "$WORK/cni-data" "$WORK/pod-logs" "$WORK/manifests" "$WORK/minikubelet" "$WORK/minikubelet.sock"
+rm -rf "$WORK/cp" "$WORK/cni-data" "$WORK/pod-logs" "$WORK/manifests" "$WORK/minikubelet" "$WORK/minikubelet.sock" "$WORK/agnhost-extra"
 step "stopped; reports and logs left in $WORK (logs/, report-*/)"

@@ -10,7 +10,12 @@ package main
 // module by hack/conformance/build.sh: agnhost and nnp (test/images/nonewprivs).
 //
 //	agnhost     busybox + the real /agnhost (+ /agnhost-2), its users and
-//	            groups, /uploads; entrypoint /agnhost, cmd pause
+//	            groups, /uploads; entrypoint /agnhost, cmd pause; with
+//	            --e2e-agnhost-extra DIR, DIR's tree on top: what the real
+//	            image's Dockerfile adds that specs use (the porter TLS pair
+//	            /localhost.crt and /localhost.key for netexec --tls-*,
+//	            curl, bash and an nc with -u, with their shared libraries;
+//	            hack/conformance/run.sh assembles it from the host)
 //	busybox     busybox, cmd sh (also glibc-dns-testing: the hostname
 //	            specs run sh, hostname and hostname -f in it)
 //	nginx       the nginx stand-in of standins.go (busybox + /standin)
@@ -24,6 +29,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +37,7 @@ import (
 
 // e2eImageSpecs maps each listed image name to an image spec; names it
 // has no recipe for come back in skipped.
-func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin []byte) (specs []imageSpec, skipped []string, err error) {
+func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin []byte, agnhostExtra []entry) (specs []imageSpec, skipped []string, err error) {
 	var nginx *standin
 	for i := range standins {
 		if standins[i].upstream == "docker.io/library/nginx" {
@@ -60,6 +66,9 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 				dir("uploads", 0o755),
 			}
 			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}}
+			if len(agnhostExtra) > 0 {
+				s.layers = append(s.layers, layerSpec{what: "agnhost extras (--e2e-agnhost-extra)", entries: agnhostExtra})
+			}
 			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
 		case base == "busybox" || base == "glibc-dns-testing":
 			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
@@ -105,7 +114,13 @@ func runE2E(ctx context.Context, o options, bb layerSpec, pause, standinBin []by
 		}
 		return b
 	}
-	specs, skipped, err := e2eImageSpecs(names, bb, readBin("agnhost"), readBin("nnp"), pause, standinBin)
+	var extra []entry
+	if o.e2eAgnhostExtra != "" {
+		if extra, err = treeEntries(o.e2eAgnhostExtra); err != nil {
+			return fmt.Errorf("--e2e-agnhost-extra: %w", err)
+		}
+	}
+	specs, skipped, err := e2eImageSpecs(names, bb, readBin("agnhost"), readBin("nnp"), pause, standinBin, extra)
 	if err != nil {
 		return err
 	}
@@ -123,4 +138,52 @@ func runE2E(ctx context.Context, o options, bb layerSpec, pause, standinBin []by
 	}
 	fmt.Printf("[images] e2e: %d images built, %d skipped\n", len(specs), len(skipped))
 	return nil
+}
+
+// treeEntries returns the directories, regular files and symlinks under
+// root as layer entries (root's own path left out), with their permission
+// bits; anything else (devices, sockets) is an error.
+func treeEntries(root string) ([]entry, error) {
+	var es []entry
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := int64(info.Mode().Perm())
+		if info.Mode()&fs.ModeSticky != 0 {
+			mode |= 0o1000
+		}
+		if info.Mode()&fs.ModeSetuid != 0 {
+			mode |= 0o4000
+		}
+		switch {
+		case d.IsDir():
+			es = append(es, dir(name, mode))
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			es = append(es, symlink(name, target))
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			es = append(es, file(name, mode, b))
+		default:
+			return fmt.Errorf("%s: not a directory, regular file or symlink (%v)", p, info.Mode().Type())
+		}
+		return nil
+	})
+	return es, err
 }

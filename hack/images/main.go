@@ -57,6 +57,8 @@ type options struct {
 	arch     string
 	// e2eList and e2eBin select the e2e suite's images instead (e2e.go).
 	e2eList, e2eBin string
+	// e2eAgnhostExtra is a directory tree layered on top of agnhost (e2e.go).
+	e2eAgnhostExtra string
 }
 
 // imageSpec describes one image to build.
@@ -87,6 +89,7 @@ func main() {
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "image and binary architecture (the busybox must match)")
 	flag.StringVar(&o.e2eList, "e2e", "", "build only the e2e suite's images named in this file (e2e.test --list-images; see e2e.go)")
 	flag.StringVar(&o.e2eBin, "e2e-bin", "", "directory with the agnhost and nnp binaries for --e2e")
+	flag.StringVar(&o.e2eAgnhostExtra, "e2e-agnhost-extra", "", "with --e2e: a directory tree added as a layer on top of the agnhost image (see e2e.go)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

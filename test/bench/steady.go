@@ -177,9 +177,16 @@ func (b *bench) steadyLoaded(ctx context.Context, names []string) error {
 	}
 	progress("steady: %d pods Ready; settling %s, then a %s window", len(names), b.o.settle, b.o.steadyDuration)
 	time.Sleep(b.o.settle)
+	// The housekeeping counters are read just outside the window.
+	hkBefore, hkErr := b.d.readHousekeeping(ctx)
 	u, err := measure(ctx, b.d.pid(), b.o.steadyDuration)
 	if err != nil {
 		return fmt.Errorf("steady %d pods: %w", len(names), err)
+	}
+	if hkAfter, err := b.d.readHousekeeping(ctx); err == nil && hkErr == nil {
+		b.addHousekeepingRows(len(names), hkBefore, hkAfter, b.o.steadyDuration)
+	} else {
+		progress("steady: housekeeping counters unavailable: %v %v", hkErr, err)
 	}
 	progress("steady: %d pods: RSS %.1f MiB (max %.1f), CPU %.2f %% of one core", len(names), summarize(u.rss).Median, summarize(u.rss).Max, u.cpu)
 	b.addSteadyRows(len(names), u, true)

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/cluster"
 	"github.com/minikubelet/minikubelet/agent/cluster/clustertest"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/test/controlplane"
 )
 
@@ -58,10 +58,10 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 	nodeClient := cp.NodeClient(t, node)
 	src := cluster.NewPodSource(clustertest.FromClientset(nodeClient), node, nil,
 		cluster.WithPodDone(func(types.UID) <-chan struct{} { return nil }))
-	out := make(chan agent.SourceUpdate, 1)
+	out := make(chan source.SourceUpdate, 1)
 	go src.Run(ctx, out)
-	var u agent.SourceUpdate
-	waitUpdate := func(what string, ok func(agent.SourceUpdate) bool) {
+	var u source.SourceUpdate
+	waitUpdate := func(what string, ok func(source.SourceUpdate) bool) {
 		t.Helper()
 		deadline := time.After(scaled(30 * time.Second))
 		for {
@@ -75,7 +75,7 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 			}
 		}
 	}
-	waitUpdate("the node's runnable pods", func(u agent.SourceUpdate) bool { return len(u.Pods) == 2 })
+	waitUpdate("the node's runnable pods", func(u source.SourceUpdate) bool { return len(u.Pods) == 2 })
 	require.Empty(t, u.Errors)
 	slices.SortFunc(u.Pods, func(a, b *v1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	require.Equal(t, "web", u.Pods[0].Name)
@@ -127,7 +127,7 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 	// it (podDone: no agent here), the node deletes the object (grace 0,
 	// UID precondition: the Node authorizer lets it) and web leaves the set.
 	require.NoError(t, pods.Delete(ctx, "web", metav1.DeleteOptions{}))
-	waitUpdate("web to leave the set once the node deleted it", func(u agent.SourceUpdate) bool { return len(u.Pods) == 1 })
+	waitUpdate("web to leave the set once the node deleted it", func(u source.SourceUpdate) bool { return len(u.Pods) == 1 })
 	require.Equal(t, "with-token", u.Pods[0].Name)
 	_, err = pods.Get(ctx, "web", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the node deleted the object: %v", err)

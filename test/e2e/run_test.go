@@ -286,7 +286,7 @@ spec:
 // runtime's object counts must not move while it runs.
 func TestRun_InvalidManifestsCreateNothing(t *testing.T) {
 	before := len(podSandboxes(t, "")) + len(podContainers(t, ""))
-	files, err := filepath.Glob(filepath.Join(suite.repo, "agent/testdata/manifests/invalid/*.yaml"))
+	files, err := filepath.Glob(filepath.Join(suite.repo, "agent/manifest/testdata/manifests/invalid/*.yaml"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 25)
 	fieldPath := regexp.MustCompile(`(metadata|spec|kind|apiVersion|document|line|yaml|json|status)`)

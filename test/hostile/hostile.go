@@ -47,7 +47,7 @@ type Case struct {
 	Generated bool
 }
 
-// MaxManifestBytes mirrors agent.MaxManifestBytes (this package must not
+// MaxManifestBytes mirrors manifest.MaxManifestBytes (this package must not
 // import agent: the tests import both and compare).
 const MaxManifestBytes = 4 << 20
 

@@ -22,6 +22,8 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cri/critest"
 	"github.com/minikubelet/minikubelet/test/hostile"
 )
@@ -55,7 +57,7 @@ func TestCorpus_Complete(t *testing.T) {
 	for _, r := range required {
 		assert.True(t, names[r], "case %s is missing", r)
 	}
-	assert.Equal(t, hostile.MaxManifestBytes, agent.MaxManifestBytes)
+	assert.Equal(t, hostile.MaxManifestBytes, manifest.MaxManifestBytes)
 }
 
 // TestCorpus_FileSources refuses every case as `minikubelet run` and the
@@ -68,13 +70,13 @@ func TestCorpus_FileSources(t *testing.T) {
 		t.Run(c.FileName, func(t *testing.T) {
 			path := filepath.Join(dir, c.FileName)
 			require.NoError(t, os.WriteFile(path, c.Data, 0o600))
-			data, err := agent.ReadManifestFile(path)
+			data, err := manifest.ReadManifestFile(path)
 			if err == nil {
 				var pods []*v1.Pod
-				pods, _, _, err = agent.PrepareObjects(data, path, nodeName)
+				pods, _, _, err = manifest.PrepareObjects(data, path, nodeName)
 				require.Error(t, err, "accepted: %d pods", len(pods))
 			}
-			require.ErrorIs(t, err, agent.ErrInvalidManifest)
+			require.ErrorIs(t, err, manifest.ErrInvalidManifest)
 			got := strings.ReplaceAll(err.Error(), dir+"/", "")
 			if *update {
 				require.NoError(t, os.WriteFile(filepath.Join("cases", c.Name+".err"), []byte(got+"\n"), 0o644))
@@ -97,7 +99,7 @@ func TestCorpus_API(t *testing.T) {
 	fake := critest.New()
 	a := agent.New(agent.Config{NodeName: nodeName, RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent"},
 		agent.Deps{Runtime: fake.Runtime, Images: fake.Images})
-	store, err := agent.NewPodStore(t.TempDir(), nodeName)
+	store, err := source.NewPodStore(t.TempDir(), nodeName)
 	require.NoError(t, err)
 	d := agent.NewDaemon(a, store, nil, agent.DaemonConfig{})
 	srv := httptest.NewServer(api.NewServer(d, slog.New(slog.DiscardHandler), api.Options{}).Handler())

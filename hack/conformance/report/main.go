@@ -13,10 +13,19 @@
 //	go run ./hack/conformance/report --junit junit_01.xml --node kubelet \
 //	    --results docs/conformance --doc docs/conformance.md --what "kubelet v1.37.2"
 //	go run ./hack/conformance/report --results docs/conformance --doc docs/conformance.md
+//
+// A fixed list of specs (make test-conformance, hack/conformance/ci-specs.txt:
+// one exact spec name per line, '#' comments): --focus-for LIST prints the
+// ginkgo focus that selects exactly those specs; --expect LIST makes the
+// run fail (exit 1) unless every listed spec ran and passed, and no other
+// spec ran, so that a spec renamed upstream cannot drop out silently.
+// --testlog FILE writes the outcome as `go test -json` events for the skip
+// summary that ends make test (hack/testsum -summary).
 package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"flag"
@@ -62,7 +71,7 @@ type junitCase struct {
 type result struct {
 	status string // passed, failed, skipped
 	spec   string
-	err    string // first error line of a failure
+	err    string // first error line of a failure; a skip's reason
 }
 
 // run is one node's results plus what was measured.
@@ -78,10 +87,57 @@ func main() {
 	doc := flag.String("doc", "", "regenerate this Markdown file's generated part from DIR/*.tsv")
 	what := flag.String("what", "", "what was measured (e.g. kubelet v1.37.2, minikubelet abc1234)")
 	duration := flag.String("duration", "", "how long the run took, build included")
+	focusFor := flag.String("focus-for", "", "print the ginkgo focus that selects exactly the specs this list names, and exit")
+	expect := flag.String("expect", "", "fail unless every spec this list names ran and passed, and no other spec ran")
+	testlog := flag.String("testlog", "", "write the outcome as go test -json events to this file (hack/testsum -summary)")
 	flag.Parse()
+	if *focusFor != "" {
+		specs, err := readList(*focusFor)
+		if err == nil {
+			fmt.Println(focusRegexp(specs))
+			return
+		}
+		fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
+		os.Exit(1)
+	}
 	if err := mainErr(*junitPath, *node, *resultsDir, *doc, *what, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
 		os.Exit(1)
+	}
+	if *expect == "" && *testlog == "" {
+		return
+	}
+	results, err := readJUnit(*junitPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
+		os.Exit(1)
+	}
+	var problems []string
+	if *expect != "" {
+		specs, err := readList(*expect)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
+			os.Exit(1)
+		}
+		var missing []result
+		problems, missing = checkExpected(specs, results)
+		results = append(results, missing...)
+	}
+	if *testlog != "" {
+		if err := writeTestLog(*testlog, *node, results); err != nil {
+			fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
+			os.Exit(1)
+		}
+	}
+	for _, p := range problems {
+		fmt.Printf("[report] %s\n", p)
+	}
+	if len(problems) > 0 {
+		fmt.Printf("[report] %s: FAILED: %d problems with the specs %s lists (above)\n", *node, len(problems), *expect)
+		os.Exit(1)
+	}
+	if *expect != "" {
+		fmt.Printf("[report] %s: every listed spec passed (%s)\n", *node, *expect)
 	}
 }
 
@@ -148,7 +204,7 @@ func readJUnit(path string) ([]result, error) {
 				}
 			case "skipped", "pending":
 				if isSpec && c.Skipped != nil && c.Skipped.Message != "" && c.Skipped.Message != "skipped" {
-					out = append(out, result{status: "skipped", spec: spec})
+					out = append(out, result{status: "skipped", spec: spec, err: firstLine(strings.TrimPrefix(c.Skipped.Message, "skipped - "))})
 				}
 			default: // failed, panicked, interrupted, timedout, aborted
 				msg := ""
@@ -485,4 +541,125 @@ func updateDoc(path string, runs []run) error {
 	}
 	fmt.Printf("[report] updated %s\n", path)
 	return nil
+}
+
+// readList reads a spec list: one exact spec name per line; blank lines
+// and lines starting with '#' are left out. A name listed twice is an error.
+func readList(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var specs []string
+	seen := map[string]bool{}
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if seen[l] {
+			return nil, fmt.Errorf("%s:%d: %q is listed twice", path, i+1, l)
+		}
+		seen[l] = true
+		specs = append(specs, l)
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("%s lists no spec", path)
+	}
+	return specs, nil
+}
+
+// focusRegexp is the ginkgo focus that selects the listed specs: each
+// name quoted and anchored at its end. Ginkgo matches the focus against
+// the spec's full text, which ends with the name as the JUnit report and
+// e2e.test --list-tests print it (its start is not anchored: ginkgo's text
+// does not begin where the printed name does).
+func focusRegexp(specs []string) string {
+	parts := make([]string, len(specs))
+	for i, s := range specs {
+		parts[i] = regexp.QuoteMeta(s) + "$"
+	}
+	return strings.Join(parts, "|")
+}
+
+// suiteNodeRE matches the JUnit names of Ginkgo's suite nodes.
+var suiteNodeRE = regexp.MustCompile(`^\[(Synchronized)?(Before|After)Suite\]|^\[Report(Before|After)Suite\]`)
+
+// checkExpected compares a run with the list it was focused on: every
+// listed spec must have passed, and nothing else may have run. It returns
+// one line per problem, and a failed result for each listed spec that did
+// not run at all (for the test log).
+func checkExpected(specs []string, results []result) (problems []string, missing []result) {
+	byName := map[string]result{}
+	for _, r := range results {
+		byName[r.spec] = r
+	}
+	listed := map[string]bool{}
+	for _, s := range specs {
+		listed[s] = true
+		r, ok := byName[s]
+		switch {
+		case !ok:
+			problems = append(problems, "NOT RUN "+s+"\n[report]      no spec of e2e.test has this name (renamed or removed upstream? e2e.test --list-tests prints the names)")
+			missing = append(missing, result{status: "failed", spec: s, err: "not run: no spec of e2e.test has this name"})
+		case r.status == "skipped":
+			problems = append(problems, "SKIPPED "+s+"\n[report]      "+r.err)
+		case r.status != "passed":
+			problems = append(problems, "FAILED "+s+"\n[report]      "+r.err)
+		}
+	}
+	for _, r := range results {
+		switch {
+		case listed[r.spec]:
+		case suiteNodeRE.MatchString(r.spec):
+			// readJUnit keeps a suite node only when it failed.
+			problems = append(problems, "FAILED "+r.spec+"\n[report]      "+r.err)
+		default:
+			problems = append(problems, "NOT LISTED "+r.spec+"\n[report]      ran ("+r.status+") but is not in the list: the focus is too wide")
+		}
+	}
+	return problems, missing
+}
+
+// testEvent is one line of `go test -json` (cmd/test2json), as hack/testsum
+// reads it.
+type testEvent struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string `json:",omitempty"`
+}
+
+// writeTestLog writes one test per spec as go test -json events under the
+// package "conformance/<node>", so that make test's closing summary counts
+// the specs and lists a skipped spec with its reason (hack/testsum reads a
+// skip's reason from a "file.go:N: reason" output line).
+func writeTestLog(path, node string, results []result) error {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	pkg := "conformance/" + node
+	for _, r := range results {
+		evs := []testEvent{{Action: "run", Package: pkg, Test: r.spec}}
+		switch r.status {
+		case "passed":
+			evs = append(evs, testEvent{Action: "pass", Package: pkg, Test: r.spec})
+		case "skipped":
+			evs = append(evs,
+				testEvent{Action: "output", Package: pkg, Test: r.spec, Output: "    e2e.go:0: " + r.err + "\n"},
+				testEvent{Action: "skip", Package: pkg, Test: r.spec})
+		default:
+			evs = append(evs,
+				testEvent{Action: "output", Package: pkg, Test: r.spec, Output: "    " + r.err + "\n"},
+				testEvent{Action: "fail", Package: pkg, Test: r.spec})
+		}
+		for _, ev := range evs {
+			if err := enc.Encode(ev); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

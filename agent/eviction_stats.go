@@ -1,0 +1,318 @@
+package agent
+
+// The eviction manager's measurements of the real host (EvictionStats),
+// as the kubelet's summary provider computes them:
+//
+//   - memory.available: node capacity minus the root cgroup's working set
+//     (usage minus inactive file pages). cgroup v1: the memory
+//     controller's root usage_in_bytes; v2 has no memory.current at the
+//     root, where usage is MemTotal minus MemFree (/proc/meminfo), which is
+//     what cadvisor reports for the root there.
+//   - allocatableMemory.available: node allocatable minus the kubepods
+//     cgroup's working set (only with --cgroups-per-qos).
+//   - nodefs.available/inodesFree: statfs of the root dir's filesystem.
+//   - imagefs.available/inodesFree: statfs of the runtime's image
+//     filesystem (CRI ImageFsInfo's mountpoint).
+//   - pid.available: kernel.pid_max minus the threads running
+//     (/proc/loadavg), as the kubelet's rlimit stats.
+//
+// Pods: memory is the sum of their containers' working sets (CRI
+// ListContainerStats); disk their writable layers, their log directory
+// and their volumes on the node filesystem (a walk that never follows a
+// link and skips other filesystems, such as memory-backed volumes).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/cgroups"
+)
+
+// ContainerStatsLister is the CRI call pod stats need (cri.Instrumented
+// has it).
+type ContainerStatsLister interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+}
+
+// hostEvictionStats is the real EvictionStats.
+type hostEvictionStats struct {
+	a     *Agent
+	stats ContainerStatsLister
+	// cgroupRoot and procRoot are /sys/fs/cgroup and /proc.
+	cgroupRoot, procRoot string
+}
+
+// NewEvictionStats measures this host for the eviction manager.
+func (a *Agent) NewEvictionStats(stats ContainerStatsLister) EvictionStats {
+	return &hostEvictionStats{a: a, stats: stats, cgroupRoot: cgroups.DefaultRoot, procRoot: "/proc"}
+}
+
+// Observe implements EvictionStats.
+func (h *hostEvictionStats) Observe(ctx context.Context) EvictionObservation {
+	obs := EvictionObservation{Signals: map[eviction.Signal]eviction.Observation{}, NodeFsPath: h.a.cfg.RootDir}
+	fail := func(s eviction.Signal, err error) {
+		obs.Errors = append(obs.Errors, fmt.Sprintf("%s: %v", s, err))
+	}
+	v2 := h.a.cgroups != nil && h.a.cgroups.Mode().IsV2() || h.a.cgroups == nil && cgroups.DetectMode().IsV2()
+	capacity := h.a.cfg.Node.Capacity.Memory().Value()
+	if capacity > 0 {
+		if ws, err := h.rootWorkingSet(v2); err != nil {
+			fail(eviction.SignalMemoryAvailable, err)
+		} else {
+			obs.Signals[eviction.SignalMemoryAvailable] = eviction.Observation{Available: max(capacity-ws, 0), Capacity: capacity}
+		}
+	}
+	if alloc := h.a.cfg.Node.Allocatable.Memory().Value(); alloc > 0 && h.a.cgroups != nil {
+		if ws, err := h.cgroupWorkingSet(h.a.cgroups.Path(cgroups.Kubepods), v2); err != nil {
+			fail(eviction.SignalAllocatableMemoryAvailable, err)
+		} else {
+			obs.Signals[eviction.SignalAllocatableMemoryAvailable] = eviction.Observation{Available: max(alloc-ws, 0), Capacity: alloc}
+		}
+	}
+	nodeDev, err := statFs(h.a.cfg.RootDir, obs.Signals, eviction.SignalNodeFsAvailable, eviction.SignalNodeFsInodesFree)
+	if err != nil {
+		fail(eviction.SignalNodeFsAvailable, err)
+	}
+	if mp, err := h.imageFsMountpoint(ctx); err != nil {
+		fail(eviction.SignalImageFsAvailable, err)
+	} else {
+		obs.ImageFsPath = mp
+		imgDev, err := statFs(mp, obs.Signals, eviction.SignalImageFsAvailable, eviction.SignalImageFsInodesFree)
+		if err != nil {
+			fail(eviction.SignalImageFsAvailable, err)
+		}
+		obs.SameFs = err == nil && nodeDev == imgDev
+	}
+	if used, limit, err := h.pids(); err != nil {
+		fail(eviction.SignalPIDAvailable, err)
+	} else {
+		obs.Signals[eviction.SignalPIDAvailable] = eviction.Observation{Available: max(limit-used, 0), Capacity: limit}
+	}
+	return obs
+}
+
+// statFs records the bytes and inodes of path's filesystem under the two
+// signals and returns its device.
+func statFs(path string, out map[eviction.Signal]eviction.Observation, bytesSig, inodesSig eviction.Signal) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	bs := int64(st.Bsize)
+	out[bytesSig] = eviction.Observation{Available: int64(st.Bavail) * bs, Capacity: int64(st.Blocks) * bs}
+	if st.Files > 0 {
+		out[inodesSig] = eviction.Observation{Available: int64(st.Ffree), Capacity: int64(st.Files)}
+	}
+	var s syscall.Stat_t
+	if err := syscall.Stat(path, &s); err != nil {
+		return 0, err
+	}
+	return uint64(s.Dev), nil
+}
+
+// imageFsMountpoint asks the runtime where its images are.
+func (h *hostEvictionStats) imageFsMountpoint(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.RuntimeTimeout)
+	defer cancel()
+	info, err := h.a.images.ImageFsInfo(ctx)
+	if err != nil {
+		return "", err
+	}
+	fss := info.GetImageFilesystems()
+	if len(fss) == 0 || fss[0].GetFsId().GetMountpoint() == "" {
+		return "", fmt.Errorf("the runtime names no image filesystem")
+	}
+	return fss[0].GetFsId().GetMountpoint(), nil
+}
+
+// rootWorkingSet is the root cgroup's working set (see the file comment).
+func (h *hostEvictionStats) rootWorkingSet(v2 bool) (int64, error) {
+	if !v2 {
+		return h.cgroupWorkingSet("/", false)
+	}
+	mi, err := os.ReadFile(filepath.Join(h.procRoot, "meminfo"))
+	if err != nil {
+		return 0, err
+	}
+	total, free := meminfoField(mi, "MemTotal"), meminfoField(mi, "MemFree")
+	if total <= 0 {
+		return 0, fmt.Errorf("no MemTotal in meminfo")
+	}
+	stat, err := os.ReadFile(filepath.Join(h.cgroupRoot, "memory.stat"))
+	if err != nil {
+		return 0, err
+	}
+	return max(total-free-statField(stat, "inactive_file"), 0), nil
+}
+
+// cgroupWorkingSet is usage minus inactive file pages of the cgroup at
+// path (as the runtime names it), the kubelet's working set.
+func (h *hostEvictionStats) cgroupWorkingSet(path string, v2 bool) (int64, error) {
+	dir, usageFile, inactive := filepath.Join(h.cgroupRoot, "memory", path), "memory.usage_in_bytes", "total_inactive_file"
+	if v2 {
+		dir, usageFile, inactive = filepath.Join(h.cgroupRoot, path), "memory.current", "inactive_file"
+	}
+	b, err := os.ReadFile(filepath.Join(dir, usageFile))
+	if err != nil {
+		return 0, err
+	}
+	usage, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", filepath.Join(dir, usageFile), err)
+	}
+	stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return 0, err
+	}
+	return max(usage-statField(stat, inactive), 0), nil
+}
+
+// statField is a "key value" line's value of a memory.stat.
+func statField(b []byte, key string) int64 {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// meminfoField is a /proc/meminfo field in bytes.
+func meminfoField(b []byte, key string) int64 {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != key {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return 0
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		if len(f) > 1 && f[1] == "kB" {
+			n *= 1024
+		}
+		return n
+	}
+	return 0
+}
+
+// pids is the threads running and kernel.pid_max.
+func (h *hostEvictionStats) pids() (used, limit int64, err error) {
+	b, err := os.ReadFile(filepath.Join(h.procRoot, "loadavg"))
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return 0, 0, fmt.Errorf("malformed loadavg %q", b)
+	}
+	_, total, _ := strings.Cut(f[3], "/")
+	if used, err = strconv.ParseInt(total, 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("malformed loadavg %q", b)
+	}
+	b, err = os.ReadFile(filepath.Join(h.procRoot, "sys/kernel/pid_max"))
+	if err != nil {
+		return 0, 0, err
+	}
+	if limit, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err != nil {
+		return 0, 0, fmt.Errorf("malformed pid_max %q", b)
+	}
+	return used, limit, nil
+}
+
+// PodStats implements EvictionStats.
+func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk bool) map[types.UID]*eviction.PodStats {
+	out := map[types.UID]*eviction.PodStats{}
+	if h.stats == nil {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.RuntimeTimeout)
+	defer cancel()
+	cs, err := h.stats.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	if err != nil {
+		h.a.logger.Warn("Eviction: container stats failed; pods are ranked without them", "err", err)
+		return out
+	}
+	want := map[types.UID]*v1.Pod{}
+	for _, p := range pods {
+		want[p.UID] = p
+	}
+	for _, c := range cs {
+		labels := c.GetAttributes().GetLabels()
+		uid := types.UID(labels[labelPodUID])
+		if want[uid] == nil {
+			continue
+		}
+		ps := out[uid]
+		if ps == nil {
+			ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
+			out[uid] = ps
+		}
+		name := labels[labelContainerName]
+		ws := int64(c.GetMemory().GetWorkingSetBytes().GetValue())
+		ps.Memory += ws
+		ps.ContainerMemory[name] += ws
+		if disk {
+			wl := int64(c.GetWritableLayer().GetUsedBytes().GetValue())
+			ps.Disk += wl
+			ps.ContainerDisk[name] += wl
+		}
+	}
+	if disk {
+		for uid, p := range want {
+			ps := out[uid]
+			if ps == nil {
+				ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
+				out[uid] = ps
+			}
+			ps.Disk += duSameFs(filepath.Join(h.a.podDir(p), "volumes")) + duSameFs(podLogDir(h.a.cfg.PodLogDir, p))
+		}
+	}
+	return out
+}
+
+// duSameFs sums the sizes of the files under dir on dir's filesystem,
+// never following a link (the pod writes there).
+func duSameFs(dir string) int64 {
+	var root syscall.Stat_t
+	if err := syscall.Lstat(dir, &root); err != nil {
+		return 0
+	}
+	var total int64
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) != nil {
+			return nil
+		}
+		if st.Dev != root.Dev {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	return total
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
+	}
+}
+
+// The working set is usage minus inactive file pages, from a cgroup v1
+// memory controller or a v2 cgroup; the v2 root's usage comes from
+// meminfo.
+func TestHostEvictionStats_WorkingSets(t *testing.T) {
+	root, proc := t.TempDir(), t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"memory/memory.usage_in_bytes":          "1000000\n",
+		"memory/memory.stat":                    "cache 5\ntotal_inactive_file 300000\ninactive_file 1\n",
+		"memory/kubepods/memory.usage_in_bytes": "500000\n",
+		"memory/kubepods/memory.stat":           "total_inactive_file 100000\n",
+		"kubepods.slice/memory.current":         "700000\n",
+		"kubepods.slice/memory.stat":            "anon 5\ninactive_file 200000\n",
+		"memory.stat":                           "inactive_file 1048576\n",
+	})
+	writeFiles(t, proc, map[string]string{
+		"meminfo":            "MemTotal:       8192 kB\nMemFree:        2048 kB\nMemAvailable:   4096 kB\n",
+		"loadavg":            "0.10 0.20 0.30 2/345 6789\n",
+		"sys/kernel/pid_max": "4096\n",
+	})
+	h := &hostEvictionStats{cgroupRoot: root, procRoot: proc}
+	ws, err := h.rootWorkingSet(false)
+	require.NoError(t, err)
+	assert.Equal(t, int64(700000), ws)
+	ws, err = h.cgroupWorkingSet("/kubepods", false)
+	require.NoError(t, err)
+	assert.Equal(t, int64(400000), ws)
+	ws, err = h.cgroupWorkingSet("/kubepods.slice", true)
+	require.NoError(t, err)
+	assert.Equal(t, int64(500000), ws)
+	ws, err = h.rootWorkingSet(true)
+	require.NoError(t, err)
+	assert.Equal(t, int64((8192-2048)*1024-1048576), ws)
+	used, limit, err := h.pids()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{345, 4096}, []int64{used, limit})
+	_, err = h.cgroupWorkingSet("/missing", false)
+	assert.Error(t, err)
+}
+
+// fakeStats lists fixed container stats.
+type fakeStats []*runtimeapi.ContainerStats
+
+func (f fakeStats) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	return f, nil
+}
+
+func ctrStats(uid, name string, ws, layer uint64) *runtimeapi.ContainerStats {
+	return &runtimeapi.ContainerStats{
+		Attributes:    &runtimeapi.ContainerAttributes{Labels: map[string]string{labelPodUID: uid, labelContainerName: name}},
+		Memory:        &runtimeapi.MemoryUsage{WorkingSetBytes: &runtimeapi.UInt64Value{Value: ws}},
+		WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: layer}},
+	}
+}
+
+// Pod stats: memory summed over the pod's containers; disk adds the
+// writable layers, the volumes on the node filesystem (a link the pod left
+// is not followed) and the pod's logs.
+func TestHostEvictionStats_PodStats(t *testing.T) {
+	h := newHarness(t)
+	p := &v1.Pod{}
+	p.Name, p.Namespace, p.UID = "p", "default", types.UID("uid-1")
+	vol := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "data")
+	require.NoError(t, os.MkdirAll(vol, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(vol, "fill"), make([]byte, 64<<10), 0o644))
+	outside := filepath.Join(t.TempDir(), "big")
+	require.NoError(t, os.WriteFile(outside, make([]byte, 1<<20), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(vol, "link")))
+	s := &hostEvictionStats{a: h.agent, stats: fakeStats{
+		ctrStats("uid-1", "a", 100, 10), ctrStats("uid-1", "b", 50, 5), ctrStats("other", "c", 999, 999),
+	}}
+	got := s.PodStats(context.Background(), []*v1.Pod{p}, false)
+	require.Contains(t, got, p.UID)
+	assert.Equal(t, int64(150), got[p.UID].Memory)
+	assert.Equal(t, map[string]int64{"a": 100, "b": 50}, got[p.UID].ContainerMemory)
+	assert.Zero(t, got[p.UID].Disk, "disk only when asked")
+	got = s.PodStats(context.Background(), []*v1.Pod{p}, true)
+	disk := got[p.UID].Disk
+	assert.GreaterOrEqual(t, disk, int64(15+64<<10))
+	assert.Less(t, disk, int64(1<<20), "the link's target is not counted")
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"archive/tar"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestTreeEntries(t *testing.T) {
+	root := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "usr/bin"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "usr/bin/curl"), []byte("ELF"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "localhost.key"), []byte("KEY"), 0o600))
+	must(os.Symlink("nc.openbsd", filepath.Join(root, "usr/bin/nc")))
+
+	es, err := treeEntries(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]entry{}
+	for _, e := range es {
+		got[e.name] = e
+	}
+	want := map[string]struct {
+		typ  byte
+		mode int64
+	}{
+		"usr":           {tar.TypeDir, 0o755},
+		"usr/bin":       {tar.TypeDir, 0o755},
+		"usr/bin/curl":  {tar.TypeReg, 0o755},
+		"usr/bin/nc":    {tar.TypeSymlink, 0o777},
+		"localhost.key": {tar.TypeReg, 0o600},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("entries %v, want the %d of %v", es, len(want), want)
+	}
+	for name, w := range want {
+		e, ok := got[name]
+		if !ok || e.typ != w.typ || e.mode != w.mode {
+			t.Errorf("%s: got %+v, want type %c mode %o", name, e, w.typ, w.mode)
+		}
+	}
+	if string(got["usr/bin/curl"].data) != "ELF" || got["usr/bin/nc"].target != "nc.openbsd" {
+		t.Errorf("content or link target lost: %+v %+v", got["usr/bin/curl"], got["usr/bin/nc"])
+	}
+	// The tree makes a valid layer (parents listed, no duplicates).
+	if _, err := tarLayer(es); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestE2EImageSpecs_AgnhostExtraLayer(t *testing.T) {
+	bb := layerSpec{what: "busybox"}
+	names := []string{"registry.k8s.io/e2e-test-images/agnhost:2.66.1"}
+	extra := []entry{file("localhost.crt", 0o644, []byte("CRT"))}
+
+	specs, _, err := e2eImageSpecs(names, bb, []byte("agnhost"), nil, nil, nil, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 1 || len(specs[0].layers) != 3 || specs[0].layers[2].entries[0].name != "localhost.crt" {
+		t.Fatalf("agnhost with extras: %+v, want busybox, /agnhost and the extra layer", specs)
+	}
+	specs, _, err = e2eImageSpecs(names, bb, []byte("agnhost"), nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 1 || len(specs[0].layers) != 2 {
+		t.Fatalf("agnhost without extras: %d layers, want 2", len(specs[0].layers))
+	}
+}

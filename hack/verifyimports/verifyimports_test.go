@@ -1,0 +1,100 @@
+package verifyimports
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/minikubelet/minikubelet"
+
+// tree is a throw-away module: path → Go source. Each package is one file.
+type tree map[string]string
+
+// cleanTree has every package the rules name, importing only what the
+// rules allow: the engine imports manifest, source and volume; source
+// imports volume and manifest, volume imports manifest; manifest imports its
+// own subpackage.
+func cleanTree() tree {
+	return tree{
+		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
+		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
+		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
+		"agent/source/source.go":        "package source\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/volume/volume.go":        "package volume\n\nimport _ \"" + mod + "/agent/manifest\"\n",
+		"agent/api/api.go":              "package api\n",
+		"agent/safepath/safepath.go":    "package safepath\n",
+		"test/testutil/testutil.go":     "package testutil\n",
+		"cri/cri.go":                    "package cri\n",
+	}
+}
+
+// run writes t into a temporary module and runs verify-imports.sh on it.
+func run(t *testing.T, files tree) (string, error) {
+	t.Helper()
+	root := t.TempDir()
+	files["go.mod"] = "module " + mod + "\n\ngo 1.26\n"
+	for p, src := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script, err := filepath.Abs("../verify-imports.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script, root)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestVerifyImports_CleanTreePasses(t *testing.T) {
+	out, err := run(t, cleanTree())
+	if err != nil || !strings.Contains(out, "imports OK") {
+		t.Fatalf("a tree that keeps the rules was refused (%v):\n%s", err, out)
+	}
+}
+
+func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
+	imp := func(pkg, path string) string {
+		return "package " + pkg + "\n\nimport _ \"" + mod + "/" + path + "\"\n"
+	}
+	for name, tc := range map[string]struct {
+		file, src string
+		want      string // the rule's package named in the failure
+	}{
+		"manifest imports the engine":        {"agent/manifest/bad.go", imp("manifest", "agent"), "agent/manifest must not import"},
+		"manifest imports source":            {"agent/manifest/bad.go", imp("manifest", "agent/source"), "agent/manifest must not import"},
+		"manifest imports volume":            {"agent/manifest/bad.go", imp("manifest", "agent/volume"), "agent/manifest must not import"},
+		"manifest imports a leaf":            {"agent/manifest/bad.go", imp("manifest", "cri"), "agent/manifest must not import"},
+		"manifest's test imports agent":      {"agent/manifest/bad_test.go", imp("manifest_test", "agent"), "agent/manifest must not import"},
+		"volume imports the engine":          {"agent/volume/bad.go", imp("volume", "agent"), "agent/volume must not import"},
+		"volume imports source":              {"agent/volume/bad.go", imp("volume", "agent/source"), "agent/volume must not import"},
+		"source imports the engine":          {"agent/source/bad.go", imp("source", "agent"), "agent/source must not import"},
+		"source imports the API":             {"agent/source/bad.go", imp("source", "agent/api"), "agent/source must not import"},
+		"source imports a runtime leaf":      {"agent/source/bad.go", imp("source", "cri"), "agent/source must not import"},
+		"agent imports cmd":                  {"agent/bad.go", imp("agent", "cmd/minikubelet"), "agent must not import"},
+		"a package under agent imports test": {"agent/volume/bad.go", imp("volume", "test/testutil"), "must not import"},
+		"safepath imports manifest":          {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := cleanTree()
+			files[tc.file] = tc.src
+			out, err := run(t, files)
+			if err == nil {
+				t.Fatalf("verify-imports.sh passed a tree where %s:\n%s", name, out)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Fatalf("verify-imports.sh failed without naming the rule %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
