@@ -40,3 +40,38 @@ func (x *Instrumented) ListContainerStats(ctx context.Context, filter *runtimeap
 	x.record(ctx, "ListContainerStats", start, err)
 	return stats, err
 }
+
+// SandboxStatsLister lists the pod sandboxes' resource usage (CRI
+// ListPodSandboxStats; containerd answers it from 1.6 on, with the
+// network where the platform supports it).
+type SandboxStatsLister interface {
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+}
+
+var _ SandboxStatsLister = (*Client)(nil)
+
+// ListPodSandboxStats returns the usage of the sandboxes filter selects.
+func (c *Client) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	var resp *runtimeapi.ListPodSandboxStatsResponse
+	err := call(ctx, "ListPodSandboxStats", c.opts.Timeout, func(ctx context.Context) (err error) {
+		resp, err = c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetStats(), nil
+}
+
+// ListPodSandboxStats implements SandboxStatsLister when the wrapped
+// Runtime does.
+func (x *Instrumented) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	s, ok := x.rt.(SandboxStatsLister)
+	if !ok {
+		return nil, errNoSandboxStats
+	}
+	start := time.Now()
+	stats, err := s.ListPodSandboxStats(ctx, filter)
+	x.record(ctx, "ListPodSandboxStats", start, err)
+	return stats, err
+}

@@ -58,6 +58,8 @@ var _ Streamer = (*Client)(nil)
 var (
 	errNoStreaming = errors.New("the runtime client has no streaming calls (Exec, Attach, PortForward)")
 	errNoStats     = errors.New("the runtime client has no ListContainerStats")
+	// errNoSandboxStats: the wrapped Runtime has no ListPodSandboxStats.
+	errNoSandboxStats = errors.New("the runtime client has no ListPodSandboxStats")
 )
 
 // Exec implements Streamer when the wrapped Runtime does.

@@ -39,8 +39,19 @@ step "containerd under test: ${flavors[*]}"
 cluster_tests() {
 	grep -hoE '^func Test[A-Za-z0-9_]+' "$HACK"/../test/e2e/cluster_*_test.go "$HACK"/../test/controlplane/*_test.go "$HACK"/../agent/cluster/*_test.go | sed 's/^func //'
 }
-needs_control_plane() {
-	local run="" prev="" a name
+# metrics_server_tests: the cases that run metrics-server (`kubectl top`).
+metrics_server_tests() {
+	grep -hoE '^func Test[A-Za-z0-9_]+' "$HACK"/../test/e2e/cluster_top_test.go | sed 's/^func //'
+}
+needs_control_plane() { selects cluster_tests; }
+needs_metrics_server() { selects metrics_server_tests; }
+# selects LIST: true when a -run in E2E_FLAGS (or its absence) selects one of
+# the tests the function LIST prints.
+selects() {
+	local list=$1 run="" prev="" a name names
+	# The list first: its globs must expand (before set -f, which a
+	# process substitution would inherit).
+	names=$("$list")
 	local -
 	set -f # a -run pattern is no glob
 	# shellcheck disable=SC2086 # E2E_FLAGS holds several arguments
@@ -56,7 +67,7 @@ needs_control_plane() {
 	while read -r name; do
 		[[ $name == TestMain ]] && continue
 		[[ $name =~ $run ]] && return 0
-	done < <(cluster_tests)
+	done <<<"$names"
 	return 1
 }
 
@@ -73,6 +84,14 @@ if needs_control_plane; then
 	timed "control plane: etcd and kube-apiserver (hack/cluster/build.sh)" "$HACK/cluster/build.sh"
 else
 	step "control plane: not built, no selected test needs it (E2E_FLAGS=${E2E_FLAGS:-})"
+fi
+if needs_metrics_server; then
+	# metrics-server for the `kubectl top` cases: its own module
+	# (hack/metrics-server), built once per machine and cached like the
+	# control plane.
+	timed "metrics-server (hack/metrics-server/build.sh)" "$HACK/metrics-server/build.sh"
+else
+	step "metrics-server: not built, no selected test needs it (E2E_FLAGS=${E2E_FLAGS:-})"
 fi
 timed "registry on $REGISTRY (hack/start-registry.sh)" "$HACK/start-registry.sh" "$REGISTRY"
 timed "test images (hack/images)" bash -c 'cd "$1/.." && go run ./hack/images --registry "$2"' _ "$HACK" "$REGISTRY"

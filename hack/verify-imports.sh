@@ -57,5 +57,8 @@ tests=1 check "$mod/agent/volume" "^$mod/agent$|^$mod/agent/(source|api|cluster|
 # The desired state sits below the engine; it may use agent/volume's mounts
 # and writer (the store's Secrets live on a tmpfs), never the reverse.
 tests=1 check "$mod/agent/source" "^$mod/agent$|^$mod/agent/(api|cluster|kubeletserver|gc|eviction)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)" "desired state: below the engine, no runtime (agent/volume is allowed: the tmpfs of the store's Secrets)"
+# The stats summary reads cgroups and /proc below agent; the kubelet server
+# and the eviction work read it through its Provider interface.
+check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"
 [ "$fail" = 0 ] && echo "imports OK"
 exit "$fail"

@@ -69,6 +69,8 @@ type Deps struct {
 	// only with ContainerStats set (NodeUsage may be nil: no node series).
 	ContainerStats ContainerStats
 	NodeUsage      NodeUsage
+	// Summary feeds /stats/summary (nil: not served).
+	Summary Summary
 	// Clock times the review caches (nil: the real clock).
 	Clock clock.PassiveClock
 }
@@ -194,6 +196,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /runningpods/", s.runningPods)
 	if s.deps.Metrics != nil {
 		mux.HandleFunc("GET /metrics", s.metrics)
+		mux.HandleFunc("GET /metrics/probes", s.probeMetrics)
+	}
+	if s.deps.Summary != nil {
+		mux.HandleFunc("GET /stats/summary", s.statsSummary)
 	}
 	if s.deps.ContainerStats != nil {
 		mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)

@@ -179,6 +179,8 @@ type harness struct {
 	logs *fakeLogs
 	ca   *testCA
 	url  string
+	// summary serves /stats/summary.
+	summary *fakeSummary
 }
 
 func newHarness(t *testing.T) *harness {
@@ -189,7 +191,7 @@ func newHarness(t *testing.T) *harness {
 // newHarnessWithClock is newHarness with the review caches on clk.
 func newHarnessWithClock(t *testing.T, clk clock.PassiveClock) *harness {
 	t.Helper()
-	h := &harness{api: &fakeAPIServer{}, logs: &fakeLogs{content: "one\ntwo\nthree\n"}, ca: newTestCA(t, "client-ca")}
+	h := &harness{api: &fakeAPIServer{}, logs: &fakeLogs{content: "one\ntwo\nthree\n"}, ca: newTestCA(t, "client-ca"), summary: &fakeSummary{}}
 	apiSrv := httptest.NewServer(h.api)
 	t.Cleanup(apiSrv.Close)
 	reviewer, err := NewReviewer(&rest.Config{Host: apiSrv.URL})
@@ -198,7 +200,7 @@ func newHarnessWithClock(t *testing.T, clk clock.PassiveClock) *harness {
 	caFile := filepath.Join(dir, "ca.crt")
 	require.NoError(t, os.WriteFile(caFile, h.ca.pem, 0o600))
 	s, err := New(Config{NodeName: "node-a", CertDir: filepath.Join(dir, "pki"), ClientCAFile: caFile},
-		Deps{Pods: fakePods{}, Logs: h.logs, Reviewer: reviewer, Clock: clk})
+		Deps{Pods: fakePods{}, Logs: h.logs, Reviewer: reviewer, Clock: clk, Summary: h.summary, Metrics: fakeMetrics{}})
 	require.NoError(t, err)
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.TLS = s.tls
@@ -290,6 +292,9 @@ func TestServer_AccessReviewAttributes(t *testing.T) {
 		{"POST", "/portForward/default/web", "create", "proxy"},
 		{"GET", "/stats/summary", "get", "stats"},
 		{"GET", "/stats", "get", "stats"},
+		{"GET", "/stats/summary?only_cpu_and_memory=true", "get", "stats"},
+		{"GET", "/metrics/resource", "get", "metrics"},
+		{"GET", "/metrics/probes", "get", "metrics"},
 		{"GET", "/metrics", "get", "metrics"},
 		{"GET", "/metrics/cadvisor", "get", "metrics"},
 		{"GET", "/logs/syslog", "get", "log"},

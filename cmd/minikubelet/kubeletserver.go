@@ -20,6 +20,8 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/kubeletserver"
+	"github.com/minikubelet/minikubelet/agent/stats"
+	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -58,7 +60,7 @@ func (k *kubeletServerFlags) check(fs *flag.FlagSet, cluster bool) error {
 // (the Node status advertises it), then serves until ctx ends; wait blocks
 // until it stopped.
 func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServerFlags, nodeIP string, d *agent.Daemon,
-	rt *cri.Instrumented, rootDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
+	rt *cri.Instrumented, cg cgroups.Manager, rootDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
 	reviewer, err := kubeletserver.NewReviewer(cc.rest)
 	if err != nil {
 		return nil, err
@@ -86,6 +88,17 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		// /metrics/resource: what metrics-server (kubectl top) scrapes.
 		ContainerStats: rt,
 		NodeUsage:      procNodeUsage,
+		// /stats/summary: the Summary API.
+		Summary: stats.New(stats.Config{
+			NodeName: nodeName,
+			Pods:     d,
+			Runtime:  rt,
+			Host:     stats.NewHostFS(cg),
+			RootDir:  rootDir,
+			LogUsage: daemonLogs{d}.usage,
+			QOSClass: agent.QOSClass,
+			Logger:   logger,
+		}),
 	})
 	if err != nil {
 		return nil, err
@@ -109,6 +122,8 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 var (
 	_ kubeletserver.Runtime        = (*cri.Instrumented)(nil)
 	_ kubeletserver.ContainerStats = (*cri.Instrumented)(nil)
+	_ stats.Runtime                = (*cri.Instrumented)(nil)
+	_ kubeletserver.Summary        = (*stats.Collector)(nil)
 )
 
 // daemonLogs reads a container's log for the kubelet server with the local
@@ -132,6 +147,20 @@ func (l daemonLogs) WriteLog(ctx context.Context, ns, pod, container string, o k
 		opts.Done = l.containerGone(ns, pod, container, runningID(p, container))
 	}
 	return api.ReadLog(ctx, path, opts, w)
+}
+
+// usage is the size of the container's current log file (for the stats
+// summary's logs entry); Lstat: a log path is the agent's, never followed.
+func (l daemonLogs) usage(pod *v1.Pod, container string) (uint64, bool) {
+	path, err := l.d.LogPath(pod.Namespace, pod.Name, container, false)
+	if err != nil {
+		return 0, false
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0, false
+	}
+	return uint64(fi.Size()), true
 }
 
 // containerGone reports when the followed instance is no longer the

@@ -274,7 +274,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// the Node status advertises its port.
 	waitKubeletServer := func() {}
 	if cc != nil {
-		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, nf.rootDir, node.Name, logger); err != nil {
+		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, cg, nf.rootDir, node.Name, logger); err != nil {
 			return err
 		}
 	}

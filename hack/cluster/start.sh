@@ -16,7 +16,10 @@
 #                                ca.crt as --client-ca-file);
 #                                node-NAME.{crt,key} (CN=system:node:NAME,
 #                                O=system:nodes); sa.{key,pub} (service-account
-#                                token signing, so TokenRequest works)
+#                                token signing, so TokenRequest works);
+#                                front-proxy-ca.{crt,key} and
+#                                front-proxy-client.{crt,key} (the aggregator's
+#                                identity at aggregated API servers)
 #   DIR/admin.kubeconfig         cluster-admin credentials
 #   DIR/node-NAME.kubeconfig     one per NODE (default: minikubelet-node), the
 #                                identity the Node authorizer and NodeRestriction
@@ -25,7 +28,10 @@
 #   DIR/{etcd,kube-apiserver}.{log,pid}
 #
 # The apiserver runs with --authorization-mode=Node,RBAC, the NodeRestriction
-# and ServiceAccount admission plugins; what the missing controller-manager
+# and ServiceAccount admission plugins, and the API aggregation layer
+# (--requestheader-*, --proxy-client-*; --enable-aggregator-routing, since
+# no kube-proxy makes Service IPs reachable: the aggregator dials the
+# endpoints of an APIService's Service itself); what the missing controller-manager
 # would do is done here once: the `default` ServiceAccount and the
 # `kube-root-ca.crt` ConfigMap in the default namespace (a test that uses
 # another namespace creates those itself).
@@ -102,9 +108,22 @@ if [[ ! -f $PKI/ca.crt ]]; then
 	step "created a CA ($PKI/ca.crt)"
 fi
 
-# sign NAME SUBJECT EXTKEYUSAGE [SAN]: PKI/NAME.{key,crt} signed by the CA.
+# The front-proxy CA: the apiserver's aggregator proxies requests for an
+# aggregated API (metrics.k8s.io from metrics-server, for `kubectl top`) with
+# a client certificate of this CA and the user in X-Remote-* headers. A CA of
+# its own, as kubeadm does: the extension server trusts those headers from
+# any certificate it signed, so no node or user certificate may chain to it.
+if [[ ! -f $PKI/front-proxy-ca.crt ]]; then
+	newkey "$PKI/front-proxy-ca.key"
+	openssl req -x509 -new -key "$PKI/front-proxy-ca.key" -subj "/CN=minikubelet-test-front-proxy-ca" -days 3650 \
+		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+		-out "$PKI/front-proxy-ca.crt" 2>/dev/null || die "creating the front-proxy CA failed"
+fi
+
+# sign NAME SUBJECT EXTKEYUSAGE [SAN]: PKI/NAME.{key,crt} signed by the CA
+# (SIGN_CA names another one under PKI, e.g. front-proxy-ca).
 sign() {
-	local name=$1 subj=$2 eku=$3 san=${4:-} ext
+	local name=$1 subj=$2 eku=$3 san=${4:-} ext ca=${SIGN_CA:-ca}
 	[[ -f $PKI/$name.crt ]] && return 0
 	newkey "$PKI/$name.key"
 	ext=$(mktemp)
@@ -115,7 +134,7 @@ sign() {
 		[[ -z $san ]] || echo "subjectAltName=$san"
 	} >"$ext"
 	openssl req -new -key "$PKI/$name.key" -subj "$subj" 2>/dev/null |
-		openssl x509 -req -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial -days 3650 \
+		openssl x509 -req -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial -days 3650 \
 			-extfile "$ext" -out "$PKI/$name.crt.tmp" 2>/dev/null || {
 		rm -f "$ext"
 		die "signing the $name certificate failed"
@@ -133,6 +152,7 @@ sign admin "/O=system:masters/CN=minikubelet-test-admin" clientAuth
 # (logs, exec, attach, port-forward, node proxy); the node asks the
 # apiserver (SubjectAccessReview) whether it may, and system:masters may.
 sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+SIGN_CA=front-proxy-ca sign front-proxy-client "/CN=front-proxy-client" clientAuth
 for n in "${NODES[@]}"; do
 	[[ $n =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ ]] || die "node name '$n' is not a valid DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"
 	sign "node-$n" "/O=system:nodes/CN=system:node:$n" clientAuth
@@ -230,6 +250,11 @@ else
 		--enable-admission-plugins NodeRestriction,ServiceAccount \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
+		--requestheader-client-ca-file "$PKI/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+		--requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+		--requestheader-extra-headers-prefix X-Remote-Extra- \
+		--proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
+		--enable-aggregator-routing=true \
 		--allow-privileged=true --endpoint-reconciler-type none --profiling=false \
 		--v 1
 	if ! wait_for "$READY_TIMEOUT" "kube-apiserver /readyz at $SERVER" readyz; then
