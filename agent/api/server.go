@@ -26,10 +26,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/minikubelet/minikubelet/agent/decodeerr"
+	"github.com/minikubelet/minikubelet/agent/streaming"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options leaves it 0.
@@ -46,6 +48,11 @@ type Options struct {
 	// Profiling serves Go's runtime profiles under /debug/pprof/ (the
 	// daemon's --enable-profiling, for the benchmark and for debugging).
 	Profiling bool
+	// Streams serves kubectl exec -it, attach, cp and port-forward: their
+	// upgraded connections go to the CRI streaming server, as the
+	// kubelet's do (nil: those requests are a 503; a non-interactive
+	// exec, minikubelet exec, runs through Backend.Exec either way).
+	Streams streaming.Runtime
 }
 
 // Server serves the API over a Backend.
@@ -113,7 +120,11 @@ func (s *Server) routes() http.Handler {
 	handle(pods, route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
 	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod, http.MethodPatch: s.patchPod})
 	handle(pods+"/{name}/log", route{http.MethodGet: s.podLog})
-	handle(pods+"/{name}/exec", route{http.MethodPost: s.podExec})
+	// WebSocket clients (kubectl's first choice) upgrade a GET, SPDY
+	// clients a POST: the API server takes both.
+	handle(pods+"/{name}/exec", route{http.MethodGet: s.podExec, http.MethodPost: s.podExec})
+	handle(pods+"/{name}/attach", route{http.MethodGet: s.podAttach, http.MethodPost: s.podAttach})
+	handle(pods+"/{name}/portforward", route{http.MethodGet: s.podPortForward, http.MethodPost: s.podPortForward})
 	handle(pods+"/{name}/details", route{http.MethodGet: s.podDetails})
 	handle(pods+"/{name}/status", route{http.MethodGet: s.getPod})
 	handle("/api", route{http.MethodGet: s.apiVersions})
@@ -591,6 +602,9 @@ func (s *Server) containerGone(ns, name, container, id string) func() bool {
 }
 
 func (s *Server) podExec(w http.ResponseWriter, r *http.Request) error {
+	if httpstream.IsUpgradeRequest(r) || r.Method == http.MethodGet {
+		return s.stream(w, r, "exec")
+	}
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	q := r.URL.Query()
 	cmd := q["command"]
@@ -630,6 +644,47 @@ func (s *Server) podExec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) podAttach(w http.ResponseWriter, r *http.Request) error {
+	return s.stream(w, r, "attach")
+}
+
+func (s *Server) podPortForward(w http.ResponseWriter, r *http.Request) error {
+	return s.stream(w, r, "portforward")
+}
+
+// stream serves an exec, attach or port-forward session through the CRI
+// streaming server (agent/streaming, shared with the kubelet server). Who
+// may: whoever reached the handler, i.e. root on the unix socket or the
+// holder of the admin certificate on TCP (boundary.go); a session is root
+// in the pod, no more than the rest of this API already allows.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, kind string) error {
+	if !httpstream.IsUpgradeRequest(r) {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s needs a connection upgrade (SPDY/3.1 or WebSocket): use kubectl %s", kind, strings.ReplaceAll(kind, "portforward", "port-forward")))
+	}
+	if s.opts.Streams == nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("%s sessions are not served by this API (no runtime streaming)", kind))
+	}
+	pod, err := s.backend.GetPod(r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	p := &streaming.Proxy{Runtime: s.opts.Streams, Logger: s.logger, WriteError: s.writeError}
+	if kind == "portforward" {
+		p.PortForward(w, r, pod)
+		return nil
+	}
+	container, err := containerFor(pod, r.URL.Query().Get("container"))
+	if err != nil {
+		return err
+	}
+	if kind == "exec" {
+		p.Exec(w, r, pod, container)
+	} else {
+		p.Attach(w, r, pod, container)
+	}
 	return nil
 }
 
