@@ -37,7 +37,7 @@ import (
 // coreResources is /api/v1's list. Verbs are those the routes serve.
 var coreResources = []metav1.APIResource{
 	{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap",
-		Verbs: metav1.Verbs{"create", "delete", "get", "list"}, ShortNames: []string{"cm"}},
+		Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch"}, ShortNames: []string{"cm"}},
 	{Name: "events", SingularName: "event", Namespaced: true, Kind: "Event",
 		Verbs: metav1.Verbs{"list"}, ShortNames: []string{"ev"}},
 	{Name: "namespaces", SingularName: "namespace", Namespaced: false, Kind: "Namespace",
@@ -58,7 +58,7 @@ var coreResources = []metav1.APIResource{
 	{Name: "pods/status", SingularName: "", Namespaced: true, Kind: "Pod",
 		Verbs: metav1.Verbs{"get"}},
 	{Name: "secrets", SingularName: "secret", Namespaced: true, Kind: "Secret",
-		Verbs: metav1.Verbs{"create", "delete", "get", "list"}},
+		Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch"}},
 }
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {

@@ -3,7 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/md5" //nolint:gosec // a checksum to compare copies, as md5sum in the pod
+	"crypto/rand"
 	"crypto/x509"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,7 +76,9 @@ spec:
   containers:
   - name: c
     image: `+suite.registry+`/minikubelet/busybox:1.36
-    command: ["sh", "-c", "echo hello-kubectl; exec sleep 3600"]
+    # A page for port-forward (busybox httpd daemonizes), a greeting for
+    # logs, then a line a second for attach.
+    command: ["sh", "-c", "mkdir -p /www && echo hello-port-forward > /www/index.html && httpd -p 8080 -h /www && echo hello-kubectl; i=0; while true; do echo tick-$i; i=$((i+1)); sleep 1; done"]
 `), 0o644))
 
 	t.Run("APIResources", func(t *testing.T) {
@@ -188,6 +194,108 @@ spec:
 		}, 30*time.Second, time.Second, "kubectl logs: %s", out)
 	})
 
+	// kubectl started in the background, its output collected.
+	startK := func(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *syncBuffer) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		out := newSyncBuffer()
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		return cmd, out
+	}
+
+	t.Run("Exec", func(t *testing.T) {
+		out, err := k(t, "exec", pod, "--", "sh", "-c", "echo out-$((1+1)); echo err-$((2+2)) >&2; exit 3")
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, 3, ee.ExitCode(), "the command's exit code")
+		assert.Contains(t, out, "out-2")
+		assert.Contains(t, out, "err-4")
+	})
+
+	t.Run("ExecInteractiveTTY", func(t *testing.T) {
+		term := openPTY(t, 40, 120)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "exec", "-it", pod, "--", "sh")
+		term.start(t, cmd)
+		// stdin reaches the shell, its output the terminal (the echo of
+		// the typed line does not contain the result).
+		at := term.waitFor(t, 0, "#", time.Minute)
+		term.send(t, "echo tty-$((6*7))\r")
+		at = term.waitFor(t, at, "tty-42", 30*time.Second)
+		// The terminal's size, then a resize.
+		term.send(t, "stty size\r")
+		at = term.waitFor(t, at, "40 120", 30*time.Second)
+		term.resize(t, 50, 132)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			term.send(t, "stty size\r")
+			next := term.waitFor(t, at, "\n", 10*time.Second)
+			if strings.Contains(term.output()[at:], "50 132") {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the resize did not reach the container:\n%s", term.output())
+			at = next
+			time.Sleep(200 * time.Millisecond) // kubectl forwards SIGWINCH asynchronously
+		}
+		term.send(t, "exit 7\r")
+		err := cmd.Wait()
+		t.Logf("kubectl exec -it:\n%s", term.output())
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, 7, ee.ExitCode())
+	})
+
+	t.Run("Attach", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cmd, out := startK(t, ctx, "attach", pod)
+		require.Eventually(t, func() bool { return regexp.MustCompile(`(?m)^tick-\d+$`).MatchString(out.String()) },
+			time.Minute, 100*time.Millisecond, "kubectl attach shows the container's output:\n%s", out)
+		cancel()
+		_ = cmd.Wait()
+	})
+
+	t.Run("CopyBothWays", func(t *testing.T) {
+		local := filepath.Join(dir, "payload.bin")
+		payload := make([]byte, 300<<10)
+		_, err := rand.Read(payload)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(local, payload, 0o644))
+		_, err = k(t, "cp", local, pod+":/tmp/payload.bin")
+		require.NoError(t, err)
+		out, err := k(t, "exec", pod, "--", "md5sum", "/tmp/payload.bin")
+		require.NoError(t, err)
+		assert.Contains(t, out, fmt.Sprintf("%x", md5.Sum(payload)), "the file arrived whole")
+
+		back := filepath.Join(dir, "back.bin")
+		_, err = k(t, "cp", pod+":/tmp/payload.bin", back)
+		require.NoError(t, err)
+		got, err := os.ReadFile(back)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(payload, got), "the copy back is identical (%d bytes, want %d)", len(got), len(payload))
+	})
+
+	t.Run("PortForward", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cmd, out := startK(t, ctx, "port-forward", "pod/"+pod, ":8080")
+		re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
+		require.Eventually(t, func() bool { return re.MatchString(out.String()) }, time.Minute, 100*time.Millisecond,
+			"kubectl port-forward listens:\n%s", out)
+		local := re.FindStringSubmatch(out.String())[1]
+		resp, err := http.Get("http://127.0.0.1:" + local + "/index.html")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "hello-port-forward\n", string(body))
+		cancel()
+		_ = cmd.Wait()
+		t.Logf("kubectl port-forward:\n%s", out)
+	})
+
 	t.Run("NoClientCertificateRefused", func(t *testing.T) {
 		kc, err := clientcmd.LoadFromFile(kubeconfig)
 		require.NoError(t, err)
@@ -230,4 +338,10 @@ spec:
 		require.Error(t, err)
 		assert.Contains(t, out, `pods "`+pod+`" not found`)
 	})
+}
+
+// String is the output so far.
+func (b *syncBuffer) String() string {
+	s, _ := b.snapshot()
+	return s
 }
