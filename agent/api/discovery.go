@@ -39,7 +39,7 @@ var coreResources = []metav1.APIResource{
 	{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap",
 		Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch"}, ShortNames: []string{"cm"}},
 	{Name: "events", SingularName: "event", Namespaced: true, Kind: "Event",
-		Verbs: metav1.Verbs{"list"}, ShortNames: []string{"ev"}},
+		Verbs: metav1.Verbs{"list", "watch"}, ShortNames: []string{"ev"}},
 	{Name: "namespaces", SingularName: "namespace", Namespaced: false, Kind: "Namespace",
 		Verbs: metav1.Verbs{"get", "list"}, ShortNames: []string{"ns"}},
 	{Name: "nodes", SingularName: "node", Namespaced: false, Kind: "Node",

@@ -45,6 +45,9 @@ type Options struct {
 	// LogPollInterval is how often a followed log is checked for new lines
 	// (0: 100ms).
 	LogPollInterval time.Duration
+	// EventPollInterval is how often an event watch looks for new events
+	// (0: 500ms).
+	EventPollInterval time.Duration
 	// Profiling serves Go's runtime profiles under /debug/pprof/ (the
 	// daemon's --enable-profiling, for the benchmark and for debugging).
 	Profiling bool
@@ -707,34 +710,56 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		name, _ = sel.RequiresExactMatch("involvedObject.name")
 	}
-	list := v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: []v1.Event{}}
-	if name != "" {
-		if ns == "" {
-			return apierrors.NewBadRequest("an involvedObject.name selector needs a namespace: use /api/v1/namespaces/{ns}/events")
-		}
-		evs, err := s.backend.Events(ns, name)
-		if err != nil {
-			return err
-		}
-		list.Items = append(list.Items, evs...)
-	} else {
-		for _, p := range s.backend.ListPods(ns) {
-			evs, err := s.backend.Events(p.Namespace, p.Name)
-			if apierrors.IsNotFound(err) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			list.Items = append(list.Items, evs...)
-		}
+	if name != "" && ns == "" {
+		return apierrors.NewBadRequest("an involvedObject.name selector needs a namespace: use /api/v1/namespaces/{ns}/events")
 	}
+	watching, err := queryBool(r, "watch")
+	if err != nil {
+		return err
+	}
+	if watching {
+		return s.watchEvents(w, r, ns, name)
+	}
+	items, err := s.events(ns, name)
+	if err != nil {
+		return err
+	}
+	list := v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: items}
+	// A watch from this version sends what changes after it
+	// (watch_events.go).
+	list.ResourceVersion = eventsResourceVersion
 	if t, ok := wantTable(r); ok {
-		writeJSON(w, http.StatusOK, eventTable(list.Items, t))
+		tab := eventTable(list.Items, t)
+		tab.ResourceVersion = eventsResourceVersion
+		writeJSON(w, http.StatusOK, tab)
 		return nil
 	}
 	writeJSON(w, http.StatusOK, list)
 	return nil
+}
+
+// events returns the events of the pod ns/name, or of every pod of ns ("":
+// all) when name is "".
+func (s *Server) events(ns, name string) ([]v1.Event, error) {
+	items := []v1.Event{}
+	if name != "" {
+		evs, err := s.backend.Events(ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return append(items, evs...), nil
+	}
+	for _, p := range s.backend.ListPods(ns) {
+		evs, err := s.backend.Events(p.Namespace, p.Name)
+		if apierrors.IsNotFound(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, evs...)
+	}
+	return items, nil
 }
 
 // check serves /healthz or /readyz: 200 "ok", or 503 with the error.
