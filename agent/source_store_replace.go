@@ -7,8 +7,10 @@ package agent
 
 import (
 	"fmt"
+	"os"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ReplacePod replaces the stored pod of pod's namespace/name with pod,
@@ -55,17 +57,27 @@ func (s *PodStore) ReplacePod(pod *v1.Pod) (*v1.Pod, error) {
 // ReplaceConfigMap replaces a stored ConfigMap, defaulted and validated as
 // AddConfigMap does; one the store does not hold wraps
 // ErrConfigDataNotFound.
+// The creation time stays the original's.
 func (s *PodStore) ReplaceConfigMap(cm *v1.ConfigMap) (*v1.ConfigMap, error) {
 	c := cm.DeepCopy()
 	c.APIVersion, c.Kind = "v1", "ConfigMap"
+	c.CreationTimestamp = metav1.Time{} // the server's field, kept below
 	setConfigMapDefaults(c)
 	if errs := ValidateConfigMap(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: configMapKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
+	s.mu.Lock()
+	var created metav1.Time
+	if old := s.cms[storeFileName(c.Namespace, c.Name)]; old != nil {
+		created = old.CreationTimestamp
+	}
+	s.mu.Unlock()
 	stored := c.DeepCopy()
-	if err := s.replaceConfig(configMapKind, c.Namespace, c.Name, c, func(file string) { s.cms[file] = stored }); err != nil {
+	stored.CreationTimestamp = created
+	if err := s.replaceConfig(configMapKind, c.Namespace, c.Name, c, created, func(file string) { s.cms[file] = stored }); err != nil {
 		return nil, err
 	}
+	c.CreationTimestamp = created
 	return c, nil
 }
 
@@ -73,19 +85,29 @@ func (s *PodStore) ReplaceConfigMap(cm *v1.ConfigMap) (*v1.ConfigMap, error) {
 func (s *PodStore) ReplaceSecret(secret *v1.Secret) (*v1.Secret, error) {
 	c := secret.DeepCopy()
 	c.APIVersion, c.Kind = "v1", "Secret"
+	c.CreationTimestamp = metav1.Time{}
 	setSecretDefaults(c)
 	if errs := ValidateSecret(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: secretKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
+	s.mu.Lock()
+	var created metav1.Time
+	if old := s.secrets[storeFileName(c.Namespace, c.Name)]; old != nil {
+		created = old.CreationTimestamp
+	}
+	s.mu.Unlock()
 	stored := c.DeepCopy()
-	if err := s.replaceConfig(secretKind, c.Namespace, c.Name, c, func(file string) { s.secrets[file] = stored }); err != nil {
+	stored.CreationTimestamp = created
+	if err := s.replaceConfig(secretKind, c.Namespace, c.Name, c, created, func(file string) { s.secrets[file] = stored }); err != nil {
 		return nil, err
 	}
+	c.CreationTimestamp = created
 	return c, nil
 }
 
-// replaceConfig is addConfig for a file that must exist.
-func (s *PodStore) replaceConfig(k configKind, namespace, name string, obj any, set func(file string)) error {
+// replaceConfig is addConfig for a file that must exist; the new file
+// carries the creation time as its modification time (readConfigDir).
+func (s *PodStore) replaceConfig(k configKind, namespace, name string, obj any, created metav1.Time, set func(file string)) error {
 	key := namespace + "/" + name
 	data, err := encodeStoredConfig(obj)
 	if err != nil {
@@ -99,6 +121,9 @@ func (s *PodStore) replaceConfig(k configKind, namespace, name string, obj any, 
 	tmp, err := s.writeTemp(dir, file, data)
 	if err != nil {
 		return fmt.Errorf("replace %s %s: %w", k.kind, key, err)
+	}
+	if !created.IsZero() {
+		_ = os.Chtimes(tmp, created.Time, created.Time) // else the update's time stands in
 	}
 	return s.commit(&storeOp{dir: dir, name: file, tmp: tmp, what: k.kind + " " + key, notFound: ErrConfigDataNotFound, replace: true,
 		apply: func() { set(file) }})

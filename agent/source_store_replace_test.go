@@ -58,9 +58,13 @@ func TestPodStore_ReplaceConfigData(t *testing.T) {
 	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}, Data: map[string]string{"a": "1"}}
 	_, err := s.AddConfigMap(cm)
 	require.NoError(t, err)
+	created := s.cms["default_settings.yaml"].CreationTimestamp
+	require.False(t, created.IsZero(), "a created ConfigMap has a creation time")
 	cm.Data["a"] = "2"
-	_, err = s.ReplaceConfigMap(cm)
+	cm.CreationTimestamp = metav1.Now() // as the API sends it back: the store's own
+	got0, err := s.ReplaceConfigMap(cm)
 	require.NoError(t, err)
+	assert.Equal(t, created, got0.CreationTimestamp, "an update keeps the creation time")
 	sec := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "creds"}, StringData: map[string]string{"u": "a"}}
 	_, err = s.AddSecret(sec)
 	require.NoError(t, err)
@@ -77,6 +81,7 @@ func TestPodStore_ReplaceConfigData(t *testing.T) {
 	require.Empty(t, errs)
 	require.Len(t, cms, 1)
 	assert.Equal(t, "2", cms[0].Data["a"])
+	assert.True(t, created.Equal(&cms[0].CreationTimestamp), "a reopened store reads the creation time: %v, want %v", cms[0].CreationTimestamp, created)
 	require.Len(t, secrets, 1)
 	assert.Equal(t, []byte("b"), secrets[0].Data["u"])
 }

@@ -68,6 +68,8 @@ type Server struct {
 	// cancelled when Serve's context ends so that they let shutdown finish.
 	streams    context.Context
 	stopStream context.CancelFunc
+	// started is when the server was made: the Node's creation time.
+	started time.Time
 }
 
 // NewServer returns a Server answering from b.
@@ -78,7 +80,7 @@ func NewServer(b Backend, logger *slog.Logger, opts Options) *Server {
 	if opts.LogPollInterval <= 0 {
 		opts.LogPollInterval = defaultLogPoll
 	}
-	s := &Server{backend: b, logger: logger.With("component", "api"), opts: opts}
+	s := &Server{backend: b, logger: logger.With("component", "api"), opts: opts, started: time.Now().Truncate(time.Second)}
 	s.streams, s.stopStream = context.WithCancel(context.Background())
 	s.handler = s.routes()
 	return s
