@@ -295,6 +295,59 @@ spec:
 		t.Logf("kubectl port-forward:\n%s", out)
 	})
 
+	t.Run("ApplyChangedImageReplacesThePod", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// Events streamed while the pod is replaced.
+		evCmd, evOut := startK(t, ctx, "get", "events", "-w", "--field-selector", "involvedObject.name="+pod)
+		require.Eventually(t, func() bool { return strings.Contains(evOut.String(), "Started") }, time.Minute, 100*time.Millisecond,
+			"the list first:\n%s", evOut)
+
+		old := d.waitPod(t, pod, "Running", time.Minute, isRunning)
+		changed := strings.Replace(string(must(os.ReadFile(manifest))), "busybox:1.36", "busybox:1.36@"+imageDigest(t, "minikubelet/busybox", "1.36"), 1)
+		changedFile := filepath.Join(dir, "pod-changed.yaml")
+		require.NoError(t, os.WriteFile(changedFile, []byte(changed), 0o644))
+		out, err := k(t, "apply", "-f", changedFile)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+pod+" configured")
+		assert.Regexp(t, `Warning: pod default/`+pod+` was replaced \(new uid \S+\): pods on this node are immutable, so the change \(spec.containers\[0\].image\)`, out)
+		p := d.waitPod(t, pod, "replaced and running", 2*time.Minute, func(p *v1.Pod) bool { return p != nil && p.UID != old.UID && isRunning(p) })
+		assert.Contains(t, p.Spec.Containers[0].Image, "@sha256:")
+
+		out, err = k(t, "apply", "-f", changedFile)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+pod+" unchanged")
+		out, err = k(t, "describe", "pod", pod)
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^\s+Normal\s+Replaced\s+.*pods on this node are immutable`, out)
+		require.Eventually(t, func() bool { return strings.Contains(evOut.String(), "Replaced") }, 30*time.Second, 100*time.Millisecond,
+			"kubectl get events -w streams the new pod's events:\n%s", evOut)
+		cancel()
+		_ = evCmd.Wait()
+		t.Logf("kubectl get events -w:\n%s", evOut)
+	})
+
+	t.Run("ApplyConfigMapInPlace", func(t *testing.T) {
+		cm := filepath.Join(dir, "cm-apply.yaml")
+		write := func(v string) {
+			require.NoError(t, os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e2e-kubectl-applied\ndata:\n  mode: "+v+"\n"), 0o644))
+		}
+		write("fast")
+		out, err := k(t, "apply", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-applied created")
+		out, err = k(t, "apply", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-applied unchanged")
+		write("slow")
+		out, err = k(t, "apply", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-applied configured")
+		out, err = k(t, "get", "cm", "e2e-kubectl-applied", "-o", "jsonpath={.data.mode}")
+		require.NoError(t, err)
+		assert.Equal(t, "slow", out)
+	})
+
 	t.Run("NoClientCertificateRefused", func(t *testing.T) {
 		kc, err := clientcmd.LoadFromFile(kubeconfig)
 		require.NoError(t, err)
@@ -343,4 +396,28 @@ spec:
 func (b *syncBuffer) String() string {
 	s, _ := b.snapshot()
 	return s
+}
+
+// must returns v, panicking on err (for reads of files the test wrote).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// imageDigest is the digest the test registry serves for repo:tag.
+func imageDigest(t *testing.T, repo, tag string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodHead, "http://"+suite.registry+"/v2/"+repo+"/manifests/"+tag, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", strings.Join([]string{"application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json",
+		"application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"}, ", "))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	dg := resp.Header.Get("Docker-Content-Digest")
+	require.True(t, strings.HasPrefix(dg, "sha256:"), "digest %q", dg)
+	return dg
 }
