@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5" //nolint:gosec // a checksum to compare copies, as md5sum in the pod
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/minikubelet/minikubelet/test/controlplane"
@@ -346,6 +353,89 @@ spec:
 		out, err = k(t, "get", "cm", "e2e-kubectl-applied", "-o", "jsonpath={.data.mode}")
 		require.NoError(t, err)
 		assert.Equal(t, "slow", out)
+	})
+
+	// client-go, as a program written against a cluster uses it: the
+	// typed clientset from the admin kubeconfig, an informer (list, then
+	// watch from the list's resource version), a watch, logs.
+	t.Run("ClientGo", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		require.NoError(t, err)
+		cs, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+
+		list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		require.NotEmpty(t, list.ResourceVersion)
+		assert.True(t, slices.ContainsFunc(list.Items, func(p v1.Pod) bool { return p.Name == pod }), "the list holds %s", pod)
+
+		factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
+		podInformer := factory.Core().V1().Pods()
+		lister := podInformer.Lister()
+		podInformer.Informer() // registered before Start
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			require.True(t, ok, "informer %v synced", typ)
+		}
+
+		w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, FieldSelector: "metadata.name=e2e-clientgo"})
+		require.NoError(t, err)
+		defer w.Stop()
+		created, err := cs.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-clientgo"},
+			Spec: v1.PodSpec{
+				TerminationGracePeriodSeconds: new(int64(1)),
+				Containers: []v1.Container{{Name: "c", Image: suite.registry + "/minikubelet/busybox:1.36",
+					Command: []string{"sh", "-c", "echo hello-client-go; exec sleep 3600"}}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.NotEmpty(t, created.UID)
+
+		seen := map[watch.EventType]bool{}
+		for running := false; !running; {
+			select {
+			case ev, ok := <-w.ResultChan():
+				require.True(t, ok, "the watch ended early")
+				seen[ev.Type] = true
+				if p, ok := ev.Object.(*v1.Pod); ok && isRunning(p) {
+					running = true
+				}
+			case <-ctx.Done():
+				t.Fatalf("no Running pod on the watch; saw %v", seen)
+			}
+		}
+		assert.True(t, seen[watch.Added], "ADDED first: %v", seen)
+
+		require.Eventually(t, func() bool {
+			p, err := lister.Pods("default").Get("e2e-clientgo")
+			return err == nil && isRunning(p)
+		}, time.Minute, 100*time.Millisecond, "the informer's cache follows")
+
+		logs, err := cs.CoreV1().Pods("default").GetLogs("e2e-clientgo", &v1.PodLogOptions{Follow: true}).Stream(ctx)
+		require.NoError(t, err)
+		line, err := bufio.NewReader(logs).ReadString('\n')
+		logs.Close()
+		require.NoError(t, err)
+		assert.Equal(t, "hello-client-go\n", line)
+
+		require.NoError(t, cs.CoreV1().Pods("default").Delete(ctx, "e2e-clientgo", metav1.DeleteOptions{}))
+		for deleted := false; !deleted; {
+			select {
+			case ev, ok := <-w.ResultChan():
+				require.True(t, ok, "the watch ended early")
+				deleted = ev.Type == watch.Deleted
+			case <-ctx.Done():
+				t.Fatal("no DELETED on the watch")
+			}
+		}
+		require.Eventually(t, func() bool {
+			_, err := lister.Pods("default").Get("e2e-clientgo")
+			return apierrors.IsNotFound(err)
+		}, time.Minute, 100*time.Millisecond, "the informer's cache drops it")
 	})
 
 	t.Run("NoClientCertificateRefused", func(t *testing.T) {
