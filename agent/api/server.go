@@ -290,6 +290,8 @@ func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
 	switch mt {
 	case "application/json":
 		return body, nil
+	case protobufMediaType:
+		return protobufToJSON(body)
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		// The converter reads the first document only: refuse the others
 		// rather than drop them.

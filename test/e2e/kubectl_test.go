@@ -317,7 +317,7 @@ spec:
 		out, err := k(t, "apply", "-f", changedFile)
 		require.NoError(t, err)
 		assert.Contains(t, out, "pod/"+pod+" configured")
-		assert.Regexp(t, `Warning: pod default/`+pod+` was replaced \(new uid \S+\): pods on this node are immutable, so the change \(spec.containers\[0\].image\)`, out)
+		assert.Regexp(t, `Warning: pod default/`+pod+` was replaced \(new uid \S+\): pods on this node are immutable, so the change \(metadata.annotations, spec.containers\[0\].image\) stopped the old pod`, out)
 		p := d.waitPod(t, pod, "replaced and running", 2*time.Minute, func(p *v1.Pod) bool { return p != nil && p.UID != old.UID && isRunning(p) })
 		assert.Contains(t, p.Spec.Containers[0].Image, "@sha256:")
 
@@ -376,7 +376,7 @@ spec:
 		lister := podInformer.Lister()
 		podInformer.Informer() // registered before Start
 		factory.Start(ctx.Done())
-		defer factory.Shutdown()
+		defer func() { cancel(); factory.Shutdown() }() // Shutdown waits for the informers, which stop with ctx
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			require.True(t, ok, "informer %v synced", typ)
 		}
