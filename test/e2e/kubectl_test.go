@@ -102,6 +102,21 @@ spec:
 		assert.Contains(t, out, `the server doesn't have a resource type "deployments"`)
 	})
 
+	t.Run("Explain", func(t *testing.T) {
+		out, err := k(t, "explain", "pod.spec.containers")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^KIND:\s+Pod$`, out)
+		assert.Regexp(t, `(?m)^FIELD:\s+containers <\[\]Container>$`, out)
+		assert.Contains(t, out, "List of containers belonging to the pod.")
+		assert.Regexp(t, `(?m)^\s+image\s+<string>$`, out, "the Container's fields")
+		out, err = k(t, "explain", "configmap.data")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^FIELD:\s+data <map\[string\]string>$`, out)
+		out, err = k(t, "explain", "services")
+		require.Error(t, err, "only what the node serves")
+		assert.Contains(t, out, `the server doesn't have a resource type "services"`)
+	})
+
 	t.Run("ApplyTwice", func(t *testing.T) {
 		out, err := k(t, "apply", "-f", manifest)
 		require.NoError(t, err)
