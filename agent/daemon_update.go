@@ -27,7 +27,8 @@ var (
 // its whole life. So any change (an image, a label, an annotation)
 // replaces the pod: its stored file is rewritten, the daemon stops the old
 // pod (its grace period) and starts the new one under a new UID, as for an
-// edited manifest file. The API server would change an image (or labels)
+// edited manifest file; the old pod shows as Terminating meanwhile. The
+// API server would change an image (or labels)
 // in place, restarting only that container; here the whole pod restarts,
 // and the new pod's first event (Replaced) says so. Only pods submitted
 // through the local API can change: a static pod's file is what to edit.
@@ -68,7 +69,16 @@ func (d *Daemon) UpdatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 		}
 		return nil, storeError(pod, err)
 	}
+	// The old pod is deleted, as on the API server when a pod is
+	// replaced: it shows as Terminating (deletionTimestamp, its own grace
+	// period) until it is gone, and watchers see that.
+	if w != nil {
+		w.setDeletion(nil, d.a.clock.Now())
+	}
 	d.applyStore()
+	if w != nil {
+		d.watch.hub.Modify(w.snapshot())
+	}
 	d.a.mu.Lock()
 	nw := d.a.workers[stored.UID]
 	d.a.mu.Unlock()

@@ -41,9 +41,9 @@ func TestDaemon_UpdatePodReplaces(t *testing.T) {
 	h.agent.mu.Lock()
 	oldW := h.agent.workers[live.UID]
 	h.agent.mu.Unlock()
-	if oldW != nil {
-		assert.True(t, oldW.isTerminating(), "the old pod tears down")
-	}
+	require.NotNil(t, oldW, "the old pod is still torn down")
+	assert.True(t, oldW.isTerminating(), "the old pod tears down")
+	assert.NotNil(t, oldW.snapshot().DeletionTimestamp, "and shows as Terminating")
 	evs, err := d.Events("default", "web")
 	require.NoError(t, err)
 	require.NotEmpty(t, evs)

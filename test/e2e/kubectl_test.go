@@ -84,8 +84,9 @@ spec:
   - name: c
     image: `+suite.registry+`/minikubelet/busybox:1.36
     # A page for port-forward (busybox httpd daemonizes), a greeting for
-    # logs, then a line a second for attach.
-    command: ["sh", "-c", "mkdir -p /www && echo hello-port-forward > /www/index.html && httpd -p 8080 -h /www && echo hello-kubectl; i=0; while true; do echo tick-$i; i=$((i+1)); sleep 1; done"]
+    # logs, then a line a second for attach; SIGTERM ends it (a replaced
+    # pod is gone within a second, not its 30 s grace period).
+    command: ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www && echo hello-port-forward > /www/index.html && httpd -p 8080 -h /www && echo hello-kubectl; i=0; while true; do echo tick-$i; i=$((i+1)); sleep 1; done"]
 `), 0o644))
 
 	t.Run("APIResources", func(t *testing.T) {
