@@ -480,14 +480,23 @@ func (a *Agent) hasWorker(uid types.UID) bool {
 }
 
 // findPod returns the worker of the pod namespace/name, or the rejected pod.
+// While a replaced pod (a changed manifest file, an update through the
+// API) is torn down, two workers hold the name: the one still desired wins.
 func (a *Agent) findPod(namespace, name string) (*podWorker, *v1.Pod) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var found *podWorker
 	for _, w := range a.workers {
 		p := w.pod()
 		if p.Namespace == namespace && p.Name == name {
-			return w, nil
+			if !w.isTerminating() {
+				return w, nil
+			}
+			found = w
 		}
+	}
+	if found != nil {
+		return found, nil
 	}
 	for _, p := range a.rejected {
 		if p.Namespace == namespace && p.Name == name {

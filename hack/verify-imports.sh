@@ -39,7 +39,9 @@ check "$mod/cgroups" "^$mod/(agent|cri|cni|probes)(/|$)|^k8s.io/api/" "a leaf: n
 check "$mod/probes" "^$mod/(agent|cri|cni|cgroups)(/|$)" "a leaf: no agent, no other leaf"
 check "$mod/agent" "^$mod/(cmd|test)(/|$)" "agent and everything under it is below cmd and test"
 check "$mod/agent/safepath" "^$mod/" "a leaf of agent: imports nothing of this repository"
-check "$mod/agent/kubeletserver" "^$mod/(cmd|test|agent|cri|cni|cgroups|probes)(/|$)" "the kubelet server declares what it needs of the daemon and the runtime as interfaces; cmd wires them"
+check "$mod/agent/kubeletserver" "^$mod/(cmd|test|agent|cri|cni|cgroups|probes)(/|$)" "the kubelet server declares what it needs of the daemon and the runtime as interfaces; cmd wires them" "^$mod/agent/streaming$"
+# The CRI streaming proxy, shared by the kubelet server and the local API.
+check "$mod/agent/streaming" "^$mod/" "a leaf of agent: imports nothing of this repository"
 for p in $(go list ./... | grep -v "^$mod/test/"); do
   if go list -f '{{join .Imports "\n"}}' "$p" | grep -qE "^$mod/test(/|$)"; then
     echo "import rule broken: $p imports test/ (only test/ may)"; fail=1

@@ -47,6 +47,9 @@ var acceptedMediaTypes = map[string]bool{
 	"application/strategic-merge-patch+json": true,
 	"application/json-patch+json":            true,
 	"application/apply-patch+yaml":           true,
+	// client-go's typed clients' bodies (protobuf.go); not a type a
+	// browser can send without a preflight.
+	protobufMediaType: true,
 }
 
 // checkMediaType refuses, with a 415, a request that carries or may carry

@@ -37,9 +37,9 @@ import (
 // coreResources is /api/v1's list. Verbs are those the routes serve.
 var coreResources = []metav1.APIResource{
 	{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap",
-		Verbs: metav1.Verbs{"create", "delete", "get", "list"}, ShortNames: []string{"cm"}},
+		Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch"}, ShortNames: []string{"cm"}},
 	{Name: "events", SingularName: "event", Namespaced: true, Kind: "Event",
-		Verbs: metav1.Verbs{"list"}, ShortNames: []string{"ev"}},
+		Verbs: metav1.Verbs{"list", "watch"}, ShortNames: []string{"ev"}},
 	{Name: "namespaces", SingularName: "namespace", Namespaced: false, Kind: "Namespace",
 		Verbs: metav1.Verbs{"get", "list"}, ShortNames: []string{"ns"}},
 	{Name: "nodes", SingularName: "node", Namespaced: false, Kind: "Node",
@@ -47,14 +47,18 @@ var coreResources = []metav1.APIResource{
 	{Name: "pods", SingularName: "pod", Namespaced: true, Kind: "Pod",
 		Verbs:      metav1.Verbs{"create", "delete", "get", "list", "patch", "watch"},
 		ShortNames: []string{"po"}, Categories: []string{"all"}},
+	{Name: "pods/attach", SingularName: "", Namespaced: true, Kind: "PodAttachOptions",
+		Verbs: metav1.Verbs{"create", "get"}},
 	{Name: "pods/exec", SingularName: "", Namespaced: true, Kind: "PodExecOptions",
-		Verbs: metav1.Verbs{"create"}},
+		Verbs: metav1.Verbs{"create", "get"}},
 	{Name: "pods/log", SingularName: "", Namespaced: true, Kind: "Pod",
 		Verbs: metav1.Verbs{"get"}},
+	{Name: "pods/portforward", SingularName: "", Namespaced: true, Kind: "PodPortForwardOptions",
+		Verbs: metav1.Verbs{"create", "get"}},
 	{Name: "pods/status", SingularName: "", Namespaced: true, Kind: "Pod",
 		Verbs: metav1.Verbs{"get"}},
 	{Name: "secrets", SingularName: "secret", Namespaced: true, Kind: "Secret",
-		Verbs: metav1.Verbs{"create", "delete", "get", "list"}},
+		Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch"}},
 }
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
@@ -135,36 +139,56 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
 // namespacesInUse are the namespaces that hold a pod, configmap or secret,
 // and default, sorted.
 func (s *Server) namespacesInUse() []string {
-	set := map[string]bool{metav1.NamespaceDefault: true}
-	for _, p := range s.backend.ListPods("") {
-		set[p.Namespace] = true
-	}
-	for _, c := range s.backend.ListConfigMaps("") {
-		set[c.Namespace] = true
-	}
-	for _, c := range s.backend.ListSecrets("") {
-		set[c.Namespace] = true
-	}
-	names := make([]string, 0, len(set))
-	for n := range set {
+	names := make([]string, 0)
+	for n := range s.namespaceTimes() {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
 }
 
-func namespaceObject(name string) v1.Namespace {
+// namespaceTimes maps each namespace in use to its creation time: that of
+// its oldest object (a namespace here exists while something uses it), or
+// the server's start for default when it is empty.
+func (s *Server) namespaceTimes() map[string]metav1.Time {
+	set := map[string]metav1.Time{}
+	see := func(ns string, t metav1.Time) {
+		if old, ok := set[ns]; !ok || old.IsZero() || (!t.IsZero() && t.Before(&old)) {
+			set[ns] = t
+		}
+	}
+	for _, p := range s.backend.ListPods("") {
+		see(p.Namespace, p.CreationTimestamp)
+	}
+	for _, c := range s.backend.ListConfigMaps("") {
+		see(c.Namespace, c.CreationTimestamp)
+	}
+	for _, c := range s.backend.ListSecrets("") {
+		see(c.Namespace, c.CreationTimestamp)
+	}
+	see(metav1.NamespaceDefault, metav1.NewTime(s.started))
+	for n, t := range set {
+		if t.IsZero() {
+			set[n] = metav1.NewTime(s.started)
+		}
+	}
+	return set
+}
+
+func namespaceObject(name string, created metav1.Time) v1.Namespace {
 	return v1.Namespace{
-		TypeMeta:   metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/metadata.name": name}},
-		Status:     v1.NamespaceStatus{Phase: v1.NamespaceActive},
+		TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created,
+			Labels: map[string]string{"kubernetes.io/metadata.name": name}},
+		Status: v1.NamespaceStatus{Phase: v1.NamespaceActive},
 	}
 }
 
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	list := v1.NamespaceList{TypeMeta: metav1.TypeMeta{Kind: "NamespaceList", APIVersion: "v1"}, Items: []v1.Namespace{}}
+	times := s.namespaceTimes()
 	for _, n := range s.namespacesInUse() {
-		list.Items = append(list.Items, namespaceObject(n))
+		list.Items = append(list.Items, namespaceObject(n, times[n]))
 	}
 	if t, ok := wantTable(r); ok {
 		writeJSON(w, http.StatusOK, namespaceTable(list.Items, t))
@@ -176,10 +200,11 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("ns")
-	if !slices.Contains(s.namespacesInUse(), name) {
+	created, ok := s.namespaceTimes()[name]
+	if !ok {
 		return notFound("namespaces", name)
 	}
-	ns := namespaceObject(name)
+	ns := namespaceObject(name, created)
 	if t, ok := wantTable(r); ok {
 		writeJSON(w, http.StatusOK, namespaceTable([]v1.Namespace{ns}, t))
 		return nil
@@ -213,7 +238,9 @@ func (s *Server) node() v1.Node {
 	}
 	return v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: vi.NodeName, Labels: map[string]string{
+		// Created: when this daemon started serving (the node has no
+		// registration of its own without a cluster).
+		ObjectMeta: metav1.ObjectMeta{Name: vi.NodeName, CreationTimestamp: metav1.NewTime(s.started), Labels: map[string]string{
 			"kubernetes.io/hostname": vi.NodeName, "kubernetes.io/os": runtime.GOOS, "kubernetes.io/arch": runtime.GOARCH,
 		}},
 		Status: v1.NodeStatus{

@@ -63,7 +63,7 @@ func TestDiscovery(t *testing.T) {
 	for _, r := range list.APIResources {
 		byName[r.Name] = r
 	}
-	assert.ElementsMatch(t, []string{"configmaps", "events", "namespaces", "nodes", "pods", "pods/exec", "pods/log", "pods/status", "secrets"},
+	assert.ElementsMatch(t, []string{"configmaps", "events", "namespaces", "nodes", "pods", "pods/attach", "pods/exec", "pods/log", "pods/portforward", "pods/status", "secrets"},
 		keys(byName), "only what the node serves")
 	assert.Equal(t, []string{"po"}, byName["pods"].ShortNames)
 	assert.Equal(t, []string{"all"}, byName["pods"].Categories)

@@ -4,12 +4,13 @@ package api
 // apply: a strategic merge patch carrying the last-applied annotation) and
 // kubectl patch --type merge.
 //
-// A node cannot change a running pod's spec in place. A patch that changes
-// nothing answers the pod as it is. One that changes the pod goes to the
-// backend's UpdatePod when it has one (PodUpdater): labels and annotations
-// change in place; a changed spec (an image) replaces the pod, as the
-// daemon does when a manifest file changes. A backend without it refuses
-// the change with a 422 naming the changed fields.
+// Pods on this node are immutable. A patch that changes nothing answers
+// the pod as it is (kubectl apply: "unchanged"). One that changes the pod
+// goes to the backend's UpdatePod when it has one (PodUpdater): the daemon
+// replaces the pod (stops it, starts the changed one under a new UID), as
+// when a manifest file changes, and the response carries a Warning header
+// saying so, which kubectl prints. A backend without it refuses the change
+// with a 422 naming the changed fields.
 //
 // The strategic merge here is the subset a pod's patches use (merge keys of
 // the pod's lists, $patch: delete/replace, $setElementOrder,
@@ -318,6 +319,11 @@ func (s *Server) patchPod(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if updated.UID != live.UID {
+		// kubectl prints it ("Warning: ..."): apply says only "configured".
+		w.Header().Add("Warning", fmt.Sprintf(`299 - "pod %s/%s was replaced (new uid %s): pods on this node are immutable, so the change (%s) stopped the old pod and started a new one"`,
+			ns, name, updated.UID, joinPaths(changed)))
+	}
 	writePod(w, http.StatusOK, updated)
 	return nil
 }
@@ -364,4 +370,13 @@ func specChanges(a, b v1.PodSpec) []*field.Path {
 		return out
 	}
 	return []*field.Path{field.NewPath("spec")}
+}
+
+// joinPaths lists field paths for a message.
+func joinPaths(ps []*field.Path) string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ", ")
 }

@@ -26,10 +26,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
+	"github.com/minikubelet/minikubelet/agent/streaming"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options leaves it 0.
@@ -43,9 +45,17 @@ type Options struct {
 	// LogPollInterval is how often a followed log is checked for new lines
 	// (0: 100ms).
 	LogPollInterval time.Duration
+	// EventPollInterval is how often an event watch looks for new events
+	// (0: 500ms).
+	EventPollInterval time.Duration
 	// Profiling serves Go's runtime profiles under /debug/pprof/ (the
 	// daemon's --enable-profiling, for the benchmark and for debugging).
 	Profiling bool
+	// Streams serves kubectl exec -it, attach, cp and port-forward: their
+	// upgraded connections go to the CRI streaming server, as the
+	// kubelet's do (nil: those requests are a 503; a non-interactive
+	// exec, minikubelet exec, runs through Backend.Exec either way).
+	Streams streaming.Runtime
 }
 
 // Server serves the API over a Backend.
@@ -58,6 +68,8 @@ type Server struct {
 	// cancelled when Serve's context ends so that they let shutdown finish.
 	streams    context.Context
 	stopStream context.CancelFunc
+	// started is when the server was made: the Node's creation time.
+	started time.Time
 }
 
 // NewServer returns a Server answering from b.
@@ -68,7 +80,7 @@ func NewServer(b Backend, logger *slog.Logger, opts Options) *Server {
 	if opts.LogPollInterval <= 0 {
 		opts.LogPollInterval = defaultLogPoll
 	}
-	s := &Server{backend: b, logger: logger.With("component", "api"), opts: opts}
+	s := &Server{backend: b, logger: logger.With("component", "api"), opts: opts, started: time.Now().Truncate(time.Second)}
 	s.streams, s.stopStream = context.WithCancel(context.Background())
 	s.handler = s.routes()
 	return s
@@ -113,7 +125,11 @@ func (s *Server) routes() http.Handler {
 	handle(pods, route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
 	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod, http.MethodPatch: s.patchPod})
 	handle(pods+"/{name}/log", route{http.MethodGet: s.podLog})
-	handle(pods+"/{name}/exec", route{http.MethodPost: s.podExec})
+	// WebSocket clients (kubectl's first choice) upgrade a GET, SPDY
+	// clients a POST: the API server takes both.
+	handle(pods+"/{name}/exec", route{http.MethodGet: s.podExec, http.MethodPost: s.podExec})
+	handle(pods+"/{name}/attach", route{http.MethodGet: s.podAttach, http.MethodPost: s.podAttach})
+	handle(pods+"/{name}/portforward", route{http.MethodGet: s.podPortForward, http.MethodPost: s.podPortForward})
 	handle(pods+"/{name}/details", route{http.MethodGet: s.podDetails})
 	handle(pods+"/{name}/status", route{http.MethodGet: s.getPod})
 	handle("/api", route{http.MethodGet: s.apiVersions})
@@ -132,10 +148,10 @@ func (s *Server) routes() http.Handler {
 	)
 	handle("/api/v1/configmaps", route{http.MethodGet: s.listConfigMaps})
 	handle(configMaps, route{http.MethodGet: s.listConfigMaps, http.MethodPost: s.createConfigMap})
-	handle(configMaps+"/{name}", route{http.MethodGet: s.getConfigMap, http.MethodDelete: s.deleteConfigMap})
+	handle(configMaps+"/{name}", route{http.MethodGet: s.getConfigMap, http.MethodDelete: s.deleteConfigMap, http.MethodPatch: s.patchConfigMap})
 	handle("/api/v1/secrets", route{http.MethodGet: s.listSecrets})
 	handle(secrets, route{http.MethodGet: s.listSecrets, http.MethodPost: s.createSecret})
-	handle(secrets+"/{name}", route{http.MethodGet: s.getSecret, http.MethodDelete: s.deleteSecret})
+	handle(secrets+"/{name}", route{http.MethodGet: s.getSecret, http.MethodDelete: s.deleteSecret, http.MethodPatch: s.patchSecret})
 	handle("/api/v1/events", route{http.MethodGet: s.listEvents})
 	handle("/api/v1/namespaces/{ns}/events", route{http.MethodGet: s.listEvents})
 	handle("/healthz", route{http.MethodGet: s.check(s.backend.Healthz)})
@@ -275,6 +291,8 @@ func bodyJSON(r *http.Request, body []byte) ([]byte, error) {
 	switch mt {
 	case "application/json":
 		return body, nil
+	case protobufMediaType:
+		return protobufToJSON(body)
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		// The converter reads the first document only: refuse the others
 		// rather than drop them.
@@ -592,6 +610,9 @@ func (s *Server) containerGone(ns, name, container, id string) func() bool {
 }
 
 func (s *Server) podExec(w http.ResponseWriter, r *http.Request) error {
+	if httpstream.IsUpgradeRequest(r) || r.Method == http.MethodGet {
+		return s.stream(w, r, "exec")
+	}
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	q := r.URL.Query()
 	cmd := q["command"]
@@ -634,6 +655,47 @@ func (s *Server) podExec(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) podAttach(w http.ResponseWriter, r *http.Request) error {
+	return s.stream(w, r, "attach")
+}
+
+func (s *Server) podPortForward(w http.ResponseWriter, r *http.Request) error {
+	return s.stream(w, r, "portforward")
+}
+
+// stream serves an exec, attach or port-forward session through the CRI
+// streaming server (agent/streaming, shared with the kubelet server). Who
+// may: whoever reached the handler, i.e. root on the unix socket or the
+// holder of the admin certificate on TCP (boundary.go); a session is root
+// in the pod, no more than the rest of this API already allows.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, kind string) error {
+	if !httpstream.IsUpgradeRequest(r) {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s needs a connection upgrade (SPDY/3.1 or WebSocket): use kubectl %s", kind, strings.ReplaceAll(kind, "portforward", "port-forward")))
+	}
+	if s.opts.Streams == nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("%s sessions are not served by this API (no runtime streaming)", kind))
+	}
+	pod, err := s.backend.GetPod(r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	p := &streaming.Proxy{Runtime: s.opts.Streams, Logger: s.logger, WriteError: s.writeError}
+	if kind == "portforward" {
+		p.PortForward(w, r, pod)
+		return nil
+	}
+	container, err := containerFor(pod, r.URL.Query().Get("container"))
+	if err != nil {
+		return err
+	}
+	if kind == "exec" {
+		p.Exec(w, r, pod, container)
+	} else {
+		p.Attach(w, r, pod, container)
+	}
+	return nil
+}
+
 func (s *Server) podDetails(w http.ResponseWriter, r *http.Request) error {
 	d, err := s.backend.Details(r.PathValue("ns"), r.PathValue("name"))
 	if err != nil {
@@ -653,34 +715,56 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		name, _ = sel.RequiresExactMatch("involvedObject.name")
 	}
-	list := v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: []v1.Event{}}
-	if name != "" {
-		if ns == "" {
-			return apierrors.NewBadRequest("an involvedObject.name selector needs a namespace: use /api/v1/namespaces/{ns}/events")
-		}
-		evs, err := s.backend.Events(ns, name)
-		if err != nil {
-			return err
-		}
-		list.Items = append(list.Items, evs...)
-	} else {
-		for _, p := range s.backend.ListPods(ns) {
-			evs, err := s.backend.Events(p.Namespace, p.Name)
-			if apierrors.IsNotFound(err) {
-				continue // deleted meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			list.Items = append(list.Items, evs...)
-		}
+	if name != "" && ns == "" {
+		return apierrors.NewBadRequest("an involvedObject.name selector needs a namespace: use /api/v1/namespaces/{ns}/events")
 	}
+	watching, err := queryBool(r, "watch")
+	if err != nil {
+		return err
+	}
+	if watching {
+		return s.watchEvents(w, r, ns, name)
+	}
+	items, err := s.events(ns, name)
+	if err != nil {
+		return err
+	}
+	list := v1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: items}
+	// A watch from this version sends what changes after it
+	// (watch_events.go).
+	list.ResourceVersion = eventsResourceVersion
 	if t, ok := wantTable(r); ok {
-		writeJSON(w, http.StatusOK, eventTable(list.Items, t))
+		tab := eventTable(list.Items, t)
+		tab.ResourceVersion = eventsResourceVersion
+		writeJSON(w, http.StatusOK, tab)
 		return nil
 	}
 	writeJSON(w, http.StatusOK, list)
 	return nil
+}
+
+// events returns the events of the pod ns/name, or of every pod of ns ("":
+// all) when name is "".
+func (s *Server) events(ns, name string) ([]v1.Event, error) {
+	items := []v1.Event{}
+	if name != "" {
+		evs, err := s.backend.Events(ns, name)
+		if err != nil {
+			return nil, err
+		}
+		return append(items, evs...), nil
+	}
+	for _, p := range s.backend.ListPods(ns) {
+		evs, err := s.backend.Events(p.Namespace, p.Name)
+		if apierrors.IsNotFound(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, evs...)
+	}
+	return items, nil
 }
 
 // check serves /healthz or /readyz: 200 "ok", or 503 with the error.

@@ -90,7 +90,7 @@ func TestServer_ConfigMaps(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, code, body)
 	code, _, hdr := request(t, http.MethodPut, base+"/static", "", "")
 	assert.Equal(t, http.StatusMethodNotAllowed, code)
-	assert.Equal(t, "DELETE, GET", hdr.Get("Allow"))
+	assert.Equal(t, "DELETE, GET, PATCH", hdr.Get("Allow"))
 }
 
 // The Go client round-trips Secrets: stringData comes back merged into

@@ -41,6 +41,9 @@ type resourceSample struct {
 // endpoint that metrics-server scrapes: node, pod and container CPU time
 // and memory working set, in the Prometheus text format, each sample with
 // the time it was read, and scrape_error 1 when a source failed.
+// criTimeout bounds the CRI calls of a scrape.
+const criTimeout = 30 * time.Second
+
 func (s *Server) resourceMetrics(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), criTimeout)
 	defer cancel()

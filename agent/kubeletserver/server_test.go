@@ -397,19 +397,6 @@ func TestParseLogOptions(t *testing.T) {
 	}
 }
 
-func TestParseStreamOptions(t *testing.T) {
-	q, _ := urlQuery("command=sh&command=-c&command=id&input=1&output=1&error=1&tty=1")
-	o, err := parseStreamOptions(q, true)
-	require.NoError(t, err)
-	require.Equal(t, streamOptions{Stdin: true, Stdout: true, TTY: true, Command: []string{"sh", "-c", "id"}}, o, "no stderr with a TTY")
-	q, _ = urlQuery("command=ls")
-	_, err = parseStreamOptions(q, true)
-	require.ErrorContains(t, err, "at least 1 of stdin, stdout, stderr")
-	q, _ = urlQuery("stdout=true")
-	_, err = parseStreamOptions(q, false)
-	require.NoError(t, err, "attach needs no command")
-}
-
 func TestSelfSigned_CreatedOnceAndKept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	cert, key, err := selfSigned(dir, "node-a", nil, time.Now())

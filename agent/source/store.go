@@ -151,6 +151,9 @@ type storeOp struct {
 	// removal of a missing file.
 	what             string
 	exists, notFound error
+	// replace renames the temporary file over the stored one, which must
+	// exist (notFound otherwise): an update (source_store_replace.go).
+	replace bool
 	// apply changes the set in memory once the file is renamed or
 	// removed; it runs with mu held.
 	apply func()
@@ -442,9 +445,12 @@ func (s *PodStore) syncDirs(dirs map[string][]*storeOp) {
 // used when the store opened) or whose explicit UID a pod stored, or added
 // earlier in the batch, uses.
 func (s *PodStore) checkAdd(o *storeOp, path string, added map[types.UID]*v1.Pod, removed map[string]bool) error {
-	if _, err := os.Lstat(path); err == nil {
+	switch _, err := os.Lstat(path); {
+	case err == nil && !o.replace:
 		return fmt.Errorf("%s: %w", o.what, o.exists)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	case errors.Is(err, fs.ErrNotExist) && o.replace:
+		return fmt.Errorf("%s: %w", o.what, o.notFound)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("add %s: %w", o.what, err)
 	}
 	if o.uid == "" {

@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
@@ -69,10 +71,14 @@ func (s *PodStore) AddConfigMap(cm *v1.ConfigMap) (*v1.ConfigMap, error) {
 	if errs := manifest.ValidateConfigMap(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: configMapKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
+	// The creation time is the stored file's (readConfigDir), not in it.
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	stored := c.DeepCopy() // the caller's c stays its own
+	stored.CreationTimestamp = now
 	if err := s.addConfig(configMapKind, c.Namespace, c.Name, c, func(file string) { s.cms[file] = stored }); err != nil {
 		return nil, err
 	}
+	c.CreationTimestamp = now
 	return c, nil
 }
 
@@ -85,10 +91,13 @@ func (s *PodStore) AddSecret(secret *v1.Secret) (*v1.Secret, error) {
 	if errs := manifest.ValidateSecret(c); len(errs) > 0 {
 		return nil, &ConfigInvalidError{Kind: secretKind.kind, Namespace: c.Namespace, Name: c.Name, Errs: errs}
 	}
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	stored := c.DeepCopy() // the caller's c stays its own
+	stored.CreationTimestamp = now
 	if err := s.addConfig(secretKind, c.Namespace, c.Name, c, func(file string) { s.secrets[file] = stored }); err != nil {
 		return nil, err
 	}
+	c.CreationTimestamp = now
 	return c, nil
 }
 
@@ -230,6 +239,13 @@ func readConfigDir[T any](s *PodStore, k configKind, load func([]byte) (*T, stri
 		if want := storeFileName(ns, objName); name != want {
 			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("stored %s %s/%s belongs in %s: %w", k.kind, ns, objName, want, manifest.ErrInvalidManifest)})
 			continue
+		}
+		// The creation time is the file's: written when the object was
+		// created, and kept by updates (source_store_replace.go).
+		if m, ok := any(obj).(metav1.Object); ok {
+			if fi, err := os.Stat(path); err == nil {
+				m.SetCreationTimestamp(metav1.NewTime(fi.ModTime().Truncate(time.Second)))
+			}
 		}
 		objs[name] = obj
 	}

@@ -283,7 +283,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 
-	srv := api.NewServer(d, logger, api.Options{Profiling: sf.profiling})
+	srv := api.NewServer(d, logger, api.Options{Profiling: sf.profiling, Streams: inst})
 	ul, err := api.ListenUnix(sf.socket)
 	if err != nil {
 		return err

@@ -1,14 +1,20 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/md5" //nolint:gosec // a checksum to compare copies, as md5sum in the pod
+	"crypto/rand"
 	"crypto/x509"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +22,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/minikubelet/minikubelet/test/controlplane"
@@ -72,7 +83,10 @@ spec:
   containers:
   - name: c
     image: `+suite.registry+`/minikubelet/busybox:1.36
-    command: ["sh", "-c", "echo hello-kubectl; exec sleep 3600"]
+    # A page for port-forward (busybox httpd daemonizes), a greeting for
+    # logs, then a line a second for attach; SIGTERM ends it (a replaced
+    # pod is gone within a second, not its 30 s grace period).
+    command: ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /www && echo hello-port-forward > /www/index.html && httpd -p 8080 -h /www && echo hello-kubectl; i=0; while true; do echo tick-$i; i=$((i+1)); sleep 1; done"]
 `), 0o644))
 
 	t.Run("APIResources", func(t *testing.T) {
@@ -87,6 +101,21 @@ spec:
 		out, err = k(t, "get", "deployments")
 		require.Error(t, err)
 		assert.Contains(t, out, `the server doesn't have a resource type "deployments"`)
+	})
+
+	t.Run("Explain", func(t *testing.T) {
+		out, err := k(t, "explain", "pod.spec.containers")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^KIND:\s+Pod$`, out)
+		assert.Regexp(t, `(?m)^FIELD:\s+containers <\[\]Container>$`, out)
+		assert.Contains(t, out, "List of containers belonging to the pod.")
+		assert.Regexp(t, `(?m)^\s+image\s+<string>$`, out, "the Container's fields")
+		out, err = k(t, "explain", "configmap.data")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^FIELD:\s+data <map\[string\]string>$`, out)
+		out, err = k(t, "explain", "services")
+		require.Error(t, err, "only what the node serves")
+		assert.Contains(t, out, `the server doesn't have a resource type "services"`)
 	})
 
 	t.Run("ApplyTwice", func(t *testing.T) {
@@ -116,15 +145,14 @@ spec:
 		assert.Contains(t, out, "configmap/e2e-kubectl-cm created")
 		out, err = k(t, "get", "cm")
 		require.NoError(t, err)
-		// AGE: the daemon keeps no creation time for a ConfigMap yet.
-		assert.Regexp(t, `(?m)^NAME\s+DATA\s+AGE\ne2e-kubectl-cm\s+2\s+\S+$`, out)
+		assert.Regexp(t, `(?m)^NAME\s+DATA\s+AGE\ne2e-kubectl-cm\s+2\s+\d+s$`, out, "a creation time")
 		out, err = k(t, "delete", "cm", "e2e-kubectl-cm")
 		require.NoError(t, err)
 		assert.Contains(t, out, `configmap "e2e-kubectl-cm" deleted`)
 
 		out, err = k(t, "get", "ns")
 		require.NoError(t, err)
-		assert.Regexp(t, `(?m)^default\s+Active\s+`, out)
+		assert.Regexp(t, `(?m)^default\s+Active\s+\d+[sm]$`, out)
 		out, err = k(t, "get", "nodes", "-o", "wide")
 		require.NoError(t, err)
 		assert.Regexp(t, `(?m)^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\s+INTERNAL-IP`, out)
@@ -188,6 +216,244 @@ spec:
 		}, 30*time.Second, time.Second, "kubectl logs: %s", out)
 	})
 
+	// kubectl started in the background, its output collected.
+	startK := func(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *syncBuffer) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		out := newSyncBuffer()
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		return cmd, out
+	}
+
+	t.Run("Exec", func(t *testing.T) {
+		out, err := k(t, "exec", pod, "--", "sh", "-c", "echo out-$((1+1)); echo err-$((2+2)) >&2; exit 3")
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, 3, ee.ExitCode(), "the command's exit code")
+		assert.Contains(t, out, "out-2")
+		assert.Contains(t, out, "err-4")
+	})
+
+	t.Run("ExecInteractiveTTY", func(t *testing.T) {
+		term := openPTY(t, 40, 120)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "exec", "-it", pod, "--", "sh")
+		term.start(t, cmd)
+		// stdin reaches the shell, its output the terminal (the echo of
+		// the typed line does not contain the result).
+		at := term.waitFor(t, 0, "#", time.Minute)
+		term.send(t, "echo tty-$((6*7))\r")
+		at = term.waitFor(t, at, "tty-42", 30*time.Second)
+		// The terminal's size, then a resize.
+		term.send(t, "stty size\r")
+		at = term.waitFor(t, at, "40 120", 30*time.Second)
+		term.resize(t, 50, 132)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			term.send(t, "stty size\r")
+			next := term.waitFor(t, at, "\n", 10*time.Second)
+			if strings.Contains(term.output()[at:], "50 132") {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the resize did not reach the container:\n%s", term.output())
+			at = next
+			time.Sleep(200 * time.Millisecond) // kubectl forwards SIGWINCH asynchronously
+		}
+		term.send(t, "exit 7\r")
+		err := cmd.Wait()
+		t.Logf("kubectl exec -it:\n%s", term.output())
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, 7, ee.ExitCode())
+	})
+
+	t.Run("Attach", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cmd, out := startK(t, ctx, "attach", pod)
+		require.Eventually(t, func() bool { return regexp.MustCompile(`(?m)^tick-\d+$`).MatchString(out.String()) },
+			time.Minute, 100*time.Millisecond, "kubectl attach shows the container's output:\n%s", out)
+		cancel()
+		_ = cmd.Wait()
+	})
+
+	t.Run("CopyBothWays", func(t *testing.T) {
+		local := filepath.Join(dir, "payload.bin")
+		payload := make([]byte, 300<<10)
+		_, err := rand.Read(payload)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(local, payload, 0o644))
+		_, err = k(t, "cp", local, pod+":/tmp/payload.bin")
+		require.NoError(t, err)
+		out, err := k(t, "exec", pod, "--", "md5sum", "/tmp/payload.bin")
+		require.NoError(t, err)
+		assert.Contains(t, out, fmt.Sprintf("%x", md5.Sum(payload)), "the file arrived whole")
+
+		back := filepath.Join(dir, "back.bin")
+		_, err = k(t, "cp", pod+":/tmp/payload.bin", back)
+		require.NoError(t, err)
+		got, err := os.ReadFile(back)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(payload, got), "the copy back is identical (%d bytes, want %d)", len(got), len(payload))
+	})
+
+	t.Run("PortForward", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cmd, out := startK(t, ctx, "port-forward", "pod/"+pod, ":8080")
+		re := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`)
+		require.Eventually(t, func() bool { return re.MatchString(out.String()) }, time.Minute, 100*time.Millisecond,
+			"kubectl port-forward listens:\n%s", out)
+		local := re.FindStringSubmatch(out.String())[1]
+		resp, err := http.Get("http://127.0.0.1:" + local + "/index.html")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "hello-port-forward\n", string(body))
+		cancel()
+		_ = cmd.Wait()
+		t.Logf("kubectl port-forward:\n%s", out)
+	})
+
+	t.Run("ApplyChangedImageReplacesThePod", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// Events streamed while the pod is replaced.
+		evCmd, evOut := startK(t, ctx, "get", "events", "-w", "--field-selector", "involvedObject.name="+pod)
+		require.Eventually(t, func() bool { return strings.Contains(evOut.String(), "Started") }, time.Minute, 100*time.Millisecond,
+			"the list first:\n%s", evOut)
+
+		old := d.waitPod(t, pod, "Running", time.Minute, isRunning)
+		changed := strings.Replace(string(must(os.ReadFile(manifest))), "busybox:1.36", "busybox:1.36@"+imageDigest(t, "minikubelet/busybox", "1.36"), 1)
+		changedFile := filepath.Join(dir, "pod-changed.yaml")
+		require.NoError(t, os.WriteFile(changedFile, []byte(changed), 0o644))
+		out, err := k(t, "apply", "-f", changedFile)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+pod+" configured")
+		assert.Regexp(t, `Warning: pod default/`+pod+` was replaced \(new uid \S+\): pods on this node are immutable, so the change \(metadata.annotations, spec.containers\[0\].image\) stopped the old pod`, out)
+		p := d.waitPod(t, pod, "replaced and running", 2*time.Minute, func(p *v1.Pod) bool { return p != nil && p.UID != old.UID && isRunning(p) })
+		assert.Contains(t, p.Spec.Containers[0].Image, "@sha256:")
+
+		out, err = k(t, "apply", "-f", changedFile)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+pod+" unchanged")
+		out, err = k(t, "describe", "pod", pod)
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^\s+Normal\s+Replaced\s+.*pods on this node are immutable`, out)
+		require.Eventually(t, func() bool { return strings.Contains(evOut.String(), "Replaced") }, 30*time.Second, 100*time.Millisecond,
+			"kubectl get events -w streams the new pod's events:\n%s", evOut)
+		cancel()
+		_ = evCmd.Wait()
+		t.Logf("kubectl get events -w:\n%s", evOut)
+	})
+
+	t.Run("ApplyConfigMapInPlace", func(t *testing.T) {
+		cm := filepath.Join(dir, "cm-apply.yaml")
+		write := func(v string) {
+			require.NoError(t, os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e2e-kubectl-applied\ndata:\n  mode: "+v+"\n"), 0o644))
+		}
+		write("fast")
+		out, err := k(t, "apply", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-applied created")
+		out, err = k(t, "apply", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-applied unchanged")
+		write("slow")
+		out, err = k(t, "apply", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-applied configured")
+		out, err = k(t, "get", "cm", "e2e-kubectl-applied", "-o", "jsonpath={.data.mode}")
+		require.NoError(t, err)
+		assert.Equal(t, "slow", out)
+	})
+
+	// client-go, as a program written against a cluster uses it: the
+	// typed clientset from the admin kubeconfig, an informer (list, then
+	// watch from the list's resource version), a watch, logs.
+	t.Run("ClientGo", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		require.NoError(t, err)
+		cs, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+
+		list, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		require.NotEmpty(t, list.ResourceVersion)
+		assert.True(t, slices.ContainsFunc(list.Items, func(p v1.Pod) bool { return p.Name == pod }), "the list holds %s", pod)
+
+		factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
+		podInformer := factory.Core().V1().Pods()
+		lister := podInformer.Lister()
+		podInformer.Informer() // registered before Start
+		factory.Start(ctx.Done())
+		defer func() { cancel(); factory.Shutdown() }() // Shutdown waits for the informers, which stop with ctx
+		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+			require.True(t, ok, "informer %v synced", typ)
+		}
+
+		w, err := cs.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, FieldSelector: "metadata.name=e2e-clientgo"})
+		require.NoError(t, err)
+		defer w.Stop()
+		created, err := cs.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-clientgo"},
+			Spec: v1.PodSpec{
+				TerminationGracePeriodSeconds: new(int64(1)),
+				Containers: []v1.Container{{Name: "c", Image: suite.registry + "/minikubelet/busybox:1.36",
+					Command: []string{"sh", "-c", "echo hello-client-go; exec sleep 3600"}}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.NotEmpty(t, created.UID)
+
+		seen := map[watch.EventType]bool{}
+		for running := false; !running; {
+			select {
+			case ev, ok := <-w.ResultChan():
+				require.True(t, ok, "the watch ended early")
+				seen[ev.Type] = true
+				if p, ok := ev.Object.(*v1.Pod); ok && isRunning(p) {
+					running = true
+				}
+			case <-ctx.Done():
+				t.Fatalf("no Running pod on the watch; saw %v", seen)
+			}
+		}
+		assert.True(t, seen[watch.Added], "ADDED first: %v", seen)
+
+		require.Eventually(t, func() bool {
+			p, err := lister.Pods("default").Get("e2e-clientgo")
+			return err == nil && isRunning(p)
+		}, time.Minute, 100*time.Millisecond, "the informer's cache follows")
+
+		logs, err := cs.CoreV1().Pods("default").GetLogs("e2e-clientgo", &v1.PodLogOptions{Follow: true}).Stream(ctx)
+		require.NoError(t, err)
+		line, err := bufio.NewReader(logs).ReadString('\n')
+		logs.Close()
+		require.NoError(t, err)
+		assert.Equal(t, "hello-client-go\n", line)
+
+		require.NoError(t, cs.CoreV1().Pods("default").Delete(ctx, "e2e-clientgo", metav1.DeleteOptions{}))
+		for deleted := false; !deleted; {
+			select {
+			case ev, ok := <-w.ResultChan():
+				require.True(t, ok, "the watch ended early")
+				deleted = ev.Type == watch.Deleted
+			case <-ctx.Done():
+				t.Fatal("no DELETED on the watch")
+			}
+		}
+		require.Eventually(t, func() bool {
+			_, err := lister.Pods("default").Get("e2e-clientgo")
+			return apierrors.IsNotFound(err)
+		}, time.Minute, 100*time.Millisecond, "the informer's cache drops it")
+	})
+
 	t.Run("NoClientCertificateRefused", func(t *testing.T) {
 		kc, err := clientcmd.LoadFromFile(kubeconfig)
 		require.NoError(t, err)
@@ -230,4 +496,34 @@ spec:
 		require.Error(t, err)
 		assert.Contains(t, out, `pods "`+pod+`" not found`)
 	})
+}
+
+// String is the output so far.
+func (b *syncBuffer) String() string {
+	s, _ := b.snapshot()
+	return s
+}
+
+// must returns v, panicking on err (for reads of files the test wrote).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// imageDigest is the digest the test registry serves for repo:tag.
+func imageDigest(t *testing.T, repo, tag string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodHead, "http://"+suite.registry+"/v2/"+repo+"/manifests/"+tag, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", strings.Join([]string{"application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json",
+		"application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"}, ", "))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	dg := resp.Header.Get("Docker-Content-Digest")
+	require.True(t, strings.HasPrefix(dg, "sha256:"), "digest %q", dg)
+	return dg
 }

@@ -464,3 +464,42 @@ func (b *Backend) WriteMetrics(w io.Writer) error {
 	_, err := io.WriteString(w, m)
 	return err
 }
+
+// UpdateConfigMap implements api.ConfigUpdater: NotFound for an unknown
+// one, Forbidden for a static one.
+func (b *Backend) UpdateConfigMap(ctx context.Context, cm *v1.ConfigMap) (*v1.ConfigMap, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("UpdateConfigMap", cm.Namespace, cm.Name)
+	k := key(cm.Namespace, cm.Name)
+	if b.staticConfig["ConfigMap "+k] {
+		return nil, apierrors.NewForbidden(configMapsResource, cm.Name, errors.New("defined in the manifest directory"))
+	}
+	if _, ok := b.configMaps[k]; !ok {
+		return nil, apierrors.NewNotFound(configMapsResource, cm.Name)
+	}
+	b.configMaps[k] = cm.DeepCopy()
+	return cm.DeepCopy(), nil
+}
+
+// UpdateSecret implements api.ConfigUpdater as UpdateConfigMap, merging
+// stringData into data.
+func (b *Backend) UpdateSecret(ctx context.Context, secret *v1.Secret) (*v1.Secret, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.record("UpdateSecret", secret.Namespace, secret.Name)
+	k := key(secret.Namespace, secret.Name)
+	if _, ok := b.secrets[k]; !ok {
+		return nil, apierrors.NewNotFound(secretsResource, secret.Name)
+	}
+	s := secret.DeepCopy()
+	for k, v := range s.StringData {
+		if s.Data == nil {
+			s.Data = map[string][]byte{}
+		}
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+	b.secrets[k] = s
+	return s.DeepCopy(), nil
+}
