@@ -548,10 +548,14 @@ func (a *Agent) Run(ctx context.Context) error {
 			// A probe result changed: the pod's status (ready) or its
 			// plan (liveness/startup failure) may change.
 			a.mu.Lock()
-			if w, ok := a.workers[u.PodUID]; ok {
-				w.trigger()
-			}
+			w, ok := a.workers[u.PodUID]
 			a.mu.Unlock()
+			if ok {
+				w.trigger()
+				if u.Kind == probes.Readiness && w.isTerminating() {
+					a.readinessWhileTerminating(w)
+				}
+			}
 		case uid := <-events:
 			a.mu.Lock()
 			if w, ok := a.workers[uid]; ok {

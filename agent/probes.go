@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/cri"
@@ -110,4 +111,47 @@ func (a *Agent) probeView(pod *v1.Pod) probeView {
 		check(&pod.Spec.Containers[i])
 	}
 	return pv
+}
+
+// readinessWhileTerminating publishes a readiness change of a pod being
+// torn down. Its worker is busy in terminatePod (killPod waits out the
+// grace period) and does not sync, yet the kubelet keeps the readiness
+// probe running until the containers stop and its status manager writes
+// the new Ready at once: a Service stops sending traffic to a pod whose
+// probe fails while it drains (conformance: "Probing container should
+// mark readiness on pods to false while pod is in progress of
+// terminating"). The last published status is re-derived with the
+// prober's current readiness; its other fields stay as the last sync saw
+// them.
+func (a *Agent) readinessWhileTerminating(w *podWorker) {
+	pod := w.pod()
+	w.mu.Lock()
+	st := *w.status.DeepCopy()
+	w.mu.Unlock()
+	changed := false
+	apply := func(list []v1.ContainerStatus) {
+		for i := range list {
+			cs := &list[i]
+			ready := cs.State.Running != nil && a.probes.Ready(pod.UID, cs.Name)
+			if cs.Ready != ready {
+				cs.Ready, changed = ready, true
+			}
+		}
+	}
+	apply(st.ContainerStatuses)
+	apply(st.InitContainerStatuses)
+	if !changed {
+		return
+	}
+	// The runtime state only decides PodReadyToStartContainers, which is
+	// kept: only the two readiness conditions are taken from the new set.
+	fresh := podConditions(pod, &st, &podState{}, st.Conditions, metav1.NewTime(a.clock.Now()))
+	for i := range st.Conditions {
+		for _, c := range fresh {
+			if c.Type == st.Conditions[i].Type && (c.Type == v1.ContainersReady || c.Type == v1.PodReady) {
+				st.Conditions[i] = c
+			}
+		}
+	}
+	w.setStatus(st)
 }
