@@ -165,7 +165,7 @@ func checkParamNamed(t *testing.T, rawQuery, msg string, strict bool) {
 	if strict {
 		t.Fatalf("400 on the log names no query parameter of %q: %s", rawQuery, msg)
 	}
-	for _, other := range []string{"body", "Content-Type", "container", "pod", "namespace", "name", "decode", "object", "command", "log", "json", "yaml", "Pod", "ConfigMap", "Secret", "field", "metadata", "spec", "kind", "apiVersion", "selector"} {
+	for _, other := range []string{"body", "Content-Type", "container", "pod", "namespace", "name", "decode", "object", "command", "log", "json", "yaml", "Pod", "ConfigMap", "Secret", "field", "metadata", "spec", "kind", "apiVersion", "selector", "upgrade"} {
 		if strings.Contains(msg, other) {
 			return
 		}
