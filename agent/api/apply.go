@@ -207,4 +207,3 @@ func findConfig[T interface{ GetName() string }](list []T, name string) T {
 	}
 	return zero
 }
-
