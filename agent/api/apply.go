@@ -21,7 +21,8 @@ package api
 // fieldManager is accepted and not recorded, and force (kubectl
 // --force-conflicts) is accepted and ignored. A field set by another
 // manager (say the last-applied annotation of an earlier client-side
-// apply) is not kept apart: the applied object replaces it.
+// apply) is not kept apart: the applied object replaces it. dryRun is
+// refused (400), not ignored.
 
 import (
 	"bytes"
@@ -64,6 +65,10 @@ func isApply(r *http.Request) bool {
 // managedFields must be empty.
 func (s *Server) decodeApplied(w http.ResponseWriter, r *http.Request, kind string, gr schema.GroupResource, obj any, tm *metav1.TypeMeta, om *metav1.ObjectMeta) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
+	if r.URL.Query().Has("dryRun") {
+		// Refused rather than ignored: ignoring it would really write.
+		return apierrors.NewBadRequest("dryRun is not supported by this node's server-side apply: drop --dry-run=server (kubectl diff and --dry-run=client need no server support)")
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err

@@ -100,6 +100,12 @@ func TestApplyPod(t *testing.T) {
 		assert.Contains(t, body, tc.want, tc.body)
 	}
 
+	// A dry run is refused, not carried out.
+	code, body, _ = request(t, http.MethodPatch, url+"&dryRun=All", applyType, appliedPod("busybox:2"))
+	assert.Equal(t, http.StatusBadRequest, code, body)
+	assert.Contains(t, body, "dryRun is not supported")
+	assert.Len(t, b.updated, 2, "nothing changed")
+
 	// Other patch types name the apply type among those taken.
 	code, body, _ = request(t, http.MethodPatch, url, "application/json-patch+json", `[]`)
 	assert.Equal(t, http.StatusUnsupportedMediaType, code, body)
