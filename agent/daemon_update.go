@@ -21,7 +21,18 @@ import (
 var (
 	_ api.PodUpdater    = (*Daemon)(nil)
 	_ api.ConfigUpdater = (*Daemon)(nil)
+	_ api.PodPreparer   = (*Daemon)(nil)
 )
+
+// PreparePod implements api.PodPreparer: the pod as CreatePod would store
+// it (the store's defaults and validation), not stored.
+func (d *Daemon) PreparePod(pod *v1.Pod) (*v1.Pod, error) {
+	p, err := d.store.Prepare(pod)
+	if err != nil {
+		return nil, storeError(pod, err)
+	}
+	return p, nil
+}
 
 // UpdatePod implements api.PodUpdater. Pods on this node are immutable:
 // a pod's UID is derived from its content, and a worker runs one UID for

@@ -90,3 +90,33 @@ func TestDaemon_UpdateConfigMapInPlace(t *testing.T) {
 	_, err = d.UpdateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "static", Namespace: "default"}})
 	assert.True(t, apierrors.IsForbidden(err), "%v", err)
 }
+
+// TestDaemon_PreparePod: server-side apply's view of an applied pod: the
+// same pod prepares to what GetPod answers (labels, annotations and spec
+// equal, so the API answers "unchanged"), nothing is stored, and an
+// invalid one is Invalid naming the field.
+func TestDaemon_PreparePod(t *testing.T) {
+	h := newHarness(t)
+	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
+	require.NoError(t, err)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	_, err = d.CreatePod(context.Background(), manifesttest.APIPod("", "web", "hi"))
+	require.NoError(t, err)
+	live, err := d.GetPod("default", "web")
+	require.NoError(t, err)
+
+	got, err := d.PreparePod(manifesttest.APIPod("", "web", "hi"))
+	require.NoError(t, err)
+	assert.Equal(t, live.UID, got.UID)
+	assert.Equal(t, live.Spec, got.Spec)
+	assert.Equal(t, live.Labels, got.Labels)
+	assert.Equal(t, live.Annotations, got.Annotations)
+
+	bad := manifesttest.APIPod("", "other", "hi")
+	bad.Spec.Containers[0].Image = ""
+	_, err = d.PreparePod(bad)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.Contains(t, err.Error(), "spec.containers[0].image")
+	_, err = d.GetPod("default", "other")
+	assert.True(t, apierrors.IsNotFound(err), "nothing stored: %v", err)
+}

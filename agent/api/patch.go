@@ -239,11 +239,14 @@ func mergePatch(orig any, patch any) any {
 
 func (s *Server) patchPod(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == applyPatchType {
+		return s.applyPod(w, r) // apply.go
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var patch any
 	if err := json.Unmarshal(body, &patch); err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("decode patch: %v", err))
@@ -275,7 +278,7 @@ func (s *Server) patchPod(w http.ResponseWriter, r *http.Request) error {
 	case "application/merge-patch+json":
 		patched = mergePatch(doc, patch)
 	default:
-		return unsupportedMediaType(fmt.Sprintf("PATCH on pods takes application/strategic-merge-patch+json (kubectl apply, kubectl patch) or application/merge-patch+json (kubectl patch --type merge), not %q: server-side apply and JSON patches are not supported", mt))
+		return unsupportedMediaType(fmt.Sprintf("PATCH on pods takes application/strategic-merge-patch+json (kubectl apply, kubectl patch) or application/merge-patch+json (kubectl patch --type merge) or application/apply-patch+yaml (kubectl apply --server-side), not %q: JSON patches are not supported", mt))
 	}
 	j, err := json.Marshal(patched)
 	if err != nil {
@@ -319,13 +322,18 @@ func (s *Server) patchPod(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if updated.UID != live.UID {
-		// kubectl prints it ("Warning: ..."): apply says only "configured".
-		w.Header().Add("Warning", fmt.Sprintf(`299 - "pod %s/%s was replaced (new uid %s): pods on this node are immutable, so the change (%s) stopped the old pod and started a new one"`,
-			ns, name, updated.UID, joinPaths(changed)))
-	}
+	replacedWarning(w, live, updated, changed)
 	writePod(w, http.StatusOK, updated)
 	return nil
+}
+
+// replacedWarning adds the Warning header kubectl prints ("Warning: ...")
+// when a change replaced the pod: apply says only "configured".
+func replacedWarning(w http.ResponseWriter, live, updated *v1.Pod, changed []*field.Path) {
+	if updated.UID != live.UID {
+		w.Header().Add("Warning", fmt.Sprintf(`299 - "pod %s/%s was replaced (new uid %s): pods on this node are immutable, so the change (%s) stopped the old pod and started a new one"`,
+			live.Namespace, live.Name, updated.UID, joinPaths(changed)))
+	}
 }
 
 // podChanges names the parts of a pod a patch changed: labels,

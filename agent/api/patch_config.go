@@ -63,7 +63,7 @@ func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, gr schema.Gr
 	case "application/merge-patch+json":
 		patched = mergePatch(doc, patch)
 	default:
-		return unsupportedMediaType(fmt.Sprintf("PATCH on %s takes application/strategic-merge-patch+json (kubectl apply, kubectl patch) or application/merge-patch+json (kubectl patch --type merge), not %q: server-side apply and JSON patches are not supported", gr.Resource, mt))
+		return unsupportedMediaType(fmt.Sprintf("PATCH on %s takes application/strategic-merge-patch+json (kubectl apply, kubectl patch) or application/merge-patch+json (kubectl patch --type merge) or application/apply-patch+yaml (kubectl apply --server-side), not %q: JSON patches are not supported", gr.Resource, mt))
 	}
 	j, err := json.Marshal(patched)
 	if err != nil {
@@ -102,6 +102,9 @@ func metaChanged(a, b map[string]string) bool {
 
 func (s *Server) patchConfigMap(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
+	if isApply(r) {
+		return s.applyConfigMap(w, r) // apply.go
+	}
 	var live *v1.ConfigMap
 	for _, cm := range s.backend.ListConfigMaps(ns) {
 		if cm.Name == name {
@@ -118,6 +121,14 @@ func (s *Server) patchConfigMap(w http.ResponseWriter, r *http.Request) error {
 	if err := immutableMeta("ConfigMap", name, cm.Name, ns, cm.Namespace); err != nil {
 		return err
 	}
+	return s.updateConfigMap(w, r, live, &cm)
+}
+
+// updateConfigMap makes cm (a patched or applied ConfigMap of live's
+// namespace/name) the stored one: unchanged answers live, an immutable
+// one refuses a data change.
+func (s *Server) updateConfigMap(w http.ResponseWriter, r *http.Request, live, cm *v1.ConfigMap) error {
+	name := live.Name
 	dataChanged := !equality.Semantic.DeepEqual(live.Data, cm.Data) && (len(live.Data) > 0 || len(cm.Data) > 0) ||
 		!equality.Semantic.DeepEqual(live.BinaryData, cm.BinaryData) && (len(live.BinaryData) > 0 || len(cm.BinaryData) > 0)
 	immutableChanged := !equality.Semantic.DeepEqual(live.Immutable, cm.Immutable)
@@ -142,7 +153,7 @@ func (s *Server) patchConfigMap(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return apierrors.NewMethodNotSupported(configMapsResource, "patch")
 	}
-	updated, err := u.UpdateConfigMap(r.Context(), &cm)
+	updated, err := u.UpdateConfigMap(r.Context(), cm)
 	if err != nil {
 		return err
 	}
@@ -152,6 +163,9 @@ func (s *Server) patchConfigMap(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
+	if isApply(r) {
+		return s.applySecret(w, r) // apply.go
+	}
 	var live *v1.Secret
 	for _, sec := range s.backend.ListSecrets(ns) {
 		if sec.Name == name {
@@ -168,6 +182,12 @@ func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := immutableMeta("Secret", name, sec.Name, ns, sec.Namespace); err != nil {
 		return err
 	}
+	return s.updateSecret(w, r, live, &sec)
+}
+
+// updateSecret is updateConfigMap for a Secret; its type is immutable.
+func (s *Server) updateSecret(w http.ResponseWriter, r *http.Request, live, sec *v1.Secret) error {
+	name := live.Name
 	var errs field.ErrorList
 	if sec.Type != live.Type {
 		errs = append(errs, field.Invalid(field.NewPath("type"), sec.Type, "field is immutable"))
@@ -196,7 +216,7 @@ func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return apierrors.NewMethodNotSupported(secretsResource, "patch")
 	}
-	updated, err := u.UpdateSecret(r.Context(), &sec)
+	updated, err := u.UpdateSecret(r.Context(), sec)
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,27 @@ func (s *PodStore) ReplacePod(pod *v1.Pod) (*v1.Pod, error) {
 	return prepared.DeepCopy(), nil
 }
 
+// Prepare returns pod as Add or ReplacePod would store it (defaulted,
+// validated, its UID derived) without storing anything: server-side apply
+// compares it with the stored pod. A refused pod is a *PodInvalidError.
+func (s *PodStore) Prepare(pod *v1.Pod) (*v1.Pod, error) {
+	p := pod.DeepCopy()
+	p.UID = ""
+	p.Status = v1.PodStatus{}
+	p.APIVersion, p.Kind = "v1", "Pod"
+	if p.Namespace == "" {
+		p.Namespace = v1.NamespaceDefault
+	}
+	data, err := manifest.EncodeStoredPod(p)
+	if err != nil {
+		if _, verr := s.preparePod(p.DeepCopy()); verr != nil {
+			return nil, verr
+		}
+		return nil, err
+	}
+	return s.prepare(data)
+}
+
 // ReplaceConfigMap replaces a stored ConfigMap, defaulted and validated as
 // AddConfigMap does; one the store does not hold wraps
 // ErrConfigDataNotFound.

@@ -87,3 +87,40 @@ func TestPodStore_ReplaceConfigData(t *testing.T) {
 	require.Len(t, secrets, 1)
 	assert.Equal(t, []byte("b"), secrets[0].Data["u"])
 }
+
+// TestPodStore_Prepare: Prepare defaults and validates as Add without
+// storing: the same pod prepares to the stored one (same UID, spec and
+// annotations), a changed one to another UID, an invalid one is refused
+// naming the field, and nothing is written.
+func TestPodStore_Prepare(t *testing.T) {
+	s, dir := newTestStore(t)
+	stored, err := s.Add(manifesttest.APIPod("default", "web", "hello"))
+	require.NoError(t, err)
+	drain(t, s)
+
+	same, err := s.Prepare(manifesttest.APIPod("default", "web", "hello"))
+	require.NoError(t, err)
+	assert.Equal(t, stored.UID, same.UID)
+	assert.Equal(t, stored.Spec, same.Spec)
+	assert.Equal(t, stored.Annotations, same.Annotations)
+
+	changed := manifesttest.APIPod("default", "web", "hello")
+	changed.Spec.Containers[0].Image = "registry.example/app:2.0"
+	got, err := s.Prepare(changed)
+	require.NoError(t, err)
+	assert.NotEqual(t, stored.UID, got.UID)
+
+	bad := manifesttest.APIPod("default", "new", "hello")
+	bad.Spec.Containers[0].Image = ""
+	_, err = s.Prepare(bad)
+	var pie *PodInvalidError
+	require.ErrorAs(t, err, &pie)
+	assert.Equal(t, "spec.containers[0].image", pie.Errs[0].Field)
+
+	s2, err := NewPodStore(dir, "node-1")
+	require.NoError(t, err)
+	pods, errs := s2.List()
+	require.Empty(t, errs)
+	require.Len(t, pods, 1, "Prepare stores nothing")
+	assert.Equal(t, stored.UID, pods[0].UID)
+}

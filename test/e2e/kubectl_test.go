@@ -371,6 +371,66 @@ spec:
 		assert.Equal(t, "slow", out)
 	})
 
+	// kubectl apply --server-side (application/apply-patch+yaml): created,
+	// then unchanged (kubectl says serverside-applied both times), then a
+	// changed image replaces the pod; a ConfigMap applied again without a
+	// key loses it (the applied configuration is the object).
+	t.Run("ServerSideApply", func(t *testing.T) {
+		const ssaPod = "e2e-kubectl-ssa"
+		podFile := filepath.Join(dir, "ssa-pod.yaml")
+		writePod := func(image string) {
+			require.NoError(t, os.WriteFile(podFile, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: "+ssaPod+
+				"\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: "+image+
+				"\n    command: [\"sh\", \"-c\", \"trap 'exit 0' TERM; while true; do sleep 1; done\"]\n"), 0o644))
+		}
+		image := suite.registry + "/minikubelet/busybox:1.36"
+		writePod(image)
+		out, err := k(t, "apply", "--server-side", "-f", podFile)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+ssaPod+" serverside-applied")
+		first := d.waitPod(t, ssaPod, "Running", 2*time.Minute, isRunning)
+		out, err = k(t, "apply", "--server-side", "-f", podFile)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+ssaPod+" serverside-applied")
+		assert.NotContains(t, out, "Warning", "unchanged: not replaced")
+		p := d.waitPod(t, ssaPod, "Running", time.Minute, isRunning)
+		assert.Equal(t, first.UID, p.UID, "unchanged: the same pod")
+
+		writePod(image + "@" + imageDigest(t, "minikubelet/busybox", "1.36"))
+		out, err = k(t, "apply", "--server-side", "--force-conflicts", "-f", podFile)
+		require.NoError(t, err)
+		assert.Contains(t, out, "pod/"+ssaPod+" serverside-applied")
+		assert.Regexp(t, `Warning: pod default/`+ssaPod+` was replaced \(new uid \S+\): pods on this node are immutable, so the change \(spec.containers\[0\].image\)`, out)
+		p = d.waitPod(t, ssaPod, "replaced and running", 2*time.Minute, func(p *v1.Pod) bool { return p != nil && p.UID != first.UID && isRunning(p) })
+		assert.Contains(t, p.Spec.Containers[0].Image, "@sha256:")
+		out, err = k(t, "get", "pod", ssaPod, "-o", "jsonpath={.metadata.managedFields}")
+		require.NoError(t, err)
+		assert.Empty(t, out, "managedFields are not modelled")
+
+		cm := filepath.Join(dir, "ssa-cm.yaml")
+		require.NoError(t, os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e2e-kubectl-ssa\ndata:\n  mode: fast\n  level: \"3\"\n"), 0o644))
+		out, err = k(t, "apply", "--server-side", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-ssa serverside-applied")
+		require.NoError(t, os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e2e-kubectl-ssa\ndata:\n  mode: slow\n"), 0o644))
+		out, err = k(t, "apply", "--server-side", "-f", cm)
+		require.NoError(t, err)
+		assert.Contains(t, out, "configmap/e2e-kubectl-ssa serverside-applied")
+		out, err = k(t, "get", "cm", "e2e-kubectl-ssa", "-o", "jsonpath={.data}")
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"mode":"slow"}`, out, "the key the applied configuration omits is removed")
+
+		bad := filepath.Join(dir, "ssa-bad.yaml")
+		require.NoError(t, os.WriteFile(bad, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: e2e-kubectl-ssa-bad\nspec:\n  containers: []\n"), 0o644))
+		out, err = k(t, "apply", "--server-side", "-f", bad)
+		require.Error(t, err)
+		assert.Contains(t, out, `The Pod "e2e-kubectl-ssa-bad" is invalid`)
+		assert.Contains(t, out, "spec.containers")
+
+		out, err = k(t, "delete", "pod", ssaPod, "--grace-period", "1", "--wait", "--timeout", "90s")
+		require.NoError(t, err, out)
+	})
+
 	// client-go, as a program written against a cluster uses it: the
 	// typed clientset from the admin kubeconfig, an informer (list, then
 	// watch from the list's resource version), a watch, logs.

@@ -220,6 +220,20 @@ func (b *Backend) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	return p.DeepCopy(), nil
 }
 
+// PreparePod implements api.PodPreparer: the pod as CreatePod would
+// validate it (Invalid without containers), with the namespace defaulted.
+func (b *Backend) PreparePod(pod *v1.Pod) (*v1.Pod, error) {
+	if len(pod.Spec.Containers) == 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name,
+			field.ErrorList{field.Required(field.NewPath("spec", "containers"), "a pod needs at least one container")})
+	}
+	p := pod.DeepCopy()
+	if p.Namespace == "" {
+		p.Namespace = metav1.NamespaceDefault
+	}
+	return p, nil
+}
+
 // DeletePod implements api.Backend: Forbidden for static pods.
 func (b *Backend) DeletePod(ctx context.Context, namespace, name string, grace *int64) (*v1.Pod, error) {
 	b.mu.Lock()
