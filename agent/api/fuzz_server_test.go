@@ -146,7 +146,7 @@ func FuzzServerRequest(f *testing.F) {
 }
 
 // queryParams whose bad values the handlers refuse with a 400.
-var queryParams = []string{"follow", "previous", "timestamps", "tailLines", "sinceSeconds", "sinceTime",
+var queryParams = []string{"dryRun", "follow", "previous", "timestamps", "tailLines", "sinceSeconds", "sinceTime",
 	"gracePeriodSeconds", "stdin", "tty", "watch", "timeoutSeconds", "labelSelector", "fieldSelector",
 	"resourceVersion", "allowWatchBookmarks", "sendInitialEvents", "limit", "container", "command"}
 

@@ -115,6 +115,10 @@ func (s *Server) routes() http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
+			if err := refuseDryRun(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 			if err := h(w, r); err != nil {
 				s.writeError(w, r, err)
 			}
@@ -789,4 +793,20 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
 	return nil
+}
+
+// refuseDryRun refuses a write that asks for a dry run (kubectl
+// --dry-run=server sends dryRun=All): the node has no dry-run path, and
+// ignoring the parameter would really create, change or delete what the
+// caller only meant to try.
+func refuseDryRun(r *http.Request) error {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return nil
+	}
+	if !r.URL.Query().Has("dryRun") {
+		return nil
+	}
+	return apierrors.NewBadRequest("dryRun is not supported by this node, so nothing was changed: drop --dry-run=server (kubectl --dry-run=client and kubectl diff need no server support)")
 }
