@@ -179,20 +179,26 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && attempt != 0 && len(st.containers) > 0 {
 			return act
 		}
-		// Everything runs again in the new sandbox, except what already
-		// succeeded under OnFailure.
+		// Everything runs again in the new sandbox, except what exited
+		// and is not started again by its policy: what succeeded under
+		// OnFailure, and a container whose own restartPolicy or rules
+		// keep it stopped (ContainerRestartRules; without this, the
+		// sandbox of an Always pod whose only container has its own
+		// restartPolicy Never, killed because the pod was done, came back
+		// with that container restarted once).
 		var toStart []int
 		initialized := false
 		for i := range pod.Spec.Containers {
-			cur := st.latest(pod.Spec.Containers[i].Name)
+			c := &pod.Spec.Containers[i]
+			cur := st.latest(c.Name)
 			initialized = initialized || cur != nil
-			succeeded := cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_EXITED && cur.exitCode == 0
-			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded {
+			if cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_EXITED && !containerShouldRestart(c, pod, cur.exitCode) {
 				continue
 			}
 			toStart = append(toStart, i)
 		}
-		// Nothing left to run (OnFailure after success): the pod is done.
+		// Nothing left to run (OnFailure after success, or stopped by
+		// their own policy): the pod is done.
 		if len(toStart) == 0 && initialized {
 			return act
 		}

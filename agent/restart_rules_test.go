@@ -82,6 +82,16 @@ func TestRestartRules_OwnNeverEndsAnAlwaysPod(t *testing.T) {
 	assert.Equal(t, v1.PodFailed, podPhase(pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{exitedCS("main", 1)}}))
 	assert.Equal(t, v1.PodSucceeded, podPhase(pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{exitedCS("main", 0)}}))
 
+	// Its sandbox, killed because the pod was done, does not come back
+	// with the container restarted (conformance "container-level restart
+	// policy Never" saw restartCount 1).
+	stopped := readySandbox()
+	stopped.ready = false
+	st = &podState{sandboxes: []*sandboxInfo{stopped}, containers: []*containerInfo{ctr(pod, "main", exited, 1, 3)}}
+	act = computePodActions(pod, st, probeView{})
+	assert.False(t, act.CreateSandbox, "no new sandbox for a container its own policy keeps stopped: %v", act)
+	assert.Empty(t, act.ContainersToStart)
+
 	// Beside a container under the pod's Always, the pod runs on.
 	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "side", Image: "i"})
 	assert.Equal(t, v1.PodRunning, podPhase(pod, &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{exitedCS("main", 1), exitedCS("side", 1)}}))
