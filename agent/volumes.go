@@ -11,6 +11,18 @@ import (
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
+// volumes is the pod volume manager (agent/volume) over the agent's
+// current configuration, mounter and token cache. Built per call: it holds
+// no state, and tests change those fields after New.
+func (a *Agent) volumes() *volume.Manager {
+	return volume.NewManager(volume.Config{
+		RootDir:         a.cfg.RootDir,
+		PodLogDir:       a.cfg.PodLogDir,
+		ProtectedPaths:  a.cfg.ProtectedPaths,
+		AllowPrivileged: a.cfg.AllowPrivileged,
+	}, volume.Deps{Mounter: a.mounter, Tokens: a.tokens, Logger: a.logger})
+}
+
 // podDir is <rootDir>/pods/<uid>, the home of a pod's volumes, as in the
 // kubelet's layout.
 func (a *Agent) podDir(pod *v1.Pod) string {

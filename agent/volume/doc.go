@@ -5,7 +5,9 @@
 // downwardAPI and projected volume goes through (atomic_writer.go),
 // hostPath resolution (hostpath.go), the subPath checks (subpath.go), the
 // size of a memory emptyDir (emptydir.go) and the service account token
-// cache (token.go; TokenSource is declared here, its consumer). agent/volume/volumetest has
+// cache (token.go; TokenSource is declared here, its consumer). Manager
+// (manager.go) is the engine's door: it takes the node's Config and the
+// engine's parts (Deps) and applies the hostPath guard (hostpath_guard.go). agent/volume/volumetest has
 // a fake VolumeMounter with a call record.
 //
 // It must not import agent (the engine) or agent/source; it may import
@@ -17,8 +19,7 @@
 // its pod workers stay in the engine for now: volume setup and teardown
 // per pod (agent/volumes.go), the payloads of each volume type
 // (agent/projection.go), the token files and who may have them
-// (agent/token.go), the config data store (agent/configdata.go), the hostPath guard's policy
-// (agent/hostpath_guard.go) and the pinning of subPaths
+// (agent/token.go), the config data store (agent/configdata.go) and the pinning of subPaths
 // (agent/subpath.go). Moving them means a volume manager that takes those
 // as narrow interfaces, declared here.
 //
