@@ -332,7 +332,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			a.reject(p, reason, msg)
 			continue
 		}
-		if reason, msg := a.protectedHostPath(p); reason != "" {
+		if reason, msg := a.volumes().ProtectedHostPath(p); reason != "" {
 			a.reject(p, reason, msg)
 			continue
 		}

@@ -32,7 +32,7 @@ import (
 
 // errConfigNotFound classifies a missing ConfigMap or Secret; optional
 // references check it with errors.Is.
-var errConfigNotFound = errors.New("not found")
+var errConfigNotFound = volume.ErrConfigNotFound
 
 // notFoundError is the kubelet's text for a missing object:
 // `configmap "x" not found` / `secret "x" not found`.

@@ -206,9 +206,9 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 				c.EnvFrom = []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: ref}}}
 				_, _, _, err = a.containerEnv(p, c, "")
 				assert.ErrorIs(t, err, errConfigNotFound, "envFrom")
-				_, err = a.secretPayload(p, "creds", nil, 0o644, false)
+				_, err = a.volumes().VolumePayload(p, &v1.Volume{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "creds"}}})
 				assert.ErrorIs(t, err, errConfigNotFound, "secret volume")
-				_, err = a.projectedPayload(p, &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{Secret: &v1.SecretProjection{LocalObjectReference: ref}}}})
+				_, err = a.volumes().VolumePayload(p, &v1.Volume{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{Secret: &v1.SecretProjection{LocalObjectReference: ref}}}}}})
 				assert.ErrorIs(t, err, errConfigNotFound, "projected volume")
 				p.Spec.ImagePullSecrets = []v1.LocalObjectReference{ref}
 				_, missing, _ := a.pullKeyring(p)

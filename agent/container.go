@@ -93,7 +93,7 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 
 // pinFunc pins the subPath sub of the index-th volumeMount of a container
 // inside the volume at root and returns the host path to mount: the
-// agent's is pinSubPath (subpath.go).
+// agent's is agent/volume's PinSubPath (subpath_pin.go).
 type pinFunc func(index int, volume, root, sub string) (string, error)
 
 // mountsFor maps the container's volumeMounts onto host paths: subPath
@@ -223,17 +223,17 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 			}
 		}
 	}
-	// subPaths are opened beneath their volume and pinned (subpath.go);
+	// subPaths are opened beneath their volume and pinned (agent/volume);
 	// on any failure the pins made so far go again.
 	pin := func(index int, volume, root, sub string) (string, error) {
-		return a.pinSubPath(pod, c.Name, volume, root, sub, index)
+		return a.volumes().PinSubPath(pod, c.Name, volume, root, sub, index)
 	}
 	mounts, err := mountsFor(c, volPaths, envMap, pin)
 	if err != nil {
-		_ = a.unpinSubPaths(pod, c.Name)
+		_ = a.volumes().UnpinSubPaths(pod, c.Name)
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
-	a.readOnlyDataMounts(pod, mounts) // projection.go
+	a.volumes().ReadOnlyDataMounts(pod, mounts) // agent/volume
 	// The effective security context (security.go).
 	sc, err := a.containerSecurityContext(pod, c)
 	if err != nil {
@@ -285,9 +285,9 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	if err := os.MkdirAll(filepath.Join(sb.config.LogDirectory, c.Name), 0o755); err != nil {
 		return "", newReasonError(ErrCreateContainerConfig, "create log directory: %v", err)
 	}
-	volPaths, err := a.setupVolumes(pod)
+	volPaths, err := a.volumes().SetupVolumes(pod)
 	if err != nil {
-		if me := (*mountError)(nil); errors.As(err, &me) {
+		if me := (*volume.MountError)(nil); errors.As(err, &me) {
 			pw.event(v1.EventTypeWarning, "FailedMount", "%s", me.Error())
 		}
 		return "", newReasonError(ErrCreateContainerConfig, "%v", err)
@@ -303,7 +303,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	if ctype == containerTypeEphemeral {
 		// kubectl debug --target: the target's PID namespace (ephemeral.go).
 		if err := a.targetPIDNamespace(ctx, pod, c, cfg); err != nil {
-			_ = a.unpinSubPaths(pod, c.Name)
+			_ = a.volumes().UnpinSubPaths(pod, c.Name)
 			return "", err
 		}
 	}
@@ -331,7 +331,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		if termPath != "" {
 			_ = os.Remove(termPath) // no container holds it
 		}
-		if uerr := a.unpinSubPaths(pod, c.Name); uerr != nil { // no container mounts them
+		if uerr := a.volumes().UnpinSubPaths(pod, c.Name); uerr != nil { // no container mounts them
 			pw.logger.Warn("Unmount subPaths of a container that was not created failed", "container", c.Name, "err", uerr)
 		}
 		msg := cri.Message(err)

@@ -424,7 +424,7 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	// Pinned subPath mounts of pods that exist nowhere (a teardown cut
 	// short): no mount outlives its pod.
 	var errs []error
-	if err := a.cleanupStaleSubPaths(desired, live); err != nil {
+	if err := a.volumes().CleanupStaleSubPaths(desired, live, a.hasWorker); err != nil {
 		errs = append(errs, err)
 	}
 	// Pod cgroups whose pod has no sandbox and no source.

@@ -670,7 +670,7 @@ func (a *Agent) NodePressure() (memory, disk, pid, ok bool) {
 // itself stays until the pod goes (it marks the pod cgroup as this
 // agent's). os.RemoveAll removes symlinks a pod left, never their targets.
 func (a *Agent) removePodVolumes(pod *v1.Pod) error {
-	if err := a.unmountPodVolumes(pod); err != nil {
+	if err := a.volumes().UnmountPodVolumes(pod); err != nil {
 		return err
 	}
 	dir := filepath.Join(a.podDir(pod), "volumes")

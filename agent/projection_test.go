@@ -80,7 +80,7 @@ spec:
     - {name: sec, mountPath: /sec, readOnly: false}
     - {name: mem, mountPath: /mem}
 `)
-	paths, err := a.setupVolumes(pod)
+	paths, err := a.volumes().SetupVolumes(pod)
 	require.NoError(t, err)
 	base := filepath.Join(a.podDir(pod), "volumes")
 	assert.Equal(t, filepath.Join(base, "kubernetes.io~configmap", "cfg"), paths["cfg"])
@@ -150,7 +150,7 @@ func TestSetupVolumes_MissingSources(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nspec:\n  volumes:\n  - name: v\n    "+tc.volume+"\n  containers:\n  - {name: app, image: img}\n")
-			_, err := a.setupVolumes(pod)
+			_, err := a.volumes().SetupVolumes(pod)
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
 		})
@@ -174,22 +174,22 @@ spec:
 `)
 	w := &podWorker{logger: a.logger}
 	// Nothing set up yet: refresh does nothing.
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	_, err := os.Stat(a.podDir(pod))
 	assert.True(t, os.IsNotExist(err))
 
-	paths, err := a.setupVolumes(pod)
+	paths, err := a.volumes().SetupVolumes(pod)
 	require.NoError(t, err)
 	v1Version, _ := os.Readlink(filepath.Join(paths["info"], volume.DataDirName))
 
 	// Same labels: untouched.
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	same, _ := os.Readlink(filepath.Join(paths["info"], volume.DataDirName))
 	assert.Equal(t, v1Version, same)
 
 	pod.Labels["version"] = "2"
 	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("shop", "settings"), Data: map[string]string{"mode": "slow"}}}, nil)
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	assert.Equal(t, map[string]string{"labels": "app=\"web\"\nversion=\"2\""}, volumetest.ReadVolume(t, paths["info"]))
 	assert.Equal(t, map[string]string{"mode": "slow"}, volumetest.ReadVolume(t, paths["cfg"]))
 }

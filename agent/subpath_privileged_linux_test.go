@@ -36,10 +36,10 @@ func TestPinSubPath_Privileged(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(vol, "s"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(vol, "f"), []byte("in the volume"), 0o644))
 
-	dirTarget, err := a.pinSubPath(pod, "app", "data", vol, "s", 0)
+	dirTarget, err := a.volumes().PinSubPath(pod, "app", "data", vol, "s", 0)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = volume.UnmountUnder(filepath.Join(a.podDir(pod), subPathsDirName)) })
-	fileTarget, err := a.pinSubPath(pod, "app", "data", vol, "f", 1)
+	t.Cleanup(func() { _ = volume.UnmountUnder(filepath.Join(a.podDir(pod), volume.SubPathsDirName)) })
+	fileTarget, err := a.volumes().PinSubPath(pod, "app", "data", vol, "f", 1)
 	require.NoError(t, err)
 
 	// The pod swaps both for symlinks to the host.
@@ -58,9 +58,9 @@ func TestPinSubPath_Privileged(t *testing.T) {
 	assert.Contains(t, mountPointsUnder(a.podDir(pod)), dirTarget)
 
 	// Pinning again refuses the symlinks and mounts nothing.
-	_, err = a.pinSubPath(pod, "app", "data", vol, "s", 0)
+	_, err = a.volumes().PinSubPath(pod, "app", "data", vol, "s", 0)
 	require.ErrorContains(t, err, "outside the volume")
-	require.NoError(t, a.unpinSubPaths(pod, "app"))
+	require.NoError(t, a.volumes().UnpinSubPaths(pod, "app"))
 	assert.Empty(t, mountPointsUnder(a.podDir(pod)))
 	assert.FileExists(t, filepath.Join(vol, "s.old", "written"), "unpinning keeps the volume's content")
 }
@@ -104,7 +104,7 @@ func TestMemoryEmptyDirSubPathMode_Privileged(t *testing.T) {
 		Volumes:         []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}},
 	}}
 	pod.UID = "33333333-2222-3333-4444-555555555555"
-	paths, err := a.setupVolumes(pod)
+	paths, err := a.volumes().SetupVolumes(pod)
 	require.NoError(t, err)
 	vol := paths["data"]
 	t.Cleanup(func() { _ = volume.UnmountUnder(a.podDir(pod)) })
@@ -112,7 +112,7 @@ func TestMemoryEmptyDirSubPathMode_Privileged(t *testing.T) {
 	fi, err := os.Stat(vol)
 	require.NoError(t, err)
 	assert.Equal(t, want, fi.Mode(), "the tmpfs root")
-	_, err = a.pinSubPath(pod, "app", "data", vol, "test-sub", 0)
+	_, err = a.volumes().PinSubPath(pod, "app", "data", vol, "test-sub", 0)
 	require.NoError(t, err)
 	fi, err = os.Stat(filepath.Join(vol, "test-sub"))
 	require.NoError(t, err)

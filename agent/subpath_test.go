@@ -32,7 +32,7 @@ func TestPinSubPath(t *testing.T) {
 	a, m, pod, vol, outside := subPathAgent(t)
 
 	// A missing directory is created inside the volume and pinned.
-	target, err := a.pinSubPath(pod, "app", "data", vol, "web/html", 0)
+	target, err := a.volumes().PinSubPath(pod, "app", "data", vol, "web/html", 0)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app", "0"), target)
 	want, err := os.Stat(filepath.Join(vol, "web/html"))
@@ -42,7 +42,7 @@ func TestPinSubPath(t *testing.T) {
 
 	// A file subPath is pinned on an empty file.
 	require.NoError(t, os.WriteFile(filepath.Join(vol, "conf"), []byte("x"), 0o644))
-	target, err = a.pinSubPath(pod, "app", "data", vol, "conf", 1)
+	target, err = a.volumes().PinSubPath(pod, "app", "data", vol, "conf", 1)
 	require.NoError(t, err)
 	fi, err := os.Lstat(target)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestPinSubPath(t *testing.T) {
 	// even when the subPath changed type meanwhile.
 	require.NoError(t, os.Remove(filepath.Join(vol, "conf")))
 	require.NoError(t, os.Mkdir(filepath.Join(vol, "conf"), 0o755))
-	target, err = a.pinSubPath(pod, "app", "data", vol, "conf", 1)
+	target, err = a.volumes().PinSubPath(pod, "app", "data", vol, "conf", 1)
 	require.NoError(t, err)
 	assert.DirExists(t, target)
 
@@ -64,7 +64,7 @@ func TestPinSubPath(t *testing.T) {
 	require.NoError(t, os.Symlink(outside, filepath.Join(vol, "s")))
 	require.NoError(t, os.Symlink(filepath.Join(outside, "new"), filepath.Join(vol, "m")))
 	for _, sub := range []string{"s", "s/x", "m/deeper/still", "m"} {
-		_, err := a.pinSubPath(pod, "app", "data", vol, sub, 2)
+		_, err := a.volumes().PinSubPath(pod, "app", "data", vol, sub, 2)
 		require.ErrorContains(t, err, "leads outside the volume", sub)
 	}
 	entries, err := os.ReadDir(outside)
@@ -74,14 +74,14 @@ func TestPinSubPath(t *testing.T) {
 
 	// A symlink inside the volume is followed (configMap keys are links).
 	require.NoError(t, os.Symlink("web", filepath.Join(vol, "in")))
-	target, err = a.pinSubPath(pod, "app", "data", vol, "in/html", 3)
+	target, err = a.volumes().PinSubPath(pod, "app", "data", vol, "in/html", 3)
 	require.NoError(t, err)
 	want, err = os.Stat(filepath.Join(vol, "web/html"))
 	require.NoError(t, err)
 	assert.True(t, os.SameFile(want, m.Binds[target]))
 
 	// The container's pins go together.
-	require.NoError(t, a.unpinSubPaths(pod, "app"))
+	require.NoError(t, a.volumes().UnpinSubPaths(pod, "app"))
 	assert.Empty(t, m.Binds)
 	assert.NoDirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths", "data", "app"))
 }
@@ -96,7 +96,7 @@ func TestPinSubPathMode(t *testing.T) {
 	defer syscall.Umask(old)
 	a, _, pod, vol, _ := subPathAgent(t)
 	require.NoError(t, os.Chmod(vol, os.ModeSetgid|os.ModeSticky|0o777))
-	_, err := a.pinSubPath(pod, "app", "data", vol, "test-sub", 0)
+	_, err := a.volumes().PinSubPath(pod, "app", "data", vol, "test-sub", 0)
 	require.NoError(t, err)
 	fi, err := os.Stat(filepath.Join(vol, "test-sub"))
 	require.NoError(t, err)
@@ -104,7 +104,7 @@ func TestPinSubPathMode(t *testing.T) {
 
 	// A volume root of 0750 gives 0750 directories.
 	require.NoError(t, os.Chmod(vol, 0o750))
-	_, err = a.pinSubPath(pod, "app", "data", vol, "a/b", 1)
+	_, err = a.volumes().PinSubPath(pod, "app", "data", vol, "a/b", 1)
 	require.NoError(t, err)
 	fi, err = os.Stat(filepath.Join(vol, "a/b"))
 	require.NoError(t, err)
@@ -113,16 +113,16 @@ func TestPinSubPathMode(t *testing.T) {
 
 func TestCleanupStaleSubPaths(t *testing.T) {
 	a, m, pod, vol, _ := subPathAgent(t)
-	_, err := a.pinSubPath(pod, "app", "data", vol, "x", 0)
+	_, err := a.volumes().PinSubPath(pod, "app", "data", vol, "x", 0)
 	require.NoError(t, err)
 	require.Len(t, m.Binds, 1)
 	// Desired, or still in the runtime: kept.
-	require.NoError(t, a.cleanupStaleSubPaths(map[types.UID]bool{pod.UID: true}, nil))
-	require.NoError(t, a.cleanupStaleSubPaths(nil, map[types.UID]bool{pod.UID: true}))
+	require.NoError(t, a.volumes().CleanupStaleSubPaths(map[types.UID]bool{pod.UID: true}, nil, a.hasWorker))
+	require.NoError(t, a.volumes().CleanupStaleSubPaths(nil, map[types.UID]bool{pod.UID: true}, a.hasWorker))
 	assert.DirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths"))
 	// Neither: unmounted (the host's mount table; nothing is mounted in
 	// this test) and removed, the volume's content untouched.
-	require.NoError(t, a.cleanupStaleSubPaths(nil, nil))
+	require.NoError(t, a.volumes().CleanupStaleSubPaths(nil, nil, a.hasWorker))
 	assert.NoDirExists(t, filepath.Join(a.podDir(pod), "volume-subpaths"))
 	assert.DirExists(t, filepath.Join(vol, "x"))
 }

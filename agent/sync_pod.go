@@ -161,7 +161,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	}
 	// Labels, annotations, ConfigMaps or Secrets may have changed: the data
 	// volumes already set up follow them (projection.go).
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 
 	// Step 2: plan, with what the prober knows of the running containers.
 	a.updateProbes(pod, st)

@@ -100,7 +100,7 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	pod := testPod(t, kubeAPIAccessPod)
 	w := &podWorker{logger: a.logger}
 
-	paths, err := a.setupVolumes(pod)
+	paths, err := a.volumes().SetupVolumes(pod)
 	require.NoError(t, err)
 	dir := paths["kube-api-access-x7k2p"]
 	assert.Equal(t, map[string]string{"token": "token-1", "ca.crt": "CA", "namespace": "shop"}, volumetest.ReadVolume(t, dir))
@@ -116,12 +116,12 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	version := func() string { v, _ := os.Readlink(filepath.Join(dir, volume.DataDirName)); return v }
 	first := version()
 	clk.Step(2885 * time.Second)
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	assert.Len(t, src.requests(), 1, "not due yet")
 	assert.Equal(t, first, version(), "an unchanged payload is not rewritten")
 
 	clk.Step(time.Second)
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	require.Len(t, src.requests(), 2, "due at 80 %")
 	assert.Equal(t, "token-2", volumetest.ReadVolume(t, dir)["token"], "the running pod's file holds the new token")
 	assert.NotEqual(t, first, version(), "written as a new ..data version")
@@ -130,31 +130,31 @@ func TestServiceAccountToken_ProjectedAndRefreshed(t *testing.T) {
 	// the volume keeps its last content and the error is logged.
 	src.setErr(errors.New("connection refused"))
 	clk.Step(3000 * time.Second)
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	assert.Equal(t, "token-2", volumetest.ReadVolume(t, dir)["token"])
-	_, err = a.setupVolumes(pod)
+	_, err = a.volumes().SetupVolumes(pod)
 	require.NoError(t, err, "token-2 is valid until 3607 s after it was issued")
 	// Within 10 s of a failed refresh no request is made; after, one is.
 	src.setErr(nil)
 	clk.Step(9 * time.Second)
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	assert.Len(t, src.requests(), 2, "no retry within 10 s of a failure")
 	clk.Step(time.Second)
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	require.Len(t, src.requests(), 3, "retried 10 s after the failure")
 	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"])
 	src.setErr(errors.New("connection refused"))
 	clk.Step(3000 * time.Second)
-	a.refreshDataVolumes(w, pod)
+	a.volumes().RefreshDataVolumes(w.logger, pod)
 	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"], "refresh due, failed: the valid token stays")
 	clk.Step(700 * time.Second)
-	_, err = a.setupVolumes(pod)
+	_, err = a.volumes().SetupVolumes(pod)
 	require.EqualError(t, err, `MountVolume.SetUp failed for volume "kube-api-access-x7k2p" : cannot get a token for service account shop/robot (the pod waits and retries): connection refused`)
 	assert.Equal(t, "token-3", volumetest.ReadVolume(t, dir)["token"])
 
 	// The teardown drops the pod's tokens.
 	src.setErr(nil)
-	_, err = a.setupVolumes(pod)
+	_, err = a.volumes().SetupVolumes(pod)
 	require.NoError(t, err)
 	require.Equal(t, 1, a.tokens.Size())
 	require.NoError(t, a.cleanupPodDirs(pod))
@@ -238,7 +238,7 @@ func TestServiceAccountToken_ModeAndOwner(t *testing.T) {
 			if tc.appUser != nil {
 				pod.Spec.Containers[1].SecurityContext = &v1.SecurityContext{RunAsUser: tc.appUser}
 			}
-			payload, err := a.serviceAccountTokenPayload(pod, pod.Spec.Volumes[0].Projected.Sources[0].ServiceAccountToken, 0o644)
+			payload, err := a.volumes().VolumePayload(pod, &pod.Spec.Volumes[0]) // defaultMode 0644
 			require.NoError(t, err)
 			f := payload["token"]
 			assert.Equal(t, tc.mode, f.Mode)
@@ -252,7 +252,7 @@ func TestServiceAccountToken_ModeAndOwner(t *testing.T) {
 	pod := testPod(t, kubeAPIAccessPod)
 	u := int64(1234)
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{RunAsUser: &u}
-	paths, err := a.setupVolumes(pod)
+	paths, err := a.volumes().SetupVolumes(pod)
 	require.NoError(t, err)
 	fi, err := os.Stat(filepath.Join(paths["kube-api-access-x7k2p"], "token"))
 	require.NoError(t, err)

@@ -1,26 +1,43 @@
-// Package volume prepares a pod's files on the host, below the engine: the
-// mounts (tmpfs for memory emptyDirs and secret-bearing volumes, the
-// pinned bind mounts of subPaths, shared mount propagation: tmpfs*.go,
-// sharedmount*.go), the one atomic writer every configMap, secret,
-// downwardAPI and projected volume goes through (atomic_writer.go),
-// hostPath resolution (hostpath.go), the subPath checks (subpath.go), the
-// size of a memory emptyDir (emptydir.go) and the service account token
-// cache (token.go; TokenSource is declared here, its consumer). agent/volume/volumetest has
-// a fake VolumeMounter with a call record.
+// Package volume prepares a pod's files on the host, below the engine.
+// Manager (manager.go) is the engine's door to it: agent.Agent builds one
+// over its configuration (Config: root dir, pod log dir, protected paths,
+// --allow-privileged, the node's allocatable) and narrow interfaces of
+// what it needs of the engine (Deps: ConfigData for the ConfigMaps and
+// Secrets in a pod's scope, DownwardAPI for fieldRef and resourceFieldRef
+// values, a VolumeMounter, the TokenCache, a logger). Through it the engine
+// calls:
 //
-// It must not import agent (the engine) or agent/source; it may import
-// agent/manifest and agent/safepath (hack/verify-imports.sh). The engine
-// declares nothing for it: everything here takes plain values.
+//   - per-pod setup and teardown (volumes.go): emptyDir directories and
+//     memory tmpfs, hostPath type checks, API data volumes; UnmountPod
+//     before the engine removes the pod's directory;
+//   - the payload of each API data volume (projection.go): configMap,
+//     secret, downwardAPI and projected, written through the one atomic
+//     writer (atomic_writer.go), secrets on a tmpfs, refreshed on every
+//     sync, mounts of them made read-only;
+//   - the service account token files (token_files.go) from the token
+//     cache (token.go; TokenSource is declared here, its consumer);
+//   - the hostPath guard's policy (hostpath_guard.go) over the hostPath
+//     resolution (hostpath.go);
+//   - the pinned subPath mounts (subpath_pin.go) over the subPath checks
+//     (subpath.go), and their cleanup after a killed agent;
+//   - the fsGroup ownership of volumes (fsgroup.go).
 //
-// Not here yet (#18): the parts that are methods of agent.Agent because
-// they read its configuration, its config data store, its token cache or
-// its pod workers stay in the engine for now: volume setup and teardown
-// per pod (agent/volumes.go), the payloads of each volume type
-// (agent/projection.go), the token files and who may have them
-// (agent/token.go), the config data store (agent/configdata.go), the hostPath guard's policy
-// (agent/hostpath_guard.go) and the pinning of subPaths
-// (agent/subpath.go). Moving them means a volume manager that takes those
-// as narrow interfaces, declared here.
+// Below those: the mounts (tmpfs for memory emptyDirs and secret-bearing
+// volumes, the pinned bind mounts of subPaths, shared mount propagation:
+// tmpfs*.go, sharedmount*.go) and the size of a memory emptyDir
+// (emptydir.go). agent/volume/volumetest has a fake VolumeMounter with a
+// call record.
+//
+// It must not import agent (the engine), agent/source, agent/api or
+// agent/cluster; it may import agent/manifest and agent/safepath
+// (hack/verify-imports.sh). What it needs of the engine it declares here
+// as interfaces (ConfigData, DownwardAPI, TokenSource, VolumeMounter).
+//
+// Still in the engine: the config data store (agent/configdata.go: which
+// source sees which ConfigMaps and Secrets), who may have service account
+// tokens (agent/token.go, admission), and the removal of the pod's
+// directories with its log directory (agent/volume_manager.go,
+// cleanupPodDirs).
 //
 // The API's store (agent/source) keeps a writer of its own: it promises
 // durability (fsync of the file and of its directory, commits grouped),

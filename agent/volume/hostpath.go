@@ -2,7 +2,7 @@ package volume
 
 // Resolving a hostPath the way the host would: symlinks followed as far as
 // the path exists, /proc/<pid>/root prefixes stripped. The engine's guard
-// (agent/hostpath_guard.go) compares the result with its own state.
+// (hostpath_guard.go) compares the result with its own state.
 
 import (
 	"os"

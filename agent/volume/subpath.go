@@ -1,7 +1,7 @@
 package volume
 
 // The pod-independent half of the safe subPath mounts: checking a subPath
-// and removing a pinned target. Pinning (agent/subpath.go) opens the path
+// and removing a pinned target. Pinning (subpath_pin.go) opens the path
 // beneath the volume with agent/safepath and bind-mounts what it opened.
 
 import (

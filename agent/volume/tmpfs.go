@@ -3,7 +3,7 @@ package volume
 import "log/slog"
 
 // VolumeMounter mounts and unmounts the tmpfs of secret volumes and
-// memory emptyDirs, and the pinned bind mounts of subPaths (subpath.go).
+// memory emptyDirs, and the pinned bind mounts of subPaths (subpath_pin.go).
 // The host's is hostMounter; tests pass a fake.
 type VolumeMounter interface {
 	// MountTmpfs mounts a tmpfs of size bytes (0: the kernel's default)

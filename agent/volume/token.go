@@ -7,8 +7,8 @@ package volume
 // again until it is older than 80 % of its lifetime or 24 h, and dropped
 // when the pod's volumes go. A refresh that fails while the old token is
 // still valid keeps the old token (the next sync tries again). Writing the
-// token into the pod's projected volume, and who may have one, is the
-// engine's (agent/token.go).
+// token into the pod's projected volume is token_files.go's; who may have
+// one is the engine's admission (agent/token.go).
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package agent
+package volume
 
 // subPath mounts, the kubelet's way (pkg/volume/util/subpath): the path
 // inside the volume is resolved beneath the volume's root and opened
@@ -16,7 +16,7 @@ package agent
 // Lifetime: a container's pinned targets are replaced at each start of
 // that container (one set per container name, as the kubelet's), removed
 // when its creation fails, and unmounted with the pod's directories at
-// teardown (cleanupPodDirs), by orphan collection, and for leftovers of an
+// teardown (UnmountPod), by orphan collection, and for leftovers of an
 // earlier agent (cleanupStaleSubPaths).
 
 import (
@@ -31,26 +31,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/safepath"
-	vol "github.com/minikubelet/minikubelet/agent/volume"
 )
 
-// subPathsDirName is the pod directory's home of pinned subPath targets.
-const subPathsDirName = "volume-subpaths"
+// SubPathsDirName is the pod directory's home of pinned subPath targets.
+const SubPathsDirName = "volume-subpaths"
 
 // subPathTarget is the pinned target of the index-th volumeMount of a
 // container.
-func (a *Agent) subPathTarget(pod *v1.Pod, volume, container string, index int) string {
-	return filepath.Join(a.podDir(pod), subPathsDirName, volume, container, strconv.Itoa(index))
+func (a *Manager) subPathTarget(pod *v1.Pod, volume, container string, index int) string {
+	return filepath.Join(a.podDir(pod), SubPathsDirName, volume, container, strconv.Itoa(index))
 }
 
-// pinSubPath opens sub beneath the volume's root (creating missing
+// PinSubPath opens sub beneath the volume's root (creating missing
 // directories, never outside the volume), and bind-mounts what it opened
 // onto the mount's pinned target, which it returns. A directory is pinned
 // on a directory, anything else on an empty file. An earlier pin at the
 // target is unmounted first; a target that cannot be emptied is an error,
 // never mounted over.
-func (a *Agent) pinSubPath(pod *v1.Pod, container, volume, root, sub string, index int) (string, error) {
-	if err := vol.CheckSubPath(sub); err != nil {
+func (a *Manager) PinSubPath(pod *v1.Pod, container, volume, root, sub string, index int) (string, error) {
+	if err := CheckSubPath(sub); err != nil {
 		return "", err
 	}
 	// Missing directories get the mode of the volume's root, setgid and
@@ -80,7 +79,7 @@ func (a *Agent) pinSubPath(pod *v1.Pod, container, volume, root, sub string, ind
 		return "", fmt.Errorf("create subPath mount point: %w", err)
 	}
 	m := a.volumeMounterOrHost()
-	if err := vol.RemoveSubPathTarget(m, target); err != nil {
+	if err := RemoveSubPathTarget(m, target); err != nil {
 		return "", err
 	}
 	if fi.IsDir() {
@@ -102,10 +101,10 @@ func (a *Agent) pinSubPath(pod *v1.Pod, container, volume, root, sub string, ind
 	return target, nil
 }
 
-// unpinSubPaths unmounts and removes the pinned subPath targets of one
+// UnpinSubPaths unmounts and removes the pinned subPath targets of one
 // container (every volume); best effort, failures joined.
-func (a *Agent) unpinSubPaths(pod *v1.Pod, container string) error {
-	base := filepath.Join(a.podDir(pod), subPathsDirName)
+func (a *Manager) UnpinSubPaths(pod *v1.Pod, container string) error {
+	base := filepath.Join(a.podDir(pod), SubPathsDirName)
 	vols, err := os.ReadDir(base)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -126,7 +125,7 @@ func (a *Agent) unpinSubPaths(pod *v1.Pod, container string) error {
 			continue
 		}
 		for _, t := range targets {
-			if err := vol.RemoveSubPathTarget(m, filepath.Join(dir, t.Name())); err != nil {
+			if err := RemoveSubPathTarget(m, filepath.Join(dir, t.Name())); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -139,8 +138,8 @@ func (a *Agent) unpinSubPaths(pod *v1.Pod, container string) error {
 
 // subPathVolume returns the volume whose pinned subPath targets hold
 // hostPath (a mount's host path), or "".
-func (a *Agent) subPathVolume(pod *v1.Pod, hostPath string) string {
-	rest, ok := strings.CutPrefix(hostPath, filepath.Join(a.podDir(pod), subPathsDirName)+"/")
+func (a *Manager) subPathVolume(pod *v1.Pod, hostPath string) string {
+	rest, ok := strings.CutPrefix(hostPath, filepath.Join(a.podDir(pod), SubPathsDirName)+"/")
 	if !ok {
 		return ""
 	}
@@ -148,10 +147,11 @@ func (a *Agent) subPathVolume(pod *v1.Pod, hostPath string) string {
 	return vol
 }
 
-// cleanupStaleSubPaths unmounts and removes the pinned subPath targets of
+// CleanupStaleSubPaths unmounts and removes the pinned subPath targets of
 // every pod directory whose pod is neither desired, nor in the runtime
-// (live), nor has a worker: what an agent killed during a teardown left.
-func (a *Agent) cleanupStaleSubPaths(desired, live map[types.UID]bool) error {
+// (live), nor has a worker (hasWorker, the engine's): what an agent killed
+// during a teardown left.
+func (a *Manager) CleanupStaleSubPaths(desired, live map[types.UID]bool, hasWorker func(types.UID) bool) error {
 	dirs, err := os.ReadDir(a.podsDir())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -162,15 +162,15 @@ func (a *Agent) cleanupStaleSubPaths(desired, live map[types.UID]bool) error {
 	var errs []error
 	for _, d := range dirs {
 		uid := types.UID(d.Name())
-		if !d.IsDir() || desired[uid] || live[uid] || a.hasWorker(uid) {
+		if !d.IsDir() || desired[uid] || live[uid] || hasWorker(uid) {
 			continue
 		}
-		dir := filepath.Join(a.podsDir(), d.Name(), subPathsDirName)
+		dir := filepath.Join(a.podsDir(), d.Name(), SubPathsDirName)
 		if _, err := os.Lstat(dir); err != nil {
 			continue
 		}
 		a.logger.Info("Removing the subPath mounts of a pod no source wants", "podUID", string(uid))
-		if err := vol.UnmountUnder(dir); err != nil {
+		if err := UnmountUnder(dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -1,4 +1,4 @@
-package agent
+package volume
 
 // Projected volumes: configMap, secret, downwardAPI and projected volumes
 // are files the agent writes into the pod's volume directory, and memory
@@ -16,7 +16,7 @@ package agent
 // swapped to it with a rename (atomic), then the old directory goes. The
 // payload is rebuilt on every sync of the pod and written only when it
 // changed, so labels and annotations (downwardAPI), ConfigMap or Secret
-// data and refreshed service account tokens (token.go) follow their
+// data and refreshed service account tokens (token_files.go) follow their
 // sources. Secret volumes, and projected volumes with a secret or a token,
 // live on a tmpfs, as in the kubelet, so secrets never reach the node's
 // disk.
@@ -24,6 +24,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,8 +32,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // Volume plugin directory names under <podDir>/volumes, the kubelet's.
@@ -51,17 +50,17 @@ const defaultProjectionMode = os.FileMode(0o644)
 // concurrently and would otherwise race on the same ..data swap.
 var projectionMu sync.Mutex
 
-// mountError is a failed volume setup, reported as the kubelet's
+// MountError is a failed volume setup, reported as the kubelet's
 // FailedMount event: `MountVolume.SetUp failed for volume "v" : <err>`.
-type mountError struct {
-	volume string
-	err    error
+type MountError struct {
+	Volume string
+	Err    error
 }
 
-func (e *mountError) Error() string {
-	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.volume, e.err)
+func (e *MountError) Error() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.Volume, e.Err)
 }
-func (e *mountError) Unwrap() error { return e.err }
+func (e *MountError) Unwrap() error { return e.Err }
 
 // pluginDir is the volume plugin directory of an API data volume ("" for
 // other volumes).
@@ -83,10 +82,10 @@ func pluginDir(vol *v1.Volume) string {
 // data; the kubelet always mounts those read-only.
 func isAPIDataVolume(vol *v1.Volume) bool { return pluginDir(vol) != "" }
 
-// volumeMounterOrHost returns the agent's mounter.
-func (a *Agent) volumeMounterOrHost() volume.VolumeMounter {
+// volumeMounterOrHost returns the manager's mounter.
+func (a *Manager) volumeMounterOrHost() VolumeMounter {
 	if a.mounter == nil {
-		return volume.HostMounter{Logger: a.logger}
+		return HostMounter{Logger: a.logger}
 	}
 	return a.mounter
 }
@@ -94,13 +93,13 @@ func (a *Agent) volumeMounterOrHost() volume.VolumeMounter {
 // setupDataVolume writes one configMap, secret, downwardAPI or projected
 // volume at dir (creating it, with its tmpfs for secrets). It is idempotent
 // and rewrites the files only when the payload changed.
-func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
+func (a *Manager) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
 	// The payload is built before taking the lock: a token request may
 	// wait on the API server, and must not hold up every other pod's
 	// volumes meanwhile.
-	payload, err := a.volumePayload(pod, vol)
+	payload, err := a.VolumePayload(pod, vol)
 	if err != nil {
-		return &mountError{volume: vol.Name, err: err}
+		return &MountError{Volume: vol.Name, Err: err}
 	}
 	gid, policy := podFSGroup(pod)
 	if gid != nil {
@@ -115,31 +114,31 @@ func (a *Agent) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error {
 	projectionMu.Lock()
 	defer projectionMu.Unlock()
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return &mountError{volume: vol.Name, err: err}
+		return &MountError{Volume: vol.Name, Err: err}
 	}
 	tmpfs := false
 	if vol.Secret != nil || (vol.Projected != nil && projectsSecret(vol.Projected)) {
 		// The kubelet backs secret and projected volumes with a memory
 		// emptyDir.
-		if tmpfs, err = a.volumeMounterOrHost().MountTmpfs(dir, volume.EmptyDirMemorySize(pod, nil, a.cfg.Node.Allocatable)); err != nil {
-			return &mountError{volume: vol.Name, err: err}
+		if tmpfs, err = a.volumeMounterOrHost().MountTmpfs(dir, EmptyDirMemorySize(pod, nil, a.cfg.Allocatable)); err != nil {
+			return &MountError{Volume: vol.Name, Err: err}
 		}
 	}
 	if !tmpfs {
 		// The kubelet's emptyDir wrapper leaves the directory 0777 (a
 		// tmpfs root keeps its 1777).
 		if err := os.Chmod(dir, 0o777); err != nil {
-			return &mountError{volume: vol.Name, err: err}
+			return &MountError{Volume: vol.Name, Err: err}
 		}
 	}
-	changed, err := (&volume.AtomicWriter{Dir: dir}).Write(payload)
+	changed, err := (&AtomicWriter{Dir: dir}).Write(payload)
 	if err != nil {
-		return &mountError{volume: vol.Name, err: err}
+		return &MountError{Volume: vol.Name, Err: err}
 	}
 	if gid != nil && changed {
-		// The kubelet's SetVolumeOwnership after each write (security.go).
+		// The kubelet's SetVolumeOwnership after each write (fsgroup.go).
 		if err := applyFSGroupReadOnly(dir, *gid, policy); err != nil {
-			return &mountError{volume: vol.Name, err: err}
+			return &MountError{Volume: vol.Name, Err: err}
 		}
 	}
 	return nil
@@ -156,22 +155,22 @@ func projectsSecret(p *v1.ProjectedVolumeSource) bool {
 	return false
 }
 
-// refreshDataVolumes re-projects the API data volumes already set up (the
+// RefreshDataVolumes re-projects the API data volumes already set up (the
 // kubelet remounts them on every sync): labels, annotations, ConfigMap and
 // Secret changes reach running containers. Failures are logged only: the
 // containers keep the previous content.
-func (a *Agent) refreshDataVolumes(pw *podWorker, pod *v1.Pod) {
+func (a *Manager) RefreshDataVolumes(logger *slog.Logger, pod *v1.Pod) {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		if !isAPIDataVolume(vol) {
 			continue
 		}
 		dir := a.volumeHostPath(pod, vol)
-		if _, err := os.Lstat(filepath.Join(dir, volume.DataDirName)); err != nil {
+		if _, err := os.Lstat(filepath.Join(dir, DataDirName)); err != nil {
 			continue // not set up yet: the next container start does it
 		}
 		if err := a.setupDataVolume(pod, vol, dir); err != nil {
-			pw.logger.Warn("Refresh volume failed", "volume", vol.Name, "err", err)
+			logger.Warn("Refresh volume failed", "volume", vol.Name, "err", err)
 		}
 	}
 }
@@ -179,18 +178,18 @@ func (a *Agent) refreshDataVolumes(pw *podWorker, pod *v1.Pod) {
 // setupMemoryEmptyDir mounts the tmpfs of an emptyDir with medium Memory
 // at dir, which exists (setupVolumes sets its mode). Without root it stays
 // a plain directory (unit tests).
-func (a *Agent) setupMemoryEmptyDir(pod *v1.Pod, vol *v1.Volume, dir string) error {
+func (a *Manager) setupMemoryEmptyDir(pod *v1.Pod, vol *v1.Volume, dir string) error {
 	projectionMu.Lock()
 	defer projectionMu.Unlock()
-	_, err := a.volumeMounterOrHost().MountTmpfs(dir, volume.EmptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, a.cfg.Node.Allocatable))
+	_, err := a.volumeMounterOrHost().MountTmpfs(dir, EmptyDirMemorySize(pod, vol.EmptyDir.SizeLimit, a.cfg.Allocatable))
 	return err
 }
 
-// unmountPodVolumes unmounts every mount point under the pod's volume
+// UnmountPodVolumes unmounts every mount point under the pod's volume
 // directories (tmpfs of secrets and memory emptyDirs) before they are
 // removed. Best effort: every volume is tried. The pod's service account
 // tokens go with its volumes (the kubelet's DeleteServiceAccountToken).
-func (a *Agent) unmountPodVolumes(pod *v1.Pod) error {
+func (a *Manager) UnmountPodVolumes(pod *v1.Pod) error {
 	a.tokens.Forget(pod.UID)
 	m := a.volumeMounterOrHost()
 	plugins, err := os.ReadDir(filepath.Join(a.podDir(pod), "volumes"))
@@ -216,8 +215,8 @@ func (a *Agent) unmountPodVolumes(pod *v1.Pod) error {
 	return errors.Join(errs...)
 }
 
-// volumePayload builds the files of an API data volume.
-func (a *Agent) volumePayload(pod *v1.Pod, vol *v1.Volume) (map[string]volume.FileProjection, error) {
+// VolumePayload builds the files of an API data volume.
+func (a *Manager) VolumePayload(pod *v1.Pod, vol *v1.Volume) (map[string]FileProjection, error) {
 	switch {
 	case vol.ConfigMap != nil:
 		s := vol.ConfigMap
@@ -245,11 +244,11 @@ func modeOr(m *int32, def os.FileMode) os.FileMode {
 // configMapPayload is the kubelet's configmap MakePayload: every key of
 // data and binaryData, or only items (key → path, own mode). A missing
 // ConfigMap is an empty payload when optional.
-func (a *Agent) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]volume.FileProjection, error) {
-	cm, err := a.configData().configMap(pod, name)
+func (a *Manager) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]FileProjection, error) {
+	cm, err := a.data.ConfigMap(pod, name)
 	if err != nil {
-		if errors.Is(err, errConfigNotFound) && optional {
-			return map[string]volume.FileProjection{}, nil
+		if errors.Is(err, ErrConfigNotFound) && optional {
+			return map[string]FileProjection{}, nil
 		}
 		return nil, err
 	}
@@ -265,11 +264,11 @@ func (a *Agent) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath,
 }
 
 // secretPayload is configMapPayload for a Secret.
-func (a *Agent) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]volume.FileProjection, error) {
-	s, err := a.configData().secret(pod, name)
+func (a *Manager) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode os.FileMode, optional bool) (map[string]FileProjection, error) {
+	s, err := a.data.Secret(pod, name)
 	if err != nil {
-		if errors.Is(err, errConfigNotFound) && optional {
-			return map[string]volume.FileProjection{}, nil
+		if errors.Is(err, ErrConfigNotFound) && optional {
+			return map[string]FileProjection{}, nil
 		}
 		return nil, err
 	}
@@ -281,12 +280,12 @@ func (a *Agent) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mo
 }
 
 // keyPayload maps keys to files: all keys, or the items.
-func keyPayload(keys []string, lookup func(string) ([]byte, bool), items []v1.KeyToPath, mode os.FileMode, optional bool, missing string) (map[string]volume.FileProjection, error) {
-	payload := map[string]volume.FileProjection{}
+func keyPayload(keys []string, lookup func(string) ([]byte, bool), items []v1.KeyToPath, mode os.FileMode, optional bool, missing string) (map[string]FileProjection, error) {
+	payload := map[string]FileProjection{}
 	if len(items) == 0 {
 		for _, k := range keys {
 			v, _ := lookup(k)
-			payload[k] = volume.FileProjection{Data: v, Mode: mode}
+			payload[k] = FileProjection{Data: v, Mode: mode}
 		}
 		return payload, nil
 	}
@@ -298,15 +297,15 @@ func keyPayload(keys []string, lookup func(string) ([]byte, bool), items []v1.Ke
 			}
 			return nil, fmt.Errorf(missing, it.Key)
 		}
-		payload[it.Path] = volume.FileProjection{Data: v, Mode: modeOr(it.Mode, mode)}
+		payload[it.Path] = FileProjection{Data: v, Mode: modeOr(it.Mode, mode)}
 	}
 	return payload, nil
 }
 
 // downwardAPIPayload writes the pod's metadata fields and its containers'
 // resource fields, one file per item.
-func (a *Agent) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, mode os.FileMode) (map[string]volume.FileProjection, error) {
-	payload := map[string]volume.FileProjection{}
+func (a *Manager) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, mode os.FileMode) (map[string]FileProjection, error) {
+	payload := map[string]FileProjection{}
 	var errs []error
 	for _, it := range items {
 		var (
@@ -315,9 +314,9 @@ func (a *Agent) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 		)
 		switch {
 		case it.FieldRef != nil:
-			val, err = metadataFieldValue(pod, it.FieldRef.FieldPath)
+			val, err = a.fields.MetadataFieldValue(pod, it.FieldRef.FieldPath)
 		case it.ResourceFieldRef != nil:
-			val, err = a.resourceFieldValue(pod, nil, it.ResourceFieldRef)
+			val, err = a.fields.ResourceFieldValue(pod, nil, it.ResourceFieldRef)
 		default:
 			err = fmt.Errorf("item %q: no fieldRef or resourceFieldRef", it.Path)
 		}
@@ -325,20 +324,20 @@ func (a *Agent) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile
 			errs = append(errs, err)
 			continue
 		}
-		payload[it.Path] = volume.FileProjection{Data: []byte(val), Mode: modeOr(it.Mode, mode)}
+		payload[it.Path] = FileProjection{Data: []byte(val), Mode: modeOr(it.Mode, mode)}
 	}
 	return payload, aggregate(errs)
 }
 
 // projectedPayload merges the sources in order (a later source wins a
 // path), with the volume's defaultMode for items without a mode.
-func (a *Agent) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]volume.FileProjection, error) {
+func (a *Manager) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]FileProjection, error) {
 	mode := modeOr(p.DefaultMode, defaultProjectionMode)
-	payload := map[string]volume.FileProjection{}
+	payload := map[string]FileProjection{}
 	var errs []error
 	for i, src := range p.Sources {
 		var (
-			part map[string]volume.FileProjection
+			part map[string]FileProjection
 			err  error
 		)
 		switch {
@@ -349,7 +348,7 @@ func (a *Agent) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[
 		case src.DownwardAPI != nil:
 			part, err = a.downwardAPIPayload(pod, src.DownwardAPI.Items, mode)
 		case src.ServiceAccountToken != nil:
-			part, err = a.serviceAccountTokenPayload(pod, src.ServiceAccountToken, mode) // token.go
+			part, err = a.serviceAccountTokenPayload(pod, src.ServiceAccountToken, mode) // token_files.go
 		default:
 			// Validation refuses clusterTrustBundle and podCertificate.
 			err = fmt.Errorf("sources[%d]: unsupported projection", i)
@@ -381,11 +380,11 @@ func aggregate(errs []error) error {
 	return errors.New("[" + strings.Join(msgs, ", ") + "]")
 }
 
-// readOnlyDataMounts makes every mount of an API data volume (or of a
+// ReadOnlyDataMounts makes every mount of an API data volume (or of a
 // subPath inside one) read-only: the kubelet mounts configMap, secret,
 // downwardAPI and projected volumes read-only whatever the volumeMount
 // says.
-func (a *Agent) readOnlyDataMounts(pod *v1.Pod, mounts []*runtimeapi.Mount) {
+func (a *Manager) ReadOnlyDataMounts(pod *v1.Pod, mounts []*runtimeapi.Mount) {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		if !isAPIDataVolume(vol) {

@@ -1,4 +1,4 @@
-package agent
+package volume
 
 // The hostPath guard: minikubelet's own rule, not the kubelet's (the
 // kubelet mounts any hostPath a pod asks for and leaves the decision to
@@ -35,13 +35,11 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
-// protectedHostPath refuses hostPath volumes that reach the agent's own
+// ProtectedHostPath refuses hostPath volumes that reach the agent's own
 // state (see the file comment). The reason is empty when the pod is fine.
-func (a *Agent) protectedHostPath(p *v1.Pod) (string, string) {
+func (a *Manager) ProtectedHostPath(p *v1.Pod) (string, string) {
 	if a.cfg.AllowPrivileged {
 		return "", ""
 	}
@@ -59,13 +57,13 @@ func (a *Agent) protectedHostPath(p *v1.Pod) (string, string) {
 		if vol.HostPath == nil {
 			continue
 		}
-		hp := volume.ResolveHostPath(vol.HostPath.Path)
+		hp := ResolveHostPath(vol.HostPath.Path)
 		for _, g := range protected {
 			if g.path == "" || !filepath.IsAbs(g.path) {
 				continue
 			}
-			pp := volume.ResolveHostPath(g.path)
-			if !volume.PathContains(hp, pp) && !volume.PathContains(pp, hp) {
+			pp := ResolveHostPath(g.path)
+			if !PathContains(hp, pp) && !PathContains(pp, hp) {
 				continue
 			}
 			if g.readOnlyOK && volumeMountedReadOnly(p, vol.Name) {

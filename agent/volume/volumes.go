@@ -1,24 +1,24 @@
-package agent
+package volume
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // podDir is <rootDir>/pods/<uid>, the home of a pod's volumes, as in the
 // kubelet's layout.
-func (a *Agent) podDir(pod *v1.Pod) string {
+func (a *Manager) podDir(pod *v1.Pod) string {
 	return filepath.Join(a.cfg.RootDir, "pods", string(pod.UID))
 }
 
+// podsDir is <rootDir>/pods.
+func (a *Manager) podsDir() string { return filepath.Join(a.cfg.RootDir, "pods") }
+
 // volumeHostPath is where a pod volume lives on the host.
-func (a *Agent) volumeHostPath(pod *v1.Pod, vol *v1.Volume) string {
+func (a *Manager) volumeHostPath(pod *v1.Pod, vol *v1.Volume) string {
 	switch {
 	case vol.HostPath != nil:
 		return vol.HostPath.Path
@@ -29,10 +29,10 @@ func (a *Agent) volumeHostPath(pod *v1.Pod, vol *v1.Volume) string {
 	}
 }
 
-// setupVolumes prepares every volume of the pod on the host: emptyDir
+// SetupVolumes prepares every volume of the pod on the host: emptyDir
 // directories (mode 0777 like the kubelet's) and hostPath type checks. It is
 // idempotent and returns the host path per volume name.
-func (a *Agent) setupVolumes(pod *v1.Pod) (map[string]string, error) {
+func (a *Manager) SetupVolumes(pod *v1.Pod) (map[string]string, error) {
 	paths := make(map[string]string, len(pod.Spec.Volumes))
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
@@ -58,12 +58,12 @@ func (a *Agent) setupVolumes(pod *v1.Pod) (map[string]string, error) {
 			if vol.EmptyDir.Medium == v1.StorageMediumMemory {
 				// A tmpfs sized by sizeLimit (projection.go).
 				if err := a.setupMemoryEmptyDir(pod, vol, p); err != nil {
-					return nil, &mountError{volume: vol.Name, err: err}
+					return nil, &MountError{Volume: vol.Name, Err: err}
 				}
 			}
 			if created {
 				if gid, policy := podFSGroup(pod); gid != nil {
-					if err := applyFSGroup(p, *gid, policy); err != nil { // security.go
+					if err := applyFSGroup(p, *gid, policy); err != nil { // fsgroup.go
 						return nil, fmt.Errorf("create emptyDir volume %q: %w", vol.Name, err)
 					}
 				}
@@ -142,20 +142,15 @@ func checkHostPath(hp *v1.HostPathVolumeSource) error {
 	return fmt.Errorf("unknown hostPath type %q", t)
 }
 
-// cleanupPodDirs removes the pod's volume directory tree and log directory.
-// hostPath contents are never touched: they live outside the pod dir.
-func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
-	// The tmpfs of secret and memory volumes first: removing files from
-	// a mounted tmpfs would leave the mount behind.
-	if err := a.unmountPodVolumes(pod); err != nil {
+// UnmountPod unmounts everything under the pod's directory before the
+// engine removes it (agent.cleanupPodDirs): the tmpfs of secret and
+// memory volumes first (removing files from a mounted tmpfs would leave
+// the mount behind), then the shared bind mounts of volumes with mount
+// propagation. hostPath contents are never touched: they live outside
+// the pod dir.
+func (a *Manager) UnmountPod(pod *v1.Pod) error {
+	if err := a.UnmountPodVolumes(pod); err != nil {
 		return err
 	}
-	// And the shared bind mounts of volumes with mount propagation.
-	if err := volume.UnmountUnder(a.podDir(pod)); err != nil {
-		return err
-	}
-	return errors.Join(
-		os.RemoveAll(a.podDir(pod)),
-		os.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),
-	)
+	return UnmountUnder(a.podDir(pod))
 }
