@@ -50,6 +50,10 @@ cleanup() {
 	fi
 	"$HACK/stop-containerd.sh" "$CTR" || warn "stopping the private containerd failed"
 	ip link del "$BRIDGE" 2>/dev/null || true
+	# The daemon's Secrets tmpfs (and anything else it mounted under its
+	# root dir) outlives the daemon: unmount, deepest first, then remove.
+	awk -v d="$DIR/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r |
+		while read -r m; do umount "$m" || warn "cannot unmount $m"; done
 	rm -rf --one-file-system "$DIR"
 }
 trap cleanup EXIT
