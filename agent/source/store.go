@@ -211,6 +211,33 @@ func openPodStore(dir, secretDir, nodeName string) (*PodStore, error) {
 	return s, nil
 }
 
+// storedForm is pod as the store keeps it (Add, ReplacePod, Prepare): a
+// copy without status, typed v1/Pod, in the default namespace when it names
+// none; its encoded bytes; and the pod prepared from those bytes, exactly
+// as a restarted store reads them back.
+func (s *PodStore) storedForm(pod *v1.Pod) (p *v1.Pod, data []byte, prepared *v1.Pod, err error) {
+	p = pod.DeepCopy()
+	p.Status = v1.PodStatus{}
+	p.APIVersion, p.Kind = "v1", "Pod"
+	if p.Namespace == "" {
+		p.Namespace = v1.NamespaceDefault
+	}
+	data, err = manifest.EncodeStoredPod(p)
+	if err != nil {
+		// The YAML encoder fails on some of what validation refuses (a
+		// label key of more than 1 024 bytes): report that instead.
+		if _, verr := s.preparePod(p.DeepCopy()); verr != nil {
+			return nil, nil, nil, verr
+		}
+		return nil, nil, nil, err
+	}
+	prepared, err = s.prepare(data)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, data, prepared, nil
+}
+
 // Add validates pod, as submitted through the API, and persists it. The
 // status is dropped (it is never read from a manifest) and an empty namespace
 // becomes "default". The pod gets PrepareManifest's defaults and validation
@@ -223,24 +250,7 @@ func openPodStore(dir, secretDir, nodeName string) (*PodStore, error) {
 // A refused pod is a *PodInvalidError; a namespace/name (or explicit UID)
 // already stored is an error wrapping ErrPodExists.
 func (s *PodStore) Add(pod *v1.Pod) (*v1.Pod, error) {
-	p := pod.DeepCopy()
-	p.Status = v1.PodStatus{}
-	p.APIVersion, p.Kind = "v1", "Pod"
-	if p.Namespace == "" {
-		p.Namespace = v1.NamespaceDefault
-	}
-	data, err := manifest.EncodeStoredPod(p)
-	if err != nil {
-		// The YAML encoder fails on some of what validation refuses (a
-		// label key of more than 1 024 bytes): report that instead.
-		if _, verr := s.preparePod(p.DeepCopy()); verr != nil {
-			return nil, verr
-		}
-		return nil, err
-	}
-	// Prepared from the bytes written, exactly as a restarted store reads
-	// them back.
-	prepared, err := s.prepare(data)
+	p, data, prepared, err := s.storedForm(pod)
 	if err != nil {
 		return nil, err
 	}

@@ -25,20 +25,7 @@ func (s *PodStore) ReplacePod(pod *v1.Pod) (*v1.Pod, error) {
 	if pod.UID != "" {
 		return nil, fmt.Errorf("replace pod %s/%s: the replacement's UID is derived, not given (%s)", pod.Namespace, pod.Name, pod.UID)
 	}
-	p := pod.DeepCopy()
-	p.Status = v1.PodStatus{}
-	p.APIVersion, p.Kind = "v1", "Pod"
-	if p.Namespace == "" {
-		p.Namespace = v1.NamespaceDefault
-	}
-	data, err := manifest.EncodeStoredPod(p)
-	if err != nil {
-		if _, verr := s.preparePod(p.DeepCopy()); verr != nil {
-			return nil, verr
-		}
-		return nil, err
-	}
-	prepared, err := s.prepare(data)
+	p, data, prepared, err := s.storedForm(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -60,21 +47,10 @@ func (s *PodStore) ReplacePod(pod *v1.Pod) (*v1.Pod, error) {
 // validated, its UID derived) without storing anything: server-side apply
 // compares it with the stored pod. A refused pod is a *PodInvalidError.
 func (s *PodStore) Prepare(pod *v1.Pod) (*v1.Pod, error) {
-	p := pod.DeepCopy()
+	p := *pod // shallow: storedForm copies deeply
 	p.UID = ""
-	p.Status = v1.PodStatus{}
-	p.APIVersion, p.Kind = "v1", "Pod"
-	if p.Namespace == "" {
-		p.Namespace = v1.NamespaceDefault
-	}
-	data, err := manifest.EncodeStoredPod(p)
-	if err != nil {
-		if _, verr := s.preparePod(p.DeepCopy()); verr != nil {
-			return nil, verr
-		}
-		return nil, err
-	}
-	return s.prepare(data)
+	_, _, prepared, err := s.storedForm(&p)
+	return prepared, err
 }
 
 // ReplaceConfigMap replaces a stored ConfigMap, defaulted and validated as
