@@ -326,6 +326,8 @@ EOF
 }
 
 start_minikubelet() {
+	# The eviction and image GC thresholds are the kubelet's config's above
+	# (evictionHard, imageGC*), so both nodes see the same host disk alike.
 	mkdir -p "$WORK/mkl-root" "$WORK/pod-logs" "$WORK/manifests"
 	local server=()
 	# The kubelet server (logs, exec, attach, port-forward), where this
@@ -343,7 +345,9 @@ start_minikubelet() {
 		--root-dir "$WORK/mkl-root" --pod-log-dir "$WORK/pod-logs" --manifest-dir "$WORK/manifests" \
 		--socket "$WORK/minikubelet.sock" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \
 		--cni-bridge "$BRIDGE" --cni-data-dir "$WORK/cni-data" --pod-masquerade=false \
-		--allow-privileged --log-level info
+		--allow-privileged --log-level info \
+		--eviction-hard 'memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%' \
+		--image-gc-high-threshold 100 --image-gc-low-threshold 99
 }
 
 node() {

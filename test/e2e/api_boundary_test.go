@@ -175,7 +175,7 @@ func TestAPIBoundary(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		dir := t.TempDir()
-		args := append([]string{"serve"}, agentArgs()...)
+		args := append(append([]string{"serve"}, agentArgs()...), serveHostFlags()...)
 		args = append(args, "--socket", filepath.Join(dir, "api.sock"), "--root-dir", filepath.Join(dir, "root"),
 			"--manifest-dir", "", "--api-address", "0.0.0.0:"+port, "--admin-kubeconfig", filepath.Join(dir, "admin.kubeconfig"))
 		out, err := exec.CommandContext(ctx, suite.bin, args...).CombinedOutput()

@@ -153,6 +153,7 @@ func (d *daemon) args() []string {
 		node = agentArgs()
 	}
 	args := append([]string{"serve"}, node...)
+	args = append(args, serveHostFlags()...)
 	args = append(args,
 		"--socket", d.sock,
 		"--root-dir", d.root,

@@ -97,6 +97,21 @@ func agentArgs() []string {
 	return args
 }
 
+// serveHostFlags are the flags every test daemon (serve) gets before its
+// own: disk eviction and image GC thresholds a shared CI disk does not
+// reach. The daemon's defaults (imagefs.available<15%, image GC at 85 %
+// used) measure the host's disk, which the build caches of a CI machine
+// fill: at 14.7 % free every pod of every test was rejected Evicted
+// (DiskPressure) and unused images were removed under the tests. The
+// eviction and GC tests set their own thresholds after these (later flags
+// win); the conformance harness gives the kubelet and minikubelet the same.
+func serveHostFlags() []string {
+	return []string{
+		"--eviction-hard", "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%",
+		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
+	}
+}
+
 // writeManifest writes a manifest into the test's temp dir, replacing
 // REGISTRY with the local registry's address.
 func writeManifest(t *testing.T, manifest string) string {
