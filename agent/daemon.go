@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -464,7 +465,7 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 				errs = append(errs, err)
 				continue
 			}
-			if err := os.RemoveAll(a.podDir(pod)); err != nil {
+			if err := safepath.RemoveAll(a.podDir(pod)); err != nil { // never through a mount left there
 				errs = append(errs, err)
 			}
 		}
