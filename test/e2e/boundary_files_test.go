@@ -261,8 +261,8 @@ spec:
 }
 
 // Finding 3: the file at a container's termination-log is a FIFO (a
-// subPath an init container made with mkfifo), and a sibling keeps another
-// FIFO where the file was. Reading it must not hang the pod's worker: the
+// subPath an init container made with mkfifo), and a sibling keeps the
+// volume in use. Reading it must not hang the pod's worker: the
 // container's status comes, the log and the status answer at once, and
 // the pod is deletable.
 func testTerminationMessageFIFO(t *testing.T, d *daemon) {
@@ -305,7 +305,14 @@ spec:
 	})
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name == "victim" {
-			t.Logf("victim terminated: exit %d message %q", cs.State.Terminated.ExitCode, cs.State.Terminated.Message)
+			term := cs.State.Terminated
+			t.Logf("victim terminated: exit %d message %q", term.ExitCode, term.Message)
+			// The file at the path is the agent's (mounted last, over
+			// the FIFO), empty: the message is the log's end, read
+			// without an error.
+			assert.EqualValues(t, 2, term.ExitCode)
+			assert.Contains(t, term.Message, "bye")
+			assert.NotContains(t, term.Message, "Error on reading")
 		}
 	}
 	// Status and logs answer promptly, twice (a hung worker would hang
