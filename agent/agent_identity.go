@@ -26,12 +26,18 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
 // Prefixes of agent IDs.
@@ -136,4 +142,41 @@ func (a *Agent) ForeignPods(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
 	return foreignPodNotices(a.foreignPods(sbs)), nil
+}
+
+// podDirOwnerFile is the file in a pod's directory that names the agent
+// that made it. A foreground run and the daemon share the default root dir
+// (/var/lib/minikubelet): a pod dir alone does not say whose pod it is,
+// and another agent's pod is between its pod dir and its sandbox while it
+// starts, which is when the daemon's orphan collection would take it for
+// a pod that exists nowhere.
+const podDirOwnerFile = "agent-id"
+
+// markPodDir records this agent as the maker of the pod's directory
+// (which exists). Two agents share a pod dir only when they run the same
+// pod (same source, same UID); the last one to start it owns it.
+func (a *Agent) markPodDir(pod *v1.Pod) error {
+	path := filepath.Join(a.podDir(pod), podDirOwnerFile)
+	id := a.agentID()
+	if old, err := safepath.ReadFile(path, 256); err == nil && string(old) == id {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id), 0o644); err != nil {
+		return fmt.Errorf("mark pod dir: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("mark pod dir: %w", err)
+	}
+	return nil
+}
+
+// foreignPodDir reports whether the pod directory of uid names another
+// agent as its maker. A directory without the file (made before it
+// existed, or without pod cgroups) is this agent's, as objects without an
+// agent label are the daemon's.
+func (a *Agent) foreignPodDir(uid types.UID) bool {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
+	id, err := safepath.ReadFile(filepath.Join(a.podDir(p), podDirOwnerFile), 256)
+	return err == nil && len(id) > 0 && string(id) != a.agentID()
 }

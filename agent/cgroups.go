@@ -74,11 +74,15 @@ func (a *Agent) ensurePodCgroup(pod *v1.Pod) (string, error) {
 	if a.cgroups == nil {
 		return "", nil
 	}
-	// The pod dir first: it marks the pod cgroup as this agent's for
-	// orphan collection (collectOrphans), which must not remove the empty
-	// pod cgroup of a pod another agent on the machine is creating.
+	// The pod dir first, with this agent's ID in it: it marks the pod
+	// cgroup as this agent's for orphan collection (collectOrphans), which
+	// must not remove the empty pod cgroup of a pod another agent on the
+	// machine is creating (with another root dir, or the same one).
 	if err := os.MkdirAll(a.podDir(pod), 0o750); err != nil {
 		return "", fmt.Errorf("create pod dir: %w", err)
+	}
+	if err := a.markPodDir(pod); err != nil {
+		return "", err
 	}
 	qos := podQOSClass(pod)
 	name := podCgroupName(pod, qos)

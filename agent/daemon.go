@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -424,7 +425,10 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	// Pinned subPath mounts of pods that exist nowhere (a teardown cut
 	// short): no mount outlives its pod.
 	var errs []error
-	if err := a.volumes().CleanupStaleSubPaths(desired, live, a.hasWorker); err != nil {
+	// Another agent's pod dir (a foreground run sharing the root dir) is
+	// its to clean.
+	busy := func(uid types.UID) bool { return a.hasWorker(uid) || a.foreignPodDir(uid) }
+	if err := a.volumes().CleanupStaleSubPaths(desired, live, busy); err != nil {
 		errs = append(errs, err)
 	}
 	// Pod cgroups whose pod has no sandbox and no source.
@@ -446,10 +450,12 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 			// Only pod cgroups this agent made (it creates the pod dir
 			// under its root dir first, and removes it last): another
 			// agent on the machine (a test's, with its own containerd)
-			// may be starting that pod right now. A cgroup that still has
-			// processes is never ours to kill either.
+			// may be starting that pod right now, and so may a foreground
+			// run sharing this root dir (its ID is in the pod dir). A
+			// cgroup that still has processes is never ours to kill
+			// either.
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
-			if _, err := os.Stat(a.podDir(pod)); err != nil {
+			if _, err := os.Stat(a.podDir(pod)); err != nil || a.foreignPodDir(uid) {
 				continue
 			}
 			if pids, err := a.cgroups.Pids(n); err != nil || len(pids) > 0 {
@@ -464,7 +470,7 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 				errs = append(errs, err)
 				continue
 			}
-			if err := os.RemoveAll(a.podDir(pod)); err != nil {
+			if err := safepath.RemoveAll(a.podDir(pod)); err != nil { // never through a mount left there
 				errs = append(errs, err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -20,30 +21,63 @@ import (
 )
 
 // Orphan collection removes the empty pod cgroups this agent made (its
-// pod dir exists) of pods nobody wants, and leaves alone those of another
-// agent on the machine (no pod dir here: that pod may be starting), those
-// with processes, and those of desired pods.
+// pod dir exists, unmarked or marked with its ID) of pods nobody wants,
+// and leaves alone those of another agent on the machine (no pod dir
+// here, or one a foreground run sharing the root dir marked: that pod may
+// be starting, its sandbox not made yet), those with processes, and those
+// of desired pods.
 func TestCollectOrphans_PodCgroups(t *testing.T) {
 	h := newHarness(t)
 	cg := cgroupstest.NewFake()
 	h.agent.cgroups = cg
 	pod := func(uid string) *v1.Pod { return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}} }
 	name := func(uid string) cgroups.Name { return podCgroupName(pod(uid), v1.PodQOSBestEffort) }
-	for _, uid := range []string{"ours-orphan", "ours-busy", "ours-desired", "foreign"} {
+	for _, uid := range []string{"ours-orphan", "ours-marked", "ours-busy", "ours-desired", "foreign", "run-starting"} {
 		require.NoError(t, cg.Ensure(name(uid), cgroups.Resources{}))
 		if uid != "foreign" {
 			require.NoError(t, os.MkdirAll(h.agent.podDir(pod(uid)), 0o750))
 		}
 	}
+	require.NoError(t, h.agent.markPodDir(pod("ours-marked")))
+	run := New(Config{RootDir: h.agent.cfg.RootDir, AgentID: ForegroundAgentID(4242)}, Deps{})
+	require.NoError(t, run.markPodDir(pod("run-starting")))
+	// What the stale subPath cleanup would take: the run's pins.
+	runPins := filepath.Join(h.agent.podDir(pod("run-starting")), "volume-subpaths", "v", "c")
+	require.NoError(t, os.MkdirAll(runPins, 0o750))
 	cg.SetPids(name("ours-busy"), 42)
 
 	require.NoError(t, h.agent.collectOrphans(context.Background(), map[types.UID]bool{"ours-desired": true}))
 
-	assert.False(t, cg.Exists(name("ours-orphan")), "our empty orphan goes")
-	assert.NoDirExists(t, h.agent.podDir(pod("ours-orphan")), "with its pod dir")
-	for _, uid := range []string{"ours-busy", "ours-desired", "foreign"} {
+	for _, uid := range []string{"ours-orphan", "ours-marked"} {
+		assert.False(t, cg.Exists(name(uid)), "our empty orphan %s goes", uid)
+		assert.NoDirExists(t, h.agent.podDir(pod(uid)), "with its pod dir")
+	}
+	for _, uid := range []string{"ours-busy", "ours-desired", "foreign", "run-starting"} {
 		assert.True(t, cg.Exists(name(uid)), uid)
 	}
+	assert.FileExists(t, filepath.Join(h.agent.podDir(pod("run-starting")), podDirOwnerFile), "the run's pod dir stays")
+	assert.DirExists(t, runPins, "and its subPath pins")
+}
+
+// The pod cgroup's creation marks the pod dir with the agent's ID.
+func TestEnsurePodCgroup_MarksPodDir(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cgroups = cgroupstest.NewFake()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
+	_, err := h.agent.ensurePodCgroup(pod)
+	require.NoError(t, err)
+	id, err := os.ReadFile(filepath.Join(h.agent.podDir(pod), podDirOwnerFile))
+	require.NoError(t, err)
+	assert.Equal(t, h.agent.agentID(), string(id))
+	assert.False(t, h.agent.foreignPodDir(pod.UID))
+	other := New(Config{RootDir: h.agent.cfg.RootDir, AgentID: ForegroundAgentID(7)}, Deps{})
+	assert.True(t, other.foreignPodDir(pod.UID), "another agent on the same root dir")
+	_, err = other.ensurePodCgroup(pod) // no cgroups: nothing marked
+	require.NoError(t, err)
+	other.cgroups = cgroupstest.NewFake()
+	_, err = other.ensurePodCgroup(pod) // the same pod, started by the other agent
+	require.NoError(t, err)
+	assert.True(t, h.agent.foreignPodDir(pod.UID), "the last to start the pod owns its dir")
 }
 
 // A teardown that could not remove a container or the sandbox keeps the

@@ -81,7 +81,11 @@ func subPathPod(t *testing.T, a *Agent) (pod *v1.Pod, vol, outside string) {
 // mountPointsUnder lists the mount points at or below dir.
 func mountPointsUnder(dir string) []string {
 	var out []string
-	for _, m := range volume.MountInfo() {
+	mounts, err := volume.MountInfo()
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range mounts {
 		if m.Point == dir || strings.HasPrefix(m.Point, dir+"/") {
 			out = append(out, m.Point)
 		}

@@ -2,11 +2,11 @@ package agent
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
@@ -36,14 +36,18 @@ func (a *Agent) podDir(pod *v1.Pod) string {
 }
 
 // cleanupPodDirs removes the pod's volume directory tree and log directory,
-// after the volume manager unmounted what is mounted under it.
+// after the volume manager unmounted what is mounted under it. The pod
+// wrote into its directory, and pinned subPaths there can be bind mounts
+// of host directories: the removal never crosses a mount point (one still
+// there is an error, and the pod dir stays for the next try) and never
+// follows a symlink.
 func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
 	if err := a.volumes().UnmountPod(pod); err != nil {
 		return err
 	}
 	return errors.Join(
-		os.RemoveAll(a.podDir(pod)),
-		os.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),
+		safepath.RemoveAll(a.podDir(pod)),
+		safepath.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),
 	)
 }
 

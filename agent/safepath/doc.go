@@ -4,7 +4,7 @@
 // which runs as root: a symlink swapped in at the right moment, a path
 // through "..", a FIFO where a file was expected, or a file of gigabytes.
 //
-// It owns three things and nothing else:
+// It owns four things and nothing else:
 //
 //   - resolving a relative path beneath a root directory without ever
 //     leaving it: every lookup starts from a file descriptor of the root,
@@ -18,7 +18,10 @@
 //     descriptor, then an O_NOFOLLOW open of what was made);
 //   - bounded reads: regular files only (fstat on the opened descriptor),
 //     opened O_NOFOLLOW|O_NONBLOCK so a FIFO can never block the caller,
-//     and never more than the caller's byte limit in memory.
+//     and never more than the caller's byte limit in memory;
+//   - removing a tree a pod wrote (RemoveAll) without following its
+//     symlinks or crossing a mount point, so a bind mount that is still
+//     there (a pinned subPath of a hostPath volume) is never emptied.
 //
 // It imports nothing from the agent; mounting what it opened is the
 // caller's business.

@@ -20,6 +20,9 @@ var (
 	ErrEscapes = errors.New("path leaves its root")
 	// ErrSymlink is returned when a symlink is met where none may be.
 	ErrSymlink = errors.New("path has a symlink")
+	// ErrMountPoint is returned by RemoveAll for what it left because
+	// something is mounted there.
+	ErrMountPoint = errors.New("a mount point: not removed")
 )
 
 // ReadHead reads at most max bytes from the start of f. When f holds

@@ -24,3 +24,6 @@ func OpenFile(path string) (*os.File, error) { return nil, errUnsupported }
 
 // ProcPath needs Linux.
 func ProcPath(f *os.File) string { return "" }
+
+// RemoveAll is os.RemoveAll where mount points cannot be told apart.
+func RemoveAll(path string) error { return os.RemoveAll(path) }

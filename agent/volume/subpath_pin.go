@@ -174,7 +174,7 @@ func (a *Manager) CleanupStaleSubPaths(desired, live map[types.UID]bool, hasWork
 			errs = append(errs, err)
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := safepath.RemoveAll(dir); err != nil { // never through a pin still mounted
 			errs = append(errs, err)
 		}
 	}

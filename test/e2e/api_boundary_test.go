@@ -140,8 +140,8 @@ func TestAPIBoundary(t *testing.T) {
 	t.Run("AdminKubeconfigWorksWithClientGo", func(t *testing.T) {
 		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		require.NoError(t, err)
-		// client-go's clientset sends built-in types as protobuf, which
-		// the API does not speak (issue #20): JSON, as kubectl sends.
+		// JSON, as kubectl sends; client-go's default protobuf bodies
+		// are TestKubectl's.
 		rc.ContentType = "application/json"
 		cs, err := kubernetes.NewForConfig(rc)
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,17 +22,18 @@ import (
 	"github.com/minikubelet/minikubelet/agent/api"
 )
 
-// The node boundary through files (issue #16, findings 1-4): everything a
+// The node boundary through files (issue #16, findings 1-4 and 10): everything a
 // pod can write is hostile to the agent, which runs as root. Each subtest
 // performs one attack against a daemon on a real containerd (a private
 // one, so that the subtests run in parallel beside the rest of the suite)
 // and checks that the host was not reached: no host directory mounted
 // into a pod, no host file read into a status, no worker hung on a FIFO,
-// no directory created outside a volume, and no mount left behind.
+// no directory created outside a volume, no unbounded read of a file the
+// pod wrote, and no mount left behind.
 func TestBoundary_Files(t *testing.T) {
 	t.Parallel()
 	r := newPrivateRuntime(t)
-	pods := []string{"boundary-flipper", "boundary-termlink", "boundary-fifo", "boundary-mkdir"}
+	pods := []string{"boundary-flipper", "boundary-termlink", "boundary-fifo", "boundary-mkdir", "boundary-hosts"}
 	// A short back-off: the flipper's victims restart every few seconds,
 	// each restart one more subPath mount raced against the flipper.
 	d := r.newDaemon(t, pods, "--backoff-initial", "1s", "--backoff-max", "2s")
@@ -53,6 +55,10 @@ func TestBoundary_Files(t *testing.T) {
 	t.Run("SubPathMkdirOutside", func(t *testing.T) {
 		t.Parallel()
 		testSubPathMkdirOutside(t, d)
+	})
+	t.Run("HugeHostsFile", func(t *testing.T) {
+		t.Parallel()
+		testHugeHostsFile(t, d)
 	})
 }
 
@@ -255,8 +261,8 @@ spec:
 }
 
 // Finding 3: the file at a container's termination-log is a FIFO (a
-// subPath an init container made with mkfifo), and a sibling keeps another
-// FIFO where the file was. Reading it must not hang the pod's worker: the
+// subPath an init container made with mkfifo), and a sibling keeps the
+// volume in use. Reading it must not hang the pod's worker: the
 // container's status comes, the log and the status answer at once, and
 // the pod is deletable.
 func testTerminationMessageFIFO(t *testing.T, d *daemon) {
@@ -299,7 +305,14 @@ spec:
 	})
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name == "victim" {
-			t.Logf("victim terminated: exit %d message %q", cs.State.Terminated.ExitCode, cs.State.Terminated.Message)
+			term := cs.State.Terminated
+			t.Logf("victim terminated: exit %d message %q", term.ExitCode, term.Message)
+			// The file at the path is the agent's (mounted last, over
+			// the FIFO), empty: the message is the log's end, read
+			// without an error.
+			assert.EqualValues(t, 2, term.ExitCode)
+			assert.Contains(t, term.Message, "bye")
+			assert.NotContains(t, term.Message, "Error on reading")
 		}
 	}
 	// Status and logs answer promptly, twice (a hung worker would hang
@@ -371,6 +384,59 @@ spec:
 	assert.Empty(t, dirEntries(t, host), "the agent created directories outside the volume")
 	deletePod(t, d, "boundary-mkdir")
 	assert.Empty(t, dirEntries(t, host))
+}
+
+// Finding 10: the pod's /etc/hosts is the agent's file
+// (<podDir>/etc-hosts), mounted writable in every container, and read back
+// by the agent at every container start to rewrite it only when it
+// changed. A container grows it to a sparse 1 GiB and exits, again and
+// again: each restart must find the managed file rewritten (small), and
+// the daemon's RSS, sampled all along, must stay far below the file's
+// size (reading it whole took 1 GiB). The bound is loose, 256 MiB: the
+// other subtests share the daemon.
+func testHugeHostsFile(t *testing.T, d *daemon) {
+	manifest := `
+apiVersion: v1
+kind: Pod
+metadata: {name: boundary-hosts, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: data, emptyDir: {}}
+  containers:
+  - name: grower
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: ["sh", "-c", "stat -c %s /etc/hosts >> /data/sizes; truncate -s 1073741824 /etc/hosts || dd if=/dev/null of=/etc/hosts bs=1 seek=1073741824; stat -c %s /etc/hosts >> /data/grown; sleep 1; exit 1"]
+    volumeMounts:
+    - {name: data, mountPath: /data}
+`
+	pid := d.cmd.Process.Pid
+	mon := watchRSS(t, pid)
+	createPodYAML(t, d, manifest)
+	p := d.waitPod(t, "boundary-hosts", "Running", scaled(2*time.Minute), func(p *v1.Pod) bool { return p != nil && p.UID != "" })
+	vol := emptyDirOf(d, p, "data")
+	var sizes []string
+	waitFor(t, "three starts of the grower, two after it grew /etc/hosts", scaled(2*time.Minute), func() string {
+		b, _ := os.ReadFile(filepath.Join(vol, "sizes"))
+		sizes = strings.Fields(string(b))
+		if len(sizes) >= 3 {
+			return ""
+		}
+		return "starts so far: " + strings.Join(sizes, " ")
+	})
+	peak := mon.stop()
+	require.NoError(t, mon.err, "sample the daemon's RSS (did it die?)")
+	grown, err := os.ReadFile(filepath.Join(vol, "grown"))
+	require.NoError(t, err)
+	t.Logf("/etc/hosts at each start: %v bytes; grown to %v; daemon VmRSS peak %d KiB (%d samples)", sizes, strings.Fields(string(grown)), peak/1024, mon.samples)
+	assert.Contains(t, strings.Fields(string(grown)), "1073741824", "the container grew /etc/hosts")
+	for i, s := range sizes {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		assert.Less(t, n, 4096, "start %d found /etc/hosts of %d bytes: the agent did not rewrite it", i, n)
+	}
+	assert.Less(t, peak, int64(256<<20), "the daemon's VmRSS while the pod's /etc/hosts was 1 GiB")
+	deletePod(t, d, "boundary-hosts")
 }
 
 // Pinned subPath mounts do not outlive their pod when the agent dies: two
