@@ -17,16 +17,17 @@ package agent
 //     (/proc/loadavg), as the kubelet's rlimit stats.
 //
 // Pods: memory is the sum of their containers' working sets (CRI
-// ListContainerStats); disk their writable layers, their log directory
-// and their volumes on the node filesystem (a walk that never follows a
-// link and skips other filesystems, such as memory-backed volumes).
+// ListContainerStats); disk (bytes and inodes) their writable layers, their
+// log directory and their pod directory on the node filesystem (emptyDirs,
+// termination-message files): volume.DiskUsage, a walk by file descriptors
+// that never follows a link, never enters a mount and never reads a
+// pod-written name as a path.
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
 
@@ -273,6 +275,7 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 		if disk {
 			wl := int64(c.GetWritableLayer().GetUsedBytes().GetValue())
 			ps.Disk += wl
+			ps.Inodes += int64(c.GetWritableLayer().GetInodesUsed().GetValue())
 			ps.ContainerDisk[name] += wl
 		}
 	}
@@ -283,36 +286,46 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 				ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
 				out[uid] = ps
 			}
-			ps.Disk += duSameFs(filepath.Join(h.a.podDir(p), "volumes")) + duSameFs(podLogDir(h.a.cfg.PodLogDir, p))
+			h.addPodFiles(ctx, p, ps)
 		}
 	}
 	return out
 }
 
-// duSameFs sums the sizes of the files under dir on dir's filesystem,
-// never following a link (the pod writes there).
-func duSameFs(dir string) int64 {
-	var root syscall.Stat_t
-	if err := syscall.Lstat(dir, &root); err != nil {
-		return 0
-	}
-	var total int64
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+// unmeasurableUsage is the disk usage (bytes and inodes) of a pod whose
+// files could not be measured whole: it ranks first under disk pressure.
+// The kubelet's du has no such case (it walks path strings, and a pod
+// can hide data below PATH_MAX from it); here the pod that makes its
+// usage unmeasurable is the one evicted, never another pod in its place.
+// Far below MaxInt64, so that sums cannot overflow.
+const unmeasurableUsage = int64(1) << 60
+
+// addPodFiles adds to ps what the pod writes on the node filesystem
+// outside its writable layers: its pod directory (emptyDirs, the
+// termination-message files its containers write through
+// /dev/termination-log, its /etc/hosts) and its log directory. The pinned
+// subPath mounts under the pod directory are bind mounts of what is
+// counted already (or of host paths, which are not the pod's): skipped,
+// and the walk never enters a mount anyway (volume.DiskUsage).
+func (h *hostEvictionStats) addPodFiles(ctx context.Context, p *v1.Pod, ps *eviction.PodStats) {
+	podLim := volume.DefaultUsageLimits
+	podLim.SkipTop = []string{volume.SubPathsDirName}
+	for _, t := range []struct {
+		dir string
+		lim volume.UsageLimits
+	}{{h.a.podDir(p), podLim}, {podLogDir(h.a.cfg.PodLogDir, p), volume.DefaultUsageLimits}} {
+		u, err := volume.DiskUsage(ctx, t.dir, t.lim)
 		if err != nil {
-			return nil
+			h.a.logger.Warn("Eviction: measuring a pod's files failed", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "err", err)
+			continue
 		}
-		var st syscall.Stat_t
-		if syscall.Lstat(p, &st) != nil {
-			return nil
+		if u.Incomplete != "" {
+			h.a.logger.Warn("Eviction: a pod's files cannot be measured whole; it counts as using the whole disk", "pod", p.Namespace+"/"+p.Name,
+				"podUID", string(p.UID), "dir", t.dir, "why", u.Incomplete)
+			ps.Disk, ps.Inodes = unmeasurableUsage, unmeasurableUsage
+			return
 		}
-		if st.Dev != root.Dev {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		total += st.Blocks * 512
-		return nil
-	})
-	return total
+		ps.Disk += u.Bytes
+		ps.Inodes += u.Inodes
+	}
 }
