@@ -189,3 +189,54 @@ func TestEvictionStats_UnmeasurablePodRanksFirst(t *testing.T) {
 		assert.Equal(t, []string{"deep", "honest"}, rankDisk(t, h, sig, honest, deep), "%s", sig)
 	}
 }
+
+// An evicted pod gives back what it wrote through /dev/termination-log:
+// its message files are cut to the part the status reads (the same
+// message), so the pressure it caused ends with its eviction and the next
+// pod is not evicted for it. Entries that are not regular files are left
+// alone, and a FIFO is never opened for good (O_NONBLOCK).
+func TestEviction_TerminationFilesTrimmedKeepsMessage(t *testing.T) {
+	h := newHarness(t)
+	p, _ := boundaryPod(t, h, "writer")
+	dir := filepath.Join(h.agent.podDir(p), "containers", "c")
+	big := filepath.Join(dir, "0123abcd")
+	fill(t, big, 4<<20)
+	f, err := os.OpenFile(big, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("the last words")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	small := filepath.Join(dir, "feedbeef")
+	require.NoError(t, os.WriteFile(small, []byte("short message"), 0o666))
+	require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	outside := filepath.Join(t.TempDir(), "host-file")
+	fill(t, outside, 1<<20)
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
+	before, err := readTerminationMessageFile(big)
+	require.NoError(t, err)
+
+	require.NoError(t, h.agent.trimTerminationMessageFiles(p))
+
+	st, err := os.Stat(big)
+	require.NoError(t, err)
+	assert.Equal(t, int64(maxTerminationMessageBytes), st.Size())
+	after, err := readTerminationMessageFile(big)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the message the status shows is unchanged")
+	assert.True(t, strings.HasSuffix(after, "the last words"))
+	b, err := os.ReadFile(small)
+	require.NoError(t, err)
+	assert.Equal(t, "short message", string(b))
+	st, err = os.Stat(outside)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<20), st.Size(), "a link's target is never touched")
+}
+
+// readTerminationMessageFile is the last maxTerminationMessageBytes of path.
+func readTerminationMessageFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return string(b[max(0, len(b)-maxTerminationMessageBytes):]), nil
+}
