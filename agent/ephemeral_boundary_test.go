@@ -1,13 +1,18 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // The hostPath guard lets a pod mount the pod log directory read-only
@@ -61,4 +66,45 @@ spec:
 	calls := strings.Join(h.fake.Calls(), "\n")
 	assert.NotContains(t, calls, "CreateContainer writer", "the ephemeral container that mounts the log dir writable never starts")
 	require.Contains(t, calls, "CreateContainer ro", "a read-only one still does")
+}
+
+// An ephemeral container naming as its target a container that only
+// another pod has (kubectl debug --target=db on a pod without db) never
+// joins that pod's PID namespace: the target is looked up among its own
+// pod's containers only.
+func TestTargetPIDNamespace_OtherPodsContainerRefused(t *testing.T) {
+	h := newHarness(t)
+	victim := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: victim}
+spec:
+  containers: [{name: db, image: reg.local/x:1}]
+`)
+	attacker := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: attacker}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{victim, attacker})
+	running := func(name string) int {
+		cs, err := h.fake.Runtime.ListContainers(context.Background(), &runtimeapi.ContainerFilter{
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			LabelSelector: map[string]string{labelContainerName: name}})
+		require.NoError(t, err)
+		return len(cs)
+	}
+	require.Eventually(t, func() bool { return running("db") == 1 && running("app") == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the other pod's db and the attacker's app run")
+	debug := attacker.DeepCopy()
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "db",
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "reg.local/x:1"}}}
+	cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{
+		SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(debug)}}}
+	err := h.agent.targetPIDNamespace(context.Background(), debug, manifest.EphemeralContainer(&debug.Spec.EphemeralContainers[0]), cfg)
+	require.ErrorIs(t, err, ErrCreateContainerConfig)
+	assert.Contains(t, err.Error(), `target container "db" is not running`)
+	assert.Empty(t, cfg.Linux.SecurityContext.NamespaceOptions.TargetId)
 }
