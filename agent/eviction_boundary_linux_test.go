@@ -27,6 +27,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/volume"
+	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 )
 
 // boundaryPod is a pod with an emptyDir directory made under the agent's
@@ -239,4 +240,39 @@ func readTerminationMessageFile(path string) (string, error) {
 		return "", err
 	}
 	return string(b[max(0, len(b)-maxTerminationMessageBytes):]), nil
+}
+
+// A pod forks until the node runs out of PIDs: under PID pressure it is
+// the pod evicted (the kubelet ranks by priority, then by process count),
+// not whichever pod sorts first. Here the pod cgroup's pids.current is
+// not readable (a fake cgroup tree), so its processes count.
+func TestEvictionStats_PIDPressureRanksTheForker(t *testing.T) {
+	h := newHarness(t)
+	fake := cgroupstest.NewFake()
+	h.agent.cgroups = fake
+	quiet, _ := boundaryPod(t, h, "aa-quiet")
+	forker, _ := boundaryPod(t, h, "zz-forker")
+	many := make([]int, 500)
+	for i := range many {
+		many[i] = 1000 + i
+	}
+	fake.SetPids(podCgroupName(forker, podQOSClass(forker)), many...)
+	fake.SetPids(podCgroupName(quiet, podQOSClass(quiet)), 1, 2)
+
+	s := &hostEvictionStats{a: h.agent, stats: fakeStats{
+		ctrStats(string(quiet.UID), "c", 100, 0), ctrStats(string(forker.UID), "c", 100, 0),
+	}, cgroupRoot: t.TempDir()}
+	stats := s.PodStats(context.Background(), []*v1.Pod{quiet, forker}, false)
+	require.NotNil(t, stats[forker.UID])
+	assert.Equal(t, int64(500), stats[forker.UID].Processes)
+	cands := []eviction.Candidate{{Pod: quiet, Stats: stats[quiet.UID]}, {Pod: forker, Stats: stats[forker.UID]}}
+	eviction.Rank(eviction.SignalPIDAvailable, cands)
+	assert.Equal(t, "zz-forker", cands[0].Pod.Name, "the pod with 500 processes is evicted first")
+
+	// pids.current, where the kernel has it, counts threads too.
+	writeFiles(t, s.cgroupRoot, map[string]string{
+		filepath.Join("pids", fake.Path(podCgroupName(quiet, podQOSClass(quiet))), "pids.current"): "4096\n",
+	})
+	stats = s.PodStats(context.Background(), []*v1.Pod{quiet}, false)
+	assert.Equal(t, int64(4096), stats[quiet.UID].Processes)
 }

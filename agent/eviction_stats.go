@@ -279,17 +279,51 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 			ps.ContainerDisk[name] += wl
 		}
 	}
-	if disk {
-		for uid, p := range want {
-			ps := out[uid]
-			if ps == nil {
-				ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
-				out[uid] = ps
+	for uid, p := range want {
+		ps := out[uid]
+		if ps == nil {
+			if !disk {
+				continue // no stats at all: ranked first, as in the kubelet
 			}
+			ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
+			out[uid] = ps
+		}
+		if n, ok := h.podProcesses(p); ok {
+			ps.Processes = n
+		}
+		if disk {
 			h.addPodFiles(ctx, p, ps)
 		}
 	}
 	return out
+}
+
+// podProcesses is the pod's task count, what PID pressure ranks by: its
+// cgroup's pids.current (threads included, as pid.available counts them),
+// or where that file cannot be read the processes of its cgroup tree.
+// Without it every pod counted 0 and a pod forking until the node ran out
+// of PIDs had whichever pod sorted first evicted in its place. The files
+// are the kernel's, not the pod's.
+func (h *hostEvictionStats) podProcesses(p *v1.Pod) (int64, bool) {
+	cg := h.a.cgroups
+	if cg == nil {
+		return 0, false
+	}
+	name := podCgroupName(p, podQOSClass(p))
+	file := filepath.Join(h.cgroupRoot, "pids", cg.Path(name), "pids.current")
+	if cg.Mode().IsV2() {
+		file = filepath.Join(h.cgroupRoot, cg.Path(name), "pids.current")
+	}
+	if b, err := os.ReadFile(file); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	pids, err := cg.Pids(name)
+	if err != nil {
+		return 0, false
+	}
+	return int64(len(pids)), true
 }
 
 // unmeasurableUsage is the disk usage (bytes and inodes) of a pod whose
