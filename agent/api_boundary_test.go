@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
@@ -90,4 +93,28 @@ func TestBoundaryAPI_PathNamesNeverLeaveTheStore(t *testing.T) {
 		return nil
 	}))
 	assert.DirExists(t, filepath.Join(top, "root", "api-pods"), "the store is still there")
+}
+
+// A pod submitted through the local API that claims to be a static pod
+// (kubernetes.io/config.source: file, which makes a pod critical: never
+// evicted, admitted under pressure) or sets a system-critical priority
+// gets neither: the store sets the source annotation itself, and
+// spec.priority is refused. (Cluster pods get config.source "cluster" in
+// cluster.PreparePod, and their spec.priority is dropped.)
+func TestEviction_CriticalCannotBeForgedThroughTheAPI(t *testing.T) {
+	h := newHarness(t)
+	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
+	require.NoError(t, err)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	forged := manifesttest.APIPod("default", "forged", "x")
+	forged.Annotations = map[string]string{source.AnnotationConfigSource: source.SourceFile, source.AnnotationSourceFile: "/etc/minikubelet/manifests/x.yaml"}
+	got, err := d.CreatePod(context.Background(), forged)
+	require.NoError(t, err)
+	assert.Equal(t, source.SourceAPI, got.Annotations[source.AnnotationConfigSource])
+	assert.False(t, isCritical(got), "a forged static pod is not critical")
+
+	prio := manifesttest.APIPod("default", "prio", "x")
+	prio.Spec.Priority = ptr.To(int32(criticalPriority))
+	_, err = d.CreatePod(context.Background(), prio)
+	require.Error(t, err, "spec.priority is refused")
 }
