@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -134,4 +135,63 @@ func TestServer_ReadOnlyCallersCannotStream(t *testing.T) {
 	before := calls()
 	assert.Equal(t, http.StatusSwitchingProtocols, raw(t, addr, "POST", "/exec/default/web/c?command=id&output=1", "admin", "spdy"))
 	assert.Equal(t, before+1, calls())
+}
+
+// An unauthenticated caller opens connections to the node's port, sends
+// one request each (401) and keeps them: every one holds a descriptor and
+// a goroutine of the root daemon for as long as the caller likes, until
+// the agent runs out of descriptors. A refused request's connection is
+// closed after the answer, and an idle kept-alive connection is closed
+// after the idle timeout.
+func TestServer_ConnectionsOfRefusedCallersAreNotKept(t *testing.T) {
+	rev := &rbacReviewer{users: map[string]string{"monitor": "prometheus"},
+		rules: map[string][][2]string{"prometheus": {{"get", "proxy"}}}}
+	s, err := New(Config{NodeName: "node-a", Address: "127.0.0.1", CertDir: filepath.Join(t.TempDir(), "pki")},
+		Deps{Pods: fakePods{}, Logs: &fakeLogs{}, Reviewer: rev})
+	require.NoError(t, err)
+	s.idleTimeout = 300 * time.Millisecond
+	require.NoError(t, s.Listen())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := s.Addr().String()
+
+	// closedAfter sends the request on a new connection, reads the answer
+	// and reports whether the server closed the connection within wait.
+	closedAfter := func(token string, wait time.Duration) (int, bool) {
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the test server's self-signed certificate
+		require.NoError(t, err)
+		defer conn.Close()
+		req := "GET /pods HTTP/1.1\r\nHost: node-a\r\n"
+		if token != "" {
+			req += "Authorization: Bearer " + token + "\r\n"
+		}
+		_, err = io.WriteString(conn, req+"\r\n")
+		require.NoError(t, err)
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(wait)))
+		_, err = br.ReadByte()
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			return resp.StatusCode, false // still open
+		}
+		return resp.StatusCode, true
+	}
+	code, closed := closedAfter("", 2*time.Second)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.True(t, closed, "the connection of an unauthenticated request is kept open")
+	code, closed = closedAfter("not-a-token", 2*time.Second)
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.True(t, closed, "the connection of a refused token is kept open")
+	code, closed = closedAfter("monitor", 100*time.Millisecond)
+	assert.Equal(t, http.StatusOK, code)
+	assert.False(t, closed, "an authorized caller's connection is kept alive")
+	code, closed = closedAfter("monitor", 3*time.Second)
+	assert.Equal(t, http.StatusOK, code)
+	assert.True(t, closed, "an idle connection is closed after the idle timeout")
 }
