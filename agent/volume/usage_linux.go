@@ -6,16 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 
 	"golang.org/x/sys/unix"
 )
 
-// usageBatch is how many directory entries are read at a time: a
-// directory of millions of entries never sits in memory whole.
-const usageBatch = 256
+// usageBufSize is the getdents buffer of each directory level: a
+// directory of millions of entries never sits in memory whole, and a walk
+// 256 levels deep holds 2 MiB of them at most.
+const usageBufSize = 8 << 10
 
 // statxMask is what each entry's statx asks for.
 const statxMask = unix.STATX_TYPE | unix.STATX_MODE | unix.STATX_NLINK | unix.STATX_INO | unix.STATX_BLOCKS | unix.STATX_MNT_ID
@@ -90,19 +90,31 @@ func (w *usageWalk) count(st *unix.Statx_t) {
 }
 
 // dir measures the entries of the directory open on fd, depth levels
-// below the root, then enters its subdirectories; it closes fd.
+// below the root, then enters its subdirectories; it closes fd. The
+// entries are read with getdents into a fixed buffer (a few hundred at a
+// time) and their names only are used: os.File.ReadDir would lstat
+// "<its name>/<entry>" by path where the filesystem does not report entry
+// types, and skip what that path does not find.
 func (w *usageWalk) dir(fd, depth int) {
-	f := os.NewFile(uintptr(fd), "")
-	defer f.Close()
+	defer unix.Close(fd)
+	buf := make([]byte, usageBufSize)
+	var names []string
 	for w.u.Incomplete == "" {
 		if err := w.ctx.Err(); err != nil {
 			w.incomplete(fmt.Sprintf("the walk was cut short: %v", err))
 			return
 		}
-		ents, err := f.ReadDir(usageBatch)
+		n, err := unix.ReadDirent(fd, buf)
+		if err != nil {
+			w.incomplete(fmt.Sprintf("read a directory: %v", err))
+			return
+		}
+		if n <= 0 {
+			return
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
 		var subdirs []string
-		for _, e := range ents {
-			name := e.Name()
+		for _, name := range names {
 			if depth == 0 && slices.Contains(w.lim.SkipTop, name) {
 				continue
 			}
@@ -126,12 +138,6 @@ func (w *usageWalk) dir(fd, depth int) {
 		}
 		for _, name := range subdirs {
 			w.enter(fd, name, depth+1)
-		}
-		if err != nil || len(ents) == 0 {
-			if err != nil && !errors.Is(err, io.EOF) {
-				w.incomplete(fmt.Sprintf("read a directory: %v", err))
-			}
-			return
 		}
 	}
 }
