@@ -195,3 +195,39 @@ func TestServer_ConnectionsOfRefusedCallersAreNotKept(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.True(t, closed, "an idle connection is closed after the idle timeout")
 }
+
+// Every route, with every method a client might try, answers an
+// anonymous caller (or one whose token the API server refuses) 401 before
+// any handler runs: no Pods, Logs, Runtime, Summary or Metrics call.
+func TestServer_EveryRouteNeedsAuthentication(t *testing.T) {
+	rt := &fakeRuntime{}
+	logs := &fakeLogs{content: "secret log line\n"}
+	sum := &fakeSummary{}
+	rev := &rbacReviewer{users: map[string]string{}}
+	s, err := New(Config{NodeName: "node-a", CertDir: filepath.Join(t.TempDir(), "pki")},
+		Deps{Pods: fakePods{}, Logs: logs, Runtime: rt, Reviewer: rev, Summary: sum, Metrics: fakeMetrics{}})
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.TLS = s.tls
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	for _, path := range []string{
+		"/healthz", "/pods", "/runningpods/", "/metrics", "/metrics/probes", "/metrics/resource", "/metrics/cadvisor",
+		"/stats/summary", "/stats/summary?only_cpu_and_memory=true", "/containerLogs/default/web/c?follow=true",
+		"/exec/default/web/c?command=id&output=1", "/attach/default/web/c?output=1", "/portForward/default/web?port=80",
+		"/logs/", "/configz", "/debug/pprof/", "/nope",
+	} {
+		for _, method := range []string{"GET", "POST", "HEAD"} {
+			for _, token := range []string{"", "forged"} {
+				code := raw(t, srv.Listener.Addr().String(), method, path, token, "websocket")
+				assert.Equal(t, http.StatusUnauthorized, code, "%s %s token %q", method, path, token)
+			}
+		}
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	assert.Empty(t, rt.execs)
+	assert.Empty(t, rt.attaches)
+	assert.Empty(t, rt.forwards)
+	assert.Nil(t, sum.only, "the summary was built for an anonymous caller")
+}
