@@ -276,3 +276,19 @@ func TestEvictionStats_PIDPressureRanksTheForker(t *testing.T) {
 	stats = s.PodStats(context.Background(), []*v1.Pod{quiet}, false)
 	assert.Equal(t, int64(4096), stats[quiet.UID].Processes)
 }
+
+// The walks are bounded by their own limits, not by the CRI call's
+// deadline: one pod's tree that takes long to walk must not leave the
+// next pods cut short, counted as unmeasurable and evicted first (here
+// the deadline is spent before any walk starts).
+func TestEvictionStats_SpentDeadlineDoesNotMakePodsUnmeasurable(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.RuntimeTimeout = time.Nanosecond
+	p, vol := boundaryPod(t, h, "innocent")
+	fill(t, filepath.Join(vol, "data"), 1<<20)
+	s := &hostEvictionStats{a: h.agent, stats: fakeStats{}}
+	got := s.PodStats(context.Background(), []*v1.Pod{p}, true)[p.UID]
+	require.NotNil(t, got)
+	assert.GreaterOrEqual(t, got.Disk, int64(1<<20))
+	assert.Less(t, got.Disk, int64(2<<20), "measured, not counted as the whole disk")
+}

@@ -246,6 +246,11 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 	if h.stats == nil {
 		return out
 	}
+	// The walks of the pods' files get the caller's context, not the CRI
+	// call's deadline: a walk cut short by a deadline that one pod's huge
+	// tree used up would count the next pods as unmeasurable (ranked
+	// first); each walk is bounded by its own limits instead.
+	walkCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.RuntimeTimeout)
 	defer cancel()
 	cs, err := h.stats.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
@@ -292,7 +297,7 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 			ps.Processes = n
 		}
 		if disk {
-			h.addPodFiles(ctx, p, ps)
+			h.addPodFiles(walkCtx, p, ps)
 		}
 	}
 	return out
@@ -352,6 +357,9 @@ func (h *hostEvictionStats) addPodFiles(ctx context.Context, p *v1.Pod, ps *evic
 		if err != nil {
 			h.a.logger.Warn("Eviction: measuring a pod's files failed", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "err", err)
 			continue
+		}
+		if u.Incomplete != "" && ctx.Err() != nil {
+			return // stopping: the ranking no longer matters
 		}
 		if u.Incomplete != "" {
 			h.a.logger.Warn("Eviction: a pod's files cannot be measured whole; it counts as using the whole disk", "pod", p.Namespace+"/"+p.Name,
