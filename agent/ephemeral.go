@@ -37,24 +37,41 @@ func ephemeralToStart(pod *v1.Pod, st *podState) []int {
 	return out
 }
 
-// startEphemeral starts ephemeral container c, unless it is privileged on
-// a node without --allow-privileged: admission (admitSecurity) saw only the
-// pod's containers, and an ephemeral container added later must not get
-// what the pod could not. Then it stays waiting with
-// CreateContainerConfigError and the reason, and a Warning event.
+// startEphemeral starts ephemeral container c, unless it asks for what
+// admission would have refused had the pod had it from the start:
+// admission (admitSecurity, ProtectedHostPath) saw only the pod's
+// containers, and an ephemeral container added later (the only spec change
+// the API server allows that adds mounts) must not get what the pod could
+// not: to be privileged on a node without --allow-privileged, or to mount
+// writable a hostPath the guard lets the pod mount read-only only (the pod
+// log dir). Then it stays waiting with CreateContainerConfigError and the
+// reason, and a Warning event. (The kubelet has no hostPath guard to keep.)
 func (a *Agent) startEphemeral(ctx context.Context, w *podWorker, sb *sandboxInfo, st *podState, c *v1.Container, prepulled map[string]pullResult, res *syncResult) {
+	var refused error
 	if !a.cfg.AllowPrivileged && isPrivileged(c) {
-		err := newReasonError(ErrCreateContainerConfig, "ephemeral container %q is privileged, which this node refuses: start the agent with --allow-privileged to allow it", c.Name)
+		refused = newReasonError(ErrCreateContainerConfig, "ephemeral container %q is privileged, which this node refuses: start the agent with --allow-privileged to allow it", c.Name)
+	} else if _, msg := a.volumes().ProtectedHostPath(ephemeralView(w.pod(), c)); msg != "" {
+		refused = newReasonError(ErrCreateContainerConfig, "ephemeral container %q: %s", c.Name, msg)
+	}
+	if refused != nil {
 		w.mu.Lock()
 		prev := w.reasons[c.Name]
 		w.mu.Unlock()
-		if prev == nil || prev.Error() != err.Error() {
-			w.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		if prev == nil || prev.Error() != refused.Error() {
+			w.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %v", refused)
 		}
-		w.setReason(c.Name, err)
+		w.setReason(c.Name, refused)
 		return
 	}
 	a.startOne(ctx, w, sb, st, c, containerTypeEphemeral, prepulled, res)
+}
+
+// ephemeralView is pod as admission would see it with c as its only
+// ephemeral container (a shallow copy: only read).
+func ephemeralView(pod *v1.Pod, c *v1.Container) *v1.Pod {
+	view := *pod
+	view.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon(*c)}}
+	return &view
 }
 
 // targetPIDNamespace puts ephemeral container c, when it names a

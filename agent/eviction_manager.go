@@ -666,10 +666,14 @@ func (a *Agent) NodePressure() (memory, disk, pid, ok bool) {
 }
 
 // removePodVolumes unmounts and removes the pod's volume directories
-// (emptyDirs, projected data) once its containers are dead; the pod dir
-// itself stays until the pod goes (it marks the pod cgroup as this
-// agent's). os.RemoveAll removes symlinks a pod left, never their targets.
+// (emptyDirs, projected data) once its containers are dead, and trims its
+// termination-message files (eviction_reclaim.go); the pod dir itself
+// stays until the pod goes (it marks the pod cgroup as this agent's).
+// os.RemoveAll removes symlinks a pod left, never their targets.
 func (a *Agent) removePodVolumes(pod *v1.Pod) error {
+	if err := a.trimTerminationMessageFiles(pod); err != nil {
+		return err
+	}
 	if err := a.volumes().UnmountPodVolumes(pod); err != nil {
 		return err
 	}

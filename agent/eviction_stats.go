@@ -17,16 +17,17 @@ package agent
 //     (/proc/loadavg), as the kubelet's rlimit stats.
 //
 // Pods: memory is the sum of their containers' working sets (CRI
-// ListContainerStats); disk their writable layers, their log directory
-// and their volumes on the node filesystem (a walk that never follows a
-// link and skips other filesystems, such as memory-backed volumes).
+// ListContainerStats); disk (bytes and inodes) their writable layers, their
+// log directory and their pod directory on the node filesystem (emptyDirs,
+// termination-message files): volume.DiskUsage, a walk by file descriptors
+// that never follows a link, never enters a mount and never reads a
+// pod-written name as a path.
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
 
@@ -244,6 +246,11 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 	if h.stats == nil {
 		return out
 	}
+	// The walks of the pods' files get the caller's context, not the CRI
+	// call's deadline: a walk cut short by a deadline that one pod's huge
+	// tree used up would count the next pods as unmeasurable (ranked
+	// first); each walk is bounded by its own limits instead.
+	walkCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.RuntimeTimeout)
 	defer cancel()
 	cs, err := h.stats.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
@@ -273,46 +280,94 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 		if disk {
 			wl := int64(c.GetWritableLayer().GetUsedBytes().GetValue())
 			ps.Disk += wl
+			ps.Inodes += int64(c.GetWritableLayer().GetInodesUsed().GetValue())
 			ps.ContainerDisk[name] += wl
 		}
 	}
-	if disk {
-		for uid, p := range want {
-			ps := out[uid]
-			if ps == nil {
-				ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
-				out[uid] = ps
+	for uid, p := range want {
+		ps := out[uid]
+		if ps == nil {
+			if !disk {
+				continue // no stats at all: ranked first, as in the kubelet
 			}
-			ps.Disk += duSameFs(filepath.Join(h.a.podDir(p), "volumes")) + duSameFs(podLogDir(h.a.cfg.PodLogDir, p))
+			ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
+			out[uid] = ps
+		}
+		if n, ok := h.podProcesses(p); ok {
+			ps.Processes = n
+		}
+		if disk {
+			h.addPodFiles(walkCtx, p, ps)
 		}
 	}
 	return out
 }
 
-// duSameFs sums the sizes of the files under dir on dir's filesystem,
-// never following a link (the pod writes there).
-func duSameFs(dir string) int64 {
-	var root syscall.Stat_t
-	if err := syscall.Lstat(dir, &root); err != nil {
-		return 0
+// podProcesses is the pod's task count, what PID pressure ranks by: its
+// cgroup's pids.current (threads included, as pid.available counts them),
+// or where that file cannot be read the processes of its cgroup tree.
+// Without it every pod counted 0 and a pod forking until the node ran out
+// of PIDs had whichever pod sorted first evicted in its place. The files
+// are the kernel's, not the pod's.
+func (h *hostEvictionStats) podProcesses(p *v1.Pod) (int64, bool) {
+	cg := h.a.cgroups
+	if cg == nil {
+		return 0, false
 	}
-	var total int64
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	name := podCgroupName(p, podQOSClass(p))
+	file := filepath.Join(h.cgroupRoot, "pids", cg.Path(name), "pids.current")
+	if cg.Mode().IsV2() {
+		file = filepath.Join(h.cgroupRoot, cg.Path(name), "pids.current")
+	}
+	if b, err := os.ReadFile(file); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	pids, err := cg.Pids(name)
+	if err != nil {
+		return 0, false
+	}
+	return int64(len(pids)), true
+}
+
+// unmeasurableUsage is the disk usage (bytes and inodes) of a pod whose
+// files could not be measured whole: it ranks first under disk pressure.
+// The kubelet's du has no such case (it walks path strings, and a pod
+// can hide data below PATH_MAX from it); here the pod that makes its
+// usage unmeasurable is the one evicted, never another pod in its place.
+// Far below MaxInt64, so that sums cannot overflow.
+const unmeasurableUsage = int64(1) << 60
+
+// addPodFiles adds to ps what the pod writes on the node filesystem
+// outside its writable layers: its pod directory (emptyDirs, the
+// termination-message files its containers write through
+// /dev/termination-log, its /etc/hosts) and its log directory. The pinned
+// subPath mounts under the pod directory are bind mounts of what is
+// counted already (or of host paths, which are not the pod's): skipped,
+// and the walk never enters a mount anyway (volume.DiskUsage).
+func (h *hostEvictionStats) addPodFiles(ctx context.Context, p *v1.Pod, ps *eviction.PodStats) {
+	podLim := volume.DefaultUsageLimits
+	podLim.SkipTop = []string{volume.SubPathsDirName}
+	for _, t := range []struct {
+		dir string
+		lim volume.UsageLimits
+	}{{h.a.podDir(p), podLim}, {podLogDir(h.a.cfg.PodLogDir, p), volume.DefaultUsageLimits}} {
+		u, err := volume.DiskUsage(ctx, t.dir, t.lim)
 		if err != nil {
-			return nil
+			h.a.logger.Warn("Eviction: measuring a pod's files failed", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "err", err)
+			continue
 		}
-		var st syscall.Stat_t
-		if syscall.Lstat(p, &st) != nil {
-			return nil
+		if u.Incomplete != "" && ctx.Err() != nil {
+			return // stopping: the ranking no longer matters
 		}
-		if st.Dev != root.Dev {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
+		if u.Incomplete != "" {
+			h.a.logger.Warn("Eviction: a pod's files cannot be measured whole; it counts as using the whole disk", "pod", p.Namespace+"/"+p.Name,
+				"podUID", string(p.UID), "dir", t.dir, "why", u.Incomplete)
+			ps.Disk, ps.Inodes = unmeasurableUsage, unmeasurableUsage
+			return
 		}
-		total += st.Blocks * 512
-		return nil
-	})
-	return total
+		ps.Disk += u.Bytes
+		ps.Inodes += u.Inodes
+	}
 }

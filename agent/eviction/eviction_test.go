@@ -148,6 +148,25 @@ func TestRank_DiskAndPIDs(t *testing.T) {
 	assert.Equal(t, "uses-300", cands[1].Pod.Name)
 }
 
+// Under inode pressure: by inodes used, as the kubelet; no request counts
+// (nothing requests inodes, and an ephemeral-storage request is bytes).
+func TestRank_Inodes(t *testing.T) {
+	const mi = 1 << 20
+	cands := []Candidate{
+		{Pod: pod("big-file", 0, nil, false), Stats: &PodStats{Disk: 900 * mi, Inodes: 3}},
+		{Pod: pod("requests-1Gi-many-files", 0, map[v1.ResourceName]string{"ephemeral-storage": "1Gi"}, false), Stats: &PodStats{Disk: mi, Inodes: 200000}},
+		{Pod: pod("some-files", 0, nil, false), Stats: &PodStats{Disk: 10 * mi, Inodes: 5000}},
+	}
+	for _, s := range []Signal{SignalNodeFsInodesFree, SignalImageFsInodesFree} {
+		Rank(s, cands)
+		var got []string
+		for _, c := range cands {
+			got = append(got, c.Pod.Name)
+		}
+		assert.Equal(t, []string{"requests-1Gi-many-files", "some-files", "big-file"}, got, "%s", s)
+	}
+}
+
 // The message is the kubelet's.
 func TestMessage(t *testing.T) {
 	ths, err := ParseThresholds("memory.available<100Mi", "", "")

@@ -20,6 +20,8 @@ type PodStats struct {
 	// Disk is what the pod writes on the node filesystem in bytes (logs,
 	// writable layers, emptyDirs).
 	Disk int64
+	// Inodes are the inodes of the same (what inode pressure ranks by).
+	Inodes int64
 	// Processes counts the pod's processes.
 	Processes int64
 	// ContainerMemory and ContainerDisk are per container, by name, for
@@ -40,7 +42,7 @@ type Candidate struct {
 //   - memory: pods whose usage exceeds their requests, then by priority
 //     (lowest first), then by usage above requests (largest first);
 //   - disk (nodefs, imagefs): the same with disk usage and
-//     ephemeral-storage requests;
+//     ephemeral-storage requests; inodes by inodes used (no requests);
 //   - pids: by priority, then by process count.
 //
 // BestEffort pods request nothing, so any usage exceeds their requests:
@@ -51,8 +53,14 @@ func Rank(signal Signal, cands []Candidate) {
 	switch signal.Resource() {
 	case "memory":
 		usage, res = func(s *PodStats) int64 { return s.Memory }, v1.ResourceMemory
-	case "ephemeral-storage", "inodes":
+	case "ephemeral-storage":
 		usage, res = func(s *PodStats) int64 { return s.Disk }, v1.ResourceEphemeralStorage
+	case "inodes":
+		// As the kubelet: inodes used, and nothing requests inodes (an
+		// empty resource name: every request is 0), so a pod filling the
+		// node's inodes with empty files goes first, not the pod with the
+		// most bytes.
+		usage, res = func(s *PodStats) int64 { return s.Inodes }, ""
 	case "pids":
 		slices.SortStableFunc(cands, func(a, b Candidate) int {
 			if c := cmp.Compare(priority(a.Pod), priority(b.Pod)); c != 0 {
@@ -122,6 +130,9 @@ func podRequest(p *v1.Pod, res v1.ResourceName) int64 {
 }
 
 func request(c v1.Container, res v1.ResourceName) int64 {
+	if res == "" {
+		return 0
+	}
 	if q, ok := c.Resources.Requests[res]; ok {
 		return q.Value()
 	}

@@ -132,10 +132,23 @@ type attributes struct {
 // attributes: the verb from the HTTP method, the nodes subresource from the
 // path (stats, metrics, log; proxy for everything else, exec and logs of
 // containers included, as the kubelet does).
+//
+// One deviation: exec, attach and port-forward are always verb create,
+// whatever the method. The kubelet takes the method's verb, so a
+// WebSocket upgrade (a GET) needs only get on nodes/proxy, which
+// monitoring agents are commonly granted to scrape /metrics and /pods:
+// with it they run commands in every container of the node, root
+// included (kubernetes/kubernetes#136550 proposed this fix; upstream chose
+// to document the risk). The API server itself, which is what kubectl
+// exec goes through, holds create on nodes/proxy (system:kubelet-api-admin)
+// and is not affected.
 func requestAttributes(r *http.Request) attributes {
 	a := attributes{Verb: verbFor(r.Method), Subresource: "proxy"}
 	p := r.URL.Path
 	under := func(prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+	if under("/exec") || under("/attach") || under("/portForward") {
+		a.Verb = "create"
+	}
 	switch {
 	case under("/stats"):
 		a.Subresource = "stats"

@@ -23,6 +23,13 @@ import (
 // DefaultPort is the kubelet server's port (the kubelet's --port).
 const DefaultPort = 10250
 
+// defaultIdleTimeout closes a kept-alive connection with no request for
+// that long. The kubelet's server leaves idle connections for its 4 h
+// read timeout; here a caller cannot hold descriptors of the root daemon
+// by opening connections and leaving them (streams and followed logs are
+// requests in progress, not idle).
+const defaultIdleTimeout = 2 * time.Minute
+
 // Config says where the server listens and whom it trusts.
 type Config struct {
 	// Address is the IP address to listen on ("" or 0.0.0.0: all).
@@ -88,6 +95,9 @@ type Server struct {
 	decisions *ttlCache[decision]
 	// ln is the listener once Listen succeeded.
 	ln net.Listener
+	// idleTimeout closes kept-alive connections idle that long
+	// (defaultIdleTimeout; tests shorten it).
+	idleTimeout time.Duration
 }
 
 // New checks the configuration, loads (or creates) the serving certificate
@@ -106,7 +116,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: cfg, deps: deps, logger: deps.Logger.With("component", "kubelet-server"),
-		decisions: newTTLCache[decision](deps.Clock)}
+		decisions: newTTLCache[decision](deps.Clock), idleTimeout: defaultIdleTimeout}
 	s.authn = &authenticator{reviewer: deps.Reviewer, tokens: newTTLCache[*User](deps.Clock)}
 	if cfg.ClientCAFile != "" {
 		pem, err := os.ReadFile(cfg.ClientCAFile)
@@ -167,6 +177,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		Handler:           s.handler,
 		TLSConfig:         s.tls,
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       s.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -222,12 +233,12 @@ func (s *Server) routes() http.Handler {
 func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, err := s.authn.authenticate(r)
-		if errors.Is(err, errUnauthenticated) {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
 		if err != nil {
-			s.logger.Warn("Authentication failed", "err", err, "path", r.URL.Path)
+			if !errors.Is(err, errUnauthenticated) {
+				s.logger.Warn("Authentication failed", "err", err, "path", r.URL.Path)
+			}
+			// Nobody it knows: the connection is not kept for them.
+			w.Header().Set("Connection", "close")
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}

@@ -287,7 +287,11 @@ func TestServer_AccessReviewAttributes(t *testing.T) {
 		{"GET", "/runningpods/", "get", "proxy"},
 		{"GET", "/containerLogs/default/web/c", "get", "proxy"},
 		{"POST", "/exec/default/web/c?command=ls&output=1", "create", "proxy"},
-		{"GET", "/exec/default/web/c?command=ls&output=1", "get", "proxy"},
+		// A WebSocket upgrade is a GET; streaming is create whatever the
+		// method (requestAttributes says why this differs from the kubelet).
+		{"GET", "/exec/default/web/c?command=ls&output=1", "create", "proxy"},
+		{"GET", "/attach/default/web/c?output=1", "create", "proxy"},
+		{"GET", "/portForward/default/web?port=80", "create", "proxy"},
 		{"POST", "/attach/default/web/c?output=1", "create", "proxy"},
 		{"POST", "/portForward/default/web", "create", "proxy"},
 		{"GET", "/stats/summary", "get", "stats"},

@@ -20,7 +20,10 @@
 //     resolution (hostpath.go);
 //   - the pinned subPath mounts (subpath_pin.go) over the subPath checks
 //     (subpath.go), and their cleanup after a killed agent;
-//   - the fsGroup ownership of volumes (fsgroup.go).
+//   - the fsGroup ownership of volumes (fsgroup.go);
+//   - the disk usage of a pod's files for the eviction manager
+//     (usage*.go: DiskUsage, a walk by file descriptors that never follows
+//     a pod-written name).
 //
 // Below those: the mounts (tmpfs for memory emptyDirs and secret-bearing
 // volumes, the pinned bind mounts of subPaths, shared mount propagation:

@@ -69,6 +69,10 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 	if ip := net.ParseIP(nodeIP); ip != nil {
 		ips = append(ips, ip)
 	}
+	// The pods under the API server's names: never the local API's, and
+	// a static pod under its mirror's name (agent.ClusterView).
+	view := d.ClusterView(nodeName)
+	logs := daemonLogs{d: d, view: view}
 	srv, err := kubeletserver.New(kubeletserver.Config{
 		Address:      kf.address,
 		Port:         kf.port,
@@ -79,8 +83,8 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		NodeName:     nodeName,
 		NodeIPs:      ips,
 	}, kubeletserver.Deps{
-		Pods:     d,
-		Logs:     daemonLogs{d},
+		Pods:     view,
+		Logs:     logs,
 		Runtime:  rt,
 		Metrics:  d,
 		Reviewer: reviewer,
@@ -95,7 +99,7 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 			Runtime:  rt,
 			Host:     stats.NewHostFS(cg),
 			RootDir:  rootDir,
-			LogUsage: daemonLogs{d}.usage,
+			LogUsage: logs.usage,
 			QOSClass: agent.QOSClass,
 			Logger:   logger,
 		}),
@@ -127,11 +131,15 @@ var (
 )
 
 // daemonLogs reads a container's log for the kubelet server with the local
-// API's reader (api.ReadLog) at the daemon's log path.
-type daemonLogs struct{ d *agent.Daemon }
+// API's reader (api.ReadLog) at the daemon's log path: of the pod the API
+// server names (view), or for the stats summary of the node's pod (d).
+type daemonLogs struct {
+	d    *agent.Daemon
+	view *agent.ClusterView
+}
 
 func (l daemonLogs) WriteLog(ctx context.Context, ns, pod, container string, o kubeletserver.LogOptions, w io.Writer) error {
-	path, err := l.d.LogPath(ns, pod, container, o.Previous)
+	path, err := l.view.LogPath(ns, pod, container, o.Previous)
 	if err != nil {
 		return err
 	}
@@ -140,7 +148,7 @@ func (l daemonLogs) WriteLog(ctx context.Context, ns, pod, container string, o k
 	}
 	opts := api.LogOptions{Follow: o.Follow, TailLines: o.TailLines, Timestamps: o.Timestamps, Since: o.Since}
 	if o.Follow {
-		p, err := l.d.GetPod(ns, pod)
+		p, err := l.view.GetPod(ns, pod)
 		if err != nil {
 			return err
 		}
@@ -167,7 +175,7 @@ func (l daemonLogs) usage(pod *v1.Pod, container string) (uint64, bool) {
 // running one (the pod is gone, the container stopped or was replaced).
 func (l daemonLogs) containerGone(ns, pod, container, id string) func() bool {
 	return func() bool {
-		p, err := l.d.GetPod(ns, pod)
+		p, err := l.view.GetPod(ns, pod)
 		if apierrors.IsNotFound(err) {
 			return true
 		}

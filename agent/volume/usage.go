@@ -1,0 +1,61 @@
+package volume
+
+// Disk usage of a tree a pod writes (its emptyDirs, termination-message
+// files, log directory), for the eviction manager's ranking. The pod
+// controls every name in it, so the walk is the one place where a du as
+// the kubelet's (filepath.Walk over path strings) is not good enough:
+//
+//   - a directory swapped for a symlink between the listing of its parent
+//     and its open sends a path walk to wherever the link points (the
+//     whole host filesystem, with the time that takes) and counts that as
+//     the pod's; here every directory is opened from its parent's file
+//     descriptor with O_NOFOLLOW|O_DIRECTORY, and entries are measured
+//     with statx on the parent's descriptor without following them;
+//   - a path walk cannot see below PATH_MAX (about 2000 levels of short
+//     names), where a pod could hide gigabytes, fill the disk and have
+//     another pod evicted in its place; here there is no path, only
+//     descriptors, and a tree deeper than MaxDepth, or with more entries
+//     than MaxEntries, is reported Incomplete (the caller decides what an
+//     unmeasurable pod counts as);
+//   - a directory of millions of entries is read in batches, never whole;
+//   - a mount under the tree (another filesystem, or a bind mount of the
+//     same one: the statx mount ID differs) is neither counted nor
+//     entered; a FIFO or device is measured with statx, never opened.
+
+import "context"
+
+// Usage is what a tree takes on its filesystem.
+type Usage struct {
+	// Bytes are the allocated blocks (512-byte units, as du counts), each
+	// hard-linked inode once.
+	Bytes int64
+	// Inodes counts the tree's inodes, directories included.
+	Inodes int64
+	// Incomplete, when not empty, says why part of the tree was not
+	// measured (too deep, too many entries, the context ended): Bytes and
+	// Inodes are then only a lower bound.
+	Incomplete string
+}
+
+// UsageLimits bound a DiskUsage walk.
+type UsageLimits struct {
+	// MaxDepth is the deepest directory level entered below the root
+	// (each level holds one file descriptor while it is walked).
+	MaxDepth int
+	// MaxEntries is the number of entries measured before the walk stops.
+	MaxEntries int64
+	// SkipTop names entries of the root itself that are not measured
+	// (the pinned subPath bind mounts of a pod directory).
+	SkipTop []string
+}
+
+// DefaultUsageLimits are generous for any real workload: a tree deeper
+// than 256 directories or with more than 2 million entries is what a pod
+// builds to hide from the measurement.
+var DefaultUsageLimits = UsageLimits{MaxDepth: 256, MaxEntries: 2 << 20}
+
+// DiskUsage measures the tree at dir (see the file comment). A missing dir
+// is zero usage. ctx ends the walk early (Incomplete).
+func DiskUsage(ctx context.Context, dir string, lim UsageLimits) (Usage, error) {
+	return diskUsage(ctx, dir, lim)
+}

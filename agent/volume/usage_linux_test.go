@@ -1,0 +1,129 @@
+//go:build linux
+
+package volume
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// blocksOf is what du counts for path (its allocated blocks).
+func blocksOf(t *testing.T, path string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	require.NoError(t, syscall.Lstat(path, &st))
+	return st.Blocks * 512
+}
+
+func writeN(t *testing.T, path string, n int) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, make([]byte, n), 0o644))
+}
+
+// Files, directories and hard links: each inode once; what a symlink
+// points to is never counted; a FIFO is measured without being opened (a
+// walk that opened it would block here); SkipTop leaves out a top entry;
+// a missing tree is zero.
+func TestDiskUsage(t *testing.T) {
+	root := t.TempDir()
+	tree := filepath.Join(root, "tree")
+	writeN(t, filepath.Join(tree, "a"), 64<<10)
+	writeN(t, filepath.Join(tree, "sub", "b"), 32<<10)
+	require.NoError(t, os.Link(filepath.Join(tree, "a"), filepath.Join(tree, "sub", "a-again")))
+	outside := filepath.Join(root, "outside")
+	writeN(t, filepath.Join(outside, "big"), 1<<20)
+	require.NoError(t, os.Symlink(outside, filepath.Join(tree, "to-dir")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "big"), filepath.Join(tree, "to-file")))
+	require.NoError(t, unix.Mkfifo(filepath.Join(tree, "fifo"), 0o644))
+	writeN(t, filepath.Join(tree, "pins", "skipped"), 512<<10)
+
+	want := Usage{Inodes: 7} // tree, a, sub, sub/b, to-dir, to-file, fifo
+	for _, p := range []string{"", "a", "sub", "sub/b", "to-dir", "to-file", "fifo"} {
+		want.Bytes += blocksOf(t, filepath.Join(tree, p))
+	}
+	done := make(chan struct{})
+	var got Usage
+	var err error
+	go func() {
+		defer close(done)
+		got, err = DiskUsage(context.Background(), tree, UsageLimits{MaxDepth: 8, MaxEntries: 100, SkipTop: []string{"pins"}})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("DiskUsage blocked (on the FIFO?)")
+	}
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	got, err = DiskUsage(context.Background(), filepath.Join(root, "missing"), DefaultUsageLimits)
+	require.NoError(t, err)
+	assert.Equal(t, Usage{}, got)
+	_, err = DiskUsage(context.Background(), filepath.Join(tree, "to-dir"), DefaultUsageLimits)
+	assert.Error(t, err, "the root itself is never a followed link")
+}
+
+// A tree deeper than MaxDepth, one with more entries than MaxEntries, and
+// a walk whose context ended are Incomplete: what was measured is a lower
+// bound, and the caller must not take it for the pod's usage.
+func TestDiskUsage_Incomplete(t *testing.T) {
+	tree := t.TempDir()
+	deep := tree
+	for range 10 {
+		deep = filepath.Join(deep, "d")
+	}
+	writeN(t, filepath.Join(deep, "f"), 4096)
+	for i := range 20 {
+		writeN(t, filepath.Join(tree, "wide", strings.Repeat("x", i+1)), 0)
+	}
+
+	u, err := DiskUsage(context.Background(), tree, UsageLimits{MaxDepth: 5, MaxEntries: 1000})
+	require.NoError(t, err)
+	assert.Contains(t, u.Incomplete, "deeper than 5")
+
+	u, err = DiskUsage(context.Background(), tree, UsageLimits{MaxDepth: 50, MaxEntries: 15})
+	require.NoError(t, err)
+	assert.Contains(t, u.Incomplete, "more than 15 entries")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	u, err = DiskUsage(ctx, tree, DefaultUsageLimits)
+	require.NoError(t, err)
+	assert.Contains(t, u.Incomplete, "cut short")
+
+	u, err = DiskUsage(context.Background(), tree, DefaultUsageLimits)
+	require.NoError(t, err)
+	assert.Empty(t, u.Incomplete)
+	assert.Equal(t, int64(1+10+1+1+20), u.Inodes) // root, 10 dirs, f, wide, 20 files
+}
+
+// A mount under the tree, here a bind mount of a host directory on the
+// same filesystem (what a privileged pod with Bidirectional propagation
+// can make), is neither entered nor counted: the bind mount has the same
+// device number, only the statx mount ID tells it apart.
+func TestDiskUsage_BindMountNotEntered_Privileged(t *testing.T) {
+	if os.Geteuid() != 0 || os.Getenv("MINIKUBELET_PRIVILEGED") != "1" {
+		t.Skip("privileged test: run as root with MINIKUBELET_PRIVILEGED=1")
+	}
+	root := t.TempDir()
+	tree, host := filepath.Join(root, "tree"), filepath.Join(root, "host")
+	writeN(t, filepath.Join(host, "big"), 1<<20)
+	require.NoError(t, os.MkdirAll(filepath.Join(tree, "mnt"), 0o755))
+	require.NoError(t, unix.Mount(host, filepath.Join(tree, "mnt"), "", unix.MS_BIND, ""))
+	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(tree, "mnt"), unix.MNT_DETACH) })
+
+	u, err := DiskUsage(context.Background(), tree, DefaultUsageLimits)
+	require.NoError(t, err)
+	assert.Less(t, u.Bytes, int64(1<<20), "the bind-mounted host directory was counted")
+	assert.Equal(t, int64(1), u.Inodes, "only the tree's root: the mount point is a mount")
+}
