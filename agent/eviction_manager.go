@@ -25,7 +25,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -38,6 +37,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
@@ -669,7 +669,8 @@ func (a *Agent) NodePressure() (memory, disk, pid, ok bool) {
 // (emptyDirs, projected data) once its containers are dead, and trims its
 // termination-message files (eviction_reclaim.go); the pod dir itself
 // stays until the pod goes (it marks the pod cgroup as this agent's).
-// os.RemoveAll removes symlinks a pod left, never their targets.
+// safepath.RemoveAll removes symlinks a pod left, never their targets, and
+// stops at a mount still there instead of emptying it.
 func (a *Agent) removePodVolumes(pod *v1.Pod) error {
 	if err := a.trimTerminationMessageFiles(pod); err != nil {
 		return err
@@ -681,7 +682,7 @@ func (a *Agent) removePodVolumes(pod *v1.Pod) error {
 	if err := volume.UnmountUnder(dir); err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	return safepath.RemoveAll(dir)
 }
 
 // DescribeNode implements api.NodeDescriber: capacity and allocatable,

@@ -112,6 +112,10 @@ func (s *Server) serve(ctx context.Context, l net.Listener, h http.Handler) erro
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
+		// A kept-alive connection with no request is closed after two
+		// minutes (as the kubelet server's): a caller cannot hold
+		// connections open for ever. Watches and streams are requests.
+		IdleTimeout: 2 * time.Minute,
 		// TLS handshake failures (no or a foreign certificate) and the
 		// like: worth seeing, not worth a warning each.
 		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelInfo),

@@ -384,10 +384,12 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		Spec: p.Spec,
 	}
 	c = c.DeepCopy()
-	// The Priority admission plugin sets spec.priority on every pod; on
-	// this node it would change nothing (minikubelet neither preempts nor
-	// evicts), so it is not held against the pod. priorityClassName, set
-	// by the user, is still judged by the support table.
+	// The Priority admission plugin sets spec.priority on every pod, so it
+	// is not held against the pod; it is dropped because priority classes
+	// are not supported yet: priorityClassName, set by the user, is still
+	// judged (and refused) by the support table, and eviction ranks every
+	// cluster pod at priority 0 (none is critical), as it would a pod
+	// without a class.
 	c.Spec.Priority = nil
 	manifest.SetPodDefaults(c, podSourcePath(p), nodeName)
 	errs := manifest.ValidatePod(c)
