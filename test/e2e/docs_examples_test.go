@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -98,11 +100,14 @@ var docsChecks = map[string]func(t *testing.T, d *docsPod){
 	"two-files-counter-pod-streaming-sidecar.yaml": checkTwoFilesCounter,
 }
 
+// docsMissing is why TestDocsExamples cannot run.
+const docsMissing = "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)"
+
 func TestDocsExamples(t *testing.T) {
 	dir := docsExamplesDir()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
-		testutil.SkipSuite(t, "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)", dir)
+		testutil.SkipSuite(t, docsMissing, dir)
 	}
 	for _, f := range files {
 		name := filepath.Base(f)
@@ -127,6 +132,46 @@ func TestDocsExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docsPreflight makes TestDocsExamples's own check (testutil.SkipSuite)
+// before the suite's setup: under CI=true, when the run selects
+// TestDocsExamples and the examples are missing, the run fails at once
+// rather than after minutes of building and starting containerd (issue
+// #17). test/testutil's TestCI_MissingDocsExamplesFailTheRun runs it so.
+func docsPreflight() error {
+	if !testutil.InCI() || !selected("TestDocsExamples") {
+		return nil
+	}
+	dir := docsExamplesDir()
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(files) > 0 {
+		return nil
+	}
+	return fmt.Errorf("CI=true and TestDocsExamples cannot run: "+docsMissing+" (CI must run it: provide what it needs)", dir)
+}
+
+// selected reports whether -test.run and -test.skip (as flag.Parse left
+// them) let the top-level test name run. A pattern's first slash-separated
+// element is the top level's; a -skip pattern with a slash skips subtests
+// only.
+func selected(name string) bool {
+	value := func(f string) string {
+		if fl := flag.Lookup(f); fl != nil {
+			return fl.Value.String()
+		}
+		return ""
+	}
+	if run := value("test.run"); run != "" {
+		if ok, err := regexp.MatchString(strings.Split(run, "/")[0], name); err != nil || !ok {
+			return false
+		}
+	}
+	if skip := value("test.skip"); skip != "" && !strings.Contains(skip, "/") {
+		if ok, err := regexp.MatchString(skip, name); err == nil && ok {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRefused: run exits 2 before touching the runtime, naming the field.
