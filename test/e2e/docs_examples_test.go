@@ -535,6 +535,8 @@ func checkSidecarResources(t *testing.T, d *docsPod) {
 
 // sidecar-shared-volume.yaml: nginx serves what the init container wrote.
 func checkSidecarSharedVolume(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedPromptly("content-writer", true, "web")
 	ip := d.running()
 	_, body := httpGetStatus(t, "http://"+ip+"/")
 	assert.Equal(t, "Hello from the init container\n", body)
@@ -542,8 +544,14 @@ func checkSidecarSharedVolume(t *testing.T, d *docsPod) {
 }
 
 // sidecar-startup-coordination.yaml: the app starts after the sidecar's
-// startup probe passed, so the config is there.
+// startup probe passed, so the config is there; and promptly after that:
+// the probe's first run comes within its 2 s period of the sidecar's start
+// (the start-up jitter of an agent started less than a period ago), a
+// second one 2 s later should the first beat the sidecar's echo, and its
+// success starts the app at once.
 func checkSidecarStartup(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedWithin(docsStepBound+2*2*time.Second, "config-sidecar", false, "main-app")
 	d.running()
 	out := d.waitLogs("main-app", `greeting=hello`, 30*time.Second)
 	assert.True(t, strings.HasPrefix(out, "greeting=hello"), "first line: %q", out)
