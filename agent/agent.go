@@ -93,6 +93,12 @@ type Config struct {
 	HostIPs []string
 }
 
+// checkTestConfig is nil except in this package's tests (main_test.go),
+// which refuse a Config whose defaults would be this machine's own state
+// (its directories, resolver, CNI files and addresses): a unit test must
+// neither read nor change them (issue #17).
+var checkTestConfig func(Config)
+
 // withDefaults fills unset fields with the kubelet's defaults.
 func (c Config) withDefaults() Config {
 	if c.RootDir == "" {
@@ -227,6 +233,9 @@ type Agent struct {
 
 // New builds an agent. Nothing runs until Run.
 func New(cfg Config, deps Deps) *Agent {
+	if checkTestConfig != nil {
+		checkTestConfig(cfg)
+	}
 	a := &Agent{
 		cfg:      cfg.withDefaults(),
 		runtime:  deps.Runtime,

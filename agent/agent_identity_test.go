@@ -72,7 +72,7 @@ func TestOwnsObject(t *testing.T) {
 func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
 	h := newHarness(t)
 	run := New(Config{NodeName: "node-1", RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
-		AgentID: ForegroundAgentID(4242)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(4242)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
 	t.Cleanup(run.stopWorkers)
 
 	ours, fg := clusterPod(t, "ours", "uid-ours"), clusterPod(t, "fg", "uid-fg")

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -86,11 +88,12 @@ func (r *recorder) waitStatus(t *testing.T, what string, cond func(*v1.Pod) bool
 }
 
 // testNetwork is a pod network whose every host directory (containerd's
-// CNI conf dir, the plugin dir, host-local's data dir) is private to the
-// test: a unit test must not read what `make demo` left on the machine,
-// such as /etc/cni/net.d/10-minikubelet.conflist (issue #17).
+// CNI conf dir, the plugin dir, host-local's data dir, libcni's result
+// cache) is private to the test: a unit test must not read what `make
+// demo` left on the machine, such as /etc/cni/net.d/10-minikubelet.conflist
+// (issue #17), nor remove what a real pod left there.
 func testNetwork(tb testing.TB) cni.Config {
-	return cni.Config{ConfDir: tb.TempDir(), BinDirs: []string{tb.TempDir()}, DataDir: tb.TempDir()}
+	return cni.Config{ConfDir: tb.TempDir(), BinDirs: []string{tb.TempDir()}, DataDir: tb.TempDir(), CacheDir: tb.TempDir()}
 }
 
 type harness struct {
@@ -604,8 +607,12 @@ spec:
 // runs with --allow-privileged; nothing reaches the runtime.
 func TestAgent_RefusesHostPathToOwnState(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.ProtectedPaths = []string{"/run/minikubelet"}
-	for i, path := range []string{h.agent.cfg.RootDir + "/api-pods", "/run/minikubelet", "/"} {
+	// The API socket's directory (/run/minikubelet for the daemon), in a
+	// directory of the test's own: the guard resolves what exists.
+	sockDir := filepath.Join(t.TempDir(), "run", "minikubelet")
+	require.NoError(t, os.MkdirAll(sockDir, 0o755))
+	h.agent.cfg.ProtectedPaths = []string{sockDir}
+	for i, path := range []string{h.agent.cfg.RootDir + "/api-pods", sockDir, "/"} {
 		pod := testPod(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
@@ -624,14 +631,14 @@ spec:
 	assert.Empty(t, without(h.fake.Calls(), observeCalls...))
 
 	h.agent.cfg.AllowPrivileged = true
-	pod := testPod(t, `
+	pod := testPod(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
 metadata: {name: allowed}
 spec:
-  volumes: [{name: state, hostPath: {path: /run/minikubelet}}]
+  volumes: [{name: state, hostPath: {path: %s}}]
   containers: [{name: app, image: reg.local/x:1, volumeMounts: [{name: state, mountPath: /state}]}]
-`)
+`, sockDir))
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 }

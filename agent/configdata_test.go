@@ -123,7 +123,7 @@ func TestSetConfigData_SecretsStayOffTheRootDir(t *testing.T) {
 	legacy := filepath.Join(root, "configdata", "secrets", "shop", "old.json")
 	require.NoError(t, os.MkdirAll(filepath.Dir(legacy), 0o700))
 	require.NoError(t, os.WriteFile(legacy, []byte(`{"data":{"k":"c2VjcmV0"}}`), 0o600))
-	a := New(Config{RootDir: root, Network: testNetwork(t)}, Deps{})
+	a := New(Config{RootDir: root, PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 	a.SetConfigData([]*v1.ConfigMap{{ObjectMeta: metaNS("default", "c")}}, []*v1.Secret{{ObjectMeta: metaNS("shop", "s"), Data: map[string][]byte{"k": []byte("s3cr3t-value")}}})
 	_, err := os.Stat(filepath.Join(root, "configdata", "configmaps", "default", "c.json"))
 	require.NoError(t, err)
@@ -165,7 +165,7 @@ func assertNoFileContains(t *testing.T, dir, needle string) {
 // under the same namespace/name; in env, envFrom, volumes, projected
 // volumes and pull secrets alike (they all look up through configScope).
 func TestConfigStore_ScopesBySource(t *testing.T) {
-	a := New(Config{RootDir: t.TempDir(), Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
+	a := New(Config{RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 	secret := func(v string) *v1.Secret {
 		return &v1.Secret{ObjectMeta: metaNS("shop", "creds"), Data: map[string][]byte{"password": []byte(v)}}
 	}

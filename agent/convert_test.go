@@ -16,7 +16,7 @@ func testAgent(t *testing.T, resolv string) *Agent {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "resolv.conf")
 	require.NoError(t, os.WriteFile(path, []byte(resolv), 0o644))
-	return New(Config{NodeName: "node-1", RootDir: "/var/lib/mkl", PodLogDir: "/var/log/pods", ResolvConf: path, Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
+	return New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: path, Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 }
 
 func TestGeneratePodSandboxConfig(t *testing.T) {
@@ -38,7 +38,7 @@ spec:
 	cfg, err := a.generatePodSandboxConfig(pod, 3)
 	require.NoError(t, err)
 	assert.Equal(t, &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "shop", Uid: "11111111-2222-3333-4444-555555555555", Attempt: 3}, cfg.Metadata)
-	assert.Equal(t, "/var/log/pods/shop_web_11111111-2222-3333-4444-555555555555", cfg.LogDirectory)
+	assert.Equal(t, filepath.Join(a.cfg.PodLogDir, "shop_web_11111111-2222-3333-4444-555555555555"), cfg.LogDirectory)
 	assert.Equal(t, "front", cfg.Hostname)
 	assert.Equal(t, []string{"10.0.0.2", "10.0.0.3"}, cfg.DnsConfig.Servers)
 	assert.Equal(t, []string{"corp.example", "example"}, cfg.DnsConfig.Searches)

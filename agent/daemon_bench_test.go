@@ -24,7 +24,7 @@ import (
 // iterations, untimed.
 func BenchmarkDaemon_Concurrent(b *testing.B) {
 	fake := critest.New()
-	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b)},
+	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b), HostIPs: []string{"192.0.2.1"}},
 		Deps{Runtime: fake.Runtime, Images: fake.Images})
 	b.Cleanup(a.stopWorkers)
 	s, err := source.NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
@@ -84,7 +84,7 @@ func (r *sandboxClock) RunPodSandbox(ctx context.Context, config *runtimeapi.Pod
 func BenchmarkDaemon_CreateToSandbox(b *testing.B) {
 	fake := critest.New()
 	rt := &sandboxClock{Runtime: fake.Runtime, called: make(chan time.Time, 1)}
-	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b)},
+	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b), HostIPs: []string{"192.0.2.1"}},
 		Deps{Runtime: rt, Images: fake.Images})
 	b.Cleanup(a.stopWorkers)
 	s, err := source.NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")

@@ -78,7 +78,7 @@ func TestExpandVars(t *testing.T) {
 // envTestAgent is an agent with config data and a node, for env tests.
 func envTestAgent(t *testing.T) *Agent {
 	t.Helper()
-	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), Network: testNetwork(t), Node: NodeInfo{
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}, Node: NodeInfo{
 		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")},
 	}}, Deps{})
 	a.SetConfigData([]*v1.ConfigMap{{

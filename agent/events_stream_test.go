@@ -149,7 +149,7 @@ func TestWatchContainerEvents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := &eventRuntime{FakeRuntime: critest.New().Runtime, streams: tt.streams}
 			logs := &lockedBuffer{}
-			a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), Network: testNetwork(t)},
+			a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}},
 				Deps{Runtime: rt, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -62,7 +62,7 @@ func TestObservers_FanOut(t *testing.T) {
 		require.Equal(t, countingObserver{events: 1, steps: 1, statuses: 2}, *c)
 	}
 
-	ag := New(Config{Network: testNetwork(t)}, Deps{})
+	ag := New(Config{RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 	ag.AddObserver(a)
 	ag.AddObserver(b)
 	ag.observer.PodStatus(pod)

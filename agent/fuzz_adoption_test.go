@@ -62,7 +62,7 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 			Labels:      map[string]string{labelPodUID: uid, labelManagedBy: managedByValue, labelContainerName: name},
 			Annotations: ann,
 		}, SandboxID: "sid"}})
-		a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{Runtime: fake.Runtime, Images: fake.Images})
+		a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{Runtime: fake.Runtime, Images: fake.Images})
 		st, err := a.listPod(context.Background(), &v1.Pod{})
 		if err != nil {
 			t.Fatalf("listPod: %v", err)

@@ -58,7 +58,7 @@ func TestHostNetworkHostsContent(t *testing.T) {
 }
 
 func TestHostsMount(t *testing.T) {
-	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), Network: testNetwork(t)}, Deps{})
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 	pod := &v1.Pod{Spec: v1.PodSpec{Subdomain: "sub", HostAliases: []v1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"foo"}}}}}
 	pod.Name, pod.Namespace, pod.UID = "web", "shop", "uid-1"
 	c := &v1.Container{Name: "app"}

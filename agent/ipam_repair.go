@@ -99,7 +99,7 @@ func (a *Agent) RepairIPLeaks(ctx context.Context, how IPRepair) ([]ReleasedIP, 
 				young++
 				continue
 			}
-			ok, err := cni.ReleaseHostLocal(a.cfg.Network, "", r)
+			ok, err := cni.ReleaseHostLocal(a.cfg.Network, a.cfg.Network.CacheDir, r)
 			if err != nil {
 				return released, fmt.Errorf("release leaked IP %s of sandbox %s: %w", r.IP, shortID(r.ID), err)
 			}

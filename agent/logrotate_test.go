@@ -102,7 +102,7 @@ func newRotateHarness(t testing.TB) *rotateHarness {
 	}
 	h.fake.Now = h.clock.Now
 	h.rt = &logRuntime{Runtime: h.fake.Runtime, paths: map[string]string{}}
-	h.agent = New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: h.dir, Network: testNetwork(t)},
+	h.agent = New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: h.dir, ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}},
 		Deps{Runtime: h.rt, Images: h.fake.Images, Clock: h.clock})
 	return h
 }

@@ -55,7 +55,7 @@ func TestSELinuxOptions_PassedToTheRuntime(t *testing.T) {
 	want := &runtimeapi.SELinuxOption{User: "system_u", Role: "system_r", Type: "spc_t", Level: "s0:c1,c2"}
 	assert.Equal(t, want, sandboxSecurityContext(pod).SelinuxOptions)
 
-	a := New(Config{RootDir: t.TempDir(), Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
+	a := New(Config{RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 	sc, err := a.containerSecurityContext(pod, &pod.Spec.Containers[0])
 	require.NoError(t, err)
 	assert.Equal(t, want, sc.SelinuxOptions, "the pod's options are the container's default")

@@ -127,10 +127,11 @@ spec:
 	}, without(h.fake.Calls(), observeCalls...))
 }
 
-// A Never pod whose only app container fails its startup probe is killed
-// by its sync; the pod is then over, and the sidecar and the sandbox stop
-// in the sync that follows at once.
-func TestAgent_KilledLastContainerFinishesPodAtOnce(t *testing.T) {
+// A Never pod whose only app container exits (code 1) before the sync that
+// started it observes the pod again: the pod is then over (Failed), and
+// the sidecar and the sandbox stop in the sync that follows at once (the
+// relister would not wake the worker: its own observation saw the exit).
+func TestAgent_ExitedLastContainerFinishesPodAtOnce(t *testing.T) {
 	h := newPromptHarness(t, map[string]map[string]string{"app": {critest.AnnotationExitAfterMs: "0", critest.AnnotationExitCode: "1"}})
 	pod := testPod(t, `
 apiVersion: v1

@@ -114,7 +114,7 @@ func TestPullKeyring(t *testing.T) {
 	root := t.TempDir()
 	nodeFile := filepath.Join(root, "config.json")
 	require.NoError(t, os.WriteFile(nodeFile, []byte(`{"auths": {"reg:5001": {"auth": "`+b64("node:nodepw")+`"}}}`), 0o600))
-	a := New(Config{NodeName: "node-1", RootDir: root, Network: testNetwork(t)}, Deps{})
+	a := New(Config{NodeName: "node-1", RootDir: root, PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 	a.SetConfigData(nil, []*v1.Secret{
 		{ObjectMeta: pullTestMeta("shop", "regcred"), Type: v1.SecretTypeDockerConfigJson,
 			Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{"auths": {"reg:5001": {"username": "pod", "password": "podpw"}}}`)}},

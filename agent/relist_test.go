@@ -132,7 +132,7 @@ func TestRelister_SameAsBaseline(t *testing.T) {
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(seed, 7))
 			fake := critest.New()
-			a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), Network: testNetwork(t)},
+			a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}},
 				Deps{Runtime: fake.Runtime, Images: fake.Images, Clock: testclock.NewFakeClock(time.Unix(0, 0))})
 			r, base := newRelister(a), &baselineRelister{a: a, last: map[types.UID]string{}}
 			uids := []types.UID{"pod-a", "pod-b", "pod-c", "pod-d", ""}
@@ -265,7 +265,7 @@ func (r *listRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilte
 func BenchmarkRelist(b *testing.B) {
 	rt := &listRuntime{}
 	fake := critest.New()
-	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), Network: testNetwork(b)},
+	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b), HostIPs: []string{"192.0.2.1"}},
 		Deps{Runtime: rt, Images: fake.Images, Clock: testclock.NewFakeClock(time.Unix(0, 0))})
 	hexID := func(kind byte, i int) string {
 		return fmt.Sprintf("%c%063x", kind, i)

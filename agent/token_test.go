@@ -88,7 +88,7 @@ func tokenAgent(t *testing.T) (*Agent, *fakeTokens, *testclock.FakeClock, *volum
 	t.Helper()
 	clk := testclock.NewFakeClock(time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC))
 	src := &fakeTokens{clock: clk}
-	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), Network: testNetwork(t)}, Deps{Clock: clk, Tokens: src})
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{Clock: clk, Tokens: src})
 	m := volumetest.NewFakeMounter()
 	a.mounter = m
 	a.setConfigScopes(map[string]configSet{sourceCluster: {ConfigMaps: []*v1.ConfigMap{{ObjectMeta: metaNS("shop", "kube-root-ca.crt"), Data: map[string]string{"ca.crt": "CA"}}}}})
@@ -267,8 +267,8 @@ func TestAdmitServiceAccountTokens(t *testing.T) {
 		return p
 	}
 	clk := testclock.NewFakeClock(time.Now())
-	cluster := New(Config{NodeName: "node-1", Network: testNetwork(t)}, Deps{Tokens: &fakeTokens{clock: clk}})
-	lone := New(Config{NodeName: "node-1", Network: testNetwork(t)}, Deps{})
+	cluster := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{Tokens: &fakeTokens{clock: clk}})
+	lone := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 	noToken := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec:\n  containers:\n  - {name: app, image: img}\n")
 	for _, tc := range []struct {
 		name string

@@ -56,6 +56,10 @@ type Config struct {
 	// DataDir is host-local's dataDir; "" means the plugin default
 	// /var/lib/cni/networks. Tests use a private one.
 	DataDir string
+	// CacheDir is where the runtime's libcni caches each ADD's result
+	// (<CacheDir>/results); "" means libcni's default, DefaultCacheDir,
+	// which containerd uses (it sets no other). Tests use a private one.
+	CacheDir string
 	// Masquerade sets the bridge's ipMasq: users want egress from pods,
 	// test environments turn it off to leave the host's NAT alone.
 	Masquerade bool

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,7 +78,12 @@ func (s *imageServer) PullImage(ctx context.Context, req *runtimeapi.PullImageRe
 // socket path. Nil services are not registered.
 func serve(t *testing.T, rt runtimeapi.RuntimeServiceServer, img runtimeapi.ImageServiceServer) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cri.sock")
+	return serveAt(t, filepath.Join(t.TempDir(), "cri.sock"), rt, img)
+}
+
+// serveAt is serve on the socket path.
+func serveAt(t *testing.T, path string, rt runtimeapi.RuntimeServiceServer, img runtimeapi.ImageServiceServer) string {
+	t.Helper()
 	l, err := net.Listen("unix", path)
 	require.NoError(t, err)
 	srv := grpc.NewServer()
@@ -181,12 +188,50 @@ func TestDial_Errors(t *testing.T) {
 	}
 }
 
+// deniedSocketEnv names the socket a copy of this test binary dials as
+// nobody (TestDial_PermissionDenied as root).
+const deniedSocketEnv = "CRI_TEST_DENIED_SOCKET"
+
+// A socket the user may not connect to: the error says to run as root.
+// Root connects to any socket, so under root (make test) the dial runs in
+// a copy of this test binary started as nobody (uid and gid 65534) rather
+// than being skipped there.
 func TestDial_PermissionDenied(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root bypasses socket permissions")
+	if path := os.Getenv(deniedSocketEnv); path != "" {
+		dialDenied(t, path) // the copy, as nobody
+		return
 	}
-	path := serve(t, &runtimeServer{}, nil)
+	if os.Geteuid() != 0 {
+		path := serve(t, &runtimeServer{}, nil)
+		require.NoError(t, os.Chmod(path, 0))
+		dialDenied(t, path)
+		return
+	}
+	// A directory nobody may enter, holding the socket (mode 0, owned by
+	// root) and the copy of the binary (t.TempDir and go test's own
+	// directory are root's alone).
+	dir, err := os.MkdirTemp("", "cri-denied-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	path := serveAt(t, filepath.Join(dir, "cri.sock"), &runtimeServer{}, nil)
 	require.NoError(t, os.Chmod(path, 0))
+	self, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	bin := filepath.Join(dir, "cri.test")
+	require.NoError(t, os.WriteFile(bin, self, 0o755))
+
+	cmd := exec.Command(bin, "-test.run=^TestDial_PermissionDenied$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), deniedSocketEnv+"="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the dial as nobody:\n%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestDial_PermissionDenied")
+}
+
+func dialDenied(t *testing.T, path string) {
+	t.Helper()
 	_, err := Dial(context.Background(), path, Options{Timeout: 5 * time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "permission denied")

@@ -129,6 +129,9 @@ func TestNamespacesAndNodes(t *testing.T) {
 	require.Len(t, nodes.Items, 1)
 	n := nodes.Items[0]
 	assert.NotEmpty(t, n.Name)
+	// From the package's fake /proc (export_test.go), never the host's.
+	assert.Equal(t, "6.1.0-test-amd64", n.Status.NodeInfo.KernelVersion)
+	assert.Equal(t, "4Gi", n.Status.Capacity.Memory().String())
 	require.Len(t, n.Status.Conditions, 1)
 	assert.Equal(t, v1.NodeReady, n.Status.Conditions[0].Type)
 	code, _, _ = get(t, srv.URL+"/api/v1/nodes/"+n.Name, "")

@@ -9,14 +9,15 @@
 //	go run ./hack/openapi            # regenerate
 //	go run ./hack/openapi -check     # fail if the embedded file differs
 //
-// TestGenerated (main_test.go) runs the check when the Kubernetes module
-// is in the module cache.
+// TestGenerated (main_test.go) runs the check, downloading the Kubernetes
+// module through the module proxy when the module cache lacks it.
 package main
 
 import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -73,19 +74,35 @@ func repoRoot() (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
 }
 
-// sourcePath finds the pinned release's document in the module cache.
+// errModuleUnavailable wraps a failure to get the k8s.io/kubernetes module
+// (no module proxy, no cache): the check cannot run.
+var errModuleUnavailable = errors.New("the pinned Kubernetes module is not available")
+
+// sourcePath finds the pinned release's document: the k8s.io/kubernetes
+// module of hack/cluster/go.mod, downloaded through the module proxy when
+// the module cache does not have it yet (go mod download is a no-op then;
+// cold, about 22 MB), so the check runs on a fresh machine too, before
+// hack/cluster/build.sh has fetched it.
 func sourcePath(root string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes")
+	cmd := exec.Command("go", "mod", "download", "-json", "k8s.io/kubernetes")
 	cmd.Dir = filepath.Join(root, "hack", "cluster")
 	out, err := cmd.Output()
+	var mod struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &mod); jerr == nil && mod.Error != "" {
+		err = errors.New(mod.Error)
+	} else if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+	}
+	if err == nil && mod.Dir == "" {
+		err = errors.New("go mod download named no directory")
+	}
 	if err != nil {
-		return "", fmt.Errorf("find k8s.io/kubernetes of hack/cluster/go.mod (go list -m): %w", err)
+		return "", fmt.Errorf("%w: go mod download k8s.io/kubernetes in hack/cluster: %w (check that the Go module proxy is reachable: go env GOPROXY; or pass -src)", errModuleUnavailable, err)
 	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" {
-		return "", fmt.Errorf("k8s.io/kubernetes is not in the module cache: run hack/cluster/build.sh, or pass -src")
-	}
-	return filepath.Join(dir, "api", "openapi-spec", "v3", "api__v1_openapi.json"), nil
+	return filepath.Join(mod.Dir, "api", "openapi-spec", "v3", "api__v1_openapi.json"), nil
 }
 
 func run(src string, check bool) error {

@@ -1,27 +1,25 @@
 package main
 
 import (
-	"os"
+	"errors"
 	"testing"
+
+	"github.com/minikubelet/minikubelet/test/testutil"
 )
 
 // TestGenerated re-runs the generator against the pinned release's
-// document and compares with the embedded file; it is skipped when the
-// k8s.io/kubernetes module is not in the module cache (hack/cluster/build.sh
-// downloads it).
+// document and compares with the embedded file. The document comes from
+// the k8s.io/kubernetes module, downloaded through the module proxy when
+// the module cache lacks it (a cold machine runs the unit tests before
+// hack/cluster/build.sh fetches it; issue #17: this test used to skip
+// there). Only a module that cannot be had at all (no proxy, no cache)
+// skips it, through testutil.SkipSuite: that fails under CI=true.
 func TestGenerated(t *testing.T) {
-	root, err := repoRoot()
+	err := run("", true)
+	if errors.Is(err, errModuleUnavailable) {
+		testutil.SkipSuite(t, "%v", err)
+	}
 	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := sourcePath(root)
-	if err != nil {
-		t.Skipf("the pinned Kubernetes module is not available: %v", err)
-	}
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("the pinned Kubernetes module is not available: %v", err)
-	}
-	if err := run(src, true); err != nil {
 		t.Fatal(err)
 	}
 }

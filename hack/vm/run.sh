@@ -62,9 +62,8 @@ mkdir -p "$DIR"/{bin,repo/test/e2e,out}
 
 timed "building static minikubelet and e2e.test" bash -c 'cd "$1" && CGO_ENABLED=0 go build -o "$2/bin/minikubelet" ./cmd/minikubelet && CGO_ENABLED=0 go test -c -o "$2/bin/e2e.test" ./test/e2e' _ "$REPO" "$DIR"
 
-step "test images: local registry on $REGISTRY, hack/images"
-"$REPO/hack/start-registry.sh" "$REGISTRY"
-(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") | tail -n1
+timed "registry on $REGISTRY (hack/start-registry.sh)" "$REPO/hack/start-registry.sh" "$REGISTRY"
+timed "test images (hack/images)" bash -c 'set -o pipefail; cd "$1" && go run ./hack/images --registry "$2" | tail -n1' _ "$REPO" "$REGISTRY"
 cp -a "$MKL_STATE/registry" "$DIR/registry"
 cp -a "$REPO/hack" "$DIR/repo/hack"
 install -m 0755 "$VM/payload.sh" "$DIR/payload.sh"

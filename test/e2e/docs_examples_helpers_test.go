@@ -269,6 +269,13 @@ func (d *docsPod) containerTimes(container string, finished bool) (started, ende
 // finished (a regular init container).
 func (d *docsPod) startedPromptly(after string, afterFinished bool, next ...string) {
 	d.t.Helper()
+	d.startedWithin(docsStepBound, after, afterFinished, next...)
+}
+
+// startedWithin is startedPromptly with another bound (a step that waits
+// for a probe as well).
+func (d *docsPod) startedWithin(bound time.Duration, after string, afterFinished bool, next ...string) {
+	d.t.Helper()
 	if d.uid == "" {
 		d.validated()
 	}
@@ -281,7 +288,7 @@ func (d *docsPod) startedPromptly(after string, afterFinished bool, next ...stri
 		s, _ := d.containerTimes(c, false)
 		gap := s.Sub(ref)
 		d.t.Logf("%s started %s after %s %s", c, gap.Round(time.Millisecond), after, what)
-		require.LessOrEqual(d.t, gap, docsStepBound, "%s must start within %s of %s having %s (a step waited for a periodic resync)", c, docsStepBound, after, what)
+		require.LessOrEqual(d.t, gap, bound, "%s must start within %s of %s having %s (a step waited for a periodic resync)", c, bound, after, what)
 		require.GreaterOrEqual(d.t, gap, time.Duration(0), "%s started before %s %s", c, after, what)
 	}
 }

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -98,11 +100,14 @@ var docsChecks = map[string]func(t *testing.T, d *docsPod){
 	"two-files-counter-pod-streaming-sidecar.yaml": checkTwoFilesCounter,
 }
 
+// docsMissing is why TestDocsExamples cannot run.
+const docsMissing = "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)"
+
 func TestDocsExamples(t *testing.T) {
 	dir := docsExamplesDir()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if len(files) == 0 {
-		testutil.SkipSuite(t, "no Kubernetes documentation examples at %s (CI checks shared/ out beside the repository, or set MINIKUBELET_DOCS_EXAMPLES)", dir)
+		testutil.SkipSuite(t, docsMissing, dir)
 	}
 	for _, f := range files {
 		name := filepath.Base(f)
@@ -127,6 +132,46 @@ func TestDocsExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docsPreflight makes TestDocsExamples's own check (testutil.SkipSuite)
+// before the suite's setup: under CI=true, when the run selects
+// TestDocsExamples and the examples are missing, the run fails at once
+// rather than after minutes of building and starting containerd (issue
+// #17). test/testutil's TestCI_MissingDocsExamplesFailTheRun runs it so.
+func docsPreflight() error {
+	if !testutil.InCI() || !selected("TestDocsExamples") {
+		return nil
+	}
+	dir := docsExamplesDir()
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.yaml")); len(files) > 0 {
+		return nil
+	}
+	return fmt.Errorf("CI=true and TestDocsExamples cannot run: "+docsMissing+" (CI must run it: provide what it needs)", dir)
+}
+
+// selected reports whether -test.run and -test.skip (as flag.Parse left
+// them) let the top-level test name run. A pattern's first slash-separated
+// element is the top level's; a -skip pattern with a slash skips subtests
+// only.
+func selected(name string) bool {
+	value := func(f string) string {
+		if fl := flag.Lookup(f); fl != nil {
+			return fl.Value.String()
+		}
+		return ""
+	}
+	if run := value("test.run"); run != "" {
+		if ok, err := regexp.MatchString(strings.Split(run, "/")[0], name); err != nil || !ok {
+			return false
+		}
+	}
+	if skip := value("test.skip"); skip != "" && !strings.Contains(skip, "/") {
+		if ok, err := regexp.MatchString(skip, name); err == nil && ok {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRefused: run exits 2 before touching the runtime, naming the field.
@@ -490,6 +535,8 @@ func checkSidecarResources(t *testing.T, d *docsPod) {
 
 // sidecar-shared-volume.yaml: nginx serves what the init container wrote.
 func checkSidecarSharedVolume(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedPromptly("content-writer", true, "web")
 	ip := d.running()
 	_, body := httpGetStatus(t, "http://"+ip+"/")
 	assert.Equal(t, "Hello from the init container\n", body)
@@ -497,8 +544,14 @@ func checkSidecarSharedVolume(t *testing.T, d *docsPod) {
 }
 
 // sidecar-startup-coordination.yaml: the app starts after the sidecar's
-// startup probe passed, so the config is there.
+// startup probe passed, so the config is there; and promptly after that:
+// the probe's first run comes within its 2 s period of the sidecar's start
+// (the start-up jitter of an agent started less than a period ago), a
+// second one 2 s later should the first beat the sidecar's echo, and its
+// success starts the app at once.
 func checkSidecarStartup(t *testing.T, d *docsPod) {
+	d.validated()
+	d.startedWithin(docsStepBound+2*2*time.Second, "config-sidecar", false, "main-app")
 	d.running()
 	out := d.waitLogs("main-app", `greeting=hello`, 30*time.Second)
 	assert.True(t, strings.HasPrefix(out, "greeting=hello"), "first line: %q", out)

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,6 +54,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("e2e: skipped; set MINIKUBELET_E2E=1 or run `make test-e2e` (root, real containerd)")
 		os.Exit(0)
 	}
+	flag.Parse() // docsPreflight reads -test.run
 	os.Exit(runSuite(m))
 }
 
@@ -61,14 +63,20 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e setup: "+format+"\n", args...)
 		return 1
 	}
-	if os.Geteuid() != 0 {
-		return fail("must run as root")
-	}
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		return fail("%v", err)
 	}
 	suite.repo = repo
+	// Before anything is built or started (and before the root check, so
+	// that test/testutil's TestCI_MissingDocsExamplesFailTheRun can run it
+	// as any user).
+	if err := docsPreflight(); err != nil {
+		return fail("%v", err)
+	}
+	if os.Geteuid() != 0 {
+		return fail("must run as root")
+	}
 	pickNetwork()
 	suite.registry = os.Getenv("REGISTRY")
 	if suite.registry == "" {

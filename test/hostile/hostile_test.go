@@ -24,6 +24,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/source"
+	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri/critest"
 	"github.com/minikubelet/minikubelet/test/hostile"
 )
@@ -97,7 +98,10 @@ func TestCorpus_FileSources(t *testing.T) {
 func TestCorpus_API(t *testing.T) {
 	cases := loadCases(t)
 	fake := critest.New()
-	a := agent.New(agent.Config{NodeName: nodeName, RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent"},
+	// Nothing of the machine's: private CNI dirs, a documentation address
+	// (a unit test does not read the host's state, issue #17).
+	network := cni.Config{ConfDir: t.TempDir(), BinDirs: []string{t.TempDir()}, DataDir: t.TempDir(), CacheDir: t.TempDir()}
+	a := agent.New(agent.Config{NodeName: nodeName, RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: network, HostIPs: []string{"192.0.2.1"}},
 		agent.Deps{Runtime: fake.Runtime, Images: fake.Images})
 	store, err := source.NewPodStore(t.TempDir(), nodeName)
 	require.NoError(t, err)
