@@ -39,7 +39,8 @@ func TestCollectOrphans_PodCgroups(t *testing.T) {
 		}
 	}
 	require.NoError(t, h.agent.markPodDir(pod("ours-marked")))
-	run := New(Config{RootDir: h.agent.cfg.RootDir, AgentID: ForegroundAgentID(4242)}, Deps{})
+	run := New(Config{RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
+		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(4242)}, Deps{})
 	require.NoError(t, run.markPodDir(pod("run-starting")))
 	// What the stale subPath cleanup would take: the run's pins.
 	runPins := filepath.Join(h.agent.podDir(pod("run-starting")), "volume-subpaths", "v", "c")
@@ -70,7 +71,8 @@ func TestEnsurePodCgroup_MarksPodDir(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, h.agent.agentID(), string(id))
 	assert.False(t, h.agent.foreignPodDir(pod.UID))
-	other := New(Config{RootDir: h.agent.cfg.RootDir, AgentID: ForegroundAgentID(7)}, Deps{})
+	other := New(Config{RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
+		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(7)}, Deps{})
 	assert.True(t, other.foreignPodDir(pod.UID), "another agent on the same root dir")
 	_, err = other.ensurePodCgroup(pod) // no cgroups: nothing marked
 	require.NoError(t, err)
