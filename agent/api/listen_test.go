@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,13 +163,46 @@ func TestClient_DaemonNotRunning(t *testing.T) {
 	require.ErrorIs(t, err, api.ErrDaemonNotRunning)
 }
 
+// A socket the user may not connect to: the error says to run as root.
+// Root connects to a 0600 socket of any owner, so under root (make test)
+// the request runs in a copy of this test binary started as nobody (uid
+// and gid 65534) rather than being skipped there (as cri's
+// TestDial_PermissionDenied).
 func TestClient_PermissionDenied(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root connects to a 0600 socket of any owner")
+	if path := os.Getenv(deniedSocketEnv); path != "" {
+		requestDenied(t, path) // the copy, as nobody
+		return
 	}
-	path := filepath.Join(shortTempDir(t), "mk.sock")
+	dir := shortTempDir(t)
+	path := filepath.Join(dir, "mk.sock")
 	serveUnix(t, path)
 	require.NoError(t, os.Chmod(path, 0o000))
+	if os.Geteuid() != 0 {
+		requestDenied(t, path)
+		return
+	}
+	// nobody may enter the directory (the socket is mode 0, root's) and run
+	// the copy of the binary there; go test's own directory is root's alone.
+	require.NoError(t, os.Chmod(dir, 0o755))
+	self, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	bin := filepath.Join(dir, "api.test")
+	require.NoError(t, os.WriteFile(bin, self, 0o755))
+	cmd := exec.Command(bin, "-test.run=^TestClient_PermissionDenied$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), deniedSocketEnv+"="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the request as nobody:\n%s", out)
+	assert.Contains(t, string(out), "--- PASS: TestClient_PermissionDenied")
+}
+
+// deniedSocketEnv tells the copy of the test binary run as nobody which
+// socket to try.
+const deniedSocketEnv = "MINIKUBELET_TEST_DENIED_SOCKET"
+
+func requestDenied(t *testing.T, path string) {
+	t.Helper()
 	_, err := api.NewClient(path).ListPods(context.Background(), "")
 	require.ErrorIs(t, err, api.ErrSocketPermission)
 	assert.Contains(t, err.Error(), "run as root")
