@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/test/testutil"
 )
 
 // runtimeServer is an in-process CRI runtime service. Unset hooks answer
@@ -207,27 +207,14 @@ func TestDial_PermissionDenied(t *testing.T) {
 		dialDenied(t, path)
 		return
 	}
-	// A directory nobody may enter, holding the socket (mode 0, owned by
-	// root) and the copy of the binary (t.TempDir and go test's own
-	// directory are root's alone).
+	// A directory nobody may enter (AsNobody opens it), holding the socket
+	// (mode 0, owned by root) and the copy of the binary.
 	dir, err := os.MkdirTemp("", "cri-denied-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
 	path := serveAt(t, filepath.Join(dir, "cri.sock"), &runtimeServer{}, nil)
 	require.NoError(t, os.Chmod(path, 0))
-	self, err := os.ReadFile(os.Args[0])
-	require.NoError(t, err)
-	bin := filepath.Join(dir, "cri.test")
-	require.NoError(t, os.WriteFile(bin, self, 0o755))
-
-	cmd := exec.Command(bin, "-test.run=^TestDial_PermissionDenied$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), deniedSocketEnv+"="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the dial as nobody:\n%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestDial_PermissionDenied")
+	testutil.AsNobody(t, dir, deniedSocketEnv+"="+path)
 }
 
 func dialDenied(t *testing.T, path string) {

@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/api/apitest"
+	"github.com/minikubelet/minikubelet/test/testutil"
 )
 
 // shortTempDir returns a temp dir short enough for a unix socket path
@@ -181,20 +180,7 @@ func TestClient_PermissionDenied(t *testing.T) {
 		requestDenied(t, path)
 		return
 	}
-	// nobody may enter the directory (the socket is mode 0, root's) and run
-	// the copy of the binary there; go test's own directory is root's alone.
-	require.NoError(t, os.Chmod(dir, 0o755))
-	self, err := os.ReadFile(os.Args[0])
-	require.NoError(t, err)
-	bin := filepath.Join(dir, "api.test")
-	require.NoError(t, os.WriteFile(bin, self, 0o755))
-	cmd := exec.Command(bin, "-test.run=^TestClient_PermissionDenied$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), deniedSocketEnv+"="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the request as nobody:\n%s", out)
-	assert.Contains(t, string(out), "--- PASS: TestClient_PermissionDenied")
+	testutil.AsNobody(t, dir, deniedSocketEnv+"="+path)
 }
 
 // deniedSocketEnv tells the copy of the test binary run as nobody which
