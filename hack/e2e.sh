@@ -99,8 +99,8 @@ timed "pod network isolation for $E2E_POD_CIDR" "$HACK/isolate-pod-network.sh" "
 
 cd "$HACK/.."
 failed=()
-timed "privileged tests (real CNI plugins in a netns, real cgroup files, real subPath bind mounts, removal that stops at mount points)" \
-	env MINIKUBELET_PRIVILEGED=1 hack/gotest.sh privileged -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/... ./agent/ ./agent/safepath/ || failed+=(privileged)
+timed "privileged tests (real CNI plugins in a netns, real cgroup files, real subPath bind mounts, removal that stops at mount points, disk usage that skips bind mounts)" \
+	env MINIKUBELET_PRIVILEGED=1 hack/gotest.sh privileged -count=1 -run 'Privileged|RealPlugins' ./cni/... ./cgroups/... ./agent/ ./agent/safepath/ ./agent/volume/ || failed+=(privileged)
 if ((cluster)); then
 	# shellcheck disable=SC2086
 	timed "control plane harness tests (etcd + kube-apiserver on loopback)" \
