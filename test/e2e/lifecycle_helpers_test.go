@@ -256,6 +256,16 @@ func sampleInstances(t *testing.T, pod, container string, timeout time.Duration,
 				in.exitCode = s.GetExitCode()
 			}
 		}
+		listed := make(map[string]bool, len(cs))
+		for _, ctr := range cs {
+			listed[ctr.Id] = true
+		}
+		for id, in := range byID {
+			if in.finished == 0 && !listed[id] {
+				// Its FinishedAt is lost: say so now rather than time out.
+				t.Fatalf("instance %v of %s/%s was removed before a sample saw it exited; instances so far: %v", in, pod, container, byCount)
+			}
+		}
 		if done(byCount) {
 			return byCount
 		}

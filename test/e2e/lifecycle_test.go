@@ -106,9 +106,15 @@ spec:
   containers:
   - name: app
     image: REGISTRY/minikubelet/busybox:1.36
-    command: ["sh", "-c", "exit 1"]
+    command: ["sh", "-c", "sleep 1; exit 1"]
 `)
 	uid := p.podUID(pod)
+	// Each instance lives 1 s: the agent prunes an exited instance once a
+	// newer one has exited too, so with an instant exit instance 0 (restarted
+	// without back-off) was gone ~100 ms after it exited, sometimes before
+	// a 100 ms sample saw it exited (CI stop 23 timed out that way on
+	// containerd 2.4). The gaps measured are FinishedAt to the next
+	// StartedAt, which the sleep does not change.
 	// 0 + 10 + 20 s of back-off plus relist latency.
 	inst := sampleInstances(t, pod, "app", 90*time.Second, func(m map[int]*instance) bool {
 		for rc := 0; rc <= 2; rc++ {
