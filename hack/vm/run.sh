@@ -50,10 +50,22 @@ fi
 # plugins) when this runs alone, e.g. `make test-cgroupv2` on a fresh machine.
 timed "host dependencies (hack/install-deps.sh)" "$REPO/hack/install-deps.sh"
 # image.sh prints its progress lines, then the image directory last: show
-# them all (a first build debootstraps for minutes), keep the last.
+# them all (a first build debootstraps for minutes, quietly: the heartbeat
+# says once a minute that it is alive), keep the last. The heartbeat lives
+# here, not in image.sh, whose text is part of the image's cache key.
 image_start=$SECONDS
 step "guest image (hack/vm/image.sh) ..."
-image=$("$VM/image.sh" | tee /dev/stderr | tail -n1)
+image_out=$(mktemp)
+("$VM/image.sh" | tee /dev/stderr >"$image_out") &
+image_pid=$!
+heartbeat "building the guest image (hack/vm/image.sh)" "$image_pid" &
+image_hb=$!
+image_rc=0
+wait "$image_pid" || image_rc=$?
+kill "$image_hb" 2>/dev/null || true
+image=$(tail -n1 "$image_out")
+rm -f "$image_out"
+((image_rc == 0)) || die "building the guest image failed (exit $image_rc); its output is above"
 step "guest image (hack/vm/image.sh): done in $(duration $((SECONDS - image_start)))"
 
 mkdir -p "$DIR"
