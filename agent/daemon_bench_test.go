@@ -13,6 +13,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 	"github.com/minikubelet/minikubelet/agent/source"
+	"github.com/minikubelet/minikubelet/agent/source/sourcetest"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
@@ -36,10 +37,10 @@ func BenchmarkDaemon_Concurrent(b *testing.B) {
 	grace := int64(0)
 	var addTime, delTime time.Duration
 	for i := 0; b.Loop(); i++ {
-		names := benchNames(i)
+		names := sourcetest.BenchNames(i, benchPods)
 		var mu sync.Mutex
 		uids := map[string]types.UID{}
-		addTime += concurrently(b, names, func(name string) error {
+		addTime += sourcetest.Concurrently(b, names, func(name string) error {
 			p, err := d.CreatePod(ctx, manifesttest.APIPod("default", name, "x"))
 			if err == nil {
 				mu.Lock()
@@ -48,7 +49,7 @@ func BenchmarkDaemon_Concurrent(b *testing.B) {
 			}
 			return err
 		})
-		delTime += concurrently(b, names, func(name string) error {
+		delTime += sourcetest.Concurrently(b, names, func(name string) error {
 			_, err := d.DeletePod(ctx, "default", name, &grace)
 			return err
 		})
@@ -61,7 +62,7 @@ func BenchmarkDaemon_Concurrent(b *testing.B) {
 		fake.Reset()
 		b.StartTimer()
 	}
-	reportConcurrent(b, addTime, delTime, s)
+	sourcetest.ReportConcurrent(b, benchPods, addTime, delTime, s.Syncs.Load())
 }
 
 // sandboxClock is a runtime that reports when RunPodSandbox is called.
@@ -129,50 +130,3 @@ func BenchmarkDaemon_CreateToSandbox(b *testing.B) {
 // benchPods is how many pods the concurrent benchmarks submit at once (the
 // density and delete scenarios of test/bench).
 const benchPods = 100
-
-// benchNames are the pod names of one iteration: new ones each time, so a
-// pod still being torn down never clashes with its successor.
-func benchNames(iter int) []string {
-	names := make([]string, benchPods)
-	for i := range names {
-		names[i] = fmt.Sprintf("bench-%d-%d", iter, i)
-	}
-	return names
-}
-
-// concurrently calls f for every name at once and returns the time until
-// the last call returned.
-func concurrently(b *testing.B, names []string, f func(string) error) time.Duration {
-	b.Helper()
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			errs[i] = f(n)
-		}()
-	}
-	t0 := time.Now()
-	close(start)
-	wg.Wait()
-	took := time.Since(t0)
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	return took
-}
-
-// reportConcurrent reports each phase's throughput and the store's fsyncs
-// per pod (an Add and a Delete each).
-func reportConcurrent(b *testing.B, addTime, delTime time.Duration, s *source.PodStore) {
-	n := float64(b.N * benchPods)
-	b.ReportMetric(n/addTime.Seconds(), "creates/s")
-	b.ReportMetric(n/delTime.Seconds(), "deletes/s")
-	b.ReportMetric(float64(s.Syncs.Load())/n, "fsyncs/pod")
-	b.ReportMetric(0, "ns/op")
-}
