@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -158,4 +162,26 @@ func TestHostEvictionStats_LocalStorage(t *testing.T) {
 	require.True(t, u.PodMeasured)
 	assert.GreaterOrEqual(t, u.Pod, int64(3<<20+(256+512+128)<<10), "layers, volumes and logs")
 	assert.Less(t, u.Pod, int64(4<<20+3<<20))
+}
+
+// A pod that builds an emptyDir tree the walk cannot measure whole (deeper
+// than volume.DefaultUsageLimits) counts as over its sizeLimit, however
+// large: hiding usage from the measurement does not let it past the limit.
+func TestHostEvictionStats_LocalStorageUnmeasurable(t *testing.T) {
+	h := newHarness(t)
+	size := resource.MustParse("1Gi")
+	p := &v1.Pod{}
+	p.Name, p.Namespace, p.UID = "deep", "default", types.UID("uid-deep")
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &size}}}}
+	p.Spec.Containers = []v1.Container{{Name: "a"}}
+	dir := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "data")
+	deep := dir + strings.Repeat("/d", volume.DefaultUsageLimits.MaxDepth+2)
+	require.NoError(t, os.MkdirAll(deep, 0o755))
+	s := &hostEvictionStats{a: h.agent, stats: fakeStats{ctrStats("uid-deep", "a", 0, 0)}}
+	got := s.LocalStorage(context.Background(), []*v1.Pod{p})
+	require.Contains(t, got, p.UID)
+	assert.Equal(t, unmeasurableUsage, got[p.UID].EmptyDirs["data"])
+	sig, msg := eviction.LocalStorageViolation(p, got[p.UID], nil, false)
+	assert.Equal(t, eviction.SignalEmptyDirFsLimit, sig)
+	assert.Equal(t, `Usage of EmptyDir volume "data" exceeds the limit "1Gi". `, msg)
 }
