@@ -9,14 +9,15 @@ package agent
 // Checks, in the kubelet's order; the first failure is the one reported:
 //
 //  1. the pod's kubernetes.io/os label, if any, is this OS;
-//  2. pod count, cpu, memory: the pod's effective requests plus those of the
-//     admitted, non-terminal pods fit the node's allocatable;
+//  2. pod count, cpu, memory, ephemeral-storage: the pod's effective
+//     requests plus those of the admitted, non-terminal pods fit the
+//     node's allocatable;
 //  3. nodeSelector and required node affinity match the node's labels;
 //  4. spec.nodeName is empty or this node;
 //  5. no hostPort is taken by an admitted, non-terminal pod.
 //
 // Not checked, unlike the kubelet: taints (a lone node has none), extended
-// and ephemeral-storage resources, the OS field and supplementalGroupsPolicy
+// resources, the OS field and supplementalGroupsPolicy
 // (both refused in validation), and the other admit handlers (eviction
 // pressure, sysctls, topology manager, AppArmor).
 
@@ -38,6 +39,7 @@ import (
 const (
 	admitReasonOutOfCPU     = "OutOfcpu"
 	admitReasonOutOfMemory  = "OutOfmemory"
+	admitReasonOutOfStorage = "OutOfephemeral-storage"
 	admitReasonOutOfPods    = "OutOfpods"
 	admitReasonNodeAffinity = "NodeAffinity"
 	admitReasonNodeName     = "NodeName"
@@ -116,13 +118,16 @@ func predicateFailed(plugin, reason string) string {
 }
 
 // insufficient is the kubelet's InsufficientResourceError text; cpu is in
-// millicores, memory in bytes, capacity is the node's allocatable.
+// millicores, memory and ephemeral-storage in bytes, capacity is the
+// node's allocatable.
 func insufficient(name v1.ResourceName, requested, used, capacity int64) string {
 	return fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, requested, used, capacity)
 }
 
-// fitsResources checks pod count, cpu and memory, and returns the first
-// shortage's reason and message (fail = true) in the scheduler's order.
+// fitsResources checks pod count, cpu, memory and ephemeral-storage, and
+// returns the first shortage's reason and message (fail = true) in the
+// scheduler's order. A node without an ephemeral-storage capacity (no
+// NodeStorage given to DetectNode) does not check it.
 func fitsResources(node NodeInfo, pod *v1.Pod, others []*v1.Pod) (reason, message string, fail bool) {
 	maxPods := node.Allocatable.Pods().Value()
 	if int64(len(others))+1 > maxPods {
@@ -130,7 +135,7 @@ func fitsResources(node NodeInfo, pod *v1.Pod, others []*v1.Pod) (reason, messag
 	}
 	req := effectivePodRequests(pod)
 	// A pod that requests nothing always fits, even on an overcommitted node.
-	if req.milliCPU == 0 && req.memory == 0 {
+	if req.milliCPU == 0 && req.memory == 0 && req.storage == 0 {
 		return "", "", false
 	}
 	var used podRequests
@@ -145,13 +150,18 @@ func fitsResources(node NodeInfo, pod *v1.Pod, others []*v1.Pod) (reason, messag
 	if req.memory > 0 && req.memory > allocMem-used.memory {
 		return admitReasonOutOfMemory, insufficient(v1.ResourceMemory, req.memory, used.memory, allocMem), true
 	}
+	if allocStorage, ok := node.Allocatable[v1.ResourceEphemeralStorage]; ok && req.storage > 0 && req.storage > allocStorage.Value()-used.storage {
+		return admitReasonOutOfStorage, insufficient(v1.ResourceEphemeralStorage, req.storage, used.storage, allocStorage.Value()), true
+	}
 	return "", "", false
 }
 
-// podRequests is a pod's or container's cpu and memory requests.
+// podRequests is a pod's or container's cpu, memory and ephemeral-storage
+// requests.
 type podRequests struct {
-	// milliCPU is in millicores, memory in bytes.
-	milliCPU, memory int64
+	// milliCPU is in millicores, memory and storage (ephemeral-storage)
+	// in bytes.
+	milliCPU, memory, storage int64
 }
 
 // requestsOf reads a container's requests (defaulting has already copied
@@ -160,16 +170,17 @@ func requestsOf(c *v1.Container) podRequests {
 	return podRequests{
 		milliCPU: c.Resources.Requests.Cpu().MilliValue(),
 		memory:   c.Resources.Requests.Memory().Value(),
+		storage:  c.Resources.Requests.StorageEphemeral().Value(),
 	}
 }
 
 func (r podRequests) plus(o podRequests) podRequests {
-	return podRequests{milliCPU: r.milliCPU + o.milliCPU, memory: r.memory + o.memory}
+	return podRequests{milliCPU: r.milliCPU + o.milliCPU, memory: r.memory + o.memory, storage: r.storage + o.storage}
 }
 
 // atLeast is the per-resource maximum of r and o.
 func (r podRequests) atLeast(o podRequests) podRequests {
-	return podRequests{milliCPU: max(r.milliCPU, o.milliCPU), memory: max(r.memory, o.memory)}
+	return podRequests{milliCPU: max(r.milliCPU, o.milliCPU), memory: max(r.memory, o.memory), storage: max(r.storage, o.storage)}
 }
 
 // effectivePodRequests is the pod's effective request (kubelet-facts §2.5,

@@ -458,3 +458,47 @@ func TestRejectedStatus(t *testing.T) {
 	}
 	assert.Equal(t, v1.PodQOSBestEffort, st.QOSClass)
 }
+
+// TestAdmitPod_EphemeralStorage: ephemeral-storage requests are checked
+// after cpu and memory, against allocatable minus the requests of the
+// admitted pods, with the kubelet's reason and message; init containers
+// count as for cpu (the effective request); a node without an
+// ephemeral-storage capacity does not check it.
+func TestAdmitPod_EphemeralStorage(t *testing.T) {
+	node := admNode()
+	node.Capacity[v1.ResourceEphemeralStorage] = resource.MustParse("10Gi")
+	node.Allocatable[v1.ResourceEphemeralStorage] = resource.MustParse("9Gi")
+	storagePod := func(name, size string) *v1.Pod {
+		c := admContainer("c", "", "")
+		c.Resources.Requests = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse(size)}
+		return admPod(name, c)
+	}
+	running := []*v1.Pod{storagePod("a", "4Gi"), withPhase(storagePod("done", "8Gi"), v1.PodSucceeded)}
+
+	ok, _, _ := admitPod(node, storagePod("fits", "5Gi"), running)
+	assert.True(t, ok, "4Gi + 5Gi fit in 9Gi allocatable")
+
+	ok, reason, msg := admitPod(node, storagePod("big", "6Gi"), running)
+	require.False(t, ok)
+	assert.Equal(t, "OutOfephemeral-storage", reason)
+	assert.Equal(t, "Node didn't have enough resource: ephemeral-storage, requested: 6442450944, used: 4294967296, capacity: 9663676416", msg)
+
+	// An init container's request counts on its own (the effective request).
+	p := storagePod("init", "1Gi")
+	initC := admContainer("init", "", "")
+	initC.Resources.Requests = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("6Gi")}
+	p.Spec.InitContainers = []v1.Container{initC}
+	ok, reason, _ = admitPod(node, p, running)
+	assert.False(t, ok)
+	assert.Equal(t, "OutOfephemeral-storage", reason)
+
+	// cpu is reported first when both are short.
+	both := storagePod("both", "100Gi")
+	both.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("3")
+	_, reason, _ = admitPod(node, both, nil)
+	assert.Equal(t, "OutOfcpu", reason)
+
+	// No ephemeral-storage capacity known: not checked.
+	ok, _, _ = admitPod(admNode(), storagePod("unknown", "100Gi"), nil)
+	assert.True(t, ok)
+}

@@ -540,7 +540,7 @@ spec:
 // the kubelet's reason and message, and nothing reaches the runtime.
 func TestAgent_AdmissionRejectsOutOfMemory(t *testing.T) {
 	h := newHarness(t)
-	node, err := detectNode(fakeHost(2, "MemTotal: 1048576 kB\n"), "node-1", nil, nil, nil)
+	node, err := detectNode(fakeHost(2, "MemTotal: 1048576 kB\n"), "node-1", nil, nil, nil, nil)
 	require.NoError(t, err)
 	h.agent.cfg.Node = node
 	pod := testPod(t, `

@@ -14,6 +14,11 @@ package agent
 // is never restarted (its worker keeps it evicted until its source drops
 // it).
 //
+// Every cycle, pressure or not, local storage limits are checked first
+// (the kubelet's localStorageEviction, eviction/local.go and
+// eviction_local.go): a pod past an emptyDir sizeLimit or its
+// ephemeral-storage limits is evicted, and the cycle ends there.
+//
 // Critical pods, which the kubelet never evicts (kubelettypes.IsCriticalPod:
 // static pods, mirror pods, priority >= system-cluster-critical's), are
 // here the pods of the manifest directory (the static pods) and pods with
@@ -87,6 +92,9 @@ type EvictionStats interface {
 	// from the map. disk asks for disk usage as well (costly: a walk of
 	// the pod's volumes).
 	PodStats(ctx context.Context, pods []*v1.Pod, disk bool) map[types.UID]*eviction.PodStats
+	// LocalStorage measures what the pods' local storage limits are
+	// checked against; a pod without stats is missing from the map.
+	LocalStorage(ctx context.Context, pods []*v1.Pod) map[types.UID]*eviction.LocalStorageUsage
 }
 
 // EvictionReclaimer frees node-level resources before pods are evicted
@@ -257,12 +265,12 @@ func (a *Agent) RunEviction(ctx context.Context) {
 		start := time.Now() // wall time: the cost, whatever the clock
 		evicted := m.synchronize(ctx)
 		m.syncDuration.Observe(time.Since(start).Seconds())
-		if evicted != nil {
+		if len(evicted) > 0 {
 			// As the kubelet (waitForPodsCleanup): the next cycle waits
-			// until the evicted pod's containers are dead and its volumes
-			// gone, or podCleanupTimeout, so that the usage it frees is
-			// seen before another pod is picked.
-			m.waitCleanup(ctx, evicted.UID)
+			// until the evicted pods' containers are dead and their
+			// volumes gone, or podCleanupTimeout, so that the usage they
+			// free is seen before another pod is picked.
+			m.waitCleanup(ctx, evicted)
 		}
 		select {
 		case <-ctx.Done():
@@ -272,21 +280,25 @@ func (a *Agent) RunEviction(ctx context.Context) {
 	}
 }
 
-// waitCleanup waits until the evicted pod uid was cleaned up (or is
-// gone), podCleanupTimeout at most.
-func (m *evictionManager) waitCleanup(ctx context.Context, uid types.UID) {
-	done, gone := m.a.evictionCleanedUp(uid)
-	if done == nil {
-		return
-	}
+// waitCleanup waits until the evicted pods were cleaned up (or are
+// gone), podCleanupTimeout at most for them all.
+func (m *evictionManager) waitCleanup(ctx context.Context, pods []*v1.Pod) {
 	t := m.a.clock.NewTimer(podCleanupTimeout)
 	defer t.Stop()
-	select {
-	case <-done:
-	case <-gone:
-	case <-t.C():
-		m.a.logger.Warn("Evicted pod not cleaned up in time; observing again", "podUID", string(uid), "waited", podCleanupTimeout)
-	case <-ctx.Done():
+	for _, p := range pods {
+		done, gone := m.a.evictionCleanedUp(p.UID)
+		if done == nil {
+			continue
+		}
+		select {
+		case <-done:
+		case <-gone:
+		case <-t.C():
+			m.a.logger.Warn("Evicted pod not cleaned up in time; observing again", "podUID", string(p.UID), "waited", podCleanupTimeout)
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -325,18 +337,20 @@ func crossed(ths []eviction.Threshold, obs map[eviction.Signal]eviction.Observat
 }
 
 // synchronize is one cycle (the kubelet's synchronize); it returns the
-// evicted pod, if any.
+// evicted pods, if any.
 //
 //  1. Observe the signals.
 //  2. Thresholds met: crossed now, plus those met last cycle whose
 //     minimum reclaim is not back; the conditions follow, held for the
 //     transition period; soft thresholds count after their grace period.
-//  3. Nothing met: done. Else act on the first met threshold by signal
+//  3. Local storage limits, pressure or not: evict every pod past one;
+//     done if any was.
+//  4. Nothing met: done. Else act on the first met threshold by signal
 //     order: for a disk signal, reclaim node-level resources and observe
 //     again; done if no threshold is met any more, minimum reclaim
 //     included.
-//  4. Rank the evictable pods and evict the first one.
-func (m *evictionManager) synchronize(ctx context.Context) *v1.Pod {
+//  5. Rank the evictable pods and evict the first one.
+func (m *evictionManager) synchronize(ctx context.Context) []*v1.Pod {
 	now := m.a.clock.Now()
 	// Step 1: observe.
 	obs := m.cfg.Stats.Observe(ctx)
@@ -362,11 +376,16 @@ func (m *evictionManager) synchronize(ctx context.Context) *v1.Pod {
 	}
 	m.lastMet = met
 	m.setConditions(obs, now)
+
+	// Step 3: local storage limits.
+	if evicted := m.localStorageEviction(ctx, obs, now); len(evicted) > 0 {
+		return evicted
+	}
 	if len(met) == 0 {
 		return nil
 	}
 
-	// Step 3: the threshold to act on, reclaim first for disk.
+	// Step 4: the threshold to act on, reclaim first for disk.
 	slices.SortStableFunc(met, func(x, y eviction.Threshold) int {
 		return slices.Index(signalOrder, x.Signal) - slices.Index(signalOrder, y.Signal)
 	})
@@ -393,7 +412,7 @@ func (m *evictionManager) synchronize(ctx context.Context) *v1.Pod {
 		}
 	}
 
-	// Step 4: rank and evict one pod.
+	// Step 5: rank and evict one pod.
 	pods := m.a.evictablePods()
 	if len(pods) == 0 {
 		m.a.logger.Warn("Eviction threshold met but no pod can be evicted", "signal", string(t.Signal))
@@ -419,21 +438,26 @@ func (m *evictionManager) synchronize(ctx context.Context) *v1.Pod {
 			}
 		}
 		msg := eviction.Message(t, o.Available, c)
-		if !m.a.evictPod(c.Pod.UID, grace, msg) {
+		if !m.a.evictPod(c.Pod.UID, grace, msg, true) {
 			continue
 		}
-		m.evictions.WithLabelValues(string(t.Signal)).Inc()
-		m.mu.Lock()
-		m.records = append(m.records, EvictionRecord{Pod: c.Pod.Namespace + "/" + c.Pod.Name, UID: c.Pod.UID, Signal: string(t.Signal), Time: now, Message: msg})
-		if len(m.records) > maxEvictionRecords {
-			m.records = m.records[len(m.records)-maxEvictionRecords:]
-		}
-		m.mu.Unlock()
-		m.a.logger.Warn("Evicted a pod", "pod", c.Pod.Namespace+"/"+c.Pod.Name, "podUID", string(c.Pod.UID),
-			"signal", string(t.Signal), "gracePeriod", grace, "message", msg)
-		return c.Pod // one per cycle, as the kubelet
+		m.record(c.Pod, string(t.Signal), grace, msg, now)
+		return []*v1.Pod{c.Pod} // one per cycle, as the kubelet
 	}
 	return nil
+}
+
+// record counts and keeps an eviction, and logs it.
+func (m *evictionManager) record(pod *v1.Pod, signal string, grace int64, msg string, now time.Time) {
+	m.evictions.WithLabelValues(signal).Inc()
+	m.mu.Lock()
+	m.records = append(m.records, EvictionRecord{Pod: pod.Namespace + "/" + pod.Name, UID: pod.UID, Signal: signal, Time: now, Message: msg})
+	if len(m.records) > maxEvictionRecords {
+		m.records = m.records[len(m.records)-maxEvictionRecords:]
+	}
+	m.mu.Unlock()
+	m.a.logger.Warn("Evicted a pod", "pod", pod.Namespace+"/"+pod.Name, "podUID", string(pod.UID),
+		"signal", signal, "gracePeriod", grace, "message", msg)
 }
 
 // minReclaim is the signal's minimum reclaim for capacity.
@@ -536,6 +560,10 @@ type podEviction struct {
 	grace   int64
 	message string
 	at      time.Time
+	// disruption adds the DisruptionTarget condition to the status: the
+	// kubelet adds it for pressure evictions, not for local storage
+	// limit evictions (its evictPod gets no condition there).
+	disruption bool
 	// cleanedUp is closed once the pod's containers are dead and its
 	// volumes gone (syncEvicted); once guards the close.
 	cleanedUp chan struct{}
@@ -561,9 +589,10 @@ func (a *Agent) evictionCleanedUp(uid types.UID) (cleanedUp, gone <-chan struct{
 }
 
 // evictPod marks the pod's worker evicted and wakes it: its next sync
-// kills the pod with grace and publishes Failed/Evicted. False if the pod
+// kills the pod with grace and publishes Failed/Evicted (with the
+// DisruptionTarget condition when disruption is set). False if the pod
 // has no worker (gone meanwhile) or is already evicted.
-func (a *Agent) evictPod(uid types.UID, grace int64, message string) bool {
+func (a *Agent) evictPod(uid types.UID, grace int64, message string, disruption bool) bool {
 	a.mu.Lock()
 	w := a.workers[uid]
 	a.mu.Unlock()
@@ -575,7 +604,7 @@ func (a *Agent) evictPod(uid types.UID, grace int64, message string) bool {
 		w.mu.Unlock()
 		return false
 	}
-	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now(), cleanedUp: make(chan struct{})}
+	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now(), disruption: disruption, cleanedUp: make(chan struct{})}
 	w.mu.Unlock()
 	w.event(v1.EventTypeWarning, eviction.Reason, "%s", message)
 	w.trigger()
@@ -583,9 +612,13 @@ func (a *Agent) evictPod(uid types.UID, grace int64, message string) bool {
 }
 
 // evictedStatus is st as an evicted pod's: Failed, reason Evicted, the
-// message, and the DisruptionTarget condition the kubelet adds.
+// message, and the DisruptionTarget condition the kubelet adds for a
+// pressure eviction.
 func evictedStatus(st v1.PodStatus, ev *podEviction) v1.PodStatus {
 	st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.Reason, ev.message
+	if !ev.disruption {
+		return st
+	}
 	cond := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
 		Message: ev.message, LastTransitionTime: metav1.NewTime(ev.at)}
 	i := slices.IndexFunc(st.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget })

@@ -25,6 +25,10 @@ type fakeEvictionStats struct {
 	pods map[string]*eviction.PodStats // by pod name
 	// diskAsked counts PodStats calls that asked for disk usage.
 	diskAsked int
+	// local are the local storage usages by pod name; localAsked the
+	// number of pods of each LocalStorage call.
+	local      map[string]*eviction.LocalStorageUsage
+	localAsked []int
 }
 
 func (f *fakeEvictionStats) set(sig eviction.Signal, avail, capacity int64) {
@@ -57,6 +61,20 @@ func (f *fakeEvictionStats) PodStats(_ context.Context, pods []*v1.Pod, disk boo
 	for _, p := range pods {
 		if s, ok := f.pods[p.Name]; ok {
 			out[p.UID] = s
+		}
+	}
+	return out
+}
+
+// LocalStorage returns the usages the test set, by pod name.
+func (f *fakeEvictionStats) LocalStorage(_ context.Context, pods []*v1.Pod) map[types.UID]*eviction.LocalStorageUsage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.localAsked = append(f.localAsked, len(pods))
+	out := map[types.UID]*eviction.LocalStorageUsage{}
+	for _, p := range pods {
+		if u, ok := f.local[p.Name]; ok {
+			out[p.UID] = u
 		}
 	}
 	return out
@@ -161,8 +179,8 @@ func TestEviction_MemoryEvictsRankedPodOnePerCycle(t *testing.T) {
 
 	m := h.agent.eviction
 	evicted := m.synchronize(context.Background())
-	require.NotNil(t, evicted)
-	assert.Equal(t, "besteffort", evicted.Name)
+	require.Len(t, evicted, 1)
+	assert.Equal(t, "besteffort", evicted[0].Name)
 	assert.Empty(t, rc.calls, "memory: nothing to reclaim")
 	got := waitEvicted(t, h, be)
 	assert.Equal(t, v1.PodFailed, got.Status.Phase)
@@ -186,10 +204,10 @@ func TestEviction_MemoryEvictsRankedPodOnePerCycle(t *testing.T) {
 
 	// Still under pressure: the next cycle takes the next pod.
 	evicted = m.synchronize(context.Background())
-	require.NotNil(t, evicted)
-	assert.Equal(t, "guaranteed", evicted.Name)
+	require.Len(t, evicted, 1)
+	assert.Equal(t, "guaranteed", evicted[0].Name)
 	waitEvicted(t, h, g)
-	assert.Nil(t, m.synchronize(context.Background()), "nothing left to evict")
+	assert.Empty(t, m.synchronize(context.Background()), "nothing left to evict")
 	var metrics strings.Builder
 	require.NoError(t, h.agent.WriteMetrics(&metrics))
 	assert.Contains(t, metrics.String(), `kubelet_evictions{eviction_signal="memory.available"} 2`)
@@ -215,7 +233,7 @@ func TestEviction_DiskReclaimsBeforeEvicting(t *testing.T) {
 		}
 	}
 	m := h.agent.eviction
-	assert.Nil(t, m.synchronize(context.Background()), "reclaim was enough")
+	assert.Empty(t, m.synchronize(context.Background()), "reclaim was enough")
 	assert.Equal(t, []string{"containers", "images"}, rc.calls)
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, p).Status.Phase)
 	assert.True(t, m.underPressure(v1.NodeDiskPressure), "the condition is up all the same")
@@ -228,7 +246,7 @@ func TestEviction_DiskReclaimsBeforeEvicting(t *testing.T) {
 	require.NoError(t, os.MkdirAll(vol, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(vol, "fill"), []byte("x"), 0o644))
 	evicted := m.synchronize(context.Background())
-	require.NotNil(t, evicted)
+	require.Len(t, evicted, 1)
 	assert.Equal(t, []string{"containers", "images"}, rc.calls)
 	assert.Equal(t, 1, st.diskAsked, "disk usage is measured only to rank for disk")
 	got := waitEvicted(t, h, p)
@@ -253,12 +271,12 @@ func TestEviction_SoftThresholdGracePeriods(t *testing.T) {
 	h, st, _ := evictionHarness(t, "memory.available<0", "memory.available<1Gi", "memory.available=30s", p)
 	st.set(eviction.SignalMemoryAvailable, 512*mi, 4096*mi)
 	m := h.agent.eviction
-	assert.Nil(t, m.synchronize(context.Background()), "grace period not over")
+	assert.Empty(t, m.synchronize(context.Background()), "grace period not over")
 	assert.True(t, m.underPressure(v1.NodeMemoryPressure))
 	h.clock.Step(29 * time.Second)
-	assert.Nil(t, m.synchronize(context.Background()))
+	assert.Empty(t, m.synchronize(context.Background()))
 	h.clock.Step(time.Second)
-	require.NotNil(t, m.synchronize(context.Background()))
+	require.NotEmpty(t, m.synchronize(context.Background()))
 	waitEvicted(t, h, p)
 	// The pod's 20 s, capped by the maximum of 5 s.
 	assert.Equal(t, "StopContainer app timeout=5", stopCalls(h, "app")[0])
@@ -274,7 +292,7 @@ func TestEviction_SkipsCriticalPods(t *testing.T) {
 	crit.Spec.Priority = &prio
 	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", static, crit)
 	st.set(eviction.SignalMemoryAvailable, 10*mi, 4096*mi)
-	assert.Nil(t, h.agent.eviction.synchronize(context.Background()))
+	assert.Empty(t, h.agent.eviction.synchronize(context.Background()))
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, static).Status.Phase)
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, crit).Status.Phase)
 }
@@ -338,11 +356,11 @@ func TestEviction_MinimumReclaim(t *testing.T) {
 	m := h.agent.eviction
 	m.cfg.MinimumReclaim = mr
 	st.set(eviction.SignalMemoryAvailable, 50*mi, 4096*mi)
-	require.NotNil(t, m.synchronize(context.Background()))
+	require.NotEmpty(t, m.synchronize(context.Background()))
 	st.set(eviction.SignalMemoryAvailable, 250*mi, 4096*mi) // above 100Mi, below 300Mi
-	require.NotNil(t, m.synchronize(context.Background()), "not resolved before the minimum reclaim")
+	require.NotEmpty(t, m.synchronize(context.Background()), "not resolved before the minimum reclaim")
 	st.set(eviction.SignalMemoryAvailable, 350*mi, 4096*mi)
-	assert.Nil(t, m.synchronize(context.Background()))
+	assert.Empty(t, m.synchronize(context.Background()))
 }
 
 // The loop waits for the evicted pod's cleanup before it observes again
@@ -353,10 +371,10 @@ func TestEviction_WaitsForCleanup(t *testing.T) {
 	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", p)
 	st.set(eviction.SignalMemoryAvailable, 10*mi, 4096*mi)
 	m := h.agent.eviction
-	require.NotNil(t, m.synchronize(context.Background()))
+	require.NotEmpty(t, m.synchronize(context.Background()))
 	done := make(chan struct{})
 	go func() {
-		m.waitCleanup(context.Background(), p.UID)
+		m.waitCleanup(context.Background(), []*v1.Pod{p})
 		close(done)
 	}()
 	select {

@@ -371,3 +371,116 @@ func (h *hostEvictionStats) addPodFiles(ctx context.Context, p *v1.Pod, ps *evic
 		ps.Inodes += u.Inodes
 	}
 }
+
+// LocalStorage implements EvictionStats: for each pod, what its local
+// storage limits are checked against (eviction.LocalStorageViolation).
+// Only what a limit needs is measured: the disk emptyDirs that have a
+// sizeLimit; the writable layer and log directory of the containers with
+// an ephemeral-storage limit; the pod's whole usage (writable layers, its
+// log directory, its pod directory) when any container has one. Every
+// walk is volume.DiskUsage (by descriptor, never following a link or
+// entering a mount). A tree the walk cannot measure whole counts as
+// unmeasurableUsage, over any limit: the pod that hides its usage from the
+// measurement is the one evicted. A pod missing from the map (no
+// container stats) is not checked this cycle, as the kubelet skips a pod
+// without stats.
+//
+// The kubelet measures volumes in the background every
+// volumeStatsAggPeriod (1 m) and checks cached figures each cycle; here
+// the pods with limits are measured each cycle (10 s), so a pod past its
+// limit goes sooner, at the cost of a walk of those pods' trees per cycle.
+func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) map[types.UID]*eviction.LocalStorageUsage {
+	out := map[types.UID]*eviction.LocalStorageUsage{}
+	if h.stats == nil || len(pods) == 0 {
+		return out
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.a.cfg.RuntimeTimeout)
+	cs, err := h.stats.ListContainerStats(cctx, &runtimeapi.ContainerStatsFilter{})
+	cancel()
+	if err != nil {
+		h.a.logger.Warn("Eviction: container stats failed; local storage limits are not checked this cycle", "err", err)
+		return out
+	}
+	// The newest instance (highest attempt) of each container, as the
+	// kubelet's stats keep only the latest container of each name: a
+	// restarted container's old writable layer is the garbage collector's.
+	type key struct {
+		uid  types.UID
+		name string
+	}
+	newest := map[key]*runtimeapi.ContainerStats{}
+	for _, c := range cs {
+		labels := c.GetAttributes().GetLabels()
+		k := key{types.UID(labels[labelPodUID]), labels[labelContainerName]}
+		if old, ok := newest[k]; !ok || c.GetAttributes().GetMetadata().GetAttempt() >= old.GetAttributes().GetMetadata().GetAttempt() {
+			newest[k] = c
+		}
+	}
+	vols := h.a.volumes()
+	for _, p := range pods {
+		u := &eviction.LocalStorageUsage{EmptyDirs: map[string]int64{}, ContainerRootfs: map[string]int64{}, ContainerLogs: map[string]int64{}}
+		var layers int64
+		for k, c := range newest {
+			if k.uid == p.UID {
+				wl := int64(c.GetWritableLayer().GetUsedBytes().GetValue())
+				u.ContainerRootfs[k.name] = wl
+				layers += wl
+			}
+		}
+		if len(u.ContainerRootfs) == 0 {
+			continue // no container yet: nothing to check
+		}
+		measure := func(dir string, lim volume.UsageLimits) (int64, bool) {
+			got, err := volume.DiskUsage(ctx, dir, lim)
+			if err != nil {
+				h.a.logger.Warn("Eviction: measuring a pod's files failed", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "dir", dir, "err", err)
+				return 0, false
+			}
+			if got.Incomplete != "" {
+				if ctx.Err() != nil {
+					return 0, false // stopping
+				}
+				h.a.logger.Warn("Eviction: a pod's files cannot be measured whole; they count as over any limit", "pod", p.Namespace+"/"+p.Name,
+					"podUID", string(p.UID), "dir", dir, "why", got.Incomplete)
+				return unmeasurableUsage, true
+			}
+			return got.Bytes, true
+		}
+		for i := range p.Spec.Volumes {
+			vol := &p.Spec.Volumes[i]
+			ed := vol.EmptyDir
+			if ed == nil || ed.Medium == v1.StorageMediumMemory || ed.SizeLimit == nil || ed.SizeLimit.Sign() != 1 {
+				continue
+			}
+			if n, ok := measure(vols.EmptyDirPath(p, vol.Name), volume.DefaultUsageLimits); ok {
+				u.EmptyDirs[vol.Name] = n
+			}
+		}
+		anyLimit := false
+		for _, list := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for i := range list {
+				c := &list[i]
+				if _, ok := c.Resources.Limits[v1.ResourceEphemeralStorage]; !ok {
+					continue
+				}
+				anyLimit = true
+				// The container's log directory (every attempt's log and
+				// the rotated ones), the kubelet's container log stats.
+				if n, ok := measure(filepath.Join(podLogDir(h.a.cfg.PodLogDir, p), c.Name), volume.DefaultUsageLimits); ok {
+					u.ContainerLogs[c.Name] = n
+				}
+			}
+		}
+		if anyLimit {
+			podLim := volume.DefaultUsageLimits
+			podLim.SkipTop = []string{volume.SubPathsDirName}
+			files, ok1 := measure(h.a.podDir(p), podLim)
+			logs, ok2 := measure(podLogDir(h.a.cfg.PodLogDir, p), volume.DefaultUsageLimits)
+			if ok1 && ok2 {
+				u.Pod, u.PodMeasured = min(layers+files+logs, unmeasurableUsage), true
+			}
+		}
+		out[p.UID] = u
+	}
+	return out
+}

@@ -6,17 +6,21 @@ package agent
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
@@ -34,15 +38,32 @@ type NodeInfo struct {
 	// as they do in the kubelet.
 	Labels map[string]string
 	// Capacity is what the host has: cpu (CPUs usable by this process, in
-	// millicores), memory (MemTotal of /proc/meminfo, in bytes) and pods
-	// (110, the kubelet's maxPods).
+	// millicores), memory (MemTotal of /proc/meminfo, in bytes), pods
+	// (110, the kubelet's maxPods) and, when DetectNode was given a
+	// NodeStorage, ephemeral-storage (the size of the root dir's
+	// filesystem, in bytes, as the kubelet's cadvisor RootFsInfo).
 	Capacity v1.ResourceList
 	// Allocatable is Capacity minus kube-reserved minus system-reserved, the
-	// kubelet's rule. Unlike the kubelet, no hard eviction threshold is
-	// subtracted (the kubelet takes memory.available<100Mi off memory):
-	// what admission and the Node show stays capacity minus reservations,
-	// which scripts and tests compare with the host (issue #21 left it).
+	// kubelet's rule; for ephemeral-storage also minus the hard
+	// nodefs.available eviction threshold, as the kubelet's
+	// hardEvictionReservation. Unlike the kubelet, no hard eviction
+	// threshold is subtracted from memory (the kubelet takes
+	// memory.available<100Mi off it): what admission and the Node show
+	// stays capacity minus reservations, which scripts and tests compare
+	// with the host (issue #21 left it).
 	Allocatable v1.ResourceList
+}
+
+// NodeStorage says where the node's ephemeral storage is and what of it
+// the eviction manager keeps free.
+type NodeStorage struct {
+	// RootDir is the agent's root dir (emptyDirs live under it); the size
+	// of its filesystem is the ephemeral-storage capacity. It need not
+	// exist yet: its nearest existing parent is on the same filesystem.
+	RootDir string
+	// Thresholds are the eviction thresholds; the hard nodefs.available
+	// one is kept from allocatable ephemeral-storage.
+	Thresholds []eviction.Threshold
 }
 
 // hostProbe reads what the host offers. DetectNode uses the real host;
@@ -52,6 +73,8 @@ type hostProbe struct {
 	numCPU func() int
 	// meminfo opens /proc/meminfo.
 	meminfo func() (io.ReadCloser, error)
+	// fsSize is the size in bytes of the filesystem holding path.
+	fsSize func(path string) (int64, error)
 }
 
 // realHost is the machine the agent runs on. runtime.NumCPU honours the
@@ -59,18 +82,40 @@ type hostProbe struct {
 var realHost = hostProbe{
 	numCPU:  runtime.NumCPU,
 	meminfo: func() (io.ReadCloser, error) { return os.Open("/proc/meminfo") },
+	fsSize:  fsSize,
+}
+
+// fsSize is the size of the filesystem holding path (blocks times block
+// size, what cadvisor reports as its capacity), from path's nearest
+// existing ancestor: the root dir may not exist before the first start.
+func fsSize(path string) (int64, error) {
+	p := filepath.Clean(path)
+	for {
+		var st syscall.Statfs_t
+		err := syscall.Statfs(p, &st)
+		if err == nil {
+			return int64(st.Blocks) * int64(st.Bsize), nil
+		}
+		parent := filepath.Dir(p)
+		if !errors.Is(err, syscall.ENOENT) || parent == p {
+			return 0, fmt.Errorf("statfs %s: %w", p, err)
+		}
+		p = parent
+	}
 }
 
 // DetectNode describes this node: name, labels (the well-known ones plus
 // extraLabels), capacity from the host, and allocatable = capacity −
-// kubeReserved − systemReserved. Like the kubelet, it refuses reservations
-// larger than the capacity, so allocatable is never negative.
-func DetectNode(name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList) (NodeInfo, error) {
-	return detectNode(realHost, name, extraLabels, kubeReserved, systemReserved)
+// kubeReserved − systemReserved (− the hard nodefs.available eviction
+// threshold for ephemeral-storage). Like the kubelet, it refuses
+// reservations larger than the capacity, so allocatable is never
+// negative. Without storage the node has no ephemeral-storage capacity.
+func DetectNode(name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList, storage *NodeStorage) (NodeInfo, error) {
+	return detectNode(realHost, name, extraLabels, kubeReserved, systemReserved, storage)
 }
 
 // detectNode is DetectNode reading the host through probe.
-func detectNode(probe hostProbe, name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList) (NodeInfo, error) {
+func detectNode(probe hostProbe, name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList, storage *NodeStorage) (NodeInfo, error) {
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return NodeInfo{}, fmt.Errorf("node name %q: %s", name, strings.Join(msgs, "; "))
 	}
@@ -107,7 +152,23 @@ func detectNode(probe hostProbe, name string, extraLabels map[string]string, kub
 		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
 		v1.ResourcePods:   *resource.NewQuantity(defaultMaxPods, resource.DecimalSI),
 	}
-	allocatable, err := allocatableFrom(capacity, kubeReserved, systemReserved)
+	reserved := []v1.ResourceList{kubeReserved, systemReserved}
+	if storage != nil {
+		size, err := probe.fsSize(storage.RootDir)
+		if err != nil {
+			return NodeInfo{}, fmt.Errorf("detect node ephemeral-storage of root dir %s: %w", storage.RootDir, err)
+		}
+		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
+		// The kubelet's hardEvictionReservation: the hard nodefs.available
+		// threshold (a percentage of the capacity, or a quantity) is
+		// reserved like kube-reserved.
+		for _, t := range storage.Thresholds {
+			if t.Signal == eviction.SignalNodeFsAvailable && t.GracePeriod == 0 {
+				reserved = append(reserved, v1.ResourceList{v1.ResourceEphemeralStorage: *resource.NewQuantity(t.Level(size), resource.BinarySI)})
+			}
+		}
+	}
+	allocatable, err := allocatableFrom(capacity, reserved...)
 	if err != nil {
 		return NodeInfo{}, err
 	}
@@ -115,15 +176,19 @@ func detectNode(probe hostProbe, name string, extraLabels map[string]string, kub
 }
 
 // allocatableFrom subtracts the reservations from capacity, resource by
-// resource. Only cpu and memory may be reserved. A reservation above the
-// capacity is an error, as in the kubelet's validateNodeAllocatable (which
-// keeps the kubelet from starting).
+// resource. Only cpu, memory and ephemeral-storage may be reserved, and
+// only what the node has a capacity of. A reservation above the capacity
+// is an error, as in the kubelet's validateNodeAllocatable (which keeps
+// the kubelet from starting).
 func allocatableFrom(capacity v1.ResourceList, reserved ...v1.ResourceList) (v1.ResourceList, error) {
 	total := v1.ResourceList{}
 	for _, rl := range reserved {
 		for name, q := range rl {
 			if !reservable(name) {
-				return nil, fmt.Errorf("cannot reserve %q: only cpu and memory can be reserved", name)
+				return nil, fmt.Errorf("cannot reserve %q: only cpu, memory and ephemeral-storage can be reserved", name)
+			}
+			if _, ok := capacity[name]; !ok {
+				return nil, fmt.Errorf("cannot reserve %q: the node's capacity of it is unknown", name)
 			}
 			if q.Sign() < 0 {
 				return nil, fmt.Errorf("reservation of %q must not be negative, got %s", name, q.String())
@@ -149,16 +214,16 @@ func allocatableFrom(capacity v1.ResourceList, reserved ...v1.ResourceList) (v1.
 		out[name] = v
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("invalid node allocatable configuration: %s; expected capacity >= reservation (kube-reserved + system-reserved)", strings.Join(errs, "; "))
+		return nil, fmt.Errorf("invalid node allocatable configuration: %s; expected capacity >= reservation (kube-reserved + system-reserved, and for ephemeral-storage the hard nodefs.available eviction threshold)", strings.Join(errs, "; "))
 	}
 	return out, nil
 }
 
 // reservable reports whether --kube-reserved/--system-reserved may name r.
-// The kubelet also takes ephemeral-storage and pid; minikubelet accounts for
-// neither, and refuses rather than ignores them.
+// The kubelet also takes pid; minikubelet does not account for it, and
+// refuses rather than ignores it.
 func reservable(r v1.ResourceName) bool {
-	return r == v1.ResourceCPU || r == v1.ResourceMemory
+	return r == v1.ResourceCPU || r == v1.ResourceMemory || r == v1.ResourceEphemeralStorage
 }
 
 // parseMemTotal returns MemTotal from /proc/meminfo content, in bytes.
@@ -193,8 +258,8 @@ func parseMemTotal(r io.Reader) (int64, error) {
 }
 
 // ParseResourceList parses a --kube-reserved / --system-reserved value in
-// the kubelet's flag syntax, "cpu=100m,memory=256Mi". Only cpu and memory
-// are accepted; each error names the offending pair.
+// the kubelet's flag syntax, "cpu=100m,memory=256Mi". Only cpu, memory and
+// ephemeral-storage are accepted; each error names the offending pair.
 func ParseResourceList(s string) (v1.ResourceList, error) {
 	pairs, err := splitPairs(s)
 	if err != nil {
@@ -204,7 +269,7 @@ func ParseResourceList(s string) (v1.ResourceList, error) {
 	for _, p := range pairs {
 		name := v1.ResourceName(p.key)
 		if !reservable(name) {
-			return nil, fmt.Errorf("%q: cannot reserve %q: only cpu and memory can be reserved", p.raw, p.key)
+			return nil, fmt.Errorf("%q: cannot reserve %q: only cpu, memory and ephemeral-storage can be reserved", p.raw, p.key)
 		}
 		if _, dup := rl[name]; dup {
 			return nil, fmt.Errorf("%q: %s given twice", p.raw, p.key)

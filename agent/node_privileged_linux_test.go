@@ -15,7 +15,7 @@ import (
 // parsing and the reserves on a fake host.
 func TestDetectNode_RealHost_Privileged(t *testing.T) {
 	requiresPrivileged(t)
-	n, err := DetectNode("node1", nil, nil, nil)
+	n, err := DetectNode("node1", nil, nil, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(runtime.NumCPU())*1000, n.Capacity.Cpu().MilliValue())
 	assert.Positive(t, n.Capacity.Memory().Value())

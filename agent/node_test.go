@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"io"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minikubelet/minikubelet/agent/eviction"
 )
 
 // fakeHost is a host with cpus CPUs and the given /proc/meminfo content.
@@ -46,7 +49,7 @@ func TestDetectNode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n, err := detectNode(fakeHost(2, meminfo4G), "node1", map[string]string{"disk": "ssd"}, tc.kube, tc.system)
+			n, err := detectNode(fakeHost(2, meminfo4G), "node1", map[string]string{"disk": "ssd"}, tc.kube, tc.system, nil)
 			if tc.wantErrContain != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErrContain)
@@ -69,7 +72,7 @@ func TestDetectNode(t *testing.T) {
 }
 
 func TestDetectNode_Labels(t *testing.T) {
-	n, err := detectNode(fakeHost(1, meminfo4G), "node1", map[string]string{"disk": "ssd", v1.LabelHostname: "other"}, nil, nil)
+	n, err := detectNode(fakeHost(1, meminfo4G), "node1", map[string]string{"disk": "ssd", v1.LabelHostname: "other"}, nil, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		// --node-labels win over the defaults, as in the kubelet.
@@ -79,27 +82,27 @@ func TestDetectNode_Labels(t *testing.T) {
 		"disk":             "ssd",
 	}, n.Labels)
 
-	n, err = detectNode(fakeHost(1, meminfo4G), "node1", nil, nil, nil)
+	n, err = detectNode(fakeHost(1, meminfo4G), "node1", nil, nil, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "node1", n.Labels[v1.LabelHostname])
 }
 
 func TestDetectNode_Errors(t *testing.T) {
-	_, err := detectNode(fakeHost(1, meminfo4G), "Bad_Name", nil, nil, nil)
+	_, err := detectNode(fakeHost(1, meminfo4G), "Bad_Name", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, `node name "Bad_Name"`)
 
-	_, err = detectNode(fakeHost(1, meminfo4G), strings.Repeat("a", 64), nil, nil, nil)
+	_, err = detectNode(fakeHost(1, meminfo4G), strings.Repeat("a", 64), nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "as label kubernetes.io/hostname")
 
-	_, err = detectNode(fakeHost(0, meminfo4G), "node1", nil, nil, nil)
+	_, err = detectNode(fakeHost(0, meminfo4G), "node1", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "cpus")
 
-	_, err = detectNode(fakeHost(1, "MemFree: 1 kB\n"), "node1", nil, nil, nil)
+	_, err = detectNode(fakeHost(1, "MemFree: 1 kB\n"), "node1", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "no MemTotal")
 
 	broken := fakeHost(1, "")
 	broken.meminfo = func() (io.ReadCloser, error) { return nil, errors.New("no proc") }
-	_, err = detectNode(broken, "node1", nil, nil, nil)
+	_, err = detectNode(broken, "node1", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "detect node memory: no proc")
 }
 
@@ -130,6 +133,86 @@ func TestParseMemTotal(t *testing.T) {
 	}
 }
 
+// TestDetectNode_EphemeralStorage: with a NodeStorage the node's
+// ephemeral-storage capacity is the size of the root dir's filesystem, and
+// allocatable takes off the reservations and the hard nodefs.available
+// threshold (the kubelet's hardEvictionReservation); soft thresholds and
+// other signals take nothing.
+func TestDetectNode_EphemeralStorage(t *testing.T) {
+	const size = int64(100 << 30)
+	thresholds := func(hard, soft, grace string) []eviction.Threshold {
+		ths, err := eviction.ParseThresholds(hard, soft, grace)
+		require.NoError(t, err)
+		return ths
+	}
+	tests := []struct {
+		name           string
+		kube, system   string
+		thresholds     []eviction.Threshold
+		want           int64
+		wantErrContain string
+	}{
+		{name: "no threshold, no reservation", want: size},
+		{name: "default hard thresholds: 10% of nodefs", thresholds: thresholds(eviction.DefaultEvictionHard, "", ""), want: size - size/10},
+		{name: "a quantity", thresholds: thresholds("nodefs.available<1Gi,imagefs.available<50%", "", ""), want: size - 1<<30},
+		{name: "soft threshold reserves nothing", thresholds: thresholds("", "nodefs.available<50%", "nodefs.available=1m"), want: size},
+		{name: "reservations and threshold add up", kube: "ephemeral-storage=10Gi", system: "ephemeral-storage=5Gi",
+			thresholds: thresholds("nodefs.available<10Gi", "", ""), want: size - 25<<30},
+		{name: "more than the disk is refused", kube: "ephemeral-storage=95Gi", thresholds: thresholds("nodefs.available<10Gi", "", ""),
+			wantErrContain: `resource "ephemeral-storage" has a reservation of 105Gi but a capacity of 100Gi`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			kube, err := ParseResourceList(tc.kube)
+			require.NoError(t, err)
+			system, err := ParseResourceList(tc.system)
+			require.NoError(t, err)
+			host := fakeHost(2, meminfo4G)
+			var asked string
+			host.fsSize = func(path string) (int64, error) { asked = path; return size, nil }
+			n, err := detectNode(host, "node1", nil, kube, system, &NodeStorage{RootDir: "/var/lib/mk", Thresholds: tc.thresholds})
+			if tc.wantErrContain != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.wantErrContain)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, "/var/lib/mk", asked)
+			assert.Equal(t, size, n.Capacity.StorageEphemeral().Value())
+			assert.Equal(t, tc.want, n.Allocatable.StorageEphemeral().Value())
+			assert.Equal(t, int64(4<<30), n.Allocatable.Memory().Value(), "memory keeps no eviction reserve")
+		})
+	}
+
+	// Without a NodeStorage: no ephemeral-storage, and reserving it is
+	// refused rather than dropped.
+	n, err := detectNode(fakeHost(2, meminfo4G), "node1", nil, nil, nil, nil)
+	require.NoError(t, err)
+	_, ok := n.Capacity[v1.ResourceEphemeralStorage]
+	assert.False(t, ok)
+	_, err = detectNode(fakeHost(2, meminfo4G), "node1", nil, v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}, nil, nil)
+	require.ErrorContains(t, err, `cannot reserve "ephemeral-storage": the node's capacity of it is unknown`)
+
+	// A root dir that cannot be measured is an error naming it.
+	host := fakeHost(2, meminfo4G)
+	host.fsSize = func(string) (int64, error) { return 0, errors.New("permission denied") }
+	_, err = detectNode(host, "node1", nil, nil, nil, &NodeStorage{RootDir: "/var/lib/mk"})
+	require.ErrorContains(t, err, "detect node ephemeral-storage of root dir /var/lib/mk: permission denied")
+}
+
+// TestFsSize_MissingRootDir: a root dir that does not exist yet is
+// measured on its nearest existing parent (the filesystem it will be
+// created on). t.TempDir is the test's own, not host state.
+func TestFsSize_MissingRootDir(t *testing.T) {
+	dir := t.TempDir()
+	want, err := fsSize(dir)
+	require.NoError(t, err)
+	require.Positive(t, want)
+	got, err := fsSize(filepath.Join(dir, "not", "yet"))
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
 func TestParseResourceList(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -145,7 +228,8 @@ func TestParseResourceList(t *testing.T) {
 		{name: "bad quantity", in: "cpu=1,memory=lots", wantErr: `"memory=lots": quantities must match`},
 		{name: "negative", in: "cpu=-1", wantErr: `"cpu=-1": quantity must not be negative`},
 		{name: "duplicate", in: "cpu=1,cpu=2", wantErr: `"cpu=2": cpu given twice`},
-		{name: "unsupported resource", in: "ephemeral-storage=1Gi", wantErr: `"ephemeral-storage=1Gi": cannot reserve "ephemeral-storage"`},
+		{name: "ephemeral-storage", in: "ephemeral-storage=1Gi", want: map[v1.ResourceName]string{"ephemeral-storage": "1Gi"}},
+		{name: "unsupported resource", in: "hugepages-2Mi=2Mi", wantErr: `"hugepages-2Mi=2Mi": cannot reserve "hugepages-2Mi"`},
 		{name: "pid", in: "pid=100", wantErr: `"pid=100": cannot reserve "pid"`},
 	}
 	for _, tc := range tests {

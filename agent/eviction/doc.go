@@ -3,7 +3,9 @@
 // --eviction-hard and --eviction-soft syntax and the kubelet's default hard
 // thresholds), which thresholds an observation of the node meets (soft ones
 // only after their grace period), and the order in which pods are evicted
-// under memory or disk pressure, with the kubelet's reason and message.
+// under memory or disk pressure, with the kubelet's reason and message,
+// and which local storage limit (emptyDir sizeLimit, ephemeral-storage
+// limits) a pod exceeds (local.go), checked with or without pressure.
 //
 // It owns no state beyond the first-observed times of soft thresholds
 // (Tracker) and does no I/O: the agent observes the node (meminfo,

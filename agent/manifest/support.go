@@ -165,7 +165,7 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"ports":                    ruleOK,
 	"envFrom":                  ruleLimited("configMapRef and secretRef with prefix; keys that are not valid variable names are skipped with an InvalidEnvironmentVariableNames event"),
 	"env":                      ruleLimited("value with $(VAR) expansion (the kubelet's rules), and valueFrom"),
-	"resources":                ruleLimited("cpu and memory requests and limits"),
+	"resources":                ruleLimited("cpu, memory and ephemeral-storage requests and limits; ephemeral-storage requests are admitted against the node's allocatable (the root dir's filesystem), and under serve a pod whose container (writable layer and logs) or whole pod (containers and disk emptyDirs) uses more than the limits is evicted, as by the kubelet (run does not evict)"),
 	"resizePolicy":             ruleRefused(reasonNotYet),
 	"restartPolicy":            ruleLimited("Always, OnFailure or Never: this container's restart policy instead of spec.restartPolicy (ContainerRestartRules)"),
 	"restartPolicyRules":       ruleLimited("action Restart on exitCodes In or NotIn, tried in order before the container's restartPolicy (ContainerRestartRules)"),
@@ -241,7 +241,7 @@ var volumeRules = ruleTable{typ: reflect.TypeFor[v1.Volume](), path: "spec.volum
 // Fields of spec.volumes[*].emptyDir.
 var emptyDirRules = ruleTable{typ: reflect.TypeFor[v1.EmptyDirVolumeSource](), path: "spec.volumes[*].emptyDir", rules: map[string]fieldRule{
 	"medium":    ruleLimited(`"" (node disk) or Memory (a tmpfs)`),
-	"sizeLimit": ruleLimited("medium Memory: the tmpfs size (the kubelet's rule: at most the pod's memory limit, else the node's allocatable memory); default medium: no effect (the kubelet enforces it by eviction, minikubelet does not evict)"),
+	"sizeLimit": ruleLimited("medium Memory: the tmpfs size (the kubelet's rule: at most the pod's memory limit, else the node's allocatable memory); default medium: under serve a pod whose emptyDir grows past it is evicted at the next eviction check (every 10 s), as by the kubelet (run does not evict)"),
 	"mode":      ruleRefused(reasonNotYet + ": alpha in Kubernetes (EmptyDirVolumeMode)"),
 }}
 
@@ -290,8 +290,8 @@ var envVarSourceRules = ruleTable{typ: reflect.TypeFor[v1.EnvVarSource](), path:
 
 // Fields of spec.containers[*].resources.
 var resourcesRules = ruleTable{typ: reflect.TypeFor[v1.ResourceRequirements](), path: "spec.containers[*].resources", rules: map[string]fieldRule{
-	"limits":   ruleLimited("cpu and memory only"),
-	"requests": ruleLimited("cpu and memory only; default to the limits"),
+	"limits":   ruleLimited("cpu, memory and ephemeral-storage only"),
+	"requests": ruleLimited("cpu, memory and ephemeral-storage only; default to the limits"),
 	"claims":   ruleRefused(reasonNotYet),
 }}
 

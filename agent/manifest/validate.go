@@ -513,8 +513,8 @@ func validateExecSize(c *v1.Container, fldPath *field.Path) field.ErrorList {
 	return errs
 }
 
-// Largest quantities: what the node accounts in an int64 (bytes of memory,
-// millicores of cpu). A larger one would wrap or saturate in the cgroup
+// Largest quantities: what the node accounts in an int64 (bytes of memory
+// and ephemeral-storage, millicores of cpu). A larger one would wrap or saturate in the cgroup
 // settings and the admission's sums; the parser already saturates memory
 // given with a binary suffix, so the largest int64 itself is refused.
 var (
@@ -533,10 +533,10 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 			q := list[name]
 			p := listPath.Key(string(name))
 			switch {
-			case name == v1.ResourceCPU || name == v1.ResourceMemory:
+			case name == v1.ResourceCPU || name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage:
 			case refusedNames[name]:
 				continue
-			case name == v1.ResourceEphemeralStorage || strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) ||
+			case strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) ||
 				strings.Contains(string(name), "/"):
 				// Standard or extended (device plugin) resources.
 				errs = append(errs, field.Forbidden(p, reasonNotYet))
@@ -544,7 +544,7 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 				continue
 			default:
 				errs = append(errs, field.NotSupported(p, name,
-					[]string{string(v1.ResourceCPU), string(v1.ResourceMemory)}))
+					[]string{string(v1.ResourceCPU), string(v1.ResourceEphemeralStorage), string(v1.ResourceMemory)}))
 				refusedNames[name] = true
 				continue
 			}
@@ -552,9 +552,12 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 				errs = append(errs, field.Invalid(p, q.String(), "must be greater than or equal to 0"))
 			}
 			switch {
-			case name == v1.ResourceMemory && q.Cmp(*maxMemoryQuantity) >= 0:
+			case (name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage) && q.Cmp(*maxMemoryQuantity) >= 0:
 				// The parser saturates a larger value (99999Ei) to the
-				// largest int64: that value means an overflow.
+				// largest int64: that value means an overflow. The API
+				// takes any ephemeral-storage quantity; here it is bytes
+				// in an int64 like memory (admission sums requests,
+				// eviction sums limits), so the same bound applies.
 				errs = append(errs, field.Invalid(p, q.String(), "must be less than 8Ei (9223372036854775808 bytes): larger values overflow"))
 			case name == v1.ResourceCPU && q.Cmp(*maxCPUQuantity) > 0:
 				errs = append(errs, field.Invalid(p, q.String(), fmt.Sprintf("must be less than or equal to %dm", int64(math.MaxInt64))))

@@ -25,8 +25,16 @@ func (a *Manager) volumeHostPath(pod *v1.Pod, vol *v1.Volume) string {
 	case isAPIDataVolume(vol): // configMap, secret, downwardAPI, projected
 		return filepath.Join(a.podDir(pod), "volumes", pluginDir(vol), vol.Name)
 	default: // emptyDir
-		return filepath.Join(a.podDir(pod), "volumes", "kubernetes.io~empty-dir", vol.Name)
+		return a.EmptyDirPath(pod, vol.Name)
 	}
+}
+
+// EmptyDirPath is where the pod's emptyDir volume name lives on the host:
+// a directory on the node filesystem, or for medium Memory the tmpfs
+// mounted there. Every component is the agent's (the volume name is a
+// validated DNS label), none the pod's: the pod sees only what is inside.
+func (a *Manager) EmptyDirPath(pod *v1.Pod, name string) string {
+	return filepath.Join(a.podDir(pod), "volumes", pluginEmptyDir, name)
 }
 
 // SetupVolumes prepares every volume of the pod on the host: emptyDir

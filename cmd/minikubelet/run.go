@@ -18,6 +18,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
@@ -74,8 +75,8 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.backoffMax, "backoff-max", 300*time.Second, "container restart / image pull back-off cap")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&f.kubeReserved, "kube-reserved", "", "cpu and memory kept from pods for the agent and the runtime, e.g. cpu=100m,memory=256Mi")
-	fs.StringVar(&f.systemReserved, "system-reserved", "", "cpu and memory kept from pods for the OS, e.g. cpu=100m,memory=256Mi")
+	fs.StringVar(&f.kubeReserved, "kube-reserved", "", "cpu, memory and ephemeral-storage kept from pods for the agent and the runtime, e.g. cpu=100m,memory=256Mi")
+	fs.StringVar(&f.systemReserved, "system-reserved", "", "cpu, memory and ephemeral-storage kept from pods for the OS, e.g. cpu=100m,memory=256Mi")
 	fs.StringVar(&f.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver, cgroupfs or systemd; the runtime's answer wins where it gives one (containerd 2.x), and a disagreeing explicit flag is an error")
 	fs.Int64Var(&f.podPidsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	fs.Int64Var(&f.nodePidsLimit, "node-max-pids", 0, "pids.max of the kubepods cgroup, all pods together (0: unlimited)")
@@ -100,8 +101,10 @@ func (f *nodeFlags) allowedUnsafeSysctls() []string {
 }
 
 // node describes this node from the host and the flags (and checks the
-// flags that need it).
-func (f *nodeFlags) node() (agent.NodeInfo, error) {
+// flags that need it). thresholds are the eviction thresholds (none for
+// run, which does not evict): the hard nodefs.available one is kept from
+// the allocatable ephemeral-storage.
+func (f *nodeFlags) node(thresholds []eviction.Threshold) (agent.NodeInfo, error) {
 	kube, err := agent.ParseResourceList(f.kubeReserved)
 	if err != nil {
 		return agent.NodeInfo{}, fmt.Errorf("--kube-reserved: %w", err)
@@ -117,7 +120,7 @@ func (f *nodeFlags) node() (agent.NodeInfo, error) {
 	if err := manifest.ValidateAllowedUnsafeSysctls(f.allowedUnsafeSysctls()); err != nil {
 		return agent.NodeInfo{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
-	return agent.DetectNode(f.nodeName, labels, kube, system)
+	return agent.DetectNode(f.nodeName, labels, kube, system, &agent.NodeStorage{RootDir: f.rootDir, Thresholds: thresholds})
 }
 
 // agentConfig is the agent's configuration from the node flags, shared by
@@ -195,7 +198,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 2, err: err}
 	}
 	p := newPrinter(stdout)
-	node, err := nf.node()
+	node, err := nf.node(nil)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

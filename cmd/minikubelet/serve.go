@@ -157,7 +157,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return &exitError{code: 2, err: err}
 		}
 	}
-	node, err := nf.node()
+	ecfg, err := ef.config()
+	if err != nil {
+		return err
+	}
+	node, err := nf.node(ecfg.Thresholds)
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}

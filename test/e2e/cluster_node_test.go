@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/test/controlplane"
 )
@@ -95,10 +96,16 @@ func TestCluster_NodeRegistersBecomesReadyAndRenewsItsLease(t *testing.T) {
 	t.Logf("node Ready %s after the daemon started", time.Since(start).Round(time.Millisecond))
 
 	// What admission uses is what the Node says (same host, same flags).
-	want, err := agent.DetectNode(node, map[string]string{"minikubelet.io/e2e": "cluster"}, nil, nil)
+	// ephemeral-storage: the root dir's filesystem, less the hard
+	// nodefs.available threshold of serveHostFlags (1%).
+	ths, err := eviction.ParseThresholds("nodefs.available<1%", "", "")
+	require.NoError(t, err)
+	want, err := agent.DetectNode(node, map[string]string{"minikubelet.io/e2e": "cluster"}, nil, nil, &agent.NodeStorage{RootDir: d.root, Thresholds: ths})
 	require.NoError(t, err)
 	require.Equal(t, want.Labels, n.Labels)
-	for _, res := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods} {
+	require.Positive(t, want.Capacity.StorageEphemeral().Value())
+	require.Less(t, want.Allocatable.StorageEphemeral().Value(), want.Capacity.StorageEphemeral().Value())
+	for _, res := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage} {
 		wc, gc := want.Capacity[res], n.Status.Capacity[res]
 		require.Zero(t, wc.Cmp(gc), "capacity %s: want %s, got %s", res, wc.String(), gc.String())
 		wa, ga := want.Allocatable[res], n.Status.Allocatable[res]
