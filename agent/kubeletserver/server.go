@@ -51,7 +51,8 @@ type Config struct {
 	NodeIPs []net.IP
 }
 
-// Pods is what the server needs of the daemon's pods (agent.Daemon).
+// Pods is what the server needs of the daemon's pods, under the names the
+// API server knows them by (agent.ClusterView).
 type Pods interface {
 	// ListPods returns the pods of a namespace ("" = all), with status.
 	ListPods(namespace string) []*v1.Pod

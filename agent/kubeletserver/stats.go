@@ -12,7 +12,8 @@ import (
 )
 
 // Summary is the node's stats summary (agent/stats.Provider): with
-// onlyCPUAndMemory only the CPU and memory fields.
+// onlyCPUAndMemory only the CPU and memory fields. Its pods are those the
+// cluster sees, as Pods lists them (cmd's clusterSummary).
 type Summary interface {
 	Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsapi.Summary, error)
 }
