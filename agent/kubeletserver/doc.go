@@ -9,7 +9,8 @@
 // cluster's: what cmd wires as Pods and Logs (agent.ClusterView) and as
 // Summary (agent/stats over that view) has the cluster's pods and the
 // static pods under their mirror pods' names, never the pods the node runs
-// for itself through its local API.
+// for itself through its local API; /metrics/resource keeps the runtime's
+// containers of the pods Pods lists only, under Pods' names.
 //
 // It owns:
 //   - the listener and its TLS: the serving certificate from files, or a

@@ -34,6 +34,7 @@ import (
 // the cluster pod and the static pod under its mirror's name, never the
 // node's own pod: before, it named the local pod (its name, namespace, UID
 // and usage) and the static pod under a name the API server does not have.
+// /metrics/resource, what metrics-server scrapes, likewise.
 func TestCluster_NodePodNotReachableThroughAClusterPodOfItsName(t *testing.T) {
 	t.Parallel()
 	const node = "mkl-cluster-boundary"
@@ -163,6 +164,13 @@ spec:
 	require.Equal(t, string(static.UID), summaryPod(sum, "default", mirrorName).PodRef.UID)
 	require.Equal(t, string(static.UID), mirror.Annotations["kubernetes.io/config.hash"])
 	require.NotNil(t, summaryPod(sum, "default", mirrorName).Containers[0].Logs, "the static pod's log, found under its mirror's name: %s", body)
+	// /metrics/resource (what metrics-server scrapes) likewise.
+	b, err = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "metrics", "resource").DoRaw(ctx)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `pod_cpu_usage_seconds_total{namespace="default",pod="clusterpod"} `)
+	require.Contains(t, string(b), `pod_cpu_usage_seconds_total{namespace="default",pod="`+mirrorName+`"} `)
+	require.NotContains(t, string(b), `pod="nodeonly"`, "the node's own pod")
+	require.NotContains(t, string(b), `pod="nodestatic"`, "the static pod under its own name")
 	// The node's totals still count every pod it runs.
 	require.NotNil(t, sum.Node.CPU)
 	require.NotZero(t, *sum.Node.CPU.UsageCoreNanoSeconds)
