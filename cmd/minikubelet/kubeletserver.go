@@ -138,11 +138,12 @@ var (
 // the cluster sees, and its file source has already named a static pod
 // <name>-<node>, so the kubelet's summary is exactly this view; it differs
 // from the node's full list here only because minikubelet also runs pods
-// for the node itself and keeps a static pod's own name. The UID of a
-// static pod is, as with the kubelet, the static pod's (the mirror carries
-// it as its kubernetes.io/config.hash annotation), not the UID the API
-// server gave the mirror object: the kubelet reports that one too, /pods
-// shows the same, and metrics-server keys pods by namespace and name.
+// for the node itself and keeps a static pod's own name. A static pod's
+// UID is the static pod's, as in the kubelet's summary and /pods (the
+// mirror carries it as its kubernetes.io/config.hash annotation), not the
+// UID the API server gave the mirror object: that one changes whenever the
+// mirror is created again, is unknown until it exists, and metrics-server
+// keys pods by namespace and name.
 //
 // Nothing else reads this Collector: eviction measures the node through
 // agent.EvictionStats over the daemon's full set of pods, and the local
