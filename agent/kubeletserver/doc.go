@@ -10,7 +10,8 @@
 // Summary (agent/stats over that view) has the cluster's pods and the
 // static pods under their mirror pods' names, never the pods the node runs
 // for itself through its local API; /metrics/resource keeps the runtime's
-// containers of the pods Pods lists only, under Pods' names.
+// containers of the pods Pods lists only, and /metrics and /metrics/probes
+// the probe counts of those pods only (by pod_uid), under Pods' names.
 //
 // It owns:
 //   - the listener and its TLS: the serving certificate from files, or a

@@ -1,6 +1,7 @@
 package kubeletserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -312,11 +313,15 @@ func (s *Server) runningPods(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, list)
 }
 
+// metrics serves /metrics: the daemon's metrics, those of a pod only for
+// the pods the cluster sees (clusterSeries).
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	if err := s.deps.Metrics.WriteMetrics(w); err != nil {
+	var all bytes.Buffer
+	if err := s.deps.Metrics.WriteMetrics(&all); err != nil {
 		s.logger.Warn("Writing metrics failed", "err", err)
 	}
+	_, _ = w.Write(s.clusterSeries(all.Bytes()))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
