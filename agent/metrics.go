@@ -51,10 +51,12 @@ func newMetrics(a *Agent) *metrics {
 		Name: "kubelet_runtime_operations_errors_total",
 		Help: "Cumulative number of CRI operation errors by operation type.",
 	}, []string{"operation_type"})
+	// pod_uid as the kubelet's: the kubelet server keeps only the series
+	// of the pods the cluster sees by it.
 	m.probeTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "prober_probe_total",
 		Help: "Cumulative number of a liveness, readiness or startup probe result changes, by result.",
-	}, []string{"probe_type", "result", "container", "pod", "namespace"})
+	}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
 	m.restarts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "minikubelet_container_restarts_total",
 		Help: "Containers started again after an earlier instance exited.",

@@ -1,8 +1,17 @@
 // Package kubeletserver is the kubelet server of a cluster-mode node: the
 // HTTPS endpoint (10250 by default) through which the API server reaches the
 // node for `kubectl logs`, `exec`, `attach` and `port-forward`, and the node
-// proxy (/pods, /runningpods/, /healthz, /metrics, and /metrics/resource,
-// which metrics-server scrapes for `kubectl top`).
+// proxy (/pods, /runningpods/, /healthz, /metrics, /metrics/probes,
+// /metrics/resource, which metrics-server scrapes for `kubectl top`, and
+// /stats/summary, the Summary API).
+//
+// Every caller is a cluster client, so the pods it can name or list are the
+// cluster's: what cmd wires as Pods and Logs (agent.ClusterView) and as
+// Summary (agent/stats over that view) has the cluster's pods and the
+// static pods under their mirror pods' names, never the pods the node runs
+// for itself through its local API; /metrics/resource keeps the runtime's
+// containers of the pods Pods lists only, and /metrics and /metrics/probes
+// the probe counts of those pods only (by pod_uid), under Pods' names.
 //
 // It owns:
 //   - the listener and its TLS: the serving certificate from files, or a
@@ -23,12 +32,12 @@
 //     package only relays bytes, as the kubelet does).
 //
 // It must not import cmd, test or the agent package: what it needs of the
-// daemon (pods, log paths, metrics) and of the runtime (the streaming and
-// stats calls) it declares as the interfaces Pods, Logs, Metrics, Runtime,
-// ContainerStats and NodeUsage, which the daemon, agent/api's log reader,
+// daemon (pods, log paths, metrics, the stats summary) and of the runtime
+// (the streaming and stats calls) it declares as the interfaces Pods, Logs,
+// Metrics, Summary, Runtime, ContainerStats and NodeUsage, which the
+// daemon's cluster view, agent/api's log reader, agent/stats,
 // cri.Instrumented and /proc satisfy in cmd's wiring.
 //
-// Not served yet: /stats/summary, /metrics/probes, /metrics/cadvisor,
-// /configz, /checkpoint and /logs (the node's own logs).
-// TODO(kubeletserver): /stats/summary (issue #19).
+// Not served: /metrics/cadvisor, /configz, /checkpoint and /logs (the
+// node's own logs).
 package kubeletserver

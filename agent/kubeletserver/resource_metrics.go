@@ -26,6 +26,7 @@ type NodeUsage func() (cpuSeconds float64, memoryWorkingSet uint64, at time.Time
 const (
 	labelPodName       = "io.kubernetes.pod.name"
 	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodUID        = "io.kubernetes.pod.uid"
 	labelContainerName = "io.kubernetes.container.name"
 )
 
@@ -41,6 +42,17 @@ type resourceSample struct {
 // endpoint that metrics-server scrapes: node, pod and container CPU time
 // and memory working set, in the Prometheus text format, each sample with
 // the time it was read, and scrape_error 1 when a source failed.
+//
+// The pod and container series are those of the pods Pods lists (the
+// cluster's, agent.ClusterView), matched by the pod UID label of the
+// runtime's containers and named as Pods names them: a static pod under its
+// mirror's name, as metrics-server must find it on the API server; the
+// containers of the node's own pods (the local API's) are left out, while
+// the node's series count them. The kubelet's runtime knows only pods the
+// cluster sees, with static pods already named <name>-<node>, so its
+// endpoint lists every container; minikubelet's runtime also runs the
+// node's own pods, under their own names.
+//
 // criTimeout bounds the CRI calls of a scrape.
 const criTimeout = 30 * time.Second
 
@@ -65,12 +77,18 @@ func (s *Server) resourceMetrics(w http.ResponseWriter, r *http.Request) {
 		scrapeErr = 1
 	}
 	type podKey struct{ ns, name string }
+	visible := map[string]podKey{}
+	for _, p := range s.deps.Pods.ListPods("") {
+		if p.UID != "" {
+			visible[string(p.UID)] = podKey{p.Namespace, p.Name}
+		}
+	}
 	podCPU, podMem, podMs := map[podKey]float64{}, map[podKey]float64{}, map[podKey]int64{}
 	for _, st := range stats {
 		l := st.GetAttributes().GetLabels()
-		pk := podKey{l[labelPodNamespace], l[labelPodName]}
-		if pk.name == "" || l[labelContainerName] == "" {
-			continue // not a pod's container
+		pk, ok := visible[l[labelPodUID]]
+		if !ok || l[labelContainerName] == "" {
+			continue // not a container of a pod the cluster sees
 		}
 		lbl := fmt.Sprintf(`container=%q,namespace=%q,pod=%q`, l[labelContainerName], pk.ns, pk.name)
 		if c := st.GetCpu(); c != nil && c.GetUsageCoreNanoSeconds() != nil {

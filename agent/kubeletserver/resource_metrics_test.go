@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -24,10 +26,12 @@ func (f fakeStats) ListContainerStats(context.Context, *runtimeapi.ContainerStat
 	return f.stats, f.err
 }
 
+// containerStats is the runtime's stats of a container of pod default/pod
+// (the CRI labels: the node's name of the pod, and its UID uid-<pod>).
 func containerStats(pod, container string, cpuNanos, mem uint64, at time.Time) *runtimeapi.ContainerStats {
 	return &runtimeapi.ContainerStats{
 		Attributes: &runtimeapi.ContainerAttributes{Labels: map[string]string{
-			labelPodName: pod, labelPodNamespace: "default", labelContainerName: container,
+			labelPodName: pod, labelPodNamespace: "default", labelPodUID: "uid-" + pod, labelContainerName: container,
 		}},
 		Cpu:    &runtimeapi.CpuUsage{Timestamp: at.UnixNano(), UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: cpuNanos}},
 		Memory: &runtimeapi.MemoryUsage{Timestamp: at.UnixNano(), WorkingSetBytes: &runtimeapi.UInt64Value{Value: mem}},
@@ -83,4 +87,44 @@ scrape_error 0
 	require.Contains(t, got, "\nscrape_error 1\n")
 	require.Contains(t, got, "node_cpu_usage_seconds_total 1234.5", "the node's series survive a runtime failure")
 	require.NotContains(t, got, "container_cpu_usage_seconds_total{")
+}
+
+// The cluster's view of the node (Pods, agent.ClusterView) has the pod web
+// and the static pod etcd under its mirror's name, etcd-node-a; the node
+// also runs its own pod secret (the local API's). Its series, named as the
+// runtime names it, would tell a cluster caller with nodes/metrics (and
+// metrics-server) of a pod the cluster cannot see, and etcd's would name a
+// pod the API server does not have.
+func TestServer_ResourceMetrics_OnlyThePodsTheClusterSees(t *testing.T) {
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	s, err := New(Config{NodeName: "node-a", CertDir: t.TempDir()}, Deps{Pods: viewPods{}, ContainerStats: fakeStats{stats: []*runtimeapi.ContainerStats{
+		containerStats("web", "app", 1_000_000_000, 1<<20, at),
+		containerStats("etcd", "etcd", 2_000_000_000, 2<<20, at),
+		containerStats("secret", "app", 3_000_000_000, 3<<20, at),
+	}}})
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	s.resourceMetrics(rec, httptest.NewRequest("GET", "/metrics/resource", nil))
+	require.Equal(t, 200, rec.Code)
+	got := rec.Body.String()
+	require.NotContains(t, got, "secret", "the node's own pod")
+	require.NotContains(t, got, `pod="etcd"`, "the static pod under its own name")
+	ms := " " + strconv.FormatInt(at.UnixMilli(), 10) + "\n"
+	for _, series := range []string{
+		`container_cpu_usage_seconds_total{container="etcd",namespace="default",pod="etcd-node-a"} 2` + ms,
+		`pod_cpu_usage_seconds_total{namespace="default",pod="etcd-node-a"} 2` + ms,
+		`pod_cpu_usage_seconds_total{namespace="default",pod="web"} 1` + ms,
+	} {
+		require.Contains(t, got, series)
+	}
+}
+
+// viewPods is the cluster's view of a node that runs web, the static pod
+// etcd (as its mirror etcd-node-a, with the static pod's UID) and a pod of
+// its own that the view leaves out.
+type viewPods struct{ fakePods }
+
+func (viewPods) ListPods(string) []*v1.Pod {
+	mirror := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "etcd-node-a", UID: "uid-etcd"}}
+	return []*v1.Pod{webPod(), mirror}
 }

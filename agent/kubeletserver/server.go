@@ -1,6 +1,7 @@
 package kubeletserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -51,7 +52,8 @@ type Config struct {
 	NodeIPs []net.IP
 }
 
-// Pods is what the server needs of the daemon's pods (agent.Daemon).
+// Pods is what the server needs of the daemon's pods, under the names the
+// API server knows them by (agent.ClusterView).
 type Pods interface {
 	// ListPods returns the pods of a namespace ("" = all), with status.
 	ListPods(namespace string) []*v1.Pod
@@ -311,11 +313,15 @@ func (s *Server) runningPods(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, list)
 }
 
+// metrics serves /metrics: the daemon's metrics, those of a pod only for
+// the pods the cluster sees (clusterSeries).
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	if err := s.deps.Metrics.WriteMetrics(w); err != nil {
+	var all bytes.Buffer
+	if err := s.deps.Metrics.WriteMetrics(&all); err != nil {
 		s.logger.Warn("Writing metrics failed", "err", err)
 	}
+	_, _ = w.Write(s.clusterSeries(all.Bytes()))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,7 +13,8 @@ import (
 )
 
 // Summary is the node's stats summary (agent/stats.Provider): with
-// onlyCPUAndMemory only the CPU and memory fields.
+// onlyCPUAndMemory only the CPU and memory fields. Its pods are those the
+// cluster sees, as Pods lists them (cmd's clusterSummary).
 type Summary interface {
 	Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsapi.Summary, error)
 }
@@ -52,7 +54,48 @@ func (s *Server) probeMetrics(w http.ResponseWriter, _ *http.Request) {
 		s.logger.Warn("Writing metrics failed", "err", err)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, _ = w.Write(filterFamily(all.Bytes(), "prober_probe_total"))
+	_, _ = w.Write(filterFamily(s.clusterSeries(all.Bytes()), "prober_probe_total"))
+}
+
+// A sample's pod and pod_uid labels in the text exposition (pod names and
+// UIDs never hold a quote or a backslash, so the value ends at the next
+// quote).
+var (
+	podLabel    = regexp.MustCompile(`([{,])pod="[^"]*"`)
+	podUIDLabel = regexp.MustCompile(`[{,]pod_uid="([^"]*)"`)
+)
+
+// clusterSeries keeps the samples of the daemon's metrics a cluster caller
+// may see: a sample with a pod label only when its pod_uid is of a pod
+// Pods lists (agent.ClusterView), under Pods' name (a static pod's mirror
+// name, as the kubelet's prober_probe_total names it); a sample naming a
+// pod without its UID is dropped, as whose it is cannot be told. The
+// node's own pods (the local API's) are thus left out. Samples without a
+// pod label (the node's counters) are kept whole.
+func (s *Server) clusterSeries(text []byte) []byte {
+	names := map[string]string{}
+	for _, p := range s.deps.Pods.ListPods("") {
+		if p.UID != "" {
+			names[string(p.UID)] = p.Name
+		}
+	}
+	var out bytes.Buffer
+	for line := range strings.Lines(string(text)) {
+		if strings.HasPrefix(line, "#") || !podLabel.MatchString(line) {
+			out.WriteString(line)
+			continue
+		}
+		uid := podUIDLabel.FindStringSubmatch(line)
+		if uid == nil {
+			continue
+		}
+		name, ok := names[uid[1]]
+		if !ok {
+			continue
+		}
+		out.WriteString(podLabel.ReplaceAllStringFunc(line, func(m string) string { return m[:1] + `pod="` + name + `"` }))
+	}
+	return out.Bytes()
 }
 
 // filterFamily keeps the lines of one metric family of a Prometheus text

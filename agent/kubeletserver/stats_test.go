@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,7 +30,7 @@ func (fakeMetrics) WriteMetrics(w io.Writer) error {
 kubelet_running_pods 1
 # HELP prober_probe_total Cumulative number of probes.
 # TYPE prober_probe_total counter
-prober_probe_total{container="c",namespace="default",pod="web",probe_type="Readiness",result="successful"} 3
+prober_probe_total{container="c",namespace="default",pod="web",pod_uid="uid-web",probe_type="Readiness",result="successful"} 3
 # HELP prober_probe_total_other Not it.
 # TYPE prober_probe_total_other counter
 prober_probe_total_other 1
@@ -77,6 +79,48 @@ func TestServer_ProbeMetrics(t *testing.T) {
 	require.Equal(t, 200, code, body)
 	require.Equal(t, `# HELP prober_probe_total Cumulative number of probes.
 # TYPE prober_probe_total counter
-prober_probe_total{container="c",namespace="default",pod="web",probe_type="Readiness",result="successful"} 3
+prober_probe_total{container="c",namespace="default",pod="web",pod_uid="uid-web",probe_type="Readiness",result="successful"} 3
 `, body)
+}
+
+// The daemon counts the probes of every pod it runs; a cluster caller of
+// /metrics or /metrics/probes sees those of the pods Pods lists only: the
+// static pod etcd under its mirror's name etcd-node-a, not the node's own
+// pod secret, nor a sample whose pod cannot be told (no pod_uid).
+func TestServer_ProbeMetrics_OnlyThePodsTheClusterSees(t *testing.T) {
+	text := `# HELP kubelet_running_pods Number of pods.
+# TYPE kubelet_running_pods gauge
+kubelet_running_pods 3
+# HELP prober_probe_total Cumulative number of probes.
+# TYPE prober_probe_total counter
+prober_probe_total{container="c",namespace="default",pod="etcd",pod_uid="uid-etcd",probe_type="Liveness",result="successful"} 2
+prober_probe_total{container="c",namespace="default",pod="secret",pod_uid="uid-secret",probe_type="Readiness",result="failed"} 1
+prober_probe_total{container="c",namespace="default",pod="web",pod_uid="uid-web",probe_type="Readiness",result="successful"} 3
+prober_probe_total{container="c",namespace="default",pod="anon",probe_type="Readiness",result="successful"} 4
+`
+	s, err := New(Config{NodeName: "node-a", CertDir: t.TempDir()}, Deps{Pods: viewPods{}, Metrics: textMetrics(text)})
+	require.NoError(t, err)
+	want := `prober_probe_total{container="c",namespace="default",pod="etcd-node-a",pod_uid="uid-etcd",probe_type="Liveness",result="successful"} 2
+prober_probe_total{container="c",namespace="default",pod="web",pod_uid="uid-web",probe_type="Readiness",result="successful"} 3
+`
+	for path, handler := range map[string]http.HandlerFunc{"/metrics": s.metrics, "/metrics/probes": s.probeMetrics} {
+		rec := httptest.NewRecorder()
+		handler(rec, httptest.NewRequest("GET", path, nil))
+		got := rec.Body.String()
+		require.Contains(t, got, "# TYPE prober_probe_total counter\n"+want, path)
+		require.NotContains(t, got, "secret", path)
+		require.NotContains(t, got, `pod="anon"`, path)
+		require.NotContains(t, got, `pod="etcd"`, path)
+		if path == "/metrics" {
+			require.Contains(t, got, "\nkubelet_running_pods 3\n", "the node's own series stay whole")
+		}
+	}
+}
+
+// textMetrics writes a fixed text exposition.
+type textMetrics string
+
+func (m textMetrics) WriteMetrics(w io.Writer) error {
+	_, err := io.WriteString(w, string(m))
+	return err
 }

@@ -72,7 +72,7 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 	// The pods under the API server's names: never the local API's, and
 	// a static pod under its mirror's name (agent.ClusterView).
 	view := d.ClusterView(nodeName)
-	logs := daemonLogs{d: d, view: view}
+	logs := daemonLogs{view: view}
 	srv, err := kubeletserver.New(kubeletserver.Config{
 		Address:      kf.address,
 		Port:         kf.port,
@@ -92,17 +92,8 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		// /metrics/resource: what metrics-server (kubectl top) scrapes.
 		ContainerStats: rt,
 		NodeUsage:      procNodeUsage,
-		// /stats/summary: the Summary API.
-		Summary: stats.New(stats.Config{
-			NodeName: nodeName,
-			Pods:     d,
-			Runtime:  rt,
-			Host:     stats.NewHostFS(cg),
-			RootDir:  rootDir,
-			LogUsage: logs.usage,
-			QOSClass: agent.QOSClass,
-			Logger:   logger,
-		}),
+		// /stats/summary: the Summary API, of the pods of the view only.
+		Summary: clusterSummary(view, rt, stats.NewHostFS(cg), rootDir, nodeName, logger),
 	})
 	if err != nil {
 		return nil, err
@@ -130,11 +121,51 @@ var (
 	_ kubeletserver.Summary        = (*stats.Collector)(nil)
 )
 
+// clusterSummary is the kubelet server's /stats/summary: the Summary API
+// as a cluster caller (metrics-server, a user with nodes/stats or
+// nodes/proxy) may see it. Its pods are view's: the cluster's pods, and the
+// static pods under their mirror pods' namespace and name, <name>-<node>,
+// which is how the API server and metrics-server know them; never the pods
+// of the local API (`minikubelet run`, the local socket), which the
+// cluster does not see and whose names, UIDs and usage are the node's own.
+// The node's totals stay whole: node CPU, memory and filesystems, and the
+// "pods" system container (the kubepods cgroup), count every pod the node
+// runs, as the kubelet's count whatever runs on the machine.
+//
+// The kubelet lists every pod sandbox the runtime runs for it
+// (pkg/kubelet/stats, cri_stats_provider's buildPodStats: the PodRef is
+// the sandbox metadata's name, namespace and UID). All of those are pods
+// the cluster sees, and its file source has already named a static pod
+// <name>-<node>, so the kubelet's summary is exactly this view; it differs
+// from the node's full list here only because minikubelet also runs pods
+// for the node itself and keeps a static pod's own name. A static pod's
+// UID is the static pod's, as in the kubelet's summary and /pods (the
+// mirror carries it as its kubernetes.io/config.hash annotation), not the
+// UID the API server gave the mirror object: that one changes whenever the
+// mirror is created again, is unknown until it exists, and metrics-server
+// keys pods by namespace and name.
+//
+// Nothing else reads this Collector: eviction measures the node through
+// agent.EvictionStats over the daemon's full set of pods, and the local
+// API and CLI serve the node's own names.
+func clusterSummary(view *agent.ClusterView, rt stats.Runtime, host stats.Host, rootDir, nodeName string, logger *slog.Logger) *stats.Collector {
+	return stats.New(stats.Config{
+		NodeName: nodeName,
+		Pods:     view,
+		Runtime:  rt,
+		Host:     host,
+		RootDir:  rootDir,
+		LogUsage: daemonLogs{view: view}.usage,
+		QOSClass: agent.QOSClass,
+		Logger:   logger,
+	})
+}
+
 // daemonLogs reads a container's log for the kubelet server with the local
-// API's reader (api.ReadLog) at the daemon's log path: of the pod the API
-// server names (view), or for the stats summary of the node's pod (d).
+// API's reader (api.ReadLog) at the daemon's log path of the pod the API
+// server names (view): the kubelet server never reaches a pod by the
+// node's own names.
 type daemonLogs struct {
-	d    *agent.Daemon
 	view *agent.ClusterView
 }
 
@@ -158,9 +189,10 @@ func (l daemonLogs) WriteLog(ctx context.Context, ns, pod, container string, o k
 }
 
 // usage is the size of the container's current log file (for the stats
-// summary's logs entry); Lstat: a log path is the agent's, never followed.
+// summary's logs entry of a pod of the view: a static pod under its
+// mirror's name); Lstat: a log path is the agent's, never followed.
 func (l daemonLogs) usage(pod *v1.Pod, container string) (uint64, bool) {
-	path, err := l.d.LogPath(pod.Namespace, pod.Name, container, false)
+	path, err := l.view.LogPath(pod.Namespace, pod.Name, container, false)
 	if err != nil {
 		return 0, false
 	}
