@@ -156,3 +156,55 @@ func mapKeysSorted[V any](m map[types.UID]V) []types.UID {
 	slices.Sort(out)
 	return out
 }
+
+// A `run` of the same file after a killed one adopts its pod by UID; the
+// objects keep the killed run's agent label. The new run's relist must see
+// them, or a crash in the adopted pod reaches its worker only at the
+// periodic resync (a minute, on a runtime without container events: the
+// e2e TestLifecycle_AgentRestartAdoptsPods waited 57 s of its 60 on
+// containerd 1.6). Log rotation takes them too.
+func TestRelister_SeesAdoptedPods(t *testing.T) {
+	h := newHarness(t)
+	newRun := func(pid int) *Agent {
+		a := New(Config{NodeName: "node-1", RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
+			Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(pid)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+		t.Cleanup(a.stopWorkers)
+		return a
+	}
+	running := func(a *Agent, uid types.UID) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			got, ok := a.GetPod(uid)
+			return ok && got.Status.Phase == v1.PodRunning
+		}, 10*time.Second, time.Millisecond)
+	}
+	pod := clusterPod(t, "fg", "uid-fg")
+	first := newRun(4242)
+	first.SetPods([]*v1.Pod{pod})
+	running(first, pod.UID)
+	first.stopWorkers() // kill -9: the pod keeps running
+
+	second := newRun(4343)
+	second.SetPods([]*v1.Pod{pod})
+	running(second, pod.UID)
+	ctx := context.Background()
+	ctrs, err := h.fake.Runtime.ListContainers(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, ctrs, 1, "adopted, not recreated")
+	require.Equal(t, ForegroundAgentID(4242), ctrs[0].Labels[labelAgent])
+
+	// The relister compares again next time when the worker is busy (it
+	// may still be finishing the sync that published Running).
+	r := newRelister(second)
+	require.Eventually(t, func() bool {
+		_, err := r.relist(ctx)
+		return err == nil && r.last["uid-fg"] != ""
+	}, 10*time.Second, time.Millisecond, "the adopted pod is the run's: its objects are in its relist")
+	require.NoError(t, h.fake.ExitContainer(ctrs[0].Id, 1))
+	require.Eventually(t, func() bool {
+		changed, err := r.relist(ctx)
+		return err == nil && slices.Contains(changed, pod.UID)
+	}, 10*time.Second, time.Millisecond, "the crash of the adopted container is reported")
+	assert.True(t, second.relistOwns(ctrs[0].Labels), "log rotation and container GC take it too")
+	assert.False(t, newRun(7).relistOwns(ctrs[0].Labels), "an agent that neither made nor runs the pod does not")
+}

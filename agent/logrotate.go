@@ -166,8 +166,9 @@ func (r *logRotator) rotate(ctx context.Context, cfg LogRotationConfig) error {
 	running := make(map[string]bool, len(cs))
 	for _, c := range cs {
 		// The filter is the runtime's to honour; never touch what is not ours.
-		// Another minikubelet's containers are rotated by that one.
-		if a.ownsObject(c.GetLabels()) && c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		// Another minikubelet's containers are rotated by that one; those of
+		// a pod this agent adopted are its own now.
+		if a.relistOwns(c.GetLabels()) && c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			running[c.GetId()] = true
 		}
 	}

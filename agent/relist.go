@@ -212,10 +212,25 @@ func relistSelector() map[string]string {
 }
 
 // relistOwns reports whether an object the relister listed, by its labels,
-// is this agent's: another minikubelet's on the same runtime (a foreground
-// run beside the daemon) is not (ownsObject, agent_identity.go). Container
-// GC takes only what this says (gc.go), so the two always agree on what is
-// ours.
+// is this agent's: one it made (ownsObject, agent_identity.go), or one of a
+// pod it runs, which it adopted by UID from an earlier agent whose label the
+// objects keep (a `run` of the same file after a killed one). Another
+// minikubelet's on the same runtime (a foreground run beside the daemon) is
+// not. Without the second rule a crash in an adopted pod reached its worker
+// only at the periodic resync (a minute) where the runtime streams no
+// events (containerd 1.6); the kubelet's relist sees every container of
+// its pods. Container GC and log rotation take only what this says (gc.go,
+// logrotate.go), so they all agree on what is ours. It takes a.mu.
 func (a *Agent) relistOwns(labels map[string]string) bool {
-	return a.ownsObject(labels)
+	if a.ownsObject(labels) {
+		return true
+	}
+	uid := types.UID(labels[labelPodUID])
+	if labels[labelManagedBy] != managedByValue || uid == "" {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, runs := a.workers[uid]
+	return runs
 }

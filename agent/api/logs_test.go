@@ -303,8 +303,22 @@ func TestReadLog_FollowTailDropsCutPartial(t *testing.T) {
 	// stdout's open partial line is older than the tail kept.
 	writeFile(t, path, criLine(1, "stdout", "P", "cut"), criLine(2, "stderr", "F", "e1"))
 	out, stop := follow(t, path, LogOptions{TailLines: ptr[int64](0)})
-	time.Sleep(20 * time.Millisecond)
-	appendFile(t, path, criLine(3, "stdout", "F", "-off"), criLine(4, "stdout", "F", "next"))
-	waitFor(t, out, "next\n")
+	// The follower must have read the file (tail 0: nothing shown) before
+	// the rest of the cut line comes, or "-off" and "next" would be cut
+	// with it. A fixed sleep was that synchronisation; a stderr line that
+	// shows is proof (stderr lines leave stdout's partial line open).
+	require.Eventually(t, func() bool {
+		if strings.Contains(out.String(), "sync\n") {
+			return true
+		}
+		appendFile(t, path, criLine(3, "stderr", "F", "sync"))
+		return false
+	}, 5*time.Second, 5*time.Millisecond, "the follower never showed a line appended after its start")
+	appendFile(t, path, criLine(4, "stdout", "F", "-off"), criLine(5, "stdout", "F", "next"))
+	require.Eventually(t, func() bool { return strings.HasSuffix(out.String(), "next\n") }, 5*time.Second, 5*time.Millisecond, "got %q", out)
+	// Only stderr sync lines before "next": nothing of the cut line.
+	got := out.String()
+	syncs := strings.Count(got, "sync\n")
+	assert.Equal(t, strings.Repeat("sync\n", syncs)+"next\n", got)
 	require.NoError(t, stop())
 }

@@ -83,6 +83,14 @@ type MirrorPods struct {
 	// by namespace/name, as last reported by the source and corrected by
 	// Run's own writes; nil until the source's first list.
 	mirrors map[string]*v1.Pod
+	// observed counts the source's reports (observeMirrors). Run's own
+	// write is recorded only if no report came since the reconcile that
+	// made it took its snapshot: a report may be newer than the write (the
+	// mirror Run just created, deleted by a user meanwhile), and a write
+	// recorded over it would hide that mirror's absence until the next
+	// report. A report older than the write costs a reconcile that finds
+	// the mirror in place (AlreadyExists).
+	observed uint64
 
 	// nodeUID is the Node object's UID for owner references; Run's only.
 	nodeUID types.UID
@@ -147,6 +155,7 @@ func (m *MirrorPods) SetStaticPods(pods []*v1.Pod) {
 // server (the source's informer: every mirror pod bound to the node).
 func (m *MirrorPods) observeMirrors(mirrors []*v1.Pod) {
 	m.mu.Lock()
+	m.observed++
 	m.mirrors = make(map[string]*v1.Pod, len(mirrors))
 	for _, p := range mirrors {
 		m.mirrors[p.Namespace+"/"+p.Name] = p
@@ -259,6 +268,7 @@ func (m *MirrorPods) reconcile(ctx context.Context) error {
 		statics[k] = &staticPod{pod: st.pod, hash: st.hash}
 	}
 	mirrors := maps.Clone(m.mirrors)
+	gen := m.observed
 	m.mu.Unlock()
 
 	var errs []error
@@ -274,14 +284,14 @@ func (m *MirrorPods) reconcile(ctx context.Context) error {
 				errs = append(errs, err)
 				continue
 			}
-			m.setMirror(key, nil)
+			m.setMirror(key, nil, gen)
 		}
 		created, err := m.createMirror(ctx, st.pod, st.hash)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		m.setMirror(key, created)
+		m.setMirror(key, created, gen)
 	}
 	for key, mirror := range mirrors {
 		if _, ok := statics[key]; ok {
@@ -291,16 +301,21 @@ func (m *MirrorPods) reconcile(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		m.setMirror(key, nil)
+		m.setMirror(key, nil, gen)
 	}
 	return errors.Join(errs...)
 }
 
 // setMirror records Run's own write of the mirror key (nil: deleted) and
-// sends the static pod's status to a new mirror.
-func (m *MirrorPods) setMirror(key string, mirror *v1.Pod) {
+// sends the static pod's status to a new mirror, unless the source
+// reported since gen (see observed): its report stands, and the wake it
+// sent has the next reconcile check it.
+func (m *MirrorPods) setMirror(key string, mirror *v1.Pod, gen uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.observed != gen {
+		return
+	}
 	if mirror == nil {
 		delete(m.mirrors, key)
 		return

@@ -536,15 +536,28 @@ spec:
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		watch := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-w", "--output-watch-events")
-		var wout bytes.Buffer
-		watch.Stdout, watch.Stderr = &wout, &wout
+		wout := newSyncBuffer()
+		watch.Stdout, watch.Stderr = wout, wout
 		require.NoError(t, watch.Start())
-		time.Sleep(2 * time.Second) // the watch is set up
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("kubectl get pods -w --output-watch-events:\n%s", wout.String())
+			}
+		})
+		// The watch is set up once it listed the pod (its initial list
+		// comes as ADDED events): a fixed sleep was the synchronisation,
+		// and a watch that started after the deletion mark shows no
+		// MODIFIED Terminating row.
+		eventually(t, 30*time.Second, "kubectl get -w listing "+pod, func() bool {
+			return regexp.MustCompile(`(?m)^ADDED\s+` + pod + `\s`).MatchString(wout.String())
+		})
 
 		out, err := k(t, "delete", "pod", pod, "--grace-period", "1", "--wait", "--timeout", "90s")
 		require.NoError(t, err)
 		assert.Contains(t, out, `pod "`+pod+`" deleted`)
-		time.Sleep(time.Second)
+		// The watch gets the DELETED event about when delete --wait does.
+		deleted := regexp.MustCompile(`(?m)^DELETED\s+` + pod + `\s+`)
+		eventually(t, 30*time.Second, "kubectl get -w showing "+pod+" DELETED", func() bool { return deleted.MatchString(wout.String()) })
 		cancel()
 		_ = watch.Wait()
 		t.Logf("kubectl get pods -w --output-watch-events:\n%s", wout.String())
