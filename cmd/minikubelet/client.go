@@ -25,8 +25,8 @@ const apiUsage = `  minikubelet get pods [NAME] [-n NS | -A] [-o wide|json|yaml|
   minikubelet describe pod NAME    show a pod, its events and where it is stuck
   minikubelet logs NAME [-c C] [-f] [-p] [--tail N] [--timestamps]
                                    print a container's log
-  minikubelet exec NAME [-c C] -- CMD...
-                                   run a command in a container
+  minikubelet exec NAME [-c C] [-i] [-t] -- CMD...
+                                   run a command in a container (-it: a shell)
   minikubelet delete pod NAME | -f FILE [--grace-period N] [--wait]
                                    delete pods
   minikubelet completion bash|zsh  print a shell completion script

@@ -198,11 +198,10 @@ func TestExecCommand(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "echo hi\n", stdout)
 
-	for _, flag := range []string{"-it", "-i", "-t", "--tty"} {
-		_, _, err = cli(t, ctx, sock, "exec", flag, "web", "--", "sh")
-		assert.Equal(t, 2, exitCode(err), flag)
-		assert.ErrorContains(t, err, "interactive exec (-i/-t) is not supported yet", flag)
-	}
+	// -t without -i is ignored, as by kubectl: the ExecSync path runs.
+	stdout, _, err = cli(t, ctx, sock, "exec", "-t", "web", "-c", "app", "--", "echo", "hi")
+	require.NoError(t, err)
+	assert.Equal(t, "echo hi\n", stdout)
 	_, _, err = cli(t, ctx, sock, "exec", "web")
 	assert.Equal(t, 2, exitCode(err))
 }

@@ -50,7 +50,7 @@ _minikubelet() {
         get) flags="$common -A --all-namespaces -o --output -w --watch" ;;
         describe) flags="$common" ;;
         logs) flags="$common -c --container -f --follow -p --previous --tail --timestamps --since" ;;
-        exec) flags="$common -c --container --timeout" ;;
+        exec) flags="$common -c --container -i --stdin -t --tty --timeout" ;;
         delete) flags="$common -f --filename --grace-period --wait --timeout" ;;
         completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return ;;
         run) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -114,6 +114,7 @@ _minikubelet() {
         exec)
             _arguments $common \
                 '(-c --container)'{-c,--container}'[container]:container:' \
+                '(-i --stdin)'{-i,--stdin}'[pass stdin]' '(-t --tty)'{-t,--tty}'[terminal]' \
                 '--timeout[duration]:duration:' \
                 '1:pod:_minikubelet_pods' '*::command:_normal' ;;
         delete)

@@ -2,18 +2,35 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-const execUsage = `Usage: minikubelet exec NAME [-c CONTAINER] [-n NS] [--timeout 30s] -- COMMAND [ARG...]
+const execUsage = `Usage: minikubelet exec NAME [-c CONTAINER] [-n NS] [-i] [-t] [--timeout 30s] -- COMMAND [ARG...]
 
-Run a command in a container and print its stdout and stderr; minikubelet
-exits with the command's exit code. The command runs without a terminal or
-stdin (CRI ExecSync): interactive exec (-i, -t, -it) is not supported yet.
+Run a command in a container; minikubelet exits with the command's exit
+code. Without -i the command runs without stdin or a terminal (CRI
+ExecSync) and its stdout and stderr are printed when it ends. With -i it
+runs interactively over the daemon's streaming exec (as kubectl exec -i):
+stdin is passed to it and its output shown as it comes; -t (-it) adds a
+terminal: the local one is put in raw mode (restored on exit) and its size
+follows resizes. As with kubectl, -t needs -i, and -t on a stdin that is
+not a terminal is dropped with a warning.
+
+Examples:
+  minikubelet exec web -- cat /etc/hostname
+  minikubelet exec -it web -- sh
+  printf 'a\nb\n' | minikubelet exec -i web -- wc -l
 `
+
+// execStdin is the stdin an interactive exec reads (a variable for tests).
+var execStdin = os.Stdin
 
 func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("exec", execUsage, stderr)
@@ -25,11 +42,12 @@ func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&container, "container", "", "the container (default: the pod's only container)")
 	fs.StringVar(&container, "c", "", "shorthand for --container")
 	fs.DurationVar(&timeout, "timeout", 0, "stop the command after this long (0: no limit)")
-	fs.BoolVar(&stdin, "stdin", false, "not supported: interactive exec")
-	fs.BoolVar(&stdin, "i", false, "not supported: interactive exec")
-	fs.BoolVar(&tty, "tty", false, "not supported: interactive exec")
-	fs.BoolVar(&tty, "t", false, "not supported: interactive exec")
-	fs.BoolVar(&it, "it", false, "not supported: interactive exec")
+	fs.BoolVar(&stdin, "stdin", false, "pass stdin to the command and stream its output (interactive exec)")
+	fs.BoolVar(&stdin, "i", false, "shorthand for --stdin")
+	fs.BoolVar(&tty, "tty", false, "run the command on a terminal (needs -i; stdin must be a terminal)")
+	fs.BoolVar(&tty, "t", false, "shorthand for --tty")
+	fs.BoolVar(&it, "it", false, "shorthand for -i -t")
+	fs.BoolVar(&it, "ti", false, "shorthand for -i -t")
 
 	// The command starts after "--"; the flags are before it.
 	var command []string
@@ -40,8 +58,8 @@ func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return helpIsNil(err)
 	}
-	if stdin || tty || it {
-		return &exitError{code: 2, err: fmt.Errorf("interactive exec (-i/-t) is not supported yet: run a command without a terminal, e.g. minikubelet exec POD -- sh -c 'CMD'")}
+	if it {
+		stdin, tty = true, true
 	}
 	if len(pos) == 0 {
 		return usageError(fs, "exec needs a pod name")
@@ -55,9 +73,20 @@ func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(command) == 0 {
 		return usageError(fs, "exec needs a command after --")
 	}
-	res, err := cf.client().Exec(ctx, cf.namespace, podName(pos[0]), container, command, timeout)
+	name := podName(pos[0])
+	if stdin {
+		if timeout > 0 {
+			return usageError(fs, "--timeout applies only without -i: an interactive command runs until it exits")
+		}
+		s := interactiveExec{socket: cf.socket, namespace: cf.namespace, pod: name, container: container,
+			command: command, tty: tty, stdin: execStdin, stdout: stdout, stderr: stderr}
+		return s.run(ctx, cf.client())
+	}
+	// -t without -i is ignored, as kubectl ignores it (its SetupTTY drops
+	// the terminal when there is no stdin).
+	res, err := cf.client().Exec(ctx, cf.namespace, name, container, command, timeout)
 	if err != nil {
-		return err
+		return execError(err, cf.namespace, name)
 	}
 	if _, err := stdout.Write(res.Stdout); err != nil {
 		return err
@@ -73,4 +102,16 @@ func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return &exitError{code: code, err: fmt.Errorf("command terminated with exit code %d", res.ExitCode)}
 	}
 	return nil
+}
+
+// execError adds what to do next to the errors exec meets most.
+func execError(err error, ns, name string) error {
+	if apierrors.IsNotFound(err) {
+		var se *apierrors.StatusError
+		if errors.As(err, &se) && se.ErrStatus.Details != nil && se.ErrStatus.Details.Kind == "containers" {
+			return fmt.Errorf("%w: list the pod's containers with `minikubelet describe pod %s -n %s`", err, name, ns)
+		}
+		return fmt.Errorf("%w: list the pods with `minikubelet get pods -n %s` (or -A)", err, ns)
+	}
+	return err
 }
