@@ -625,7 +625,7 @@ func (s *Server) podExec(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, k := range []string{"stdin", "tty"} {
 		if b, _ := queryBool(r, k); b {
-			return apierrors.NewBadRequest("interactive exec (stdin/tty) is not supported yet: run a non-interactive command")
+			return apierrors.NewBadRequest("stdin and tty need a streaming connection (an upgrade to SPDY or WebSocket): use minikubelet exec -it or kubectl exec -it")
 		}
 	}
 	var timeout time.Duration

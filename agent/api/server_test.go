@@ -151,7 +151,7 @@ func TestServer_Routes(t *testing.T) {
 		{name: "exec without content type", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=echo&command=hi", wantCode: 415},
 		{name: "exec", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=echo&command=hi", contentType: "application/json", wantCode: 200, wantIn: `"stdout":"` /* base64 */},
 		{name: "exec no command", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec", contentType: "application/json", wantCode: 400, wantIn: "at least one command"},
-		{name: "exec tty refused", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&tty=true", contentType: "application/json", wantCode: 400, wantIn: "not supported"},
+		{name: "exec tty refused", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&tty=true", contentType: "application/json", wantCode: 400, wantIn: "stdin and tty need a streaming connection"},
 		{name: "exec bad container", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&container=nope", contentType: "application/json", wantCode: 400, wantIn: "choose one of: [c]"},
 		{name: "exec bad timeout", method: "POST", path: "/api/v1/namespaces/default/pods/a/exec?command=sh&timeout=soon", contentType: "application/json", wantCode: 400},
 		{name: "exec GET needs an upgrade", method: "GET", path: "/api/v1/namespaces/default/pods/a/exec?command=sh", wantCode: 400, wantIn: "needs a connection upgrade"},
