@@ -42,6 +42,11 @@ func TestExecInteractive_Errors(t *testing.T) {
 		assert.ErrorContains(t, err, `"nope" not found`)
 		assert.ErrorContains(t, err, "minikubelet get pods -n default")
 	})
+	t.Run("PodNotFoundWithoutStdin", func(t *testing.T) {
+		_, _, err := cli(t, ctx, sock, "exec", "-n", "prod", "nope", "--", "true")
+		assert.ErrorContains(t, err, `"nope" not found`)
+		assert.ErrorContains(t, err, "minikubelet get pods -n prod")
+	})
 	t.Run("ContainerNotRunning", func(t *testing.T) {
 		_, _, err := cli(t, ctx, sock, "exec", "-i", "web", "-c", "init", "--", "sh")
 		assert.EqualError(t, err, "container init of pod default/web is not running (terminated: Completed): see why with `minikubelet describe pod web -n default`")
