@@ -41,7 +41,7 @@ func execCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	var timeout time.Duration
 	fs.StringVar(&container, "container", "", "the container (default: the pod's only container)")
 	fs.StringVar(&container, "c", "", "shorthand for --container")
-	fs.DurationVar(&timeout, "timeout", 0, "stop the command after this long (0: no limit)")
+	fs.DurationVar(&timeout, "timeout", 0, "stop the command after this long (0: no limit; not with -i)")
 	fs.BoolVar(&stdin, "stdin", false, "pass stdin to the command and stream its output (interactive exec)")
 	fs.BoolVar(&stdin, "i", false, "shorthand for --stdin")
 	fs.BoolVar(&tty, "tty", false, "run the command on a terminal (needs -i; stdin must be a terminal)")
