@@ -209,3 +209,30 @@ func TestEviction_EphemeralStorageLimits(t *testing.T) {
 		require.Equal(t, 1.0, v, sig)
 	}
 }
+
+// TestEviction_DeletedOpenFileCounts: a container limited to 8Mi that
+// writes 32Mi into a file it removed but keeps open (fd 3, kept across
+// exec) is evicted with the pod message: no walk and no writable-layer
+// figure sees such a file, its processes' descriptors do. A bystander
+// holding 2Mi so, within its 64Mi, runs on.
+func TestEviction_DeletedOpenFileCounts(t *testing.T) {
+	d := newDaemon(t, []string{"held-open", "held-bystander"}, "--eviction-monitoring-period", "1s")
+	d.start(t)
+	held := evictionTestPod("held-open", "exec 3>/fill && rm /fill && dd if=/dev/zero bs=1048576 count=32 >&3 && exec sleep 3600", storageLimits("8Mi"), nil, nil)
+	by := evictionTestPod("held-bystander", "exec 3>/fill && rm /fill && dd if=/dev/zero bs=1048576 count=2 >&3 && exec sleep 3600", storageLimits("64Mi"), nil, nil)
+	for _, p := range []*v1.Pod{by, held} {
+		ctx, cancel := shortCtx()
+		_, err := d.api().CreatePod(ctx, p)
+		cancel()
+		require.NoError(t, err)
+	}
+	d.waitPod(t, "held-bystander", "running", 60*time.Second, isRunning)
+	start := time.Now()
+	got := d.waitPod(t, "held-open", "evicted", 60*time.Second, isEvicted)
+	t.Logf("pod evicted %s after the bystander ran: %q", time.Since(start).Round(time.Millisecond), got.Status.Message)
+	const msg = "Pod ephemeral local storage usage exceeds the total limit of containers 8Mi. "
+	require.Equal(t, msg, got.Status.Message)
+	requireEvictedEvent(t, d, "held-open", msg)
+	requireStillRunning(t, d, "held-bystander")
+	requireNoDiskPressure(t, d)
+}
