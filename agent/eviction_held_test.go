@@ -18,7 +18,8 @@ import (
 // /proc/self is its own state, not the host's).
 func TestHeldDeletedBytes(t *testing.T) {
 	pid := []int{os.Getpid()}
-	base := heldDeletedBytes("/proc", pid, maxHeldFds)
+	mine := func(int) bool { return true }
+	base := heldDeletedBytes("/proc", pid, maxHeldFds, mine)
 	dir := t.TempDir()
 
 	// 1 MiB written, then unlinked, held by two descriptors.
@@ -37,10 +38,10 @@ func TestHeldDeletedBytes(t *testing.T) {
 	defer linked.Close()
 	_, err = linked.Write(make([]byte, 1<<20))
 	require.NoError(t, err)
-	assert.Equal(t, base, heldDeletedBytes("/proc", pid, maxHeldFds), "nothing unlinked yet")
+	assert.Equal(t, base, heldDeletedBytes("/proc", pid, maxHeldFds, mine), "nothing unlinked yet")
 
 	require.NoError(t, os.Remove(path))
-	got := heldDeletedBytes("/proc", pid, maxHeldFds) - base
+	got := heldDeletedBytes("/proc", pid, maxHeldFds, mine) - base
 	var sfs syscall.Statfs_t
 	require.NoError(t, syscall.Statfs(dir, &sfs))
 	if memoryFsTypes[int64(sfs.Type)] {
@@ -58,7 +59,7 @@ func TestHeldDeletedBytes(t *testing.T) {
 	defer mf.Close()
 	_, err = mf.Write(make([]byte, 4<<20))
 	require.NoError(t, err)
-	assert.Less(t, heldDeletedBytes("/proc", pid, maxHeldFds)-base, int64(2<<20), "a memfd is memory, not disk")
+	assert.Less(t, heldDeletedBytes("/proc", pid, maxHeldFds, mine)-base, int64(2<<20), "a memfd is memory, not disk")
 
 	// A sparse file: 1 GiB apparent, one block written.
 	sparse, err := os.Create(filepath.Join(dir, "sparse"))
@@ -67,8 +68,10 @@ func TestHeldDeletedBytes(t *testing.T) {
 	_, err = sparse.WriteAt([]byte{1}, 1<<30)
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(sparse.Name()))
-	assert.Less(t, heldDeletedBytes("/proc", pid, maxHeldFds)-base, int64(2<<20), "a sparse file counts its blocks, not its size")
+	assert.Less(t, heldDeletedBytes("/proc", pid, maxHeldFds, mine)-base, int64(2<<20), "a sparse file counts its blocks, not its size")
 
-	assert.Equal(t, int64(0), heldDeletedBytes("/proc", pid, 0), "no descriptor looked at")
-	assert.Equal(t, int64(0), heldDeletedBytes(dir, pid, maxHeldFds), "no such process")
+	assert.Equal(t, int64(0), heldDeletedBytes("/proc", pid, 0, mine), "no descriptor looked at")
+	assert.Equal(t, int64(0), heldDeletedBytes("/proc", pid, maxHeldFds, func(int) bool { return false }),
+		"a PID no longer the pod's (reused meanwhile) counts nothing")
+	assert.Equal(t, int64(0), heldDeletedBytes(dir, pid, maxHeldFds, mine), "no such process")
 }

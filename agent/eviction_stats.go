@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -521,13 +522,23 @@ func (h *hostEvictionStats) heldDeleted(p *v1.Pod) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return heldDeletedBytes(h.procRoot, pids, maxHeldFds), true
+	uid := string(p.UID)
+	belongs := func(pid int) bool {
+		// A PID listed from the cgroup may have exited and been reused by
+		// another process while its descriptors were read: its cgroup,
+		// read after them, must still name the pod (pod<uid> for cgroupfs,
+		// pod<uid with underscores>.slice for systemd).
+		b, err := os.ReadFile(filepath.Join(h.procRoot, strconv.Itoa(pid), "cgroup"))
+		return err == nil && (bytes.Contains(b, []byte("pod"+uid)) || bytes.Contains(b, []byte("pod"+strings.ReplaceAll(uid, "-", "_"))))
+	}
+	return heldDeletedBytes(h.procRoot, pids, maxHeldFds, belongs), true
 }
 
 // heldDeletedBytes sums the allocated bytes of the unlinked regular files
 // on disk filesystems that the processes pids hold open (see heldDeleted),
-// looking at maxFds descriptors at most.
-func heldDeletedBytes(procRoot string, pids []int, maxFds int) int64 {
+// looking at maxFds descriptors at most. A process for which belongs,
+// asked after its descriptors were read, says false counts nothing.
+func heldDeletedBytes(procRoot string, pids []int, maxFds int, belongs func(pid int) bool) int64 {
 	type inode struct{ dev, ino uint64 }
 	seen := map[inode]bool{}
 	var total int64
@@ -541,6 +552,8 @@ func heldDeletedBytes(procRoot string, pids []int, maxFds int) int64 {
 		if err != nil {
 			continue // exited meanwhile
 		}
+		var own int64
+		var found []inode
 		for left > 0 {
 			names, err := f.Readdirnames(min(1024, left))
 			left -= len(names)
@@ -559,17 +572,23 @@ func heldDeletedBytes(procRoot string, pids []int, maxFds int) int64 {
 					continue
 				}
 				k := inode{uint64(st.Dev), uint64(st.Ino)}
-				if seen[k] {
+				if seen[k] || slices.Contains(found, k) {
 					continue
 				}
-				seen[k] = true
-				total += int64(st.Blocks) * 512
+				found = append(found, k)
+				own += int64(st.Blocks) * 512
 			}
 			if err != nil {
 				break // io.EOF: all read
 			}
 		}
 		f.Close()
+		if own > 0 && belongs(pid) {
+			for _, k := range found {
+				seen[k] = true
+			}
+			total += own
+		}
 	}
 	return total
 }
