@@ -570,6 +570,25 @@ type podEviction struct {
 	once      sync.Once
 }
 
+// isCleanedUp reports whether syncEvicted finished with the pod.
+func (ev *podEviction) isCleanedUp() bool {
+	select {
+	case <-ev.cleanedUp:
+		return true
+	default:
+		return false
+	}
+}
+
+// evictionCleanedUp reports whether the worker's pod was evicted and
+// cleaned up (its containers dead, its volumes removed).
+func (w *podWorker) evictionCleanedUp() bool {
+	w.mu.Lock()
+	ev := w.evicted
+	w.mu.Unlock()
+	return ev != nil && ev.isCleanedUp()
+}
+
 // evictionCleanedUp returns the channels closed once the evicted pod uid
 // was cleaned up, and once its worker is gone (deleted meanwhile); nil if
 // it has no worker or was not evicted.
@@ -635,7 +654,16 @@ func evictedStatus(st v1.PodStatus, ev *podEviction) v1.PodStatus {
 // emptyDirs are what disk pressure wants back; the kubelet's volume
 // manager tears a terminated pod's volumes down), and publish
 // Failed/Evicted. Nothing is ever started again.
+//
+// Once cleaned up, a sync does nothing: container GC then removes the
+// pod's dead containers and logs (podGoneForGC), and the status published
+// at the cleanup (the containers' last states) stays as it was, as the
+// kubelet's status of a terminated pod does, instead of being computed
+// again from a runtime that no longer has them.
 func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) time.Duration {
+	if ev.isCleanedUp() {
+		return a.cfg.ResyncPeriod
+	}
 	pod := w.pod()
 	// Nothing of it runs again: no probe either.
 	a.probes.RemovePod(pod.UID)

@@ -386,3 +386,40 @@ func TestEviction_WaitsForCleanup(t *testing.T) {
 	_, err := os.Stat(filepath.Join(h.agent.podDir(p), "volumes"))
 	assert.True(t, os.IsNotExist(err), "and its volumes removed")
 }
+
+// An evicted pod's content goes once it is cleaned up, deleted or not (the
+// kubelet's ShouldPodContentBeRemoved): container GC removes its dead
+// container (the writable layer it filled) and sandbox while its worker
+// still holds it Failed/Evicted, and later syncs keep the status published
+// at the cleanup (the container's terminated state) instead of computing
+// it again from a runtime without the container.
+func TestEviction_EvictedPodContentCollected(t *testing.T) {
+	p := evictionPod(t, "evicted-content", "{}")
+	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", p)
+	open := h.agent.gateOrphans()
+	open()
+	require.False(t, h.agent.podGoneForGC(string(p.UID)), "a running pod's content stays")
+	st.set(eviction.SignalMemoryAvailable, 10*mi, 4096*mi)
+	m := h.agent.eviction
+	require.NotEmpty(t, m.synchronize(context.Background()))
+	m.waitCleanup(context.Background(), []*v1.Pod{p})
+	require.True(t, h.agent.podGoneForGC(string(p.UID)), "an evicted, cleaned-up pod's content is the GC's")
+	before := waitEvicted(t, h, p)
+	require.Len(t, before.Status.ContainerStatuses, 1)
+	require.NotNil(t, before.Status.ContainerStatuses[0].State.Terminated, "the evicted container's last state: %+v", before.Status.ContainerStatuses[0].State)
+
+	g, err := h.agent.NewContainerGC()
+	require.NoError(t, err)
+	res, err := g.Collect(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, res.Containers, 1, "the evicted pod's dead container removed")
+	assert.Len(t, res.Sandboxes, 1, "and its sandbox")
+	h.agent.mu.Lock()
+	w := h.agent.workers[p.UID]
+	h.agent.mu.Unlock()
+	w.trigger() // a sync after the removal, as the relist's would be
+	time.Sleep(200 * time.Millisecond)
+	after := waitEvicted(t, h, p)
+	assert.Equal(t, before.Status.ContainerStatuses, after.Status.ContainerStatuses, "the status stays as published at the cleanup")
+	assert.Equal(t, v1.PodFailed, after.Status.Phase)
+}

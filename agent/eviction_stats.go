@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -370,6 +371,9 @@ func (h *hostEvictionStats) addPodFiles(ctx context.Context, p *v1.Pod, ps *evic
 		ps.Disk += u.Bytes
 		ps.Inodes += u.Inodes
 	}
+	if held, ok := h.heldDeleted(p); ok {
+		ps.Disk += held // unlinked files still open: no walk sees them
+	}
 }
 
 // LocalStorage implements EvictionStats: for each pod, what its local
@@ -476,11 +480,115 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 			podLim.SkipTop = []string{volume.SubPathsDirName}
 			files, ok1 := measure(h.a.podDir(p), podLim)
 			logs, ok2 := measure(podLogDir(h.a.cfg.PodLogDir, p), volume.DefaultUsageLimits)
+			held, _ := h.heldDeleted(p) // unlinked files still open: no walk sees them
 			if ok1 && ok2 {
-				u.Pod, u.PodMeasured = min(layers+files+logs, unmeasurableUsage), true
+				u.Pod, u.PodMeasured = min(layers+files+logs+held, unmeasurableUsage), true
 			}
 		}
 		out[p.UID] = u
 	}
 	return out
+}
+
+// maxHeldFds bounds the open file descriptors heldDeleted looks at for
+// one pod per measurement (a readlink each, a stat for the unlinked ones:
+// about a second for the whole bound).
+const maxHeldFds = 1 << 20
+
+// Filesystems whose files are memory, not disk (statfs f_type): tmpfs
+// (memfd_create's too), ramfs, hugetlbfs. A pod's memory cgroup counts
+// them.
+var memoryFsTypes = map[int64]bool{0x01021994: true, 0x858458f6: true, 0x958458f6: true}
+
+// heldDeleted is the disk the pod's processes hold in regular files they
+// unlinked but keep open: a container that opens a file, removes it and
+// writes on keeps using the node filesystem (its writable layer or an
+// emptyDir) while no walk of a directory, the runtime's writable-layer
+// figure included, can see it any more. The kubelet (du and cadvisor)
+// misses it too, and a pod escaped its ephemeral-storage limit so (e2e
+// TestEviction_DeletedOpenFileCounts) and, under disk pressure, had a
+// bystander evicted in its place. The pod's processes are its cgroup's;
+// each /proc/<pid>/fd/<n> is the kernel's link to the open file, stat'ed
+// through it (never a path the pod wrote). Files on memory filesystems
+// are left out, each inode is counted once, and the count stops at
+// maxHeldFds descriptors (a lower bound then). ok is false when the pod's
+// processes cannot be listed.
+func (h *hostEvictionStats) heldDeleted(p *v1.Pod) (int64, bool) {
+	cg := h.a.cgroups
+	if cg == nil {
+		return 0, false
+	}
+	pids, err := cg.Pids(podCgroupName(p, podQOSClass(p)))
+	if err != nil {
+		return 0, false
+	}
+	uid := string(p.UID)
+	belongs := func(pid int) bool {
+		// A PID listed from the cgroup may have exited and been reused by
+		// another process while its descriptors were read: its cgroup,
+		// read after them, must still name the pod (pod<uid> for cgroupfs,
+		// pod<uid with underscores>.slice for systemd).
+		b, err := os.ReadFile(filepath.Join(h.procRoot, strconv.Itoa(pid), "cgroup"))
+		return err == nil && (bytes.Contains(b, []byte("pod"+uid)) || bytes.Contains(b, []byte("pod"+strings.ReplaceAll(uid, "-", "_"))))
+	}
+	return heldDeletedBytes(h.procRoot, pids, maxHeldFds, belongs), true
+}
+
+// heldDeletedBytes sums the allocated bytes of the unlinked regular files
+// on disk filesystems that the processes pids hold open (see heldDeleted),
+// looking at maxFds descriptors at most. A process for which belongs,
+// asked after its descriptors were read, says false counts nothing.
+func heldDeletedBytes(procRoot string, pids []int, maxFds int, belongs func(pid int) bool) int64 {
+	type inode struct{ dev, ino uint64 }
+	seen := map[inode]bool{}
+	var total int64
+	left := maxFds
+	for _, pid := range pids {
+		if left <= 0 {
+			break
+		}
+		dir := filepath.Join(procRoot, strconv.Itoa(pid), "fd")
+		f, err := os.Open(dir)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		var own int64
+		var found []inode
+		for left > 0 {
+			names, err := f.Readdirnames(min(1024, left))
+			left -= len(names)
+			for _, n := range names {
+				fd := filepath.Join(dir, n)
+				target, err := os.Readlink(fd)
+				if err != nil || !strings.HasSuffix(target, " (deleted)") {
+					continue
+				}
+				var st syscall.Stat_t
+				if syscall.Stat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Nlink != 0 {
+					continue
+				}
+				var sfs syscall.Statfs_t
+				if syscall.Statfs(fd, &sfs) != nil || memoryFsTypes[int64(sfs.Type)] {
+					continue
+				}
+				k := inode{uint64(st.Dev), uint64(st.Ino)}
+				if seen[k] || slices.Contains(found, k) {
+					continue
+				}
+				found = append(found, k)
+				own += int64(st.Blocks) * 512
+			}
+			if err != nil {
+				break // io.EOF: all read
+			}
+		}
+		f.Close()
+		if own > 0 && belongs(pid) {
+			for _, k := range found {
+				seen[k] = true
+			}
+			total += own
+		}
+	}
+	return total
 }

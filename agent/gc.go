@@ -46,20 +46,33 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 // podGoneForGC reports whether the pod uid is gone for container GC: the
 // agent has collected the orphans of its previous run (a daemon: until
 // then a pod unknown now may be wanted by a source that has not answered)
-// and has no worker for the pod (neither running nor tearing it down).
+// and has no worker for the pod (neither running nor tearing it down), or
+// its worker holds it evicted and cleaned up. The latter is the kubelet's
+// ShouldPodContentBeRemoved (pod_workers.go: an evicted pod's content
+// goes, deleted or not): without it an evicted pod's dead containers (the
+// writable layer it was evicted for filling) and logs stayed on the node
+// filesystem until the pod was deleted, which for a cluster pod is when
+// someone deletes it, so a pod evicted for its ephemeral-storage limit
+// (or ranked first under disk pressure) kept the disk it was evicted to
+// free, and under disk pressure the next pod evicted was a bystander.
 func (a *Agent) podGoneForGC(uid string) bool {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.orphanGate == nil || a.stopping {
+		a.mu.Unlock()
 		return false
 	}
 	select {
 	case <-a.orphanGate:
 	default:
+		a.mu.Unlock()
 		return false
 	}
-	_, has := a.workers[types.UID(uid)]
-	return !has
+	w, has := a.workers[types.UID(uid)]
+	a.mu.Unlock()
+	if !has {
+		return true
+	}
+	return w.evictionCleanedUp()
 }
 
 // containerLogFile is the log file of a container of ours relative to its

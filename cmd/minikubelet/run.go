@@ -243,6 +243,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	for _, pod := range pods {
 		p.line(podKey(pod), "validated", time.Since(t0), fmt.Sprintf("uid %s, qos %s", pod.UID, qosOf(pod)))
+		if n := localStorageNotice(pod); n != "" {
+			p.line(podKey(pod), "notice", 0, n)
+		}
 	}
 
 	// Step: runtime handshake.
@@ -358,6 +361,20 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// localStorageNotice is what a foreground run says of a pod with local
+// storage limits (an ephemeral-storage limit, a disk emptyDir's
+// sizeLimit), or "": a foreground run has no eviction manager, so they are
+// accepted (the same file runs under serve) but nothing holds the pod to
+// them. Said once at the start rather than left to the support table: a
+// limit silently not enforced is a disk the user believes bounded.
+func localStorageNotice(pod *v1.Pod) string {
+	if !eviction.HasLocalStorageLimits(pod) {
+		return ""
+	}
+	return "ephemeral-storage limits and emptyDir sizeLimit are not enforced by a foreground run (it evicts nothing); " +
+		"submit the pod to `minikubelet serve` to have a pod past them evicted"
+}
 
 func qosOf(pod *v1.Pod) string {
 	p := pod.DeepCopy()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Local storage eviction on a real containerd: the kubelet's
@@ -135,7 +136,7 @@ func TestEviction_EmptyDirSizeLimit(t *testing.T) {
 // limit runs on.
 func TestEviction_EphemeralStorageLimits(t *testing.T) {
 	pods := []string{"ephemeral-container", "ephemeral-pod", "ephemeral-bystander"}
-	d := newDaemon(t, pods, "--eviction-monitoring-period", "1s")
+	d := newDaemon(t, pods, "--eviction-monitoring-period", "1s", "--container-gc-period", "2s")
 	d.start(t)
 	ctr := evictionTestPod("ephemeral-container", "dd if=/dev/zero of=/fill bs=1048576 count=16 && exec sleep 3600", storageLimits("8Mi"), nil, nil)
 	side := ctr.Spec.Containers[0]
@@ -166,6 +167,38 @@ func TestEviction_EphemeralStorageLimits(t *testing.T) {
 
 	require.Empty(t, podContainersRunning(t, "ephemeral-container"), "the evicted pod's containers were killed")
 	require.Empty(t, podContainersRunning(t, "ephemeral-pod"))
+	// As the kubelet (ShouldPodContentBeRemoved), an evicted pod's content
+	// goes though the pod is not deleted: container GC removes its dead
+	// containers (the writable layer it was evicted for filling), its
+	// sandbox and its log directory; its status keeps the containers'
+	// terminated states.
+	for _, name := range []string{"ephemeral-container", "ephemeral-pod"} {
+		p, err := d.api().GetPod(context.Background(), "default", name)
+		require.NoError(t, err)
+		logs := filepath.Join(d.logDir, fmt.Sprintf("default_%s_%s", name, p.UID))
+		waitFor(t, "the evicted pod "+name+"'s containers, sandbox and logs removed", 30*time.Second, func() string {
+			ctx, cancel := shortCtx()
+			defer cancel()
+			sbs, err := suite.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.name": name}})
+			if err != nil {
+				return err.Error()
+			}
+			if cs := podContainers(t, name); len(cs) > 0 || len(sbs) > 0 {
+				return fmt.Sprintf("%d containers, %d sandboxes left", len(cs), len(sbs))
+			}
+			if _, err := os.Stat(logs); !os.IsNotExist(err) {
+				return fmt.Sprintf("%s: %v", logs, err)
+			}
+			return ""
+		})
+		time.Sleep(scaled(2 * time.Second)) // a resync after the removal
+		p, err = d.api().GetPod(context.Background(), "default", name)
+		require.NoError(t, err)
+		require.True(t, isEvicted(p), podSummary(p))
+		for _, cs := range p.Status.ContainerStatuses {
+			require.NotNil(t, cs.State.Terminated, "%s/%s keeps its terminated state after its container was removed: %+v", name, cs.Name, cs.State)
+		}
+	}
 	requireStillRunning(t, d, "ephemeral-bystander")
 	requireNoDiskPressure(t, d)
 	_, metrics, err := d.get("/metrics")
@@ -175,4 +208,31 @@ func TestEviction_EphemeralStorageLimits(t *testing.T) {
 		require.True(t, ok, "kubelet_evictions %s missing", sig)
 		require.Equal(t, 1.0, v, sig)
 	}
+}
+
+// TestEviction_DeletedOpenFileCounts: a container limited to 8Mi that
+// writes 32Mi into a file it removed but keeps open (fd 3, kept across
+// exec) is evicted with the pod message: no walk and no writable-layer
+// figure sees such a file, its processes' descriptors do. A bystander
+// holding 2Mi so, within its 64Mi, runs on.
+func TestEviction_DeletedOpenFileCounts(t *testing.T) {
+	d := newDaemon(t, []string{"held-open", "held-bystander"}, "--eviction-monitoring-period", "1s")
+	d.start(t)
+	held := evictionTestPod("held-open", "exec 3>/fill && rm /fill && dd if=/dev/zero bs=1048576 count=32 >&3 && exec sleep 3600", storageLimits("8Mi"), nil, nil)
+	by := evictionTestPod("held-bystander", "exec 3>/fill && rm /fill && dd if=/dev/zero bs=1048576 count=2 >&3 && exec sleep 3600", storageLimits("64Mi"), nil, nil)
+	for _, p := range []*v1.Pod{by, held} {
+		ctx, cancel := shortCtx()
+		_, err := d.api().CreatePod(ctx, p)
+		cancel()
+		require.NoError(t, err)
+	}
+	d.waitPod(t, "held-bystander", "running", 60*time.Second, isRunning)
+	start := time.Now()
+	got := d.waitPod(t, "held-open", "evicted", 60*time.Second, isEvicted)
+	t.Logf("pod evicted %s after the bystander ran: %q", time.Since(start).Round(time.Millisecond), got.Status.Message)
+	const msg = "Pod ephemeral local storage usage exceeds the total limit of containers 8Mi. "
+	require.Equal(t, msg, got.Status.Message)
+	requireEvictedEvent(t, d, "held-open", msg)
+	requireStillRunning(t, d, "held-bystander")
+	requireNoDiskPressure(t, d)
 }
