@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -553,7 +552,7 @@ func heldDeletedBytes(procRoot string, pids []int, maxFds int, belongs func(pid 
 			continue // exited meanwhile
 		}
 		var own int64
-		var found []inode
+		found := map[inode]bool{} // this process's, counted once it belongs
 		for left > 0 {
 			names, err := f.Readdirnames(min(1024, left))
 			left -= len(names)
@@ -572,10 +571,10 @@ func heldDeletedBytes(procRoot string, pids []int, maxFds int, belongs func(pid 
 					continue
 				}
 				k := inode{uint64(st.Dev), uint64(st.Ino)}
-				if seen[k] || slices.Contains(found, k) {
+				if seen[k] || found[k] {
 					continue
 				}
-				found = append(found, k)
+				found[k] = true
 				own += int64(st.Blocks) * 512
 			}
 			if err != nil {
@@ -584,7 +583,7 @@ func heldDeletedBytes(procRoot string, pids []int, maxFds int, belongs func(pid 
 		}
 		f.Close()
 		if own > 0 && belongs(pid) {
-			for _, k := range found {
+			for k := range found {
 				seen[k] = true
 			}
 			total += own
