@@ -261,6 +261,9 @@ func (a *Agent) RunEviction(ctx context.Context) {
 	}
 	t := a.clock.NewTicker(m.cfg.Period)
 	defer t.Stop()
+	if s, ok := m.cfg.Stats.(interface{ stopMeasuring() }); ok {
+		defer s.stopMeasuring() // the pods' background measurements
+	}
 	for {
 		start := time.Now() // wall time: the cost, whatever the clock
 		evicted := m.synchronize(ctx)
