@@ -7,10 +7,10 @@ package agent
 //
 // Each measurement walks each directory once: the pod directory with its
 // disk emptyDirs as subtrees of the same walk, the log directory with
-// each container's. Before, an emptyDir with a sizeLimit was walked on its
-// own and again inside the pod directory, and a pod of 2 Mi files cost
-// about 5 s per walk, run in the cycle itself: every such pod held back
-// every other pod's eviction by about 10 s.
+// each container's. A pod of 2 Mi files costs about 5 s per walk: run in
+// the cycle itself, one after the other, every such pod held back every
+// other pod's eviction by that much (twice, when its emptyDir was walked
+// alone and again inside the pod directory).
 //
 // The kubelet (server/stats fs_resource_analyzer.go,
 // volume_stat_calculator.go) runs one calculator per pod that measures

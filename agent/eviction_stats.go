@@ -464,6 +464,7 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 		}
 	}
 	files := h.files().get(ctx, measured)
+	vols := h.a.volumes()
 	for _, p := range measured {
 		u := &eviction.LocalStorageUsage{EmptyDirs: map[string]int64{}, ContainerRootfs: map[string]int64{}, ContainerLogs: map[string]int64{}}
 		out[p.UID] = u
@@ -493,7 +494,6 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 			}
 			return got.Bytes, true
 		}
-		vols := h.a.volumes()
 		for i := range p.Spec.Volumes {
 			vol := &p.Spec.Volumes[i]
 			ed := vol.EmptyDir
@@ -520,11 +520,11 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 			}
 		}
 		if anyLimit {
-			files, ok1 := figure(h.a.podDir(p), f.Files, f.FilesErr)
+			podDir, ok1 := figure(h.a.podDir(p), f.Files, f.FilesErr)
 			logs, ok2 := figure(podLogDir(h.a.cfg.PodLogDir, p), f.Logs, f.LogsErr)
 			if ok1 && ok2 {
 				// f.Held: unlinked files still open, which no walk sees.
-				u.Pod, u.PodMeasured = min(layers+files+logs+f.Held, unmeasurableUsage), true
+				u.Pod, u.PodMeasured = min(layers+podDir+logs+f.Held, unmeasurableUsage), true
 			}
 		}
 	}
