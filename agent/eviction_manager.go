@@ -89,8 +89,9 @@ type EvictionStats interface {
 	// Observe measures every signal it can.
 	Observe(ctx context.Context) EvictionObservation
 	// PodStats measures the pods' usage; a pod without stats is missing
-	// from the map. disk asks for disk usage as well (costly: a walk of
-	// the pod's volumes).
+	// from the map. disk asks for disk usage as well (costly: walks of
+	// the pods' files, run per pod in the background and waited for a
+	// bounded time; eviction_podfs.go).
 	PodStats(ctx context.Context, pods []*v1.Pod, disk bool) map[types.UID]*eviction.PodStats
 	// LocalStorage measures what the pods' local storage limits are
 	// checked against; a pod without stats is missing from the map.
@@ -261,6 +262,9 @@ func (a *Agent) RunEviction(ctx context.Context) {
 	}
 	t := a.clock.NewTicker(m.cfg.Period)
 	defer t.Stop()
+	if s, ok := m.cfg.Stats.(interface{ stopMeasuring() }); ok {
+		defer s.stopMeasuring() // the pods' background measurements
+	}
 	for {
 		start := time.Now() // wall time: the cost, whatever the clock
 		evicted := m.synchronize(ctx)

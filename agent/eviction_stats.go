@@ -19,9 +19,10 @@ package agent
 // Pods: memory is the sum of their containers' working sets (CRI
 // ListContainerStats); disk (bytes and inodes) their writable layers, their
 // log directory and their pod directory on the node filesystem (emptyDirs,
-// termination-message files): volume.DiskUsage, a walk by file descriptors
-// that never follows a link, never enters a mount and never reads a
-// pod-written name as a path.
+// termination-message files): volume.DiskUsageWithSubtrees, a walk by file
+// descriptors that never follows a link, never enters a mount and never
+// reads a pod-written name as a path, run per pod in the background
+// (eviction_podfs.go).
 
 import (
 	"bufio"
@@ -32,6 +33,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
@@ -55,6 +57,36 @@ type hostEvictionStats struct {
 	stats ContainerStatsLister
 	// cgroupRoot and procRoot are /sys/fs/cgroup and /proc.
 	cgroupRoot, procRoot string
+	// measure measures one pod's files (nil: measurePodFiles; tests
+	// replace it); filesCache runs it per pod in the background, made
+	// on first use.
+	measure func(ctx context.Context, p *v1.Pod) *podFiles
+	// walk is measurePodFiles' walk (nil: volume.DiskUsageWithSubtrees).
+	walk       func(ctx context.Context, dir string, lim volume.UsageLimits, subtrees []string) (volume.Usage, map[string]volume.Usage, error)
+	filesOnce  sync.Once
+	filesCache *podFilesCache
+}
+
+// files is the pods' file measurements.
+func (h *hostEvictionStats) files() *podFilesCache {
+	h.filesOnce.Do(func() {
+		measure := h.measure
+		if measure == nil {
+			measure = h.measurePodFiles
+		}
+		h.filesCache = newPodFilesCache(measure, func(uid types.UID) bool {
+			h.a.mu.Lock()
+			defer h.a.mu.Unlock()
+			return h.a.workers[uid] != nil
+		})
+	})
+	return h.filesCache
+}
+
+// stopMeasuring ends the background measurements (the eviction loop
+// stopped).
+func (h *hostEvictionStats) stopMeasuring() {
+	h.files().stop()
 }
 
 // NewEvictionStats measures this host for the eviction manager.
@@ -246,9 +278,9 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 	if h.stats == nil {
 		return out
 	}
-	// The walks of the pods' files get the caller's context, not the CRI
-	// call's deadline: a walk cut short by a deadline that one pod's huge
-	// tree used up would count the next pods as unmeasurable (ranked
+	// The walks of the pods' files run in the background, not under the
+	// CRI call's deadline: a walk cut short by a deadline that one pod's
+	// huge tree used up would count the next pods as unmeasurable (ranked
 	// first); each walk is bounded by its own limits instead.
 	walkCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.RuntimeTimeout)
@@ -284,6 +316,10 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 			ps.ContainerDisk[name] += wl
 		}
 	}
+	var files map[types.UID]*podFiles
+	if disk {
+		files = h.files().get(walkCtx, pods)
+	}
 	for uid, p := range want {
 		ps := out[uid]
 		if ps == nil {
@@ -297,7 +333,7 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 			ps.Processes = n
 		}
 		if disk {
-			h.addPodFiles(walkCtx, p, ps)
+			h.addPodFiles(p, ps, files[uid])
 		}
 	}
 	return out
@@ -340,58 +376,58 @@ func (h *hostEvictionStats) podProcesses(p *v1.Pod) (int64, bool) {
 const unmeasurableUsage = int64(1) << 60
 
 // addPodFiles adds to ps what the pod writes on the node filesystem
-// outside its writable layers: its pod directory (emptyDirs, the
-// termination-message files its containers write through
-// /dev/termination-log, its /etc/hosts) and its log directory. The pinned
-// subPath mounts under the pod directory are bind mounts of what is
-// counted already (or of host paths, which are not the pod's): skipped,
-// and the walk never enters a mount anyway (volume.DiskUsage).
-func (h *hostEvictionStats) addPodFiles(ctx context.Context, p *v1.Pod, ps *eviction.PodStats) {
-	podLim := volume.DefaultUsageLimits
-	podLim.SkipTop = []string{volume.SubPathsDirName}
+// outside its writable layers, as its latest measurement f found (nil:
+// none yet): its pod directory (emptyDirs, the termination-message files
+// its containers write through /dev/termination-log, its /etc/hosts), its
+// log directory and the unlinked files it holds open. The pinned subPath
+// mounts under the pod directory are bind mounts of what is counted
+// already (or of host paths, which are not the pod's): skipped, and the
+// walk never enters a mount anyway.
+func (h *hostEvictionStats) addPodFiles(p *v1.Pod, ps *eviction.PodStats, f *podFiles) {
+	if f == nil {
+		// Its first walk is still running: ranked by its writable layers
+		// alone this cycle, as the kubelet ranks a pod its volume stats
+		// calculator has not measured yet.
+		h.a.logger.Info("Eviction: a pod's files are still being measured; ranked without them this cycle", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID))
+		return
+	}
 	for _, t := range []struct {
 		dir string
-		lim volume.UsageLimits
-	}{{h.a.podDir(p), podLim}, {podLogDir(h.a.cfg.PodLogDir, p), volume.DefaultUsageLimits}} {
-		u, err := volume.DiskUsage(ctx, t.dir, t.lim)
-		if err != nil {
-			h.a.logger.Warn("Eviction: measuring a pod's files failed", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "err", err)
+		u   volume.Usage
+		err error
+	}{{h.a.podDir(p), f.Files, f.FilesErr}, {podLogDir(h.a.cfg.PodLogDir, p), f.Logs, f.LogsErr}} {
+		if t.err != nil {
+			h.a.logger.Warn("Eviction: measuring a pod's files failed", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "err", t.err)
 			continue
 		}
-		if u.Incomplete != "" && ctx.Err() != nil {
-			return // stopping: the ranking no longer matters
-		}
-		if u.Incomplete != "" {
+		if t.u.Incomplete != "" {
 			h.a.logger.Warn("Eviction: a pod's files cannot be measured whole; it counts as using the whole disk", "pod", p.Namespace+"/"+p.Name,
-				"podUID", string(p.UID), "dir", t.dir, "why", u.Incomplete)
+				"podUID", string(p.UID), "dir", t.dir, "why", t.u.Incomplete)
 			ps.Disk, ps.Inodes = unmeasurableUsage, unmeasurableUsage
 			return
 		}
-		ps.Disk += u.Bytes
-		ps.Inodes += u.Inodes
+		ps.Disk += t.u.Bytes
+		ps.Inodes += t.u.Inodes
 	}
-	if held, ok := h.heldDeleted(p); ok {
-		ps.Disk += held // unlinked files still open: no walk sees them
+	if f.HeldOK {
+		ps.Disk += f.Held // unlinked files still open: no walk sees them
 	}
 }
 
 // LocalStorage implements EvictionStats: for each pod, what its local
-// storage limits are checked against (eviction.LocalStorageViolation).
-// Only what a limit needs is measured: the disk emptyDirs that have a
-// sizeLimit; the writable layer and log directory of the containers with
-// an ephemeral-storage limit; the pod's whole usage (writable layers, its
-// log directory, its pod directory) when any container has one. Every
-// walk is volume.DiskUsage (by descriptor, never following a link or
-// entering a mount). A tree the walk cannot measure whole counts as
-// unmeasurableUsage, over any limit: the pod that hides its usage from the
-// measurement is the one evicted. A pod missing from the map (no
-// container stats) is not checked this cycle, as the kubelet skips a pod
-// without stats.
-//
-// The kubelet measures volumes in the background every
-// volumeStatsAggPeriod (1 m) and checks cached figures each cycle; here
-// the pods with limits are measured each cycle (10 s), so a pod past its
-// limit goes sooner, at the cost of a walk of those pods' trees per cycle.
+// storage limits are checked against (eviction.LocalStorageViolation):
+// the disk emptyDirs that have a sizeLimit; the writable layer and log
+// directory of the containers with an ephemeral-storage limit; the pod's
+// whole usage (writable layers, its log directory, its pod directory,
+// the unlinked files it holds open) when any container has one. The
+// files are each pod's latest background measurement (eviction_podfs.go:
+// a walk per directory, volume.DiskUsageWithSubtrees, by descriptor, never
+// following a link or entering a mount). A tree the walk cannot measure
+// whole counts as unmeasurableUsage, over any limit: the pod that hides
+// its usage from the measurement is the one evicted. A pod missing from
+// the map (no container stats) is not checked this cycle, as the kubelet
+// skips a pod without stats; one whose first measurement is not done yet
+// is checked on its writable layers alone.
 func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) map[types.UID]*eviction.LocalStorageUsage {
 	out := map[types.UID]*eviction.LocalStorageUsage{}
 	if h.stats == nil || len(pods) == 0 {
@@ -412,16 +448,26 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 		name string
 	}
 	newest := map[key]*runtimeapi.ContainerStats{}
+	started := map[types.UID]bool{}
 	for _, c := range cs {
 		labels := c.GetAttributes().GetLabels()
 		k := key{types.UID(labels[labelPodUID]), labels[labelContainerName]}
+		started[k.uid] = true
 		if old, ok := newest[k]; !ok || c.GetAttributes().GetMetadata().GetAttempt() >= old.GetAttributes().GetMetadata().GetAttempt() {
 			newest[k] = c
 		}
 	}
-	vols := h.a.volumes()
+	var measured []*v1.Pod
 	for _, p := range pods {
+		if started[p.UID] {
+			measured = append(measured, p)
+		}
+	}
+	files := h.files().get(ctx, measured)
+	vols := h.a.volumes()
+	for _, p := range measured {
 		u := &eviction.LocalStorageUsage{EmptyDirs: map[string]int64{}, ContainerRootfs: map[string]int64{}, ContainerLogs: map[string]int64{}}
+		out[p.UID] = u
 		var layers int64
 		for k, c := range newest {
 			if k.uid == p.UID {
@@ -430,19 +476,18 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 				layers += wl
 			}
 		}
-		if len(u.ContainerRootfs) == 0 {
-			continue // no container yet: nothing to check
+		f := files[p.UID]
+		if f == nil {
+			h.a.logger.Info("Eviction: a pod's files are still being measured; its limits are checked on its writable layers alone this cycle",
+				"pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID))
+			continue
 		}
-		measure := func(dir string, lim volume.UsageLimits) (int64, bool) {
-			got, err := volume.DiskUsage(ctx, dir, lim)
+		figure := func(dir string, got volume.Usage, err error) (int64, bool) {
 			if err != nil {
 				h.a.logger.Warn("Eviction: measuring a pod's files failed", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "dir", dir, "err", err)
 				return 0, false
 			}
 			if got.Incomplete != "" {
-				if ctx.Err() != nil {
-					return 0, false // stopping
-				}
 				h.a.logger.Warn("Eviction: a pod's files cannot be measured whole; they count as over any limit", "pod", p.Namespace+"/"+p.Name,
 					"podUID", string(p.UID), "dir", dir, "why", got.Incomplete)
 				return unmeasurableUsage, true
@@ -455,7 +500,7 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 			if ed == nil || ed.Medium == v1.StorageMediumMemory || ed.SizeLimit == nil || ed.SizeLimit.Sign() != 1 {
 				continue
 			}
-			if n, ok := measure(vols.EmptyDirPath(p, vol.Name), volume.DefaultUsageLimits); ok {
+			if n, ok := figure(vols.EmptyDirPath(p, vol.Name), f.EmptyDirs[vol.Name], f.FilesErr); ok {
 				u.EmptyDirs[vol.Name] = n
 			}
 		}
@@ -469,22 +514,19 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 				anyLimit = true
 				// The container's log directory (every attempt's log and
 				// the rotated ones), the kubelet's container log stats.
-				if n, ok := measure(filepath.Join(podLogDir(h.a.cfg.PodLogDir, p), c.Name), volume.DefaultUsageLimits); ok {
+				if n, ok := figure(filepath.Join(podLogDir(h.a.cfg.PodLogDir, p), c.Name), f.ContainerLogs[c.Name], f.LogsErr); ok {
 					u.ContainerLogs[c.Name] = n
 				}
 			}
 		}
 		if anyLimit {
-			podLim := volume.DefaultUsageLimits
-			podLim.SkipTop = []string{volume.SubPathsDirName}
-			files, ok1 := measure(h.a.podDir(p), podLim)
-			logs, ok2 := measure(podLogDir(h.a.cfg.PodLogDir, p), volume.DefaultUsageLimits)
-			held, _ := h.heldDeleted(p) // unlinked files still open: no walk sees them
+			podDir, ok1 := figure(h.a.podDir(p), f.Files, f.FilesErr)
+			logs, ok2 := figure(podLogDir(h.a.cfg.PodLogDir, p), f.Logs, f.LogsErr)
 			if ok1 && ok2 {
-				u.Pod, u.PodMeasured = min(layers+files+logs+held, unmeasurableUsage), true
+				// f.Held: unlinked files still open, which no walk sees.
+				u.Pod, u.PodMeasured = min(layers+podDir+logs+f.Held, unmeasurableUsage), true
 			}
 		}
-		out[p.UID] = u
 	}
 	return out
 }

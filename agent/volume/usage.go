@@ -57,5 +57,20 @@ var DefaultUsageLimits = UsageLimits{MaxDepth: 256, MaxEntries: 2 << 20}
 // DiskUsage measures the tree at dir (see the file comment). A missing dir
 // is zero usage. ctx ends the walk early (Incomplete).
 func DiskUsage(ctx context.Context, dir string, lim UsageLimits) (Usage, error) {
-	return diskUsage(ctx, dir, lim)
+	u, _, err := diskUsage(ctx, dir, lim, nil)
+	return u, err
+}
+
+// DiskUsageWithSubtrees measures the tree at dir as DiskUsage does and,
+// in the same walk, each of subtrees (slash-separated paths relative to
+// dir, such as a pod directory's emptyDirs): one walk where a walk of
+// the whole and one of each subtree would read the subtrees twice. The
+// limits bound the whole walk (MaxDepth counts from dir). Each subtree's
+// figure counts a hard-linked inode once within the subtree, as a walk
+// of it alone would, whatever else links to it. A subtree that does not
+// exist is zero; one the walk did not finish (a limit or ctx stopped it
+// before or inside it) or that is a mount point (never entered) is
+// Incomplete.
+func DiskUsageWithSubtrees(ctx context.Context, dir string, lim UsageLimits, subtrees []string) (Usage, map[string]Usage, error) {
+	return diskUsage(ctx, dir, lim, subtrees)
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,26 +36,78 @@ type usageWalk struct {
 	// linked are the inodes with more than one link already counted.
 	linked map[uint64]struct{}
 	u      Usage
+	// subs are the subtrees measured on their own as well, by path
+	// relative to the root; active those the walk is inside.
+	subs   map[string]*subtreeUsage
+	active []*subtreeUsage
 }
 
-func diskUsage(ctx context.Context, dir string, lim UsageLimits) (Usage, error) {
+// subtreeUsage is one subtree's figure within a walk.
+type subtreeUsage struct {
+	u      Usage
+	linked map[uint64]struct{}
+	// seen: the walk reached its root; done: it finished inside it.
+	seen, done bool
+}
+
+func diskUsage(ctx context.Context, dir string, lim UsageLimits, subtrees []string) (Usage, map[string]Usage, error) {
+	var subs map[string]Usage
+	if len(subtrees) > 0 {
+		subs = make(map[string]Usage, len(subtrees))
+		for _, s := range subtrees {
+			subs[s] = Usage{}
+		}
+	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
-		return Usage{}, nil
+		return Usage{}, subs, nil
 	}
 	if err != nil {
-		return Usage{}, &os.PathError{Op: "open", Path: dir, Err: err}
+		return Usage{}, nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	var st unix.Statx_t
 	if err := statxFd(fd, &st); err != nil {
 		_ = unix.Close(fd)
-		return Usage{}, &os.PathError{Op: "statx", Path: dir, Err: err}
+		return Usage{}, nil, &os.PathError{Op: "statx", Path: dir, Err: err}
 	}
 	w := &usageWalk{ctx: ctx, lim: lim, devMajor: st.Dev_major, devMinor: st.Dev_minor,
 		mnt: st.Mnt_id, haveMnt: st.Mask&unix.STATX_MNT_ID != 0, linked: map[uint64]struct{}{}}
-	w.count(&st)
-	w.dir(fd, 0)
-	return w.u, nil
+	if len(subtrees) > 0 {
+		w.subs = make(map[string]*subtreeUsage, len(subtrees))
+		for _, s := range subtrees {
+			w.subs[path.Clean(s)] = &subtreeUsage{linked: map[uint64]struct{}{}}
+		}
+	}
+	w.count(&st, nil)
+	w.dir(fd, 0, "", len(w.subs) > 0)
+	for _, s := range subtrees {
+		sub := w.subs[path.Clean(s)]
+		switch {
+		case sub.seen && !sub.done && sub.u.Incomplete == "":
+			sub.u.Incomplete = w.u.Incomplete
+		case !sub.seen && w.u.Incomplete != "":
+			// Not reached: it may exist beyond where the walk stopped.
+			sub.u.Incomplete = w.u.Incomplete
+		}
+		subs[s] = sub.u
+	}
+	return w.u, subs, nil
+}
+
+// subtreeOf is the path of entry name of the directory at rel (relative
+// to the root), and whether it is a subtree or leads to one; only then is
+// the path worth building.
+func (w *usageWalk) subtreeOf(rel, name string) (string, bool) {
+	child := name
+	if rel != "" {
+		child = rel + "/" + name
+	}
+	for s := range w.subs {
+		if s == child || strings.HasPrefix(s, child+"/") {
+			return child, true
+		}
+	}
+	return "", false
 }
 
 // statxFd reads what fd is open on.
@@ -77,16 +131,27 @@ func (w *usageWalk) sameMount(st *unix.Statx_t) bool {
 	return !w.haveMnt || st.Mask&unix.STATX_MNT_ID == 0 || st.Mnt_id == w.mnt
 }
 
-// count adds one inode; a hard-linked one only the first time.
-func (w *usageWalk) count(st *unix.Statx_t) {
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
-		if _, ok := w.linked[st.Ino]; ok {
-			return
+// count adds one inode to the total, to the subtrees the walk is in and
+// to root (the subtree whose root st is, if any); a hard-linked one only
+// the first time each of them sees it.
+func (w *usageWalk) count(st *unix.Statx_t, root *subtreeUsage) {
+	add := func(u *Usage, linked map[uint64]struct{}) {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+			if _, ok := linked[st.Ino]; ok {
+				return
+			}
+			linked[st.Ino] = struct{}{}
 		}
-		w.linked[st.Ino] = struct{}{}
+		u.Bytes += int64(st.Blocks) * 512
+		u.Inodes++
 	}
-	w.u.Bytes += int64(st.Blocks) * 512
-	w.u.Inodes++
+	add(&w.u, w.linked)
+	for _, s := range w.active {
+		add(&s.u, s.linked)
+	}
+	if root != nil {
+		add(&root.u, root.linked)
+	}
 }
 
 // dir measures the entries of the directory open on fd, depth levels
@@ -95,7 +160,10 @@ func (w *usageWalk) count(st *unix.Statx_t) {
 // time) and their names only are used: os.File.ReadDir would lstat
 // "<its name>/<entry>" by path where the filesystem does not report entry
 // types, and skip what that path does not find.
-func (w *usageWalk) dir(fd, depth int) {
+//
+// rel is the directory's path relative to the root, when track says it
+// is a subtree or leads to one.
+func (w *usageWalk) dir(fd, depth int, rel string, track bool) {
 	defer unix.Close(fd)
 	buf := make([]byte, usageBufSize)
 	var names []string
@@ -113,7 +181,11 @@ func (w *usageWalk) dir(fd, depth int) {
 			return
 		}
 		_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
-		var subdirs []string
+		type subdir struct {
+			name, rel string
+			track     bool
+		}
+		var subdirs []subdir
 		for _, name := range names {
 			if depth == 0 && slices.Contains(w.lim.SkipTop, name) {
 				continue
@@ -128,16 +200,31 @@ func (w *usageWalk) dir(fd, depth int) {
 			if unix.Statx(fd, name, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT|unix.AT_STATX_DONT_SYNC, statxMask, &st) != nil {
 				continue // gone meanwhile
 			}
+			var childRel string
+			var childTrack bool
+			if track {
+				childRel, childTrack = w.subtreeOf(rel, name)
+			}
+			root := w.subs[childRel] // nil unless childTrack
+			if !childTrack {
+				root = nil
+			}
 			if !w.sameMount(&st) {
+				if root != nil {
+					root.seen = true
+					root.u.Incomplete = "a mount point: not entered"
+				}
 				continue
 			}
-			w.count(&st)
+			w.count(&st, root)
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				subdirs = append(subdirs, name)
+				subdirs = append(subdirs, subdir{name, childRel, childTrack})
+			} else if root != nil {
+				root.seen, root.done = true, true // a file: counted whole
 			}
 		}
-		for _, name := range subdirs {
-			w.enter(fd, name, depth+1)
+		for _, d := range subdirs {
+			w.enter(fd, d.name, depth+1, d.rel, d.track)
 		}
 	}
 }
@@ -146,9 +233,17 @@ func (w *usageWalk) dir(fd, depth int) {
 // from that descriptor without following a link (a directory swapped for
 // a symlink since it was listed fails here), and only if still on the
 // root's mount.
-func (w *usageWalk) enter(parent int, name string, depth int) {
+func (w *usageWalk) enter(parent int, name string, depth int, rel string, track bool) {
 	if w.u.Incomplete != "" {
 		return
+	}
+	if sub := w.subs[rel]; track && sub != nil {
+		sub.seen = true
+		w.active = append(w.active, sub)
+		defer func() {
+			w.active = w.active[:len(w.active)-1]
+			sub.done = w.u.Incomplete == ""
+		}()
 	}
 	if w.lim.MaxDepth > 0 && depth > w.lim.MaxDepth {
 		w.incomplete(fmt.Sprintf("deeper than %d directories", w.lim.MaxDepth))
@@ -163,5 +258,5 @@ func (w *usageWalk) enter(parent int, name string, depth int) {
 		_ = unix.Close(fd)
 		return
 	}
-	w.dir(fd, depth)
+	w.dir(fd, depth, rel, track)
 }

@@ -73,6 +73,77 @@ func TestDiskUsage(t *testing.T) {
 	assert.Error(t, err, "the root itself is never a followed link")
 }
 
+// One walk measures the whole tree and its subtrees: each subtree's
+// figure is what a walk of it alone finds (an inode hard-linked from
+// another subtree counted in both, once within each), the total what
+// DiskUsage finds; a subtree that does not exist is zero, a file is
+// itself.
+func TestDiskUsageWithSubtrees(t *testing.T) {
+	tree := t.TempDir()
+	writeN(t, filepath.Join(tree, "volumes", "e", "a"), 64<<10)
+	writeN(t, filepath.Join(tree, "volumes", "e", "sub", "b"), 32<<10)
+	require.NoError(t, os.Link(filepath.Join(tree, "volumes", "e", "a"), filepath.Join(tree, "volumes", "e", "sub", "a2")))
+	writeN(t, filepath.Join(tree, "volumes", "f", "c"), 16<<10)
+	require.NoError(t, os.Link(filepath.Join(tree, "volumes", "e", "a"), filepath.Join(tree, "volumes", "f", "a3")))
+	writeN(t, filepath.Join(tree, "etc-hosts"), 4<<10)
+	subs := []string{"volumes/e", "volumes/f", "volumes/none", "etc-hosts"}
+
+	total, got, err := DiskUsageWithSubtrees(context.Background(), tree, DefaultUsageLimits, subs)
+	require.NoError(t, err)
+	want, err := DiskUsage(context.Background(), tree, DefaultUsageLimits)
+	require.NoError(t, err)
+	assert.Equal(t, want, total)
+	require.Len(t, got, len(subs))
+	for _, s := range []string{"volumes/e", "volumes/f"} {
+		alone, err := DiskUsage(context.Background(), filepath.Join(tree, s), DefaultUsageLimits)
+		require.NoError(t, err)
+		assert.Equal(t, alone, got[s], s)
+	}
+	assert.GreaterOrEqual(t, got["volumes/f"].Bytes, int64(64+16)<<10, "the link to another subtree's file counts here too")
+	assert.Equal(t, Usage{}, got["volumes/none"])
+	assert.Equal(t, Usage{Bytes: blocksOf(t, filepath.Join(tree, "etc-hosts")), Inodes: 1}, got["etc-hosts"])
+
+	_, got, err = DiskUsageWithSubtrees(context.Background(), filepath.Join(tree, "missing"), DefaultUsageLimits, subs)
+	require.NoError(t, err)
+	assert.Equal(t, Usage{}, got["volumes/e"])
+}
+
+// A subtree the walk could not finish is Incomplete; every other one is
+// either whole (walked before the walk stopped) or Incomplete (not
+// reached), never a lower bound passed off as whole.
+func TestDiskUsageWithSubtrees_Incomplete(t *testing.T) {
+	tree := t.TempDir()
+	deep := filepath.Join(tree, "volumes", "deep")
+	for range 10 {
+		deep = filepath.Join(deep, "d")
+	}
+	writeN(t, filepath.Join(deep, "f"), 4096)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		writeN(t, filepath.Join(tree, "volumes", n, "f"), 8<<10)
+	}
+	subs := []string{"volumes/deep", "volumes/a", "volumes/b", "volumes/c", "volumes/d"}
+	total, got, err := DiskUsageWithSubtrees(context.Background(), tree, UsageLimits{MaxDepth: 6, MaxEntries: 1000}, subs)
+	require.NoError(t, err)
+	assert.Contains(t, total.Incomplete, "deeper than 6")
+	assert.Contains(t, got["volumes/deep"].Incomplete, "deeper than 6")
+	for _, s := range subs[1:] {
+		if got[s].Incomplete != "" {
+			continue
+		}
+		alone, err := DiskUsage(context.Background(), filepath.Join(tree, s), DefaultUsageLimits)
+		require.NoError(t, err)
+		assert.Equal(t, alone, got[s], s)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, got, err = DiskUsageWithSubtrees(ctx, tree, DefaultUsageLimits, subs)
+	require.NoError(t, err)
+	for _, s := range subs {
+		assert.Contains(t, got[s].Incomplete, "cut short", s)
+	}
+}
+
 // A tree deeper than MaxDepth, one with more entries than MaxEntries, and
 // a walk whose context ended are Incomplete: what was measured is a lower
 // bound, and the caller must not take it for the pod's usage.

@@ -7,6 +7,6 @@ import (
 	"errors"
 )
 
-func diskUsage(context.Context, string, UsageLimits) (Usage, error) {
-	return Usage{}, errors.New("disk usage needs Linux")
+func diskUsage(context.Context, string, UsageLimits, []string) (Usage, map[string]Usage, error) {
+	return Usage{}, nil, errors.New("disk usage needs Linux")
 }
