@@ -11,9 +11,11 @@ type Reclaimer struct {
 	Containers *ContainerGC
 }
 
-// DeleteDeadContainers removes dead containers and sandboxes.
+// DeleteDeadContainers removes dead containers and sandboxes: those of
+// gone pods, and those of terminated pods that are not deleted (the
+// kubelet's DeleteAllUnusedContainers, ContainerGC.DeleteAllUnused).
 func (r Reclaimer) DeleteDeadContainers(ctx context.Context) error {
-	_, err := r.Containers.Collect(ctx)
+	_, err := r.Containers.DeleteAllUnused(ctx)
 	return err
 }
 
