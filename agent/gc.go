@@ -70,6 +70,15 @@ func (a *Agent) podGoneForGC(uid string) bool {
 // a terminal phase and nothing left to stop, or evicted and cleaned up).
 // Its worker keeps the status it published when it finished, so the
 // removal changes nothing it reports.
+//
+// Where this differs from the kubelet: the finished state lives in the
+// worker only. The kubelet reads a terminal pod's phase back from the API
+// server after a restart and never runs it again; here a cluster pod in a
+// terminal phase likewise leaves the pod source, but a daemon restarted
+// after the reclaim finds a local pod (manifest directory, local API)
+// with nothing left in the runtime and runs it again, as it already does
+// with a local pod that was evicted.
+// TODO(gc): persist a local pod's final status (issue #21).
 func (a *Agent) podTerminatedForGC(uid string) bool {
 	w, ok := a.gcWorker(uid)
 	return ok && (w == nil || w.isFinished())
