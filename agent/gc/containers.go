@@ -64,7 +64,8 @@ type ContainerGCConfig struct {
 	// PodGone reports whether the pod is gone: the agent has no worker for
 	// it (not wanted, not being torn down), and it knows its pods (after
 	// the daemon's first orphan collection). Only a gone pod's objects are
-	// collected; a live pod's dead instances are its worker's.
+	// collected (under disk pressure, a terminated pod's too:
+	// PodTerminated); a live pod's dead instances are its worker's.
 	PodGone func(uid string) bool
 	// PodTerminated reports whether the pod, gone or not, is over: it
 	// reached a terminal phase, nothing of it runs and nothing is started
