@@ -80,8 +80,10 @@ func (a *Agent) checkActiveDeadline(w *podWorker, pod *v1.Pod) (failed bool, due
 // what still runs with the pod's grace period, publish again from what
 // the runtime then holds. Nothing is started again.
 func (a *Agent) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, st *podState) time.Duration {
-	w.setStatus(a.computePodStatus(w, pod, st))
+	status := a.computePodStatus(w, pod, st)
+	w.setStatus(status)
 	if !podKillChanges(w, st) {
+		a.finishIfOver(w, status.Phase, st)
 		return a.cfg.ResyncPeriod
 	}
 	reason, _ := w.failure()
@@ -97,6 +99,8 @@ func (a *Agent) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, st *podS
 	}
 	w.setObserved(st2)
 	a.updateProbes(pod, st2)
-	w.setStatus(a.computePodStatus(w, pod, st2))
+	status = a.computePodStatus(w, pod, st2)
+	w.setStatus(status)
+	a.finishIfOver(w, status.Phase, st2)
 	return a.cfg.ResyncPeriod
 }

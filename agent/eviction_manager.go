@@ -568,29 +568,16 @@ type podEviction struct {
 	// kubelet adds it for pressure evictions, not for local storage
 	// limit evictions (its evictPod gets no condition there).
 	disruption bool
-	// cleanedUp is closed once the pod's containers are dead and its
-	// volumes gone (syncEvicted); once guards the close.
-	cleanedUp chan struct{}
-	once      sync.Once
-}
-
-// isCleanedUp reports whether syncEvicted finished with the pod.
-func (ev *podEviction) isCleanedUp() bool {
-	select {
-	case <-ev.cleanedUp:
-		return true
-	default:
-		return false
-	}
 }
 
 // evictionCleanedUp reports whether the worker's pod was evicted and
-// cleaned up (its containers dead, its volumes removed).
+// cleaned up (its containers dead, its volumes removed): syncEvicted
+// finished it.
 func (w *podWorker) evictionCleanedUp() bool {
 	w.mu.Lock()
 	ev := w.evicted
 	w.mu.Unlock()
-	return ev != nil && ev.isCleanedUp()
+	return ev != nil && w.isFinished()
 }
 
 // evictionCleanedUp returns the channels closed once the evicted pod uid
@@ -608,13 +595,15 @@ func (a *Agent) evictionCleanedUp(uid types.UID) (cleanedUp, gone <-chan struct{
 	if w.evicted == nil {
 		return nil, nil
 	}
-	return w.evicted.cleanedUp, w.done
+	return w.finished, w.done
 }
 
 // evictPod marks the pod's worker evicted and wakes it: its next sync
 // kills the pod with grace and publishes Failed/Evicted (with the
 // DisruptionTarget condition when disruption is set). False if the pod
-// has no worker (gone meanwhile) or is already evicted.
+// has no worker (gone meanwhile), is already evicted, or is over
+// (finished: its phase turned terminal after the eviction manager
+// ranked it).
 func (a *Agent) evictPod(uid types.UID, grace int64, message string, disruption bool) bool {
 	a.mu.Lock()
 	w := a.workers[uid]
@@ -623,11 +612,11 @@ func (a *Agent) evictPod(uid types.UID, grace int64, message string, disruption 
 		return false
 	}
 	w.mu.Lock()
-	if w.evicted != nil || w.terminating {
+	if w.evicted != nil || w.terminating || w.isFinished() {
 		w.mu.Unlock()
 		return false
 	}
-	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now(), disruption: disruption, cleanedUp: make(chan struct{})}
+	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now(), disruption: disruption}
 	w.mu.Unlock()
 	w.event(v1.EventTypeWarning, eviction.Reason, "%s", message)
 	w.trigger()
@@ -659,15 +648,13 @@ func evictedStatus(st v1.PodStatus, ev *podEviction) v1.PodStatus {
 // manager tears a terminated pod's volumes down), and publish
 // Failed/Evicted. Nothing is ever started again.
 //
-// Once cleaned up, a sync does nothing: container GC then removes the
-// pod's dead containers and logs (podGoneForGC), and the status published
-// at the cleanup (the containers' last states) stays as it was, as the
-// kubelet's status of a terminated pod does, instead of being computed
-// again from a runtime that no longer has them.
+// Once cleaned up, the pod is finished (podWorker.finished): a sync does
+// nothing, container GC removes the pod's dead containers and logs
+// (podGoneForGC), and the status published at the cleanup (the
+// containers' last states) stays as it was, as the kubelet's status of a
+// terminated pod does, instead of being computed again from a runtime
+// that no longer has them.
 func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) time.Duration {
-	if ev.isCleanedUp() {
-		return a.cfg.ResyncPeriod
-	}
 	pod := w.pod()
 	// Nothing of it runs again: no probe either.
 	a.probes.RemovePod(pod.UID)
@@ -693,7 +680,7 @@ func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) 
 		return a.cfg.ErrorBackoff
 	}
 	w.setStatus(evictedStatus(a.computePodStatus(w, pod, st), ev))
-	ev.once.Do(func() { close(ev.cleanedUp) })
+	w.finish(true)
 	return a.cfg.ResyncPeriod
 }
 

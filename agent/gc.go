@@ -30,7 +30,9 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 		Owns:     a.relistOwns,
 		Labels:   gc.PodLabels{UID: labelPodUID, Name: labelPodName, Namespace: labelPodNamespace},
 		PodGone:  a.podGoneForGC,
-		LogFile:  containerLogFile,
+		// Under disk pressure (DeleteAllUnused), also finished pods.
+		PodTerminated: a.podTerminatedForGC,
+		LogFile:       containerLogFile,
 		// RemoveContainer stays the runtime's: the agent's removeContainer
 		// (which deletes a task containerd left behind) needs a pod
 		// worker. Such a container's removal fails and is tried again at
@@ -56,23 +58,47 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 // (or ranked first under disk pressure) kept the disk it was evicted to
 // free, and under disk pressure the next pod evicted was a bystander.
 func (a *Agent) podGoneForGC(uid string) bool {
+	w, ok := a.gcWorker(uid)
+	return ok && (w == nil || w.evictionCleanedUp())
+}
+
+// podTerminatedForGC reports whether the pod uid's runtime may be removed
+// although the pod is still wanted, as the kubelet's
+// ShouldPodRuntimeBeRemoved (pod_workers.go: the pod worker terminated
+// the pod), which its DeleteAllUnusedContainers adds under disk pressure:
+// the pod is gone for GC, or its worker finished it (podWorker.finished:
+// a terminal phase and nothing left to stop, or evicted and cleaned up).
+// Its worker keeps the status it published when it finished, so the
+// removal changes nothing it reports.
+//
+// Where this differs from the kubelet: the finished state lives in the
+// worker only. The kubelet reads a terminal pod's phase back from the API
+// server after a restart and never runs it again; here a cluster pod in a
+// terminal phase likewise leaves the pod source, but a daemon restarted
+// after the reclaim finds a local pod (manifest directory, local API)
+// with nothing left in the runtime and runs it again, as it already does
+// with a local pod that was evicted.
+// TODO(gc): persist a local pod's final status (issue #21).
+func (a *Agent) podTerminatedForGC(uid string) bool {
+	w, ok := a.gcWorker(uid)
+	return ok && (w == nil || w.isFinished())
+}
+
+// gcWorker returns the worker of pod uid (nil: none) and whether GC may
+// judge the pod at all: the agent collected the orphans of its previous
+// run (see podGoneForGC) and is not stopping.
+func (a *Agent) gcWorker(uid string) (*podWorker, bool) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.orphanGate == nil || a.stopping {
-		a.mu.Unlock()
-		return false
+		return nil, false
 	}
 	select {
 	case <-a.orphanGate:
 	default:
-		a.mu.Unlock()
-		return false
+		return nil, false
 	}
-	w, has := a.workers[types.UID(uid)]
-	a.mu.Unlock()
-	if !has {
-		return true
-	}
-	return w.evictionCleanedUp()
+	return a.workers[types.UID(uid)], true
 }
 
 // containerLogFile is the log file of a container of ours relative to its

@@ -19,10 +19,13 @@ import (
 //	           update/trigger/timer
 //	          ┌──────────────┐
 //	          ▼              │
-//	new ──► syncing ─────────┘
-//	          │ terminate()
+//	new ──► syncing ─────────┴──► finished (the pod is over: its syncs do
+//	          │ terminate()    │   nothing, its status is final)
+//	          ▼                │ terminate()
+//	     terminating ◄─────────┘
+//	          │
 //	          ▼
-//	     terminating ──► done (teardown finished, channel closed)
+//	        done (teardown finished, channel closed)
 type podWorker struct {
 	a      *Agent
 	logger *slog.Logger
@@ -76,6 +79,17 @@ type podWorker struct {
 	// evicted is set once the eviction manager evicted the pod; never
 	// unset: the pod is killed and never started again (eviction_manager.go).
 	evicted *podEviction
+	// finished is closed once the pod is over: it reached a terminal phase
+	// (syncPod, failPod) or was evicted (syncEvicted), nothing of it runs
+	// and nothing is started again. Its syncs then do nothing, and the
+	// status published when it finished stays, whatever is left of it in
+	// the runtime: the kubelet's terminated pod worker (terminatedAt set),
+	// whose status manager keeps the pod's last status. Its dead
+	// containers and sandboxes are then the GC's under disk pressure
+	// (podTerminatedForGC), and an evicted pod's at once (podGoneForGC).
+	// finishOnce guards the close, under mu.
+	finished   chan struct{}
+	finishOnce sync.Once
 
 	// wake has capacity 1 so notifiers never block; a pending wake-up
 	// already covers any later one.
@@ -103,6 +117,7 @@ func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
+		finished:  make(chan struct{}),
 	}
 	w.status = w.initialStatus()
 	w.trigger()
@@ -194,6 +209,29 @@ func (w *podWorker) killDeadline() (by time.Time, ok bool, changed <-chan struct
 		w.graceCut = make(chan struct{})
 	}
 	return w.killBy, !w.killBy.IsZero(), w.graceCut
+}
+
+// finish marks the pod finished (see podWorker.finished). A sync that
+// found the pod over (asEvicted false: syncPod, failPod) leaves a pod the
+// eviction manager evicted meanwhile to syncEvicted, which publishes it
+// Failed/Evicted and removes its volumes before it finishes it.
+func (w *podWorker) finish(asEvicted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.evicted != nil && !asEvicted {
+		return
+	}
+	w.finishOnce.Do(func() { close(w.finished) })
+}
+
+// isFinished reports whether the pod is over (podWorker.finished).
+func (w *podWorker) isFinished() bool {
+	select {
+	case <-w.finished:
+		return true
+	default:
+		return false
+	}
 }
 
 // isTerminating reports whether the worker is tearing its pod down.

@@ -112,13 +112,20 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //  5. Start the next init container.
 //  6. Start the app containers, concurrently.
 //  7. Prune dead instances and publish the status from a fresh observation
-//     of what the sync changed.
+//     of what the sync changed; a pod in a terminal phase with nothing
+//     left to stop is finished (podWorker.finished).
 //  8. Requeue: at once when the sync's own change lets the next step go
 //     (promptResync), else when a back-off expires, after ErrorBackoff
 //     on failure, or at the periodic resync.
 //
 // A returned duration of 0 means "sync again at once".
 func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) {
+	if w.isFinished() {
+		// The pod is over (completed, failed or evicted): nothing of it
+		// runs again, and its status stays as published when it
+		// finished, whatever GC has removed of it since.
+		return a.cfg.ResyncPeriod
+	}
 	w.mu.Lock()
 	ev := w.evicted
 	w.mu.Unlock()
@@ -261,7 +268,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	}
 	w.setObserved(st2)
 	a.updateProbes(pod, st2)
-	w.setStatus(a.computePodStatus(w, pod, st2))
+	status := a.computePodStatus(w, pod, st2)
+	w.setStatus(status)
+	a.finishIfOver(w, status.Phase, st2)
 
 	// Step 8: requeue.
 	if a.promptResync(pod, st2, res, w) {
@@ -384,6 +393,18 @@ func podKillChanges(w *podWorker, st *podState) bool {
 		}
 	}
 	return false
+}
+
+// finishIfOver finishes the pod (podWorker.finished) once its phase is
+// terminal and its kill is complete: nothing runs and every sandbox was
+// stopped (podKillChanges). This is where the kubelet's pod worker, after
+// SyncPod reported the pod terminal, runs SyncTerminatingPod and
+// SyncTerminatedPod and marks it terminated (terminatedAt), which makes
+// its runtime removable (ShouldPodRuntimeBeRemoved) under disk pressure.
+func (a *Agent) finishIfOver(w *podWorker, phase v1.PodPhase, st *podState) {
+	if (phase == v1.PodSucceeded || phase == v1.PodFailed) && !podKillChanges(w, st) {
+		w.finish(false)
+	}
 }
 
 // sandboxOf returns the sandbox of an observed container ("" if unknown).

@@ -64,8 +64,17 @@ type ContainerGCConfig struct {
 	// PodGone reports whether the pod is gone: the agent has no worker for
 	// it (not wanted, not being torn down), and it knows its pods (after
 	// the daemon's first orphan collection). Only a gone pod's objects are
-	// collected; a live pod's dead instances are its worker's.
+	// collected (under disk pressure, a terminated pod's too:
+	// PodTerminated); a live pod's dead instances are its worker's.
 	PodGone func(uid string) bool
+	// PodTerminated reports whether the pod, gone or not, is over: it
+	// reached a terminal phase, nothing of it runs and nothing is started
+	// again, and its status no longer depends on the runtime (the
+	// kubelet's ShouldPodRuntimeBeRemoved). DeleteAllUnused collects such
+	// a pod's dead containers, with their log files, and dead sandboxes
+	// too; its pod log directory stays until the pod is gone. Nil: no
+	// pod is.
+	PodTerminated func(uid string) bool
 	// LogFile is the log file a container writes, relative to its pod's
 	// log directory (the agent's <container>/<restart>.log), from its
 	// labels and annotations; "" if unknown. Files of a live pod's log
@@ -88,8 +97,9 @@ type ContainerGCConfig struct {
 }
 
 // ContainerGC collects dead containers and sandboxes of gone pods and
-// stray log files (kubelet kuberuntime_gc.go). Safe for concurrent use;
-// collections never overlap.
+// stray log files (kubelet kuberuntime_gc.go), and under disk pressure
+// those of terminated pods too. Safe for concurrent use; collections
+// never overlap.
 type ContainerGC struct {
 	cfg     ContainerGCConfig
 	logger  *slog.Logger
@@ -123,7 +133,7 @@ func NewContainerGC(cfg ContainerGCConfig) (*ContainerGC, error) {
 		logger: cfg.Logger.With("component", "container-gc"),
 		removed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "minikubelet_garbage_collected_total",
-			Help: "Dead containers and sandboxes of gone pods, and log files, removed by container garbage collection, by kind (container, sandbox, log).",
+			Help: "Dead containers and sandboxes of gone pods (under disk pressure, of terminated pods too), and log files, removed by container garbage collection, by kind (container, sandbox, log).",
 		}, []string{"kind"}),
 	}
 	if cfg.Registerer != nil {
@@ -189,10 +199,35 @@ type podObjects struct {
 //     container; then, once nothing of the pod is left, its log directory;
 //  4. for each live pod: remove the log files in its directory that no
 //     listed container writes (instances its worker pruned).
+//
+// It is the kubelet's periodic GarbageCollect (evictNonDeletedPods false).
 func (g *ContainerGC) Collect(ctx context.Context) (ContainerGCResult, error) {
+	return g.collect(ctx, false)
+}
+
+// DeleteAllUnused is Collect under disk pressure, the kubelet's
+// DeleteAllUnusedContainers (GarbageCollect with evictNonDeletedPods): a
+// terminated pod (PodTerminated) that is not gone has step 3 done too,
+// except its log directory, which stays until the pod is deleted (its
+// teardown removes it), as the kubelet's evictPodLogsDirectories removes
+// only deleted pods' directories. A live pod keeps what its worker
+// keeps (the newest dead instance of each container, for its restart
+// count and `logs --previous`): the kubelet's MaxPerPodContainer, 1,
+// which its reclaim enforces on live pods as its periodic GC does.
+//
+// Where it differs from the kubelet: there is no minimum age (the
+// kubelet's MinAge defaults to 0 and minikubelet has no flag for it), and
+// a live pod's surplus dead instances are its worker's to prune at its
+// next sync (pruneContainers), not this pass's.
+func (g *ContainerGC) DeleteAllUnused(ctx context.Context) (ContainerGCResult, error) {
+	return g.collect(ctx, true)
+}
+
+// collect is Collect, and with terminated DeleteAllUnused.
+func (g *ContainerGC) collect(ctx context.Context, terminated bool) (ContainerGCResult, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	res, err := g.collectLocked(ctx)
+	res, err := g.collectLocked(ctx, terminated)
 	g.status.Runs++
 	g.status.Removed += len(res.Containers) + len(res.Sandboxes) + len(res.LogFiles) + len(res.LogDirs)
 	if err != nil {
@@ -206,7 +241,7 @@ func (g *ContainerGC) Collect(ctx context.Context) (ContainerGCResult, error) {
 	return res, err
 }
 
-func (g *ContainerGC) collectLocked(ctx context.Context) (ContainerGCResult, error) {
+func (g *ContainerGC) collectLocked(ctx context.Context, terminated bool) (ContainerGCResult, error) {
 	var res ContainerGCResult
 	// Step 1: the log files there are, by pod log directory name.
 	scanned := g.scanLogs()
@@ -263,7 +298,13 @@ func (g *ContainerGC) collectLocked(ctx context.Context) (ContainerGCResult, err
 		p := pods[uid]
 		if g.cfg.PodGone(uid) {
 			// Step 3.
-			errs = append(errs, g.collectGonePod(ctx, p, &res))
+			errs = append(errs, g.collectPod(ctx, p, true, &res))
+			continue
+		}
+		if terminated && g.cfg.PodTerminated != nil && g.cfg.PodTerminated(uid) {
+			// Step 3 for a terminated pod, under disk pressure; its
+			// containers' log files go with them.
+			errs = append(errs, g.collectPod(ctx, p, false, &res))
 			continue
 		}
 		// Step 4.
@@ -272,9 +313,13 @@ func (g *ContainerGC) collectLocked(ctx context.Context) (ContainerGCResult, err
 	return res, errors.Join(errs...)
 }
 
-// collectGonePod removes a gone pod's dead objects and, once none is left,
-// its log directory.
-func (g *ContainerGC) collectGonePod(ctx context.Context, p *podObjects, res *ContainerGCResult) error {
+// collectPod removes a gone or terminated pod's dead objects and, if gone
+// and once none is left, its log directory.
+func (g *ContainerGC) collectPod(ctx context.Context, p *podObjects, gone bool, res *ContainerGCResult) error {
+	whose := "a terminated pod"
+	if gone {
+		whose = "a gone pod"
+	}
 	logger := g.logger.With("pod", p.namespace+"/"+p.name, "podUID", p.uid)
 	var errs []error
 	left := 0
@@ -296,7 +341,7 @@ func (g *ContainerGC) collectGonePod(ctx context.Context, p *podObjects, res *Co
 		}
 		res.Containers = append(res.Containers, c.GetId())
 		g.removed.WithLabelValues("container").Inc()
-		logger.Info("Removed a dead container of a gone pod", "container", c.GetMetadata().GetName(),
+		logger.Info("Removed a dead container of "+whose, "container", c.GetMetadata().GetName(),
 			"containerID", c.GetId(), "attempt", c.GetMetadata().GetAttempt(), "logPath", logPath)
 		if logPath != "" {
 			files, err := g.removeLogFile(logPath)
@@ -315,15 +360,15 @@ func (g *ContainerGC) collectGonePod(ctx context.Context, p *podObjects, res *Co
 		err := g.cfg.Runtime.RemovePodSandbox(rctx, sb.GetId())
 		cancel()
 		if err != nil && !cri.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove sandbox %s of gone pod %s/%s: %w", sb.GetId(), p.namespace, p.name, err))
+			errs = append(errs, fmt.Errorf("remove sandbox %s of %s %s/%s: %w", sb.GetId(), whose, p.namespace, p.name, err))
 			left++
 			continue
 		}
 		res.Sandboxes = append(res.Sandboxes, sb.GetId())
 		g.removed.WithLabelValues("sandbox").Inc()
-		logger.Info("Removed a dead sandbox of a gone pod", "sandboxID", sb.GetId(), "attempt", sb.GetMetadata().GetAttempt())
+		logger.Info("Removed a dead sandbox of "+whose, "sandboxID", sb.GetId(), "attempt", sb.GetMetadata().GetAttempt())
 	}
-	if left == 0 && g.cfg.PodLogDir != "" {
+	if gone && left == 0 && g.cfg.PodLogDir != "" {
 		dir, ok := g.podLogDir(p.namespace, p.name, p.uid)
 		if ok {
 			if _, err := os.Lstat(dir); err == nil {

@@ -32,21 +32,24 @@ type cgFixture struct {
 	logDir string
 	clock  *clocktesting.FakeClock
 	gone   map[string]bool
-	g      *ContainerGC
+	// terminated are the pods PodTerminated reports.
+	terminated map[string]bool
+	g          *ContainerGC
 }
 
 func newCGFixture(t *testing.T) *cgFixture {
 	t.Helper()
-	fx := &cgFixture{f: critest.New(), logDir: t.TempDir(), gone: map[string]bool{}}
+	fx := &cgFixture{f: critest.New(), logDir: t.TempDir(), gone: map[string]bool{}, terminated: map[string]bool{}}
 	// Files written now are old for the stray-log sweep.
 	fx.clock = clocktesting.NewFakeClock(time.Now().Add(2 * strayLogMinAge))
 	var err error
 	fx.g, err = NewContainerGC(ContainerGCConfig{
-		Runtime:  fx.f.Runtime,
-		Selector: map[string]string{"managed-by": "me-and-friends"},
-		Owns:     func(l map[string]string) bool { return l[tOwner] == "me" },
-		Labels:   PodLabels{UID: tUID, Name: tName, Namespace: tNS},
-		PodGone:  func(uid string) bool { return fx.gone[uid] },
+		Runtime:       fx.f.Runtime,
+		Selector:      map[string]string{"managed-by": "me-and-friends"},
+		Owns:          func(l map[string]string) bool { return l[tOwner] == "me" },
+		Labels:        PodLabels{UID: tUID, Name: tName, Namespace: tNS},
+		PodGone:       func(uid string) bool { return fx.gone[uid] },
+		PodTerminated: func(uid string) bool { return fx.gone[uid] || fx.terminated[uid] },
 		LogFile: func(c *runtimeapi.Container) string {
 			return filepath.Join(c.Labels["container"], c.Annotations[tRestart]+".log")
 		},
@@ -169,6 +172,43 @@ func TestContainerGC_GonePods(t *testing.T) {
 	st := fx.g.Status()
 	assert.Equal(t, 2, st.Runs)
 	assert.Equal(t, 0, st.Failures)
+}
+
+// Under disk pressure (DeleteAllUnused) a terminated pod that is not
+// deleted loses its dead containers with their log files and its dead
+// sandbox, but keeps its log directory (the kubelet removes that only for
+// deleted pods; here the pod's teardown does); the periodic Collect keeps
+// all of it. A live pod keeps
+// its dead instance either way.
+func TestContainerGC_DeleteAllUnusedTakesTerminatedPods(t *testing.T) {
+	fx := newCGFixture(t)
+	ctx := context.Background()
+	doneSB, doneCfg := fx.pod(t, "done", "me")
+	initC, initLog := fx.container(t, doneSB, doneCfg, "setup", 0, false)
+	jobC, jobLog := fx.container(t, doneSB, doneCfg, "job", 0, false)
+	require.NoError(t, fx.f.Runtime.StopPodSandbox(ctx, doneSB))
+	fx.terminated["done-uid"] = true
+
+	liveSB, liveCfg := fx.pod(t, "live", "me")
+	prev, prevLog := fx.container(t, liveSB, liveCfg, "app", 0, false)
+	cur, _ := fx.container(t, liveSB, liveCfg, "app", 1, true)
+
+	res, err := fx.g.Collect(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, res.Containers, "periodic GC: a terminated pod that is not deleted keeps its containers")
+	assert.Empty(t, res.Sandboxes)
+
+	res, err = fx.g.DeleteAllUnused(ctx)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{initC, jobC}, res.Containers)
+	assert.Equal(t, []string{doneSB}, res.Sandboxes)
+	assert.ElementsMatch(t, []string{initLog, jobLog}, res.LogFiles)
+	assert.Empty(t, res.LogDirs, "the terminated pod's log directory stays until it is deleted")
+	assert.DirExists(t, doneCfg.LogDirectory)
+	assert.FileExists(t, prevLog)
+	sbs, ctrs := fx.ids(t)
+	assert.Equal(t, []string{liveSB}, sbs)
+	assert.ElementsMatch(t, []string{prev, cur}, ctrs, "a live pod's dead instance stays")
 }
 
 // A live pod's log files that no listed container writes (instances its

@@ -56,24 +56,8 @@ func (f *evictFlags) config() (agent.EvictionConfig, error) {
 		PressureTransitionPeriod: f.transition, Period: f.period}, nil
 }
 
-// gcReclaimer is the eviction manager's reclaim through agent/gc.
-type gcReclaimer struct {
-	images     *gc.ImageManager
-	containers *gc.ContainerGC
-}
-
-func (r gcReclaimer) DeleteDeadContainers(ctx context.Context) error {
-	_, err := r.containers.Collect(ctx)
-	return err
-}
-
-func (r gcReclaimer) DeleteUnusedImages(ctx context.Context) error {
-	_, err := r.images.DeleteUnused(ctx)
-	return err
-}
-
 // start enables eviction on a and runs it until ctx ends.
-func (f *evictFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, g gcReclaimer, logger *slog.Logger) error {
+func (f *evictFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, g gc.Reclaimer, logger *slog.Logger) error {
 	cfg, err := f.config()
 	if err != nil {
 		return err

@@ -55,9 +55,9 @@ func (f *gcFlags) validate() error {
 // start validates the settings and starts image and container GC for a's
 // pods on the runtime behind inst; they stop with ctx. The collectors are
 // returned for the eviction manager's reclaim.
-func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, logger *slog.Logger) (gcReclaimer, error) {
+func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumented, logger *slog.Logger) (gc.Reclaimer, error) {
 	if err := f.validate(); err != nil {
-		return gcReclaimer{}, err
+		return gc.Reclaimer{}, err
 	}
 	// The sandbox image stays, pinned by the runtime or not.
 	var keep []string
@@ -80,16 +80,16 @@ func (f *gcFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instrumen
 		// of each removal names the image and why meanwhile.
 	})
 	if err != nil {
-		return gcReclaimer{}, err
+		return gc.Reclaimer{}, err
 	}
 	containers, err := a.NewContainerGC()
 	if err != nil {
-		return gcReclaimer{}, err
+		return gc.Reclaimer{}, err
 	}
 	logger.Info("Garbage collection", "keepImages", keep, "imageGCHighThresholdPercent", f.policy.HighThresholdPercent,
 		"imageGCLowThresholdPercent", f.policy.LowThresholdPercent, "imageMinimumGCAge", f.policy.MinAge,
 		"imageMaximumGCAge", f.policy.MaxAge, "imageGCPeriod", f.imageGCPeriod, "containerGCPeriod", f.containerPeriod)
 	go images.Run(ctx, f.imageGCPeriod)
 	go containers.Run(ctx, f.containerPeriod)
-	return gcReclaimer{images: images, containers: containers}, nil
+	return gc.Reclaimer{Images: images, Containers: containers}, nil
 }
