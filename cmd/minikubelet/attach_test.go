@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseAttachArgs(t *testing.T) {
+	t.Setenv(socketEnv, "/test/api.sock")
 	tests := map[string]struct {
 		args     []string
 		want     attachOptions
@@ -39,7 +40,7 @@ func TestParseAttachArgs(t *testing.T) {
 			}
 			require.NoError(t, err)
 			want := tt.want
-			want.socket = clientSocket()
+			want.socket = "/test/api.sock"
 			want.namespace = "default"
 			if name == "it, flags after" {
 				want.namespace = "prod"
@@ -158,6 +159,9 @@ func TestAttach_Errors(t *testing.T) {
 	shell := basePod()
 	shell.Name = "shell"
 	shell.Spec.Containers[1].Stdin, shell.Spec.Containers[1].TTY = true, true
+	shell.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Stdin: true, TTY: true}}}
+	shell.Status.EphemeralContainerStatuses = []v1.ContainerStatus{{Name: "debug",
+		State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
 	b.SetPod(shell)
 
 	t.Run("PodNotFound", func(t *testing.T) {
@@ -176,6 +180,10 @@ func TestAttach_Errors(t *testing.T) {
 	t.Run("ContainerTerminated", func(t *testing.T) {
 		_, _, err := cli(t, ctx, sock, "attach", "web", "-c", "init")
 		assert.EqualError(t, err, "container init of pod default/web is not running (terminated: Completed): see why with `minikubelet describe pod web -n default`")
+	})
+	t.Run("EphemeralContainerTerminated", func(t *testing.T) {
+		_, _, err := cli(t, ctx, sock, "attach", "-it", "shell", "-c", "debug")
+		assert.EqualError(t, err, "container debug of pod default/shell is not running (terminated: Completed): see why with `minikubelet describe pod shell -n default`")
 	})
 	t.Run("StdinWithoutContainerStdin", func(t *testing.T) {
 		_, _, err := cli(t, ctx, sock, "attach", "-i", "web", "-c", "app")

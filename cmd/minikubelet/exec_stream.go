@@ -137,7 +137,7 @@ func containerRunning(pod *v1.Pod, container string) error {
 		}
 		container = pod.Spec.Containers[0].Name
 	}
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name != container || cs.State.Running != nil {
 				continue
