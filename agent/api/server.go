@@ -427,8 +427,8 @@ func (s *Server) deletePod(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// containerFor resolves the container a log or exec request is about: the
-// one named, or the pod's only container (init containers excluded, like
+// containerFor resolves the container a log, exec or attach request is
+// about: the one named (an ephemeral one too), or the pod's only container (init containers excluded, like
 // kubectl's default when there is no default-container annotation).
 func containerFor(pod *v1.Pod, name string) (string, error) {
 	var names []string
@@ -447,6 +447,14 @@ func containerFor(pod *v1.Pod, name string) (string, error) {
 	}
 	names = append(names, main...)
 	if name != "" {
+		// An ephemeral container is valid when named, as the API server's
+		// stream location takes it (kubectl attach/exec/logs -c debugger);
+		// never a default.
+		for _, c := range pod.Spec.EphemeralContainers {
+			if c.Name == name {
+				return name, nil
+			}
+		}
 		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s: choose one of: [%s]", name, pod.Name, strings.Join(names, " ")))
 	}
 	if c := pod.Annotations["kubectl.kubernetes.io/default-container"]; c != "" && slices.Contains(names, c) {

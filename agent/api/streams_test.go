@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
@@ -103,6 +104,12 @@ func TestStreams_ProxiedToTheRuntime(t *testing.T) {
 	// No container named: the pod's only one.
 	assert.Equal(t, "/attach/token", upgrade(t, "GET", base+"/attach?stdout=true&stderr=true", "websocket"))
 	assert.Equal(t, &runtimeapi.AttachRequest{ContainerId: "c1", Stdout: true, Stderr: true}, rt.attaches[0])
+	// An ephemeral container, named.
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "dbg", Stdin: true, TTY: true}}}
+	pod.Status.EphemeralContainerStatuses = []v1.ContainerStatus{{Name: "dbg", ContainerID: "containerd://dbg1", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
+	b.SetPod(pod)
+	assert.Equal(t, "/attach/token", upgrade(t, "POST", base+"/attach?stdin=true&stdout=true&tty=true&container=dbg", "SPDY/3.1"))
+	assert.Equal(t, &runtimeapi.AttachRequest{ContainerId: "dbg1", Stdin: true, Stdout: true, Tty: true}, rt.attaches[1])
 	assert.Equal(t, "/portforward/token", upgrade(t, "GET", base+"/portforward?ports=80", "websocket"))
 	assert.Equal(t, &runtimeapi.PortForwardRequest{PodSandboxId: "sb-uid-web"}, rt.forwards[0])
 

@@ -1,7 +1,7 @@
 package main
 
 // This file holds what the kubectl-shaped commands (get, describe, logs,
-// exec, delete, completion) share: the dispatcher, the API client and the
+// exec, attach, delete, completion) share: the dispatcher, the API client and the
 // flags every one of them takes.
 
 import (
@@ -27,6 +27,8 @@ const apiUsage = `  minikubelet get pods [NAME] [-n NS | -A] [-o wide|json|yaml|
                                    print a container's log
   minikubelet exec NAME [-c C] [-i] [-t] -- CMD...
                                    run a command in a container (-it: a shell)
+  minikubelet attach NAME [-c C] [-i] [-t] [-q]
+                                   attach to a container's running process
   minikubelet delete pod NAME | -f FILE [--grace-period N] [--wait]
                                    delete pods
   minikubelet completion bash|zsh  print a shell completion script
@@ -46,6 +48,8 @@ func apiCommands(ctx context.Context, cmd string, args []string, stdout, stderr 
 		f = logsCommand
 	case "exec":
 		f = execCommand
+	case "attach":
+		f = attachCommand
 	case "delete":
 		f = deleteCommand
 	case "completion":

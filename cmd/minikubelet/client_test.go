@@ -287,7 +287,7 @@ func TestReadManifestRefs(t *testing.T) {
 
 func TestClientErrors_DaemonNotRunning(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "none.sock")
-	for _, args := range [][]string{{"get", "pods"}, {"describe", "pod", "x"}, {"logs", "x"}, {"exec", "x", "--", "true"}, {"delete", "pod", "x"}} {
+	for _, args := range [][]string{{"get", "pods"}, {"describe", "pod", "x"}, {"logs", "x"}, {"exec", "x", "--", "true"}, {"attach", "x"}, {"delete", "pod", "x"}} {
 		_, _, err := cli(t, context.Background(), sock, args...)
 		require.ErrorIs(t, err, api.ErrDaemonNotRunning, args)
 		assert.Contains(t, err.Error(), "start it with `minikubelet serve` (or hack/start-minikubelet.sh)", args)
@@ -307,7 +307,7 @@ func TestCompletionCommand(t *testing.T) {
 		handled, err := apiCommands(context.Background(), "completion", []string{shell}, &out, io.Discard)
 		require.True(t, handled)
 		require.NoError(t, err)
-		for _, word := range []string{"get", "describe", "logs", "exec", "delete", "--tail", "--grace-period", "--all-namespaces"} {
+		for _, word := range []string{"get", "describe", "logs", "exec", "attach", "--quiet", "delete", "--tail", "--grace-period", "--all-namespaces"} {
 			assert.Contains(t, out.String(), word, shell)
 		}
 	}

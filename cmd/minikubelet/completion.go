@@ -36,7 +36,7 @@ _minikubelet() {
     local common="--socket -n --namespace -h --help"
 
     if [[ $COMP_CWORD -eq 1 ]]; then
-        COMPREPLY=($(compgen -W "run get describe logs exec delete completion version help" -- "$cur"))
+        COMPREPLY=($(compgen -W "run get describe logs exec attach delete completion version help" -- "$cur"))
         return
     fi
     case $prev in
@@ -51,10 +51,11 @@ _minikubelet() {
         describe) flags="$common" ;;
         logs) flags="$common -c --container -f --follow -p --previous --tail --timestamps --since" ;;
         exec) flags="$common -c --container -i --stdin -t --tty --timeout" ;;
+        attach) flags="$common -c --container -i --stdin -t --tty -q --quiet" ;;
         delete) flags="$common -f --filename --grace-period --wait --timeout" ;;
         completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")); return ;;
         run) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-        help) COMPREPLY=($(compgen -W "run get describe logs exec delete completion" -- "$cur")); return ;;
+        help) COMPREPLY=($(compgen -W "run get describe logs exec attach delete completion" -- "$cur")); return ;;
         *) return ;;
     esac
     if [[ $cur == -* ]]; then
@@ -68,7 +69,7 @@ _minikubelet() {
             else
                 COMPREPLY=($(compgen -W "$(_minikubelet_pods)" -- "$cur"))
             fi ;;
-        logs|exec)
+        logs|exec|attach)
             COMPREPLY=($(compgen -W "$(_minikubelet_pods)" -- "$cur")) ;;
     esac
 }
@@ -94,7 +95,7 @@ _minikubelet() {
     )
     local curcontext=$curcontext state line
     typeset -A opt_args
-    _arguments -C '1:command:(run get describe logs exec delete completion version help)' '*::arg:->args'
+    _arguments -C '1:command:(run get describe logs exec attach delete completion version help)' '*::arg:->args'
     case $line[1] in
         get)
             _arguments $common \
@@ -117,6 +118,12 @@ _minikubelet() {
                 '(-i --stdin)'{-i,--stdin}'[pass stdin]' '(-t --tty)'{-t,--tty}'[terminal]' \
                 '--timeout[duration]:duration:' \
                 '1:pod:_minikubelet_pods' '*::command:_normal' ;;
+        attach)
+            _arguments $common \
+                '(-c --container)'{-c,--container}'[container]:container:' \
+                '(-i --stdin)'{-i,--stdin}'[pass stdin]' '(-t --tty)'{-t,--tty}'[terminal]' \
+                '(-q --quiet)'{-q,--quiet}'[only the session output]' \
+                '1:pod:_minikubelet_pods' ;;
         delete)
             _arguments $common \
                 '(-f --filename)'{-f,--filename}'[manifest]:file:_files' \

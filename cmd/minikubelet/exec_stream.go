@@ -1,8 +1,9 @@
 package main
 
-// This file is interactive exec (exec -i, -it): the kubectl way, a
-// streaming session on the daemon's /pods/{name}/exec endpoint, which
-// proxies it to the runtime's CRI streaming server (agent/streaming).
+// This file is interactive exec (exec -i, -it) and the streaming session
+// it shares with attach (attach.go): the kubectl way, a session on the
+// daemon's /pods/{name}/exec or /attach endpoint, which proxies it to the
+// runtime's CRI streaming server (agent/streaming).
 
 import (
 	"context"
@@ -52,25 +53,40 @@ func (s *interactiveExec) run(ctx context.Context, c *api.Client) error {
 		return err
 	}
 	tty := s.tty && useTTY(term.IsTerminal(int(s.stdin.Fd())), s.stderr)
+	u := streamURL(s.namespace, s.pod, "exec", s.container, s.command, true, tty)
+	err = streamSession(ctx, s.socket, u, s.stdin, s.stdout, s.stderr, tty)
+	return sessionError(ctx, err, fmt.Sprintf("exec in pod %s/%s", s.namespace, s.pod))
+}
 
-	opts := remotecommand.StreamOptions{Stdin: s.stdin, Stdout: s.stdout, Tty: tty}
+// streamSession runs one streaming session (exec -i, attach) at u through
+// the daemon's socket: stdin (nil: none) goes to the container, its
+// output comes back. With tty, stdin is a terminal: it is put in raw mode
+// for the session (restored on the way out) and its size follows resizes;
+// the container's terminal has one output stream, so stderr is unused.
+func streamSession(ctx context.Context, socket string, u *url.URL, stdin *os.File, stdout, stderr io.Writer, tty bool) error {
+	opts := remotecommand.StreamOptions{Stdout: stdout, Tty: tty}
+	if stdin != nil {
+		// Not a typed nil in the interface: remotecommand opens a stdin
+		// stream for any non-nil Stdin.
+		opts.Stdin = stdin
+	}
 	if !tty {
 		// A terminal merges stderr into stdout, as in kubectl.
-		opts.Stderr = s.stderr
+		opts.Stderr = stderr
 	}
-	ex, err := spdyExecutor(s.socket, execURL(s.namespace, s.pod, s.container, s.command, tty))
+	ex, err := spdyExecutor(socket, u)
 	if err != nil {
 		return err
 	}
-	if tty {
-		fd := int(s.stdin.Fd())
+	if tty && stdin != nil {
+		fd := int(stdin.Fd())
 		old, err := term.MakeRaw(fd)
 		if err != nil {
 			return fmt.Errorf("put the terminal in raw mode: %w", err)
 		}
 		// Deferred, so every return restores it, and so does a panic; SIGINT
 		// and SIGTERM cancel ctx, which ends the stream and returns here. (In
-		// raw mode ^C is a byte sent to the command, not a signal.)
+		// raw mode ^C is a byte sent to the container, not a signal.)
 		defer term.Restore(fd, old) //nolint:errcheck // nothing better to do on the way out
 		winch := make(chan os.Signal, 1)
 		signal.Notify(winch, syscall.SIGWINCH)
@@ -79,7 +95,13 @@ func (s *interactiveExec) run(ctx context.Context, c *api.Client) error {
 		defer q.stop()
 		opts.TerminalSizeQueue = q
 	}
-	err = ex.StreamWithContext(ctx, opts)
+	return ex.StreamWithContext(ctx, opts)
+}
+
+// sessionError turns the error a session ended with into minikubelet's: a
+// command's exit code becomes an *exitError, a cancelled ctx (SIGINT,
+// SIGTERM) is returned as is, anything else is wrapped with what.
+func sessionError(ctx context.Context, err error, what string) error {
 	var ce utilexec.CodeExitError
 	switch {
 	case err == nil:
@@ -93,7 +115,7 @@ func (s *interactiveExec) run(ctx context.Context, c *api.Client) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return fmt.Errorf("exec in pod %s/%s: %w", s.namespace, s.pod, err)
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // useTTY reports whether a session asked for -t gets a terminal: only when
@@ -115,7 +137,7 @@ func containerRunning(pod *v1.Pod, container string) error {
 		}
 		container = pod.Spec.Containers[0].Name
 	}
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for _, cs := range list {
 			if cs.Name != container || cs.State.Running != nil {
 				continue
@@ -134,10 +156,18 @@ func containerRunning(pod *v1.Pod, container string) error {
 	return nil
 }
 
-// execURL is the streaming exec request for the session. The host is a
+// streamURL is the request of a streaming session: kind is the pod's
+// subresource ("exec" with its command, or "attach"). The output is always
+// asked for; stderr apart only without a terminal. The host is a
 // placeholder: the connection goes to the unix socket.
-func execURL(ns, pod, container string, command []string, tty bool) *url.URL {
-	q := url.Values{"command": command, "stdin": {"true"}, "stdout": {"true"}}
+func streamURL(ns, pod, kind, container string, command []string, stdin, tty bool) *url.URL {
+	q := url.Values{"stdout": {"true"}}
+	if len(command) > 0 {
+		q["command"] = command
+	}
+	if stdin {
+		q.Set("stdin", "true")
+	}
 	if tty {
 		q.Set("tty", "true")
 	} else {
@@ -147,7 +177,7 @@ func execURL(ns, pod, container string, command []string, tty bool) *url.URL {
 		q.Set("container", container)
 	}
 	return &url.URL{Scheme: "http", Host: "minikubelet",
-		Path: "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "/exec", RawQuery: q.Encode()}
+		Path: "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "/" + kind, RawQuery: q.Encode()}
 }
 
 // spdyExecutor returns client-go's SPDY executor dialing the unix socket.

@@ -17,20 +17,21 @@ import (
 	"github.com/minikubelet/minikubelet/agent/api"
 )
 
-// pipeStdin makes exec -i read a pipe (not a terminal) for the test.
-func pipeStdin(t *testing.T) {
+// pipeStdin makes the command whose stdin is *stdin (execStdin,
+// attachStdin) read a pipe (not a terminal) for the test.
+func pipeStdin(t *testing.T, stdin **os.File) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
-	old := execStdin
-	execStdin = r
-	t.Cleanup(func() { execStdin = old; r.Close(); w.Close() })
+	old := *stdin
+	*stdin = r
+	t.Cleanup(func() { *stdin = old; r.Close(); w.Close() })
 }
 
 func TestExecInteractive_Errors(t *testing.T) {
 	_, sock := startDaemon(t)
 	ctx := context.Background()
-	pipeStdin(t)
+	pipeStdin(t, &execStdin)
 
 	t.Run("DaemonNotRunning", func(t *testing.T) {
 		_, _, err := cli(t, ctx, filepath.Join(t.TempDir(), "none.sock"), "exec", "-i", "web", "-c", "app", "--", "sh")
@@ -91,8 +92,8 @@ func TestUseTTY(t *testing.T) {
 	assert.Equal(t, "Unable to use a TTY - input is not a terminal or the right kind of file\n", buf.String())
 }
 
-func TestExecURL(t *testing.T) {
-	u := execURL("prod", "web", "app", []string{"sh", "-c", "echo a b"}, true)
+func TestStreamURL(t *testing.T) {
+	u := streamURL("prod", "web", "exec", "app", []string{"sh", "-c", "echo a b"}, true, true)
 	assert.Equal(t, "/api/v1/namespaces/prod/pods/web/exec", u.Path)
 	q := u.Query()
 	assert.Equal(t, []string{"sh", "-c", "echo a b"}, q["command"])
@@ -102,10 +103,19 @@ func TestExecURL(t *testing.T) {
 	assert.Empty(t, q.Get("stderr"), "a terminal merges stderr")
 	assert.Equal(t, "app", q.Get("container"))
 
-	q = execURL("default", "web", "", []string{"wc", "-l"}, false).Query()
+	q = streamURL("default", "web", "exec", "", []string{"wc", "-l"}, true, false).Query()
 	assert.Equal(t, "true", q.Get("stderr"))
 	assert.Empty(t, q.Get("tty"))
 	assert.False(t, q.Has("container"))
+
+	// attach: no command; stdin only when asked.
+	u = streamURL("default", "web", "attach", "app", nil, false, false)
+	assert.Equal(t, "/api/v1/namespaces/default/pods/web/attach", u.Path)
+	q = u.Query()
+	assert.False(t, q.Has("command"))
+	assert.False(t, q.Has("stdin"))
+	assert.Equal(t, "true", q.Get("stdout"))
+	assert.Equal(t, "true", q.Get("stderr"))
 }
 
 func TestSizeQueue(t *testing.T) {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
 )
 
 const execPodManifest = `
@@ -42,19 +41,7 @@ func TestDaemon_ExecInteractive(t *testing.T) {
 	// given stdin.
 	mk := func(t *testing.T, stdin string, args ...string) cliResult {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, suite.bin, append([]string{"exec", "--socket", d.sock}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatalf("minikubelet exec %s: %v", strings.Join(args, " "), err)
-		}
-		require.NoError(t, ctx.Err(), "minikubelet exec %s did not finish within 2m", strings.Join(args, " "))
-		return cliResult{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+		return d.cliIn(t, stdin, "exec", args...)
 	}
 
 	t.Run("TTY", func(t *testing.T) {
@@ -81,6 +68,9 @@ func TestDaemon_ExecInteractive(t *testing.T) {
 		}
 		at = len(term.output())
 		term.send(t, "echo $((6*7)); exit 3\r")
+		// The pty's reader may lag behind the exited process: wait for the
+		// output (the typed line's echo shows "$((6*7))", never 42).
+		term.waitFor(t, at, "42", 30*time.Second)
 		err := cmd.Wait()
 		out := term.output()
 		t.Logf("minikubelet exec -it:\n%s", out)
@@ -90,11 +80,7 @@ func TestDaemon_ExecInteractive(t *testing.T) {
 		// The typed line's echo holds "$((6*7))", not 42: 42 on a line of
 		// its own is the shell's output, through the terminal.
 		assert.Regexp(t, regexp.MustCompile(`(?m)^42\r?$`), out[at:])
-		// The local terminal is out of raw mode again.
-		tio, err := unix.IoctlGetTermios(int(term.slave.Fd()), unix.TCGETS)
-		require.NoError(t, err)
-		assert.NotZero(t, tio.Lflag&unix.ECHO, "ECHO restored")
-		assert.NotZero(t, tio.Lflag&unix.ICANON, "ICANON restored")
+		term.assertCooked(t)
 	})
 
 	t.Run("StdinPipe", func(t *testing.T) {
@@ -123,5 +109,98 @@ func TestDaemon_ExecInteractive(t *testing.T) {
 		r := mk(t, "", "-i", pod, "-c", "nope", "--", "true")
 		assert.Equal(t, 1, r.code, "%s", r)
 		assert.Contains(t, r.stderr, "container nope is not valid for pod e2e-d-exec-it")
+	})
+}
+
+const attachPodManifest = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: e2e-d-attach
+  annotations:
+    kubectl.kubernetes.io/default-container: shell
+spec:
+  terminationGracePeriodSeconds: 2
+  restartPolicy: Never
+  containers:
+  - name: plain
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: ["sleep", "3600"]
+  - name: shell
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: ["sh"]
+    stdin: true
+    tty: true
+  - name: reader
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: ["sh", "-c", "while read l; do echo got-$l; done; echo bye"]
+    stdin: true
+    stdinOnce: true
+`
+
+// TestDaemon_Attach runs the real `minikubelet attach` against the
+// processes containers already run: -it on a pseudo-terminal to a shell
+// started with stdin and a tty, -i with piped stdin, and the refusals.
+func TestDaemon_Attach(t *testing.T) {
+	const pod = "e2e-d-attach"
+	d := newDaemon(t, []string{pod})
+	d.start(t)
+	p := d.run(t, attachPodManifest)
+	code := waitExit(t, p, 3*time.Minute)
+	require.Equal(t, 0, code, "run's exit code\n%s", p.output())
+
+	t.Run("StdinWithoutContainerStdin", func(t *testing.T) {
+		r := d.cli(t, "attach", "-i", pod, "-c", "plain")
+		assert.Equal(t, 1, r.code, "%s", r)
+		assert.Contains(t, r.stderr, "container plain of pod default/e2e-d-attach was not started with stdin (spec.containers[0].stdin is false)")
+	})
+
+	// stdinOnce: the piped input's end closes the container's stdin, its
+	// loop ends, and so does the session.
+	t.Run("StdinPipe", func(t *testing.T) {
+		r := d.cliIn(t, "a\nb\n", "attach", "-i", pod, "-c", "reader")
+		require.Equal(t, 0, r.code, "%s", r)
+		assert.Equal(t, "got-a\ngot-b\nbye\n", r.stdout)
+		assert.Contains(t, r.stderr, "If you don't see a command prompt, try pressing enter.")
+	})
+
+	// No -c: the default-container annotation's (shell), not the first.
+	t.Run("TTY", func(t *testing.T) {
+		term := openPTY(t, 40, 120)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, suite.bin, "attach", "--socket", d.sock, "-it", pod)
+		term.start(t, cmd)
+		at := term.waitFor(t, 0, "If you don't see a command prompt, try pressing enter.", time.Minute)
+		term.send(t, "echo $((6*7))\r")
+		at = term.waitFor(t, at, "42", 30*time.Second)
+		term.send(t, "exit 3\r")
+		err := cmd.Wait()
+		// As kubectl attach: the session's end is not the process's exit
+		// code (the attach stream carries none); describe has it.
+		require.NoError(t, err, "the session ends with the process, exit 0\n%s", term.output())
+		// The pty's reader may still be behind the exited process.
+		term.waitFor(t, at, "Session ended, resume using 'minikubelet attach e2e-d-attach -c shell -n default -i -t' command", 10*time.Second)
+		out := term.output()
+		t.Logf("minikubelet attach -it:\n%s", out)
+		assert.Regexp(t, regexp.MustCompile(`(?m)^42\r?$`), out, "the shell's output, through the terminal")
+		term.assertCooked(t)
+	})
+
+	t.Run("TerminatedContainer", func(t *testing.T) {
+		var exitCode int32 = -1
+		d.waitPod(t, pod, "shell terminated", time.Minute, func(p *v1.Pod) bool {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == "shell" && cs.State.Terminated != nil {
+					exitCode = cs.State.Terminated.ExitCode
+					return true
+				}
+			}
+			return false
+		})
+		assert.Equal(t, int32(3), exitCode, "the exit code the attached shell ended with")
+		r := d.cli(t, "attach", "-it", pod, "-c", "shell")
+		assert.Equal(t, 1, r.code, "%s", r)
+		assert.Contains(t, r.stderr, "container shell of pod default/e2e-d-attach is not running (terminated: Error)")
 	})
 }

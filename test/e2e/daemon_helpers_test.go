@@ -337,10 +337,17 @@ func (r cliResult) String() string {
 // most).
 func (d *daemon) cli(t *testing.T, cmd string, args ...string) cliResult {
 	t.Helper()
+	return d.cliIn(t, "", cmd, args...)
+}
+
+// cliIn is cli with stdin given.
+func (d *daemon) cliIn(t *testing.T, stdin, cmd string, args ...string) cliResult {
+	t.Helper()
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	full := append([]string{cmd, "--socket", d.sock}, args...)
 	p := exec.CommandContext(c, suite.bin, full...)
+	p.Stdin = strings.NewReader(stdin)
 	var stdout, stderr strings.Builder
 	p.Stdout, p.Stderr = &stdout, &stderr
 	err := p.Run()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -99,4 +100,14 @@ func (p *pty) waitFor(t *testing.T, after int, want string, timeout time.Duratio
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// assertCooked checks that the terminal is out of raw mode (echo and line
+// editing back), as a client that put it in raw mode must leave it.
+func (p *pty) assertCooked(t *testing.T) {
+	t.Helper()
+	tio, err := unix.IoctlGetTermios(int(p.slave.Fd()), unix.TCGETS)
+	require.NoError(t, err)
+	assert.NotZero(t, tio.Lflag&unix.ECHO, "ECHO restored")
+	assert.NotZero(t, tio.Lflag&unix.ICANON, "ICANON restored")
 }
