@@ -179,7 +179,7 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"terminationMessagePolicy": ruleOK,
 	"imagePullPolicy":          ruleOK,
 	"securityContext":          ruleOK,
-	"stdin":                    ruleLimited("the container gets an open stdin (CRI stdin); attaching to it is not supported yet"),
+	"stdin":                    ruleLimited("the container gets an open stdin (CRI stdin); attach to it with `minikubelet attach -i` or `kubectl attach -i`"),
 	"stdinOnce":                ruleLimited("passed to the runtime (CRI stdin_once)"),
 	"tty":                      ruleLimited("the container gets a terminal (CRI tty); its output is logged"),
 }}
