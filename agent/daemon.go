@@ -101,6 +101,9 @@ var _ api.Backend = (*Daemon)(nil)
 // NewDaemon wires the agent to its sources. dir may be nil (no manifest
 // directory).
 func NewDaemon(a *Agent, store *source.PodStore, dir *source.DirSource, cfg DaemonConfig) *Daemon {
+	if store != nil {
+		a.finalStatus = store // final_status.go
+	}
 	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]source.SourceUpdate{}, firstSetWait: firstSetWait,
 		watch: newPodWatchFeed(a)}
 }

@@ -403,7 +403,7 @@ func podKillChanges(w *podWorker, st *podState) bool {
 // its runtime removable (ShouldPodRuntimeBeRemoved) under disk pressure.
 func (a *Agent) finishIfOver(w *podWorker, phase v1.PodPhase, st *podState) {
 	if (phase == v1.PodSucceeded || phase == v1.PodFailed) && !podKillChanges(w, st) {
-		w.finish(false)
+		a.finishPod(w, false) // final_status.go
 	}
 }
 
