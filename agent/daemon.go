@@ -128,6 +128,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		// run left go).
 		d.cfg.StaticPods(nil)
 	}
+	for _, fe := range d.store.FinalStatusErrors() {
+		d.a.logger.Warn("Stored final pod status ignored; its pod runs as if it had not finished", "path", fe.Path, "err", fe.Err)
+	}
 	d.applyStore()
 
 	// Orphans are collected only once the whole desired set is known: the

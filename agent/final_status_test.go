@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +151,33 @@ spec:
 	static.Annotations[source.AnnotationConfigSource] = source.SourceFile
 	_, ok := h.agent.storedFinalStatus(static)
 	assert.False(t, ok)
+}
+
+// A corrupt stored final status is reported (FinalStatusErrors, which the
+// daemon logs) and ignored: the pod runs as it did before statuses were
+// stored, and the daemon does not fail.
+func TestDaemon_CorruptFinalStatusRunsPod(t *testing.T) {
+	dir := t.TempDir()
+	store, err := source.NewPodStore(dir, "node-1")
+	require.NoError(t, err)
+	stored, err := store.Add(testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: job, namespace: default}
+spec:
+  restartPolicy: Never
+  containers: [{name: app, image: reg.local/x:1}]
+`))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "status"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "status", string(stored.UID)+".json"), []byte(`{"uid":`), 0o600))
+
+	h := newHarness(t)
+	store, err = source.NewPodStore(dir, "node-1")
+	require.NoError(t, err)
+	require.Len(t, store.FinalStatusErrors(), 1)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d.applyStore()
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	assert.NotEmpty(t, ranAgain(h.fake.Calls()))
 }

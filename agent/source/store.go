@@ -365,13 +365,11 @@ func (s *PodStore) commit(op *storeOp) error {
 		if o.applied {
 			o.apply()
 			path := filepath.Join(o.dir, o.name) // no longer a bad file
-			_, wasBad := s.badStatus[path]
 			delete(s.badPods, path)
 			delete(s.badConfig, path)
 			delete(s.badStatus, path)
-			// A final status is no part of the set, unless it replaced a
-			// bad file the set reports.
-			changed = changed || o.statusOf == "" || wasBad
+			// A final status is no part of the set.
+			changed = changed || o.statusOf == ""
 			podsChanged = podsChanged || o.dir == s.dir
 		}
 	}
@@ -576,7 +574,6 @@ func (s *PodStore) SnapshotGen() (SourceUpdate, uint64) {
 		u.Secrets = append(u.Secrets, s.secrets[name])
 	}
 	u.Errors = append(sortedErrors(s.badPods), sortedErrors(s.badConfig)...)
-	u.Errors = append(u.Errors, sortedErrors(s.badStatus)...)
 	s.snap, s.snapGen = &u, s.gen
 	return u, s.gen
 }

@@ -60,8 +60,8 @@ type storedStatus struct {
 func statusFileName(uid types.UID) string { return string(uid) + ".json" }
 
 // FinalStatus returns the stored final status of the API pod uid (a copy),
-// or false when none is stored (or its file could not be used: Snapshot
-// reports it).
+// or false when none is stored (or its file could not be used:
+// FinalStatusErrors reports it).
 func (s *PodStore) FinalStatus(uid types.UID) (v1.PodStatus, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,6 +70,17 @@ func (s *PodStore) FinalStatus(uid types.UID) (v1.PodStatus, bool) {
 		return v1.PodStatus{}, false
 	}
 	return *st.DeepCopy(), true
+}
+
+// FinalStatusErrors returns the final status files that could not be used
+// when the store opened (corrupt, too large, a symlink), by path, still
+// present: their pods have no final status and run as if they had not
+// finished. They are not in Snapshot's Errors, which lists the files of
+// pods that cannot run: the daemon logs these once.
+func (s *PodStore) FinalStatusErrors() []FileError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sortedErrors(s.badStatus)
 }
 
 // SaveFinalStatus stores st as the final status of pod, which must be a

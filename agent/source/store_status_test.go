@@ -61,6 +61,7 @@ func TestPodStore_FinalStatus(t *testing.T) {
 	assert.Equal(t, "Completed", got.ContainerStatuses[0].State.Terminated.Reason)
 	assert.True(t, got.ContainerStatuses[0].State.Terminated.FinishedAt.Equal(&metav1.Time{Time: metav1.Unix(1700000000, 0).Time}))
 	assert.Empty(t, s2.Snapshot().Errors)
+	assert.Empty(t, s2.FinalStatusErrors())
 
 	// Deleting the pod removes its status, durably.
 	require.NoError(t, s2.Delete("default", "job"))
@@ -169,7 +170,8 @@ func TestPodStore_FinalStatusStaleAndCorrupt(t *testing.T) {
 			pods, podErrs := s2.List()
 			assert.Len(t, pods, 1, "the pod itself loads")
 			assert.Empty(t, podErrs)
-			errs := s2.Snapshot().Errors
+			assert.Empty(t, s2.Snapshot().Errors, "no pod file is bad: nothing listed as an unusable manifest")
+			errs := s2.FinalStatusErrors()
 			require.Len(t, errs, 1, "reported")
 			assert.Equal(t, bPath, errs[0].Path)
 			assert.Contains(t, errs[0].Err.Error(), "final status of pod default/b ignored")
@@ -182,7 +184,7 @@ func TestPodStore_FinalStatusStaleAndCorrupt(t *testing.T) {
 			require.NoError(t, s2.SaveFinalStatus(pods[0], completedStatus()))
 			_, ok = s2.FinalStatus(b.UID)
 			assert.True(t, ok)
-			assert.Empty(t, s2.Snapshot().Errors)
+			assert.Empty(t, s2.FinalStatusErrors())
 			fi, err := os.Lstat(bPath)
 			require.NoError(t, err)
 			assert.True(t, fi.Mode().IsRegular(), "the symlink was replaced, not followed")
