@@ -10,6 +10,9 @@ package source
 // <dir>/configmaps/<namespace>_<name>.yaml and <dir>/secrets/…, written the
 // same way (atomically, mode 0600 in 0700 directories), defaulted as the
 // API server would (a Secret's stringData already merged into data).
+//
+// The final status of a pod that finished lives in <dir>/status/<uid>.json
+// (store_status.go), so a restarted daemon never runs a finished pod again.
 
 import (
 	"errors"
