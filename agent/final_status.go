@@ -60,10 +60,16 @@ func (a *Agent) finishPod(w *podWorker, asEvicted bool) {
 	if !w.finish(asEvicted) {
 		return
 	}
-	pod := w.pod()
-	if !a.keepsFinalStatus(pod) {
-		return
+	if a.keepsFinalStatus(w.pod()) {
+		a.storeFinalStatus(w)
 	}
+}
+
+// storeFinalStatus stores the finished pod's status. A write that failed
+// (a full disk: pods are evicted under disk pressure) is tried again at
+// the worker's next syncs (syncPod) until it succeeds or the pod is gone.
+func (a *Agent) storeFinalStatus(w *podWorker) {
+	pod := w.pod()
 	w.mu.Lock()
 	st := *w.status.DeepCopy()
 	w.mu.Unlock()
@@ -71,8 +77,23 @@ func (a *Agent) finishPod(w *podWorker, asEvicted bool) {
 	switch {
 	case errors.Is(err, source.ErrPodNotFound):
 		// Deleted meanwhile: nothing to keep.
+		err = nil
 	case err != nil:
-		w.logger.Warn("Storing the pod's final status failed; a restarted daemon would run the pod again", "err", err)
+		w.logger.Warn("Storing the pod's final status failed; trying again at the next sync (a daemon restarted meanwhile would run the pod again)", "err", err)
+	}
+	w.mu.Lock()
+	w.finalUnsaved = err != nil
+	w.mu.Unlock()
+}
+
+// retryFinalStatus stores the final status of a finished pod whose first
+// write failed (storeFinalStatus).
+func (a *Agent) retryFinalStatus(w *podWorker) {
+	w.mu.Lock()
+	unsaved := w.finalUnsaved
+	w.mu.Unlock()
+	if unsaved {
+		a.storeFinalStatus(w)
 	}
 }
 

@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/source"
@@ -180,4 +183,76 @@ spec:
 	d.applyStore()
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	assert.NotEmpty(t, ranAgain(h.fake.Calls()))
+}
+
+// failingFinalStore is a finalStatusStore whose first fail writes fail.
+type failingFinalStore struct {
+	mu    sync.Mutex
+	fail  int
+	tries int
+	saved map[types.UID]v1.PodStatus
+}
+
+var _ finalStatusStore = (*failingFinalStore)(nil)
+
+func (f *failingFinalStore) FinalStatus(uid types.UID) (v1.PodStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.saved[uid]
+	return st, ok
+}
+
+func (f *failingFinalStore) SaveFinalStatus(pod *v1.Pod, st v1.PodStatus) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tries++
+	if f.fail > 0 {
+		f.fail--
+		return errors.New("no space left on device")
+	}
+	f.saved[pod.UID] = st
+	return nil
+}
+
+func (f *failingFinalStore) state() (tries int, saved bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tries, len(f.saved) > 0
+}
+
+// A final status whose write failed (a full disk) is written at a later
+// sync of the finished pod.
+func TestAgent_FinalStatusWriteRetried(t *testing.T) {
+	h := newHarness(t)
+	store := &failingFinalStore{fail: 1, saved: map[types.UID]v1.PodStatus{}}
+	h.agent.finalStatus = store
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: job, namespace: default}
+spec:
+  restartPolicy: Never
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	pod.Annotations = map[string]string{source.AnnotationConfigSource: source.SourceAPI}
+	h.agent.SetPods([]*v1.Pod{pod})
+	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	require.NoError(t, h.fake.ExitContainer(strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://"), 0))
+	h.agent.mu.Lock()
+	w := h.agent.workers[pod.UID]
+	h.agent.mu.Unlock()
+	w.trigger()
+	h.rec.waitStatus(t, "Succeeded", phaseIs(v1.PodSucceeded))
+	require.Eventually(t, func() bool { tries, _ := store.state(); return tries == 1 }, 10*time.Second, 5*time.Millisecond)
+	_, saved := store.state()
+	require.False(t, saved)
+
+	w.trigger() // the next sync of the finished pod
+	require.Eventually(t, func() bool { _, saved := store.state(); return saved }, 10*time.Second, 5*time.Millisecond, "the write is tried again")
+	st, _ := store.FinalStatus(pod.UID)
+	assert.Equal(t, v1.PodSucceeded, st.Phase)
+	w.trigger()
+	h.waitCallsSettle(t)
+	tries, _ := store.state()
+	assert.Equal(t, 2, tries, "written once it succeeded, not at every sync")
 }

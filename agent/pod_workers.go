@@ -90,6 +90,9 @@ type podWorker struct {
 	// finishOnce guards the close, under mu.
 	finished   chan struct{}
 	finishOnce sync.Once
+	// finalUnsaved is set while the final status of a finished local-API
+	// pod could not be stored (final_status.go: storeFinalStatus).
+	finalUnsaved bool
 
 	// wake has capacity 1 so notifiers never block; a pending wake-up
 	// already covers any later one.
