@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -93,6 +94,60 @@ func TestDaemon_FinishedAPIPodNotRunAfterRestart(t *testing.T) {
 	r = d.cli(t, "delete", "pod", name, "--wait", "--timeout", "60s")
 	require.Equal(t, 0, r.code, "%s", r)
 	d.waitPod(t, name, "gone", 30*time.Second, func(p *v1.Pod) bool { return p == nil })
+	_, err = os.Stat(statusFile)
+	assert.True(t, errors.Is(err, os.ErrNotExist), "the stored status was removed with the pod (stat: %v)", err)
+}
+
+// A local-API pod evicted for its emptyDir's sizeLimit stays evicted
+// across a daemon restart: container GC removes its dead container (an
+// evicted pod's remains go at once), whatever is left of it goes through
+// the CRI while no daemon runs, and the restarted daemon reports it
+// Failed/Evicted with the eviction's message and never starts it again.
+// Before the final status was stored, the evicted pod came back.
+func TestDaemon_EvictedAPIPodStaysEvictedAfterRestart(t *testing.T) {
+	const name = "e2e-d-final-evicted"
+	d := newDaemon(t, []string{name}, "--eviction-monitoring-period", "1s", "--container-gc-period=1s")
+	d.start(t)
+	limit := resource.MustParse("8Mi")
+	pod := evictionTestPod(name, "dd if=/dev/zero of=/data/fill bs=1048576 count=16 && exec sleep 3600", v1.ResourceRequirements{},
+		[]v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &limit}}}},
+		[]v1.VolumeMount{{Name: "data", MountPath: "/data"}})
+	ctx, cancel := shortCtx()
+	created, err := d.api().CreatePod(ctx, pod)
+	cancel()
+	require.NoError(t, err)
+	evicted := func(p *v1.Pod) bool { return p != nil && isEvicted(p) }
+	before := d.waitPod(t, name, "evicted", 2*time.Minute, evicted)
+	statusFile := filepath.Join(d.root, "api-pods", "status", string(created.UID)+".json")
+	waitFor(t, "the evicted pod's container removed by GC and its final status stored", 30*time.Second, func() string {
+		if cs := podContainers(t, name); len(cs) > 0 {
+			return fmt.Sprintf("%d containers left", len(cs))
+		}
+		if _, err := os.Stat(statusFile); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	d.stop(t)
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Logf("removed through the CRI: %v", removeLeftovers(rctx, t, suite.rt, name))
+	rcancel()
+
+	d.start(t)
+	after := d.waitPod(t, name, "still evicted after the restart", time.Minute, evicted)
+	assert.Equal(t, created.UID, after.UID)
+	assert.Equal(t, before.Status.Message, after.Status.Message)
+	consistently(t, 10*time.Second, func() error {
+		if cs := podContainers(t, name); len(cs) > 0 {
+			return fmt.Errorf("the evicted pod came back: container %s %s", cs[0].Metadata.GetName(), cs[0].State)
+		}
+		if sbs := podSandboxes(t, name); len(sbs) > 0 {
+			return fmt.Errorf("the evicted pod came back: sandbox %s", sbs[0].State)
+		}
+		return nil
+	})
+	r := d.cli(t, "delete", "pod", name, "--wait", "--timeout", "60s")
+	require.Equal(t, 0, r.code, "%s", r)
 	_, err = os.Stat(statusFile)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "the stored status was removed with the pod (stat: %v)", err)
 }
