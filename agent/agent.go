@@ -170,6 +170,9 @@ type Agent struct {
 	observer Observer
 	// lifecycle is told when pods appear and leave (nil: nobody).
 	lifecycle podLifecycle
+	// finalStatus keeps the final status of the local API's pods (nil:
+	// no local API; final_status.go). The daemon sets it before it runs.
+	finalStatus finalStatusStore
 
 	// mu guards workers.
 	mu sync.Mutex
@@ -335,6 +338,11 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 		}
 		if _, ok := a.rejected[uid]; ok {
 			// Rejection is terminal: the same pod (same UID) stays rejected.
+			continue
+		}
+		if st, ok := a.storedFinalStatus(p); ok {
+			// Finished before the daemon restarted: never run again.
+			a.startFinishedWorkerLocked(p, st) // final_status.go
 			continue
 		}
 		if reason, msg := admitPodOS(p); reason != "" {

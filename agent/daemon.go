@@ -101,6 +101,9 @@ var _ api.Backend = (*Daemon)(nil)
 // NewDaemon wires the agent to its sources. dir may be nil (no manifest
 // directory).
 func NewDaemon(a *Agent, store *source.PodStore, dir *source.DirSource, cfg DaemonConfig) *Daemon {
+	if store != nil {
+		a.finalStatus = store // final_status.go
+	}
 	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]source.SourceUpdate{}, firstSetWait: firstSetWait,
 		watch: newPodWatchFeed(a)}
 }
@@ -124,6 +127,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		// No manifest directory: no static pods (mirror pods a previous
 		// run left go).
 		d.cfg.StaticPods(nil)
+	}
+	for _, fe := range d.store.FinalStatusErrors() {
+		d.a.logger.Warn("Stored final pod status ignored; its pod runs as if it had not finished", "path", fe.Path, "err", fe.Err)
 	}
 	d.applyStore()
 

@@ -680,7 +680,7 @@ func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) 
 		return a.cfg.ErrorBackoff
 	}
 	w.setStatus(evictedStatus(a.computePodStatus(w, pod, st), ev))
-	w.finish(true)
+	a.finishPod(w, true) // final_status.go: kept for a local-API pod
 	return a.cfg.ResyncPeriod
 }
 

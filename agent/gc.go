@@ -71,14 +71,17 @@ func (a *Agent) podGoneForGC(uid string) bool {
 // Its worker keeps the status it published when it finished, so the
 // removal changes nothing it reports.
 //
-// Where this differs from the kubelet: the finished state lives in the
-// worker only. The kubelet reads a terminal pod's phase back from the API
-// server after a restart and never runs it again; here a cluster pod in a
-// terminal phase likewise leaves the pod source, but a daemon restarted
-// after the reclaim finds a local pod (manifest directory, local API)
-// with nothing left in the runtime and runs it again, as it already does
-// with a local pod that was evicted.
-// TODO(gc): persist a local pod's final status (issue #21).
+// The finished state lives in the worker; what outlives a restart is the
+// final status the local API's pod store keeps for its pods
+// (final_status.go): a restarted daemon starts such a pod's worker
+// finished, so it is finished for GC too and never runs again, as the
+// kubelet reads a terminal pod's phase back from the API server. A cluster
+// pod in a terminal phase leaves the pod source.
+//
+// A manifest-directory (static) pod keeps no final status, as the kubelet
+// keeps none for its static pods: a daemon restarted after the reclaim
+// finds it with nothing left in the runtime and runs it again, as a
+// restarted kubelet does.
 func (a *Agent) podTerminatedForGC(uid string) bool {
 	w, ok := a.gcWorker(uid)
 	return ok && (w == nil || w.isFinished())

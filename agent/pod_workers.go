@@ -90,6 +90,9 @@ type podWorker struct {
 	// finishOnce guards the close, under mu.
 	finished   chan struct{}
 	finishOnce sync.Once
+	// finalUnsaved is set while the final status of a finished local-API
+	// pod could not be stored (final_status.go: storeFinalStatus).
+	finalUnsaved bool
 
 	// wake has capacity 1 so notifiers never block; a pending wake-up
 	// already covers any later one.
@@ -214,14 +217,16 @@ func (w *podWorker) killDeadline() (by time.Time, ok bool, changed <-chan struct
 // finish marks the pod finished (see podWorker.finished). A sync that
 // found the pod over (asEvicted false: syncPod, failPod) leaves a pod the
 // eviction manager evicted meanwhile to syncEvicted, which publishes it
-// Failed/Evicted and removes its volumes before it finishes it.
-func (w *podWorker) finish(asEvicted bool) {
+// Failed/Evicted and removes its volumes before it finishes it. It reports
+// whether this call finished the pod (false: not yet, or already).
+func (w *podWorker) finish(asEvicted bool) (now bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.evicted != nil && !asEvicted {
-		return
+		return false
 	}
-	w.finishOnce.Do(func() { close(w.finished) })
+	w.finishOnce.Do(func() { close(w.finished); now = true })
+	return now
 }
 
 // isFinished reports whether the pod is over (podWorker.finished).

@@ -124,6 +124,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 		// The pod is over (completed, failed or evicted): nothing of it
 		// runs again, and its status stays as published when it
 		// finished, whatever GC has removed of it since.
+		a.retryFinalStatus(w) // a write of it that failed (final_status.go)
 		return a.cfg.ResyncPeriod
 	}
 	w.mu.Lock()
@@ -403,7 +404,7 @@ func podKillChanges(w *podWorker, st *podState) bool {
 // its runtime removable (ShouldPodRuntimeBeRemoved) under disk pressure.
 func (a *Agent) finishIfOver(w *podWorker, phase v1.PodPhase, st *podState) {
 	if (phase == v1.PodSucceeded || phase == v1.PodFailed) && !podKillChanges(w, st) {
-		w.finish(false)
+		a.finishPod(w, false) // final_status.go
 	}
 }
 

@@ -10,6 +10,9 @@ package source
 // <dir>/configmaps/<namespace>_<name>.yaml and <dir>/secrets/…, written the
 // same way (atomically, mode 0600 in 0700 directories), defaulted as the
 // API server would (a Secret's stringData already merged into data).
+//
+// The final status of a pod that finished lives in <dir>/status/<uid>.json
+// (store_status.go), so a restarted daemon never runs a finished pod again.
 
 import (
 	"errors"
@@ -117,6 +120,11 @@ type PodStore struct {
 	// ConfigMaps and Secrets) that could not be used when the store opened;
 	// removing one (a Delete of its name) drops it.
 	badPods, badConfig map[string]FileError
+	// final holds the stored final statuses of the stored pods, by UID,
+	// and badStatus the status files that could not be used when the
+	// store opened, by path (store_status.go).
+	final     map[types.UID]*v1.PodStatus
+	badStatus map[string]FileError
 	// gen counts the groups that changed the set; snap is the snapshot of
 	// generation snapGen (nil before the first).
 	gen     uint64
@@ -154,6 +162,9 @@ type storeOp struct {
 	// replace renames the temporary file over the stored one, which must
 	// exist (notFound otherwise): an update (source_store_replace.go).
 	replace bool
+	// statusOf is, for the write of a final status (store_status.go), the
+	// file of its pod, which must hold a pod with UID uid.
+	statusOf string
 	// apply changes the set in memory once the file is renamed or
 	// removed; it runs with mu held.
 	apply func()
@@ -183,6 +194,8 @@ func openPodStore(dir, secretDir, nodeName string) (*PodStore, error) {
 	}
 	// The subdirectories of ConfigMaps and Secrets appear with their first
 	// object (addConfig).
+	// Leftovers in the status directory go with the stale statuses
+	// (loadStatuses).
 	for _, d := range []string{dir, filepath.Join(dir, storeConfigMapDir), secretDir} {
 		entries, err := os.ReadDir(d)
 		if errors.Is(err, fs.ErrNotExist) && d != dir {
@@ -198,11 +211,15 @@ func openPodStore(dir, secretDir, nodeName string) (*PodStore, error) {
 		}
 	}
 	s := &PodStore{dir: dir, secretDir: secretDir, nodeName: nodeName, updates: make(chan struct{}, 1),
-		badPods: map[string]FileError{}, badConfig: map[string]FileError{}}
+		badPods: map[string]FileError{}, badConfig: map[string]FileError{}, badStatus: map[string]FileError{}}
 	var errs []FileError
 	s.pods, errs = s.loadPods()
 	for _, fe := range errs {
 		s.badPods[fe.Path] = fe
+	}
+	s.final, errs = s.loadStatuses()
+	for _, fe := range errs {
+		s.badStatus[fe.Path] = fe
 	}
 	s.cms, s.secrets, errs = s.loadConfigData()
 	for _, fe := range errs {
@@ -346,15 +363,24 @@ func (s *PodStore) commit(op *storeOp) error {
 	// daemon among them, may act while the directory is being fsynced; a
 	// crash now leaves each change either done or not, never acknowledged).
 	s.mu.Lock()
-	changed := false
+	changed, podsChanged := false, false
 	for _, o := range batch {
 		if o.applied {
 			o.apply()
 			path := filepath.Join(o.dir, o.name) // no longer a bad file
 			delete(s.badPods, path)
 			delete(s.badConfig, path)
-			changed = true
+			delete(s.badStatus, path)
+			// A final status is no part of the set.
+			changed = changed || o.statusOf == ""
+			podsChanged = podsChanged || o.dir == s.dir
 		}
+	}
+	var stale []string
+	if podsChanged {
+		// The final statuses of pods deleted or replaced go with them.
+		stale = s.staleStatusesLocked()
+		changed = changed || len(stale) > 0
 	}
 	if changed {
 		s.gen++
@@ -365,6 +391,11 @@ func (s *PodStore) commit(op *storeOp) error {
 	}
 	s.mu.Unlock()
 
+	if removeStatusFiles(stale) {
+		if _, ok := dirs[s.statusDir()]; !ok {
+			dirs[s.statusDir()] = nil // best effort: no op fails for it
+		}
+	}
 	s.syncDirs(dirs)
 
 	s.mu.Lock()
@@ -392,8 +423,28 @@ func (s *PodStore) renameBatch(batch []*storeOp) map[string][]*storeOp {
 	dirs := map[string][]*storeOp{}
 	added := map[types.UID]*v1.Pod{} // explicit UIDs added by this batch
 	removed := map[string]bool{}     // pod files removed by this batch
+	touched := map[string]bool{}     // pod files added, replaced or removed by this batch
 	for _, o := range batch {
 		path := filepath.Join(o.dir, o.name)
+		if o.dir == s.dir {
+			touched[o.name] = true
+		}
+		if o.statusOf != "" {
+			// The final status of a pod (store_status.go): written over
+			// any earlier one, as long as its pod is still stored.
+			if o.err = s.checkStatus(o, touched); o.err == nil {
+				if err := os.Rename(o.tmp, path); err != nil {
+					o.err = fmt.Errorf("store %s: %w", o.what, err)
+				}
+			}
+			if o.err != nil {
+				_ = os.Remove(o.tmp)
+				continue
+			}
+			o.applied = true
+			dirs[o.dir] = append(dirs[o.dir], o)
+			continue
+		}
 		if o.tmp == "" {
 			if err := os.Remove(path); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -442,7 +493,9 @@ func (s *PodStore) syncDirs(dirs map[string][]*storeOp) {
 			// stays in memory as on disk, and the request fails.
 			for _, o := range ops {
 				verb := "add"
-				if o.tmp == "" {
+				if o.statusOf != "" {
+					verb = "store"
+				} else if o.tmp == "" {
 					verb = "delete"
 				}
 				o.err = fmt.Errorf("%s %s: %w", verb, o.what, err)
