@@ -23,7 +23,7 @@ import (
 // cycles left the pod with no figure, unmeasured. A subtree with ".."
 // stays inside dir (never matched: a directory entry is never "..").
 func TestDiskUsageWithSubtrees_ManySubtreesLinear(t *testing.T) {
-	const n = 40000
+	const n = 20000
 	root := t.TempDir()
 	vols := filepath.Join(root, "volumes", "kubernetes.io~empty-dir")
 	subs := make([]string, 0, n+2)
