@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,9 +40,10 @@ import (
 // final statuses; List skips directories, so it never reads as a pod.
 const storeStatusDir = "status"
 
-// maxStatusFileBytes bounds the read of one final status file. A status is
-// a few KiB (termination messages are capped at 4 KiB a container and
-// 12 KiB a pod); anything larger is not one the agent wrote.
+// maxStatusFileBytes bounds the read of one final status file, and the
+// write: a status is a few KiB, and one whose containers' messages make it
+// larger is stored with them trimmed (marshalStatusBounded); anything
+// larger is not one the agent wrote.
 const maxStatusFileBytes = 1 << 20
 
 // storedStatus is the content of a final status file.
@@ -95,7 +97,8 @@ func (s *PodStore) SaveFinalStatus(pod *v1.Pod, st v1.PodStatus) error {
 	if !statusKeyValid(pod) {
 		return fmt.Errorf("store final status of pod %s: %w", key, ErrPodNotFound)
 	}
-	data, err := json.Marshal(storedStatus{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Status: st})
+	ss := &storedStatus{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name, Status: *st.DeepCopy()}
+	data, err := marshalStatusBounded(ss) // may trim ss.Status's messages
 	if err != nil {
 		return fmt.Errorf("store final status of pod %s: %w", key, err)
 	}
@@ -107,12 +110,73 @@ func (s *PodStore) SaveFinalStatus(pod *v1.Pod, st v1.PodStatus) error {
 	if err != nil {
 		return fmt.Errorf("store final status of pod %s: %w", key, err)
 	}
-	saved := *st.DeepCopy()
+	saved := ss.Status // as stored: what a restarted daemon reads back
 	uid := pod.UID
 	op := &storeOp{dir: s.statusDir(), name: name, tmp: tmp, what: "final status of pod " + key, notFound: ErrPodNotFound,
 		statusOf: storeFileName(pod.Namespace, pod.Name), uid: uid,
 		apply: func() { s.final[uid] = &saved }}
 	return s.commit(op)
+}
+
+// marshalStatusBounded returns the JSON of ss, at most maxStatusFileBytes,
+// so the store reads back every file it writes (a larger one is ignored,
+// and the restarted daemon would run the finished pod again). The
+// containers' messages are the pod's bytes: a termination message is up
+// to 4 KiB a container of anything, which JSON may escape six-fold ('<'
+// is \u003c), and a pod has up to 100 init, 100 app and any number of
+// ephemeral containers, each with a state and a last state. So when the
+// status does not fit, those messages are cut to their last
+// trimmedMessageBytes (a termination message is its file's tail), then
+// dropped; ss.Status is changed to what is stored. The kubelet bounds them
+// by 12 KiB a pod when it builds the status; minikubelet's statuses keep
+// each container's 4 KiB, so the bound is applied only here, where a
+// larger file would make the status unusable.
+func marshalStatusBounded(ss *storedStatus) ([]byte, error) {
+	data, err := json.Marshal(ss)
+	for _, keep := range []int{trimmedMessageBytes, 0} {
+		if err != nil || len(data) <= maxStatusFileBytes {
+			return data, err
+		}
+		trimContainerMessages(&ss.Status, keep)
+		data, err = json.Marshal(ss)
+	}
+	if err == nil && len(data) > maxStatusFileBytes {
+		err = fmt.Errorf("the status is %d bytes even without its containers' messages, more than %d", len(data), maxStatusFileBytes)
+	}
+	return data, err
+}
+
+// trimmedMessageBytes is what marshalStatusBounded first keeps of each
+// container message of a status too large to store.
+const trimmedMessageBytes = 256
+
+// trimContainerMessages cuts every container state's message in st to its
+// last keep bytes (whole UTF-8 characters).
+func trimContainerMessages(st *v1.PodStatus, keep int) {
+	trim := func(s string) string {
+		if len(s) <= keep {
+			return s
+		}
+		i := len(s) - keep
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+		return s[i:]
+	}
+	state := func(cs *v1.ContainerState) {
+		if cs.Waiting != nil {
+			cs.Waiting.Message = trim(cs.Waiting.Message)
+		}
+		if cs.Terminated != nil {
+			cs.Terminated.Message = trim(cs.Terminated.Message)
+		}
+	}
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses, st.EphemeralContainerStatuses} {
+		for i := range list {
+			state(&list[i].State)
+			state(&list[i].LastTerminationState)
+		}
+	}
 }
 
 // statusKeyValid reports whether pod's UID, namespace and name are what

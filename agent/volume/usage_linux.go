@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,6 +39,11 @@ type usageWalk struct {
 	// relative to the root; active those the walk is inside.
 	subs   map[string]*subtreeUsage
 	active []*subtreeUsage
+	// ways holds the subtrees and every directory leading to one, so
+	// that an entry is looked up once, not compared with each subtree:
+	// the subtrees are a pod's emptyDirs, as many as its manifest lists,
+	// and comparing each entry with each made the walk of N of them N².
+	ways map[string]bool
 }
 
 // subtreeUsage is one subtree's figure within a walk.
@@ -77,6 +81,12 @@ func diskUsage(ctx context.Context, dir string, lim UsageLimits, subtrees []stri
 		for _, s := range subtrees {
 			w.subs[path.Clean(s)] = &subtreeUsage{linked: map[uint64]struct{}{}}
 		}
+		w.ways = make(map[string]bool, len(w.subs))
+		for s := range w.subs {
+			for ; s != "." && s != "/" && s != "" && !w.ways[s]; s = path.Dir(s) {
+				w.ways[s] = true
+			}
+		}
 	}
 	w.count(&st, nil)
 	w.dir(fd, 0, "", len(w.subs) > 0)
@@ -102,10 +112,8 @@ func (w *usageWalk) subtreeOf(rel, name string) (string, bool) {
 	if rel != "" {
 		child = rel + "/" + name
 	}
-	for s := range w.subs {
-		if s == child || strings.HasPrefix(s, child+"/") {
-			return child, true
-		}
+	if w.ways[child] {
+		return child, true
 	}
 	return "", false
 }
