@@ -461,6 +461,7 @@ func (w *podWorker) setNetworkNotReady(msg string) {
 // setStatus stores a new status and tells the observer when it changed.
 func (w *podWorker) setStatus(st v1.PodStatus) {
 	w.mu.Lock()
+	st = limitTerminationMessages(&w.spec.Spec, st) // termination.go
 	same := equality.Semantic.DeepEqual(w.status, st)
 	w.status = st
 	w.mu.Unlock()

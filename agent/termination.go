@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -34,7 +35,52 @@ const (
 	// fall-back: the last lines, then at most this many bytes of them.
 	maxTerminationLogLines = 80
 	maxTerminationLogBytes = 2 * 1024
+	// maxPodTerminationMessageBytes is what all of a pod's containers'
+	// termination messages may take together (the kubelet's
+	// MaxPodTerminationMessageLogLength).
+	maxPodTerminationMessageBytes = 12 * 1024
 )
+
+// limitTerminationMessages returns st with each terminated state's message cut to
+// an even share of maxPodTerminationMessageBytes, as the kubelet's status
+// manager does to every status it keeps and sends (normalizeStatus): the
+// share is divided among the spec's init and app containers, and applies
+// to their states, last states and the ephemeral containers' alike. A pod
+// of many containers that each write 4 KiB therefore publishes 12 KiB of
+// their bytes, not 4 KiB times the number of containers. Like the kubelet
+// it keeps the head of each message; unlike it, it cuts at a character
+// boundary (the kubelet cuts bytes, which may leave invalid UTF-8).
+func limitTerminationMessages(spec *v1.PodSpec, st v1.PodStatus) v1.PodStatus {
+	share := maxPodTerminationMessageBytes
+	if n := len(spec.InitContainers) + len(spec.Containers); n > 0 {
+		share /= n
+	}
+	each := func(st *v1.PodStatus, fn func(*v1.ContainerStateTerminated) bool) bool {
+		for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses, st.EphemeralContainerStatuses} {
+			for i := range list {
+				for _, t := range []*v1.ContainerStateTerminated{list[i].State.Terminated, list[i].LastTerminationState.Terminated} {
+					if t != nil && len(t.Message) > share && fn(t) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	if !each(&st, func(*v1.ContainerStateTerminated) bool { return true }) {
+		return st // nothing to cut: the caller's status as it is
+	}
+	st = *st.DeepCopy() // the caller's stays whole
+	each(&st, func(t *v1.ContainerStateTerminated) bool {
+		i := share
+		for i > 0 && !utf8.RuneStart(t.Message[i]) {
+			i--
+		}
+		t.Message = t.Message[:i]
+		return false
+	})
+	return st
+}
 
 // createTerminationMessageFile creates an empty, world-writable file
 // <podDir>/containers/<container>/<8 hex> for one container instance (the
