@@ -127,10 +127,12 @@ func (s *PodStore) SaveFinalStatus(pod *v1.Pod, st v1.PodStatus) error {
 // ephemeral containers, each with a state and a last state. So when the
 // status does not fit, those messages are cut to their last
 // trimmedMessageBytes (a termination message is its file's tail), then
-// dropped; ss.Status is changed to what is stored. The kubelet bounds them
-// by 12 KiB a pod when it builds the status; minikubelet's statuses keep
-// each container's 4 KiB, so the bound is applied only here, where a
-// larger file would make the status unusable.
+// dropped; ss.Status is changed to what is stored. The agent's statuses
+// already share 12 KiB of messages among a pod's init and app containers,
+// as the kubelet's (agent.limitTerminationMessages), but each of any
+// number of ephemeral containers keeps a share too, so the file's bound
+// is still applied here, where a larger file would make the status
+// unusable.
 func marshalStatusBounded(ss *storedStatus) ([]byte, error) {
 	data, err := json.Marshal(ss)
 	for _, keep := range []int{trimmedMessageBytes, 0} {
