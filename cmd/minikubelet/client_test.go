@@ -41,11 +41,13 @@ func startDaemon(t *testing.T) (*apitest.Backend, string) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	web := basePod()
-	web.CreationTimestamp = metav1.NewTime(time.Now().Add(-2 * time.Minute))
+	// Ages whose printed form holds for a minute ("30m", "4h"): one of a
+	// few seconds ("2m" then "2m1s") changed while a loaded test ran.
+	web.CreationTimestamp = metav1.NewTime(time.Now().Add(-30 * time.Minute))
 	b.SetPod(web)
 	other := basePod()
 	other.Name, other.Namespace = "db", "prod"
-	other.CreationTimestamp = metav1.NewTime(time.Now().Add(-5 * time.Second))
+	other.CreationTimestamp = metav1.NewTime(time.Now().Add(-4 * time.Hour))
 	b.SetPod(other)
 	return b, sock
 }
@@ -82,13 +84,13 @@ func TestGetCommand(t *testing.T) {
 
 	out, _, err := cli(t, ctx, sock, "get", "pods")
 	require.NoError(t, err)
-	assert.Equal(t, "NAME   READY   STATUS    RESTARTS   AGE\nweb    2/2     Running   0          2m\n", out)
+	assert.Equal(t, "NAME   READY   STATUS    RESTARTS   AGE\nweb    2/2     Running   0          30m\n", out)
 
 	out, _, err = cli(t, ctx, sock, "get", "pods", "-A", "-o", "wide")
 	require.NoError(t, err)
 	assert.Equal(t, "NAMESPACE   NAME   READY   STATUS    RESTARTS   AGE   IP          NODE\n"+
-		"default     web    2/2     Running   0          2m    10.88.0.5   node1\n"+
-		"prod        db     2/2     Running   0          5s    10.88.0.5   node1\n", out)
+		"default     web    2/2     Running   0          30m   10.88.0.5   node1\n"+
+		"prod        db     2/2     Running   0          4h    10.88.0.5   node1\n", out)
 
 	// Flags after the name, as kubectl allows.
 	out, _, err = cli(t, ctx, sock, "get", "pod", "db", "-n", "prod", "-o", "name")

@@ -80,7 +80,7 @@ func TestGetCommand_Watch(t *testing.T) {
 	lines := waitOutput(t, out, 2)
 	assert.Equal(t, []string{
 		"NAME   READY   STATUS    RESTARTS   AGE",
-		"web    2/2     Running   0          2m",
+		"web    2/2     Running   0          30m",
 	}, lines)
 
 	web := basePod()
@@ -97,9 +97,9 @@ func TestGetCommand_Watch(t *testing.T) {
 
 	lines = waitOutput(t, out, 5)
 	assert.Equal(t, []string{
-		"web    1/2     CrashLoopBackOff   3          2m",
-		"web    1/2     Terminating   3          2m", // deletion mark
-		"web    1/2     Terminating   3          2m", // gone
+		"web    1/2     CrashLoopBackOff   3          30m",
+		"web    1/2     Terminating   3          30m", // deletion mark
+		"web    1/2     Terminating   3          30m", // gone
 	}, lines[2:])
 	require.NoError(t, stop())
 	assert.Len(t, strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"), 5)
