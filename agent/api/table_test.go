@@ -161,7 +161,7 @@ func TestTable_ConfigAndEvents(t *testing.T) {
 		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "default"},
 		InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default", FieldPath: "spec.containers{c}"},
 		Reason:         "Started", Message: "Started container c", Type: v1.EventTypeNormal, Count: 1,
-		Source:        v1.EventSource{Component: "kubelet", Host: "node1"},
+		Source: v1.EventSource{Component: "kubelet", Host: "node1"},
 		// 30m, not 1m: "60s" became "61s" if the request came a second late.
 		LastTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Minute)), FirstTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Minute)),
 	}})
