@@ -157,12 +157,13 @@ func TestTable_ConfigAndEvents(t *testing.T) {
 	assert.Equal(t, []any{"sec", "Opaque", float64(1)}, tab.Rows[0].Cells[:3])
 
 	b.SetPod(testPod("default", "web", "c"))
+	// Seen 30m ago, not 1m: "60s" became "61s" when the request came a
+	// second late.
 	b.SetEvents("default", "web", []v1.Event{{
 		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "default"},
 		InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default", FieldPath: "spec.containers{c}"},
 		Reason:         "Started", Message: "Started container c", Type: v1.EventTypeNormal, Count: 1,
-		Source: v1.EventSource{Component: "kubelet", Host: "node1"},
-		// 30m, not 1m: "60s" became "61s" if the request came a second late.
+		Source:        v1.EventSource{Component: "kubelet", Host: "node1"},
 		LastTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Minute)), FirstTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Minute)),
 	}})
 	code, body, _ = get(t, srv.URL+"/api/v1/namespaces/default/events", tableAccept)
