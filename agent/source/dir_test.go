@@ -267,7 +267,12 @@ func TestDirSource_NotificationsDriveUpdates(t *testing.T) {
 	require.Equal(t, []string{"default/a"}, podNames(u))
 	uidA := u.Pods[0].UID
 
-	const within = 10 * time.Second // far less than the hour of the rescan
+	// Far less than the hour of the rescan. Not 10 s: stepping 100 ms of
+	// fake time every 5 ms of real time left a notification half a second
+	// of real time, which a loaded machine's stall can take; now until's
+	// 5 s of real time bound the wait, and 1000 steps are 100 s of fake
+	// time, still far below the hour.
+	const within = 30 * time.Minute
 	h.write(t, "b.yaml", manifestYAML("b", "x"))
 	u = h.until(t, dirDebounce, within, withPods("default/a", "default/b"))
 	assert.Equal(t, uidA, u.Pods[0].UID, "an untouched file keeps its pod")
