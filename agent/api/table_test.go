@@ -114,7 +114,10 @@ func TestTable_Watch(t *testing.T) {
 	p := testPod("default", "w", "c")
 	p.Status.Phase = v1.PodRunning
 	b.SetPod(p)
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=1", nil)
+	// timeoutSeconds as kubectl sends it, long enough that a stalled
+	// server's expiry cannot race the first event: after a stall of 1 s
+	// (the value here once) both were ready and either could win.
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=30", nil)
 	require.NoError(t, err)
 	req.Header.Set("Accept", tableAccept)
 	resp, err := http.DefaultClient.Do(req)
