@@ -136,10 +136,16 @@ func (h *harness) waitCallsSettle(t *testing.T) {
 // stepUntil advances the fake clock in half-second steps, at most total,
 // until the newest status satisfies cond, and returns the fake time that
 // passed. Stepping repeatedly (rather than once by the expected delay) does
-// not depend on whether the worker already re-armed its timer.
+// not depend on whether the worker already re-armed its timer. A step
+// waits until the runtime calls have stopped for 20 ms: stepping every
+// 20 ms of wall-clock time regardless let a sync that a loaded machine
+// slowed down see fake seconds pass mid-sync, beyond the bounds the
+// callers assert on the returned time.
 func (h *harness) stepUntil(t *testing.T, what string, total time.Duration, cond func(*v1.Pod) bool) time.Duration {
 	t.Helper()
 	start := h.clock.Now()
+	realDeadline := time.Now().Add(time.Minute)
+	calls := len(h.fake.Calls())
 	for {
 		h.rec.mu.Lock()
 		var last *v1.Pod
@@ -153,9 +159,16 @@ func (h *harness) stepUntil(t *testing.T, what string, total time.Duration, cond
 		if h.clock.Since(start) > total {
 			t.Fatalf("no %s within %s of fake time; last status: %+v", what, total, last)
 		}
+		if time.Now().After(realDeadline) {
+			t.Fatalf("no %s within a minute: the runtime calls never settled for a step; last status: %+v", what, last)
+		}
 		select {
 		case <-h.rec.changed:
 		case <-time.After(20 * time.Millisecond):
+			if n := len(h.fake.Calls()); n != calls {
+				calls = n // a sync is in flight: let it finish first
+				continue
+			}
 			h.clock.Step(500 * time.Millisecond)
 		}
 	}

@@ -156,7 +156,10 @@ func TestPodFilesCache(t *testing.T) {
 	}
 	var aGone atomic.Bool
 	c := newPodFilesCache(measure, func(uid types.UID) bool { return !(uid == a.UID && aGone.Load()) })
-	c.wait = 200 * time.Millisecond
+	// The wait bounds how long a call gives walks that do finish: 200 ms
+	// once, and a loaded machine that stalled b's instant walk that long
+	// left b's figure stale. It costs its length only where a's walk blocks.
+	c.wait = 2 * time.Second
 	ctx := context.Background()
 	held := func(got map[types.UID]*podFiles, uid types.UID) int64 {
 		t.Helper()
@@ -188,7 +191,7 @@ func TestPodFilesCache(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, 2, calls[a.UID], "one walk of a pod at a time")
 	mu.Unlock()
-	c.wait = 200 * time.Millisecond
+	c.wait = 2 * time.Second
 
 	// a goes away with its walk blocked: the next call (for b only) stops
 	// it and drops a.

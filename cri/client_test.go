@@ -289,8 +289,13 @@ func TestClient_NilStatusIsError(t *testing.T) {
 
 func TestClient_ExecSync(t *testing.T) {
 	tests := []struct {
-		name        string
-		timeout     time.Duration
+		name    string
+		timeout time.Duration
+		// callTimeout is the client's Options.Timeout (0: 10 s). Only the
+		// case that waits for the deadline needs a short one: with 100 ms,
+		// an answer that returns at once still missed its 1.1 s deadline
+		// when a loaded machine stalled the test for a second.
+		callTimeout time.Duration
 		handler     func(context.Context, *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error)
 		wantSeconds int64
 		wantTimeout bool
@@ -309,6 +314,7 @@ func TestClient_ExecSync(t *testing.T) {
 		{
 			name:        "runtime hangs past timeout plus call timeout",
 			timeout:     100 * time.Millisecond,
+			callTimeout: 100 * time.Millisecond,
 			wantSeconds: 1,
 			handler: func(ctx context.Context, _ *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 				<-ctx.Done()
@@ -349,7 +355,11 @@ func TestClient_ExecSync(t *testing.T) {
 					return tt.handler(ctx, req)
 				},
 			}, nil)
-			c := dial(t, path, Options{Timeout: 100 * time.Millisecond})
+			callTimeout := tt.callTimeout
+			if callTimeout == 0 {
+				callTimeout = 10 * time.Second
+			}
+			c := dial(t, path, Options{Timeout: callTimeout})
 
 			stdout, _, err := c.ExecSync(context.Background(), "cid", []string{"true"}, tt.timeout)
 			assert.Equal(t, tt.wantSeconds, gotSeconds.Load())

@@ -39,6 +39,9 @@ func columns(tab metav1.Table, wide bool) []string {
 
 func TestTable_Pods(t *testing.T) {
 	b, srv := newTestServer(t, api.Options{})
+	// Ages whose printed form holds for a minute ("10m", "30m ago", "30m"):
+	// one of whole seconds ("2m", "60s") turns into "2m1s" or "61s" when a
+	// loaded machine stalls the test for a second before the request.
 	created := metav1.NewTime(time.Now().Add(-10 * time.Minute))
 	running := testPod("default", "running", "c")
 	running.CreationTimestamp = created
@@ -55,7 +58,7 @@ func TestTable_Pods(t *testing.T) {
 	crash.Status.ContainerStatuses[0].RestartCount = 4
 	crash.Status.ContainerStatuses[0].State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
 	crash.Status.ContainerStatuses[0].LastTerminationState = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
-		ExitCode: 1, Reason: "Error", FinishedAt: metav1.NewTime(time.Now().Add(-2 * time.Minute)),
+		ExitCode: 1, Reason: "Error", FinishedAt: metav1.NewTime(time.Now().Add(-30 * time.Minute)),
 	}}
 
 	terminating := testPod("default", "terminating", "c")
@@ -86,7 +89,7 @@ func TestTable_Pods(t *testing.T) {
 	}
 	assert.Equal(t, []any{"running", "1/1", "Running", "0", "10m", "10.0.0.7", "node1", "<none>", "<none>"}, rows["running"])
 	assert.Equal(t, []any{"0/1", "ContainerCreating", "0"}, rows["pending"][1:4])
-	assert.Equal(t, []any{"0/1", "CrashLoopBackOff", "4 (2m ago)"}, rows["crash"][1:4])
+	assert.Equal(t, []any{"0/1", "CrashLoopBackOff", "4 (30m ago)"}, rows["crash"][1:4])
 	assert.Equal(t, []any{"1/1", "Terminating"}, rows["terminating"][1:3])
 	assert.Equal(t, []any{"0/1", "Completed"}, rows["completed"][1:3])
 
@@ -111,7 +114,10 @@ func TestTable_Watch(t *testing.T) {
 	p := testPod("default", "w", "c")
 	p.Status.Phase = v1.PodRunning
 	b.SetPod(p)
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=1", nil)
+	// timeoutSeconds as kubectl sends it, long enough that a stalled
+	// server's expiry cannot race the first event: after a stall of 1 s
+	// (the value here once) both were ready and either could win.
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=30", nil)
 	require.NoError(t, err)
 	req.Header.Set("Accept", tableAccept)
 	resp, err := http.DefaultClient.Do(req)
@@ -154,19 +160,21 @@ func TestTable_ConfigAndEvents(t *testing.T) {
 	assert.Equal(t, []any{"sec", "Opaque", float64(1)}, tab.Rows[0].Cells[:3])
 
 	b.SetPod(testPod("default", "web", "c"))
+	// Seen 30m ago, not 1m: "60s" became "61s" when the request came a
+	// second late.
 	b.SetEvents("default", "web", []v1.Event{{
 		ObjectMeta:     metav1.ObjectMeta{Name: "web.1", Namespace: "default"},
 		InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default", FieldPath: "spec.containers{c}"},
 		Reason:         "Started", Message: "Started container c", Type: v1.EventTypeNormal, Count: 1,
 		Source:        v1.EventSource{Component: "kubelet", Host: "node1"},
-		LastTimestamp: metav1.NewTime(time.Now().Add(-time.Minute)), FirstTimestamp: metav1.NewTime(time.Now().Add(-time.Minute)),
+		LastTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Minute)), FirstTimestamp: metav1.NewTime(time.Now().Add(-30 * time.Minute)),
 	}})
 	code, body, _ = get(t, srv.URL+"/api/v1/namespaces/default/events", tableAccept)
 	require.Equal(t, http.StatusOK, code, body)
 	tab = decodeTable(t, body)
 	assert.Equal(t, []string{"Last Seen", "Type", "Reason", "Object", "Message"}, columns(tab, false))
 	require.Len(t, tab.Rows, 1)
-	assert.Equal(t, []any{"60s", "Normal", "Started", "pod/web", "spec.containers{c}", "kubelet, node1", "Started container c"}, tab.Rows[0].Cells[:7])
+	assert.Equal(t, []any{"30m", "Normal", "Started", "pod/web", "spec.containers{c}", "kubelet, node1", "Started container c"}, tab.Rows[0].Cells[:7])
 
 	code, body, _ = get(t, srv.URL+"/api/v1/nodes", tableAccept)
 	require.Equal(t, http.StatusOK, code, body)

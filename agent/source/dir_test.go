@@ -267,7 +267,12 @@ func TestDirSource_NotificationsDriveUpdates(t *testing.T) {
 	require.Equal(t, []string{"default/a"}, podNames(u))
 	uidA := u.Pods[0].UID
 
-	const within = 10 * time.Second // far less than the hour of the rescan
+	// Far less than the hour of the rescan. Not 10 s: stepping 100 ms of
+	// fake time every 5 ms of real time left a notification half a second
+	// of real time, which a loaded machine's stall can take; now until's
+	// 5 s of real time bound the wait, and 1000 steps are 100 s of fake
+	// time, still far below the hour.
+	const within = 30 * time.Minute
 	h.write(t, "b.yaml", manifestYAML("b", "x"))
 	u = h.until(t, dirDebounce, within, withPods("default/a", "default/b"))
 	assert.Equal(t, uidA, u.Pods[0].UID, "an untouched file keeps its pod")
@@ -295,6 +300,13 @@ func TestDirSource_NotificationsDriveUpdates(t *testing.T) {
 	assert.Equal(t, uidB, u.Pods[0].UID)
 }
 
+// rescanWithin bounds the fake time until takes for a change that, with
+// notifications off, only a rescan can find. It is no test of the period
+// (which is fake time anyway): with two periods, 1 s steps every 5 ms of
+// real time gave a scan 100 ms of real time, and a scan a loaded machine
+// stalled 600 ms failed the test. Now until's 5 s of real time bound it.
+const rescanWithin = time.Hour
+
 // TestDirSource_RescanSafetyNet checks, without notifications, that the
 // periodic rescan finds changes, and that an unchanged set is not sent again.
 func TestDirSource_RescanSafetyNet(t *testing.T) {
@@ -307,7 +319,7 @@ func TestDirSource_RescanSafetyNet(t *testing.T) {
 	assert.Empty(t, u.Errors)
 
 	h.write(t, "a.yaml", manifestYAML("a", "x"))
-	u = h.until(t, time.Second, 2*dirRescanPeriod, withPods("default/a"))
+	u = h.until(t, time.Second, rescanWithin, withPods("default/a"))
 	assert.Empty(t, u.Errors)
 
 	// Re-saving identical content: a scan, but nothing to send.
@@ -354,6 +366,9 @@ func TestDirSource_MissingDirectory(t *testing.T) {
 	t.Run("created", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "etc", "manifests")
 		h := newDirHarness(t, dir)
+		// The rescan an hour away, so that a notification, not a rescan,
+		// finds a.yaml within the (stall-proof) 30 min below.
+		h.src.rescanPeriod = time.Hour
 		h.start(t)
 		u := h.first(t)
 		assert.Empty(t, u.Pods)
@@ -365,7 +380,7 @@ func TestDirSource_MissingDirectory(t *testing.T) {
 
 		// Notifications work in the directory created.
 		h.write(t, "a.yaml", manifestYAML("a", "x"))
-		h.until(t, dirDebounce, 10*time.Second, withPods("default/a"))
+		h.until(t, dirDebounce, 30*time.Minute, withPods("default/a"))
 	})
 	t.Run("reported", func(t *testing.T) {
 		parent := t.TempDir()
@@ -383,14 +398,14 @@ func TestDirSource_MissingDirectory(t *testing.T) {
 		require.NoError(t, os.Remove(dir))
 		require.NoError(t, os.Mkdir(dir, 0o755))
 		h.write(t, "a.yaml", manifestYAML("a", "x"))
-		u = h.until(t, time.Second, 2*dirRescanPeriod, withPods("default/a"))
+		u = h.until(t, time.Second, rescanWithin, withPods("default/a"))
 		assert.Empty(t, u.Errors)
 
 		// Unreadable again: reported, but the pods of the last good scan
 		// stay (a transient failure must not tear them down).
 		require.NoError(t, os.RemoveAll(dir))
 		require.NoError(t, os.WriteFile(dir, []byte("a file again"), 0o644))
-		u = h.until(t, time.Second, 2*dirRescanPeriod, func(u SourceUpdate) bool { return len(u.Errors) > 0 })
+		u = h.until(t, time.Second, rescanWithin, func(u SourceUpdate) bool { return len(u.Errors) > 0 })
 		assert.Equal(t, []string{"default/a"}, podNames(u))
 		assert.Equal(t, []string{"manifests"}, errorPaths(u))
 	})

@@ -170,12 +170,30 @@ func TestLogsCommand(t *testing.T) {
 	_, _, err = cli(t, ctx, sock, "logs", "web")
 	assert.ErrorContains(t, err, "a container name must be specified for pod web, choose one of: [init app side]")
 
-	// -f returns nil when Ctrl-C ends it.
-	fctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// -f returns nil when Ctrl-C ends it. Ctrl-C comes once the lines are
+	// out: a fixed 300 ms cut a loaded run short before it printed them.
+	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	out, _, err = cli(t, fctx, sock, "logs", "one", "-f")
-	require.NoError(t, err)
-	assert.Equal(t, "a\nb\nc\n", out)
+	fout := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := apiCommands(fctx, "logs", []string{"--socket", sock, "one", "-f"}, fout, io.Discard)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return fout.String() == "a\nb\nc\n" }, 10*time.Second, 5*time.Millisecond, "got %q", fout)
+	select {
+	case err := <-done:
+		t.Fatalf("logs -f returned before Ctrl-C: %v", err)
+	default:
+	}
+	cancel()
+	select {
+	case err = <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("logs -f did not return after Ctrl-C")
+	}
+	assert.Equal(t, "a\nb\nc\n", fout.String())
 }
 
 func TestExecCommand(t *testing.T) {
