@@ -21,6 +21,19 @@ import (
 )
 
 // ranAgain returns the calls of a log that start a pod or a container.
+// jobPod is the restartPolicy Never pod default/job these tests finish.
+func jobPod(t *testing.T) *v1.Pod {
+	t.Helper()
+	return testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: job, namespace: default}
+spec:
+  restartPolicy: Never
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+}
+
 func ranAgain(calls []string) []string {
 	var out []string
 	for _, c := range calls {
@@ -42,14 +55,7 @@ func TestDaemon_FinishedAPIPodNotRunAfterRestart(t *testing.T) {
 	store, err := source.NewPodStore(storeDir, "node-1")
 	require.NoError(t, err)
 	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
-	created, err := d.CreatePod(context.Background(), testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: job, namespace: default}
-spec:
-  restartPolicy: Never
-  containers: [{name: app, image: reg.local/x:1}]
-`))
+	created, err := d.CreatePod(context.Background(), jobPod(t))
 	require.NoError(t, err)
 	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	require.NoError(t, h.fake.ExitContainer(strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://"), 0))
@@ -163,14 +169,7 @@ func TestDaemon_CorruptFinalStatusRunsPod(t *testing.T) {
 	dir := t.TempDir()
 	store, err := source.NewPodStore(dir, "node-1")
 	require.NoError(t, err)
-	stored, err := store.Add(testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: job, namespace: default}
-spec:
-  restartPolicy: Never
-  containers: [{name: app, image: reg.local/x:1}]
-`))
+	stored, err := store.Add(jobPod(t))
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "status"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status", string(stored.UID)+".json"), []byte(`{"uid":`), 0o600))
@@ -226,14 +225,7 @@ func TestAgent_FinalStatusWriteRetried(t *testing.T) {
 	h := newHarness(t)
 	store := &failingFinalStore{fail: 1, saved: map[types.UID]v1.PodStatus{}}
 	h.agent.finalStatus = store
-	pod := testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: job, namespace: default}
-spec:
-  restartPolicy: Never
-  containers: [{name: app, image: reg.local/x:1}]
-`)
+	pod := jobPod(t)
 	pod.Annotations = map[string]string{source.AnnotationConfigSource: source.SourceAPI}
 	h.agent.SetPods([]*v1.Pod{pod})
 	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
