@@ -13,7 +13,7 @@ export TESTLOG_DIR ?= $(CURDIR)/bin/testlogs
 NODE ?= minikubelet
 FOCUS ?=
 
-.PHONY: help build test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged demo verify fmt vet tidy clean bench conformance
+.PHONY: help build test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak demo verify fmt vet tidy clean bench conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ help: ## show this help
 build: ## build bin/minikubelet
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/minikubelet
 
-TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-cgroupv2
+TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-soak test-cgroupv2
 
 # Each part says how long it took; the run stops at the first part that
 # fails, and ends (also then) with the skipped tests by reason and the
@@ -44,6 +44,12 @@ test-fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s); fails on
 
 test-e2e: ## end-to-end suite (real runc, CNI plugins, registry) against Debian's containerd 1.6, then the pinned 2.x; CONTAINERD=1.6 or CONTAINERD=2 runs one (root)
 	E2E_FLAGS="$(E2E_FLAGS)" REGISTRY=$(REGISTRY) hack/e2e.sh
+
+test-soak: ## the soak's 5-minute version: pods churned through the API with a daemon kill, a containerd restart and a registry outage; nothing left, footprint within 10 % (root)
+	SOAK=$${SOAK:-5m} REGISTRY=$(REGISTRY) hack/soak.sh
+
+soak: ## a month of churn in an hour: 10000 pods (SOAK=60m, SOAK_PODS=10000); figures in bin/soak; SOAK_FLAGS=--update-docs copies the plot to docs/ (root)
+	SOAK=$${SOAK:-60m} REGISTRY=$(REGISTRY) hack/soak.sh $(SOAK_FLAGS)
 
 bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-docs rewrites docs/performance.md's results
 	BENCH_FLAGS="$(BENCH_FLAGS)" REGISTRY=$(REGISTRY) hack/bench.sh

@@ -118,7 +118,8 @@ for flavor in "${flavors[@]}"; do
 	start=$SECONDS
 	# E2E_FLAGS is split on spaces on purpose: it holds several go test arguments.
 	# shellcheck disable=SC2086
-	if CONTAINERD=$flavor MINIKUBELET_E2E=1 hack/gotest.sh "e2e-containerd-$flavor" -count=1 -parallel 4 -timeout 40m ${E2E_FLAGS:-} ./test/e2e/...; then
+	# TestSoak runs alone, as make test's test-soak part (hack/soak.sh).
+	if CONTAINERD=$flavor MINIKUBELET_E2E=1 hack/gotest.sh "e2e-containerd-$flavor" -count=1 -parallel 4 -timeout 40m -skip '^TestSoak$' ${E2E_FLAGS:-} ./test/e2e/...; then
 		step "==== e2e suite against $what: passed in $(duration $((SECONDS - start))) ===="
 	else
 		step "==== e2e suite against $what: FAILED after $(duration $((SECONDS - start))) ===="
