@@ -4,7 +4,7 @@
 # (default 60m; make test-soak gives 5m) or SOAK_PODS pods (default
 # 10000), with the daemon killed every 10 minutes, containerd restarted
 # once and the registry stopped for a minute; then nothing may be left
-# and the daemon's RSS, goroutines and fds are within 10 % of before.
+# and the daemon's live heap, goroutines and fds are within 10 % of before (RSS reported).
 # Figures go to SOAK_OUT (default bin/soak): soak.csv, soak.svg, soak.txt.
 # With --update-docs they are copied to docs/soak.svg and docs/soak.txt.
 # Env: CONTAINERD (default 2: the pinned 2.x; 1.6 for Debian's), REGISTRY.
