@@ -34,8 +34,12 @@ type Config struct {
 	RootDir string
 	// PodLogDir holds the CRI container logs (<PodLogDir>/<ns>_<name>_<uid>).
 	PodLogDir string
-	// ResolvConf is the host resolver file pods inherit (no cluster DNS).
+	// ResolvConf is the host resolver file: pods on the node's resolver
+	// inherit it, pods on cluster DNS its search domains.
 	ResolvConf string
+	// ClusterDNS are the cluster's nameservers (--cluster-dns) for pods
+	// with a ClusterFirst policy; none: they get the node's resolver.
+	ClusterDNS []string
 	// ClusterDomain is the DNS domain of pod FQDNs
 	// (<hostname>.<subdomain>.<ns>.svc.<ClusterDomain>); cluster.local.
 	ClusterDomain string

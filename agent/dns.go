@@ -1,16 +1,19 @@
 package agent
 
 // Pod DNS: which resolver configuration a pod's sandbox gets, and how a
-// pod's hostname and domain are formed. A lone node has no cluster DNS
-// service, so the cluster policies fall back to the node's resolver as the
-// kubelet does when --cluster-dns is empty (pkg/kubelet/network/dns).
+// pod's hostname and domain are formed, as the kubelet's GetPodDNS
+// (pkg/kubelet/network/dns). With --cluster-dns the cluster policies get
+// the cluster's nameservers, the search list <ns>.svc.<domain>
+// svc.<domain> <domain> followed by the node's own search domains, and
+// options ndots:5; without it they fall back to the node's resolver, as
+// the kubelet does, with a MissingClusterDNS warning.
 //
-//	dnsPolicy                 hostNetwork  resolver            event
-//	Default                   any          node                -
-//	ClusterFirst              false        node (no cluster)   MissingClusterDNS
-//	ClusterFirst              true         node                -
-//	ClusterFirstWithHostNet   any          node (no cluster)   MissingClusterDNS
-//	None                      any          spec.dnsConfig only -
+//	dnsPolicy                 hostNetwork  resolver (--cluster-dns set)  without --cluster-dns
+//	Default                   any          node                          node
+//	ClusterFirst              false        cluster                       node, MissingClusterDNS
+//	ClusterFirst              true         node                          node
+//	ClusterFirstWithHostNet   any          cluster                       node, MissingClusterDNS
+//	None                      any          spec.dnsConfig only           spec.dnsConfig only
 //
 // spec.dnsConfig is then merged into the result (appended, duplicates
 // dropped, options overridden by name) and the resolver limits applied.
@@ -42,9 +45,19 @@ type dnsWarning struct {
 	reason, message string
 }
 
-// usesClusterDNS reports whether the pod's policy asks for cluster DNS
-// (which this node lacks): ClusterFirst off the host network, and
-// ClusterFirstWithHostNet always.
+// clusterDNSConfig is the node's cluster DNS: --cluster-dns and
+// --cluster-domain (the kubelet's clusterDNS and clusterDomain).
+type clusterDNSConfig struct {
+	Servers []string // cluster nameservers; none: the node has no cluster DNS
+	Domain  string   // the cluster domain, e.g. cluster.local
+}
+
+// defaultDNSOptions are the options of a pod on cluster DNS (the kubelet's
+// defaultDNSOptions).
+var defaultDNSOptions = []string{"ndots:5"}
+
+// usesClusterDNS reports whether the pod's policy asks for cluster DNS:
+// ClusterFirst off the host network, and ClusterFirstWithHostNet always.
 func usesClusterDNS(pod *v1.Pod) bool {
 	switch pod.Spec.DNSPolicy {
 	case v1.DNSClusterFirstWithHostNet:
@@ -56,24 +69,29 @@ func usesClusterDNS(pod *v1.Pod) bool {
 }
 
 // podDNSConfig computes the pod's resolver configuration from the node's
-// resolv.conf content, and the warnings to report. nil means "the runtime
-// copies the node's file": a host-network pod without spec.dnsConfig gets
-// exactly the node's resolver.
-func podDNSConfig(pod *v1.Pod, hostResolv []byte) (*runtimeapi.DNSConfig, []dnsWarning) {
+// resolv.conf content and the cluster DNS, and the warnings to report. nil
+// means "the runtime copies the node's file": a pod on the node's resolver
+// on the host network without spec.dnsConfig gets exactly the node's file.
+func podDNSConfig(pod *v1.Pod, hostResolv []byte, cluster clusterDNSConfig) (*runtimeapi.DNSConfig, []dnsWarning) {
 	var warns []dnsWarning
 	var cfg *runtimeapi.DNSConfig
+	onCluster := usesClusterDNS(pod) && len(cluster.Servers) > 0
+	if usesClusterDNS(pod) && !onCluster {
+		warns = append(warns, missingClusterDNS(pod))
+	}
 	switch {
 	case pod.Spec.DNSPolicy == v1.DNSNone:
 		cfg = &runtimeapi.DNSConfig{}
-	case pod.Spec.HostNetwork && pod.Spec.DNSConfig == nil:
-		if usesClusterDNS(pod) {
-			warns = append(warns, missingClusterDNS(pod))
+	case onCluster:
+		host := parseResolvConf(hostResolv)
+		cfg = &runtimeapi.DNSConfig{
+			Servers:  slices.Clone(cluster.Servers),
+			Searches: clusterSearches(pod.Namespace, cluster.Domain, host.Searches),
+			Options:  slices.Clone(defaultDNSOptions),
 		}
+	case pod.Spec.HostNetwork && pod.Spec.DNSConfig == nil:
 		return nil, warns
 	default:
-		if usesClusterDNS(pod) {
-			warns = append(warns, missingClusterDNS(pod))
-		}
 		cfg = parseResolvConf(hostResolv)
 	}
 	if pc := pod.Spec.DNSConfig; pc != nil {
@@ -84,9 +102,29 @@ func podDNSConfig(pod *v1.Pod, hostResolv []byte) (*runtimeapi.DNSConfig, []dnsW
 	return cfg, append(warns, fitDNSLimits(cfg)...)
 }
 
-// missingClusterDNS is the warning for a cluster DNS policy on this node.
+// clusterSearches is the search list of a pod on cluster DNS: its
+// namespace's service domain, the service domain and the cluster domain,
+// then the node's own search domains without those three (the kubelet's
+// generateSearchesForDNSClusterFirst). Without a cluster domain, the
+// node's list alone.
+func clusterSearches(namespace, domain string, host []string) []string {
+	if domain == "" {
+		return slices.Clone(host)
+	}
+	own := []string{namespace + ".svc." + domain, "svc." + domain, domain}
+	out := slices.Clone(own)
+	for _, h := range host {
+		if !slices.Contains(own, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// missingClusterDNS is the warning for a cluster DNS policy on a node
+// without --cluster-dns.
 func missingClusterDNS(pod *v1.Pod) dnsWarning {
-	return dnsWarning{"MissingClusterDNS", fmt.Sprintf("this node has no cluster DNS, so the %q DNS policy falls back to %q (the node's resolv.conf)", pod.Spec.DNSPolicy, v1.DNSDefault)}
+	return dnsWarning{"MissingClusterDNS", fmt.Sprintf("this node has no cluster DNS (--cluster-dns), so the %q DNS policy falls back to %q (the node's resolv.conf)", pod.Spec.DNSPolicy, v1.DNSDefault)}
 }
 
 // parseResolvConf reads nameserver, search (and domain) and options lines of
@@ -232,6 +270,6 @@ func (a *Agent) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, []dnsWarning, error)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, nil, fmt.Errorf("read resolver config %s: %w", a.cfg.ResolvConf, err)
 	}
-	cfg, warns := podDNSConfig(pod, resolv)
+	cfg, warns := podDNSConfig(pod, resolv, clusterDNSConfig{Servers: a.cfg.ClusterDNS, Domain: a.cfg.ClusterDomain})
 	return cfg, warns, nil
 }

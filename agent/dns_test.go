@@ -65,13 +65,95 @@ func TestPodDNSConfig(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{DNSPolicy: tc.policy, HostNetwork: tc.hostNetwork, DNSConfig: tc.dnsConfig}}
-			got, warns := podDNSConfig(pod, []byte(testHostResolv))
+			got, warns := podDNSConfig(pod, []byte(testHostResolv), clusterDNSConfig{Domain: "cluster.local"})
 			assert.Equal(t, tc.want, got)
 			var reasons []string
 			for _, w := range warns {
 				reasons = append(reasons, w.reason)
 			}
 			assert.Equal(t, tc.wantWarn, reasons)
+		})
+	}
+}
+
+// TestPodDNSConfig_ClusterDNS covers the kubelet's cases with a cluster
+// DNS (pkg/kubelet/network/dns TestGetPodDNS, TestGetPodDNSCustom).
+func TestPodDNSConfig_ClusterDNS(t *testing.T) {
+	cluster := clusterDNSConfig{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"}
+	clusterSearch := []string{"shop.svc.cluster.local", "svc.cluster.local", "cluster.local"}
+	hostCfg := &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:2", "edns0"}}
+	for _, tc := range []struct {
+		name        string
+		policy      v1.DNSPolicy
+		hostNetwork bool
+		dnsConfig   *v1.PodDNSConfig
+		cluster     clusterDNSConfig
+		hostResolv  string
+		want        *runtimeapi.DNSConfig
+	}{{
+		name:   "ClusterFirst: cluster servers, cluster then host searches, ndots:5",
+		policy: v1.DNSClusterFirst,
+		want:   &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: append(clusterSearch, "corp.example", "example"), Options: []string{"ndots:5"}},
+	}, {
+		name:        "ClusterFirst on the host network is the node's resolver",
+		policy:      v1.DNSClusterFirst,
+		hostNetwork: true,
+	}, {
+		name:        "ClusterFirstWithHostNet on the host network is cluster DNS",
+		policy:      v1.DNSClusterFirstWithHostNet,
+		hostNetwork: true,
+		want:        &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: append(clusterSearch, "corp.example", "example"), Options: []string{"ndots:5"}},
+	}, {
+		name:   "ClusterFirstWithHostNet off the host network is cluster DNS",
+		policy: v1.DNSClusterFirstWithHostNet,
+		want:   &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: append(clusterSearch, "corp.example", "example"), Options: []string{"ndots:5"}},
+	}, {
+		name:   "Default stays the node's resolver",
+		policy: v1.DNSDefault,
+		want:   hostCfg,
+	}, {
+		name:      "None ignores the cluster",
+		policy:    v1.DNSNone,
+		dnsConfig: &v1.PodDNSConfig{Nameservers: []string{"1.2.3.4"}},
+		want:      &runtimeapi.DNSConfig{Servers: []string{"1.2.3.4"}},
+	}, {
+		name:       "host searches equal to the cluster's are not repeated",
+		policy:     v1.DNSClusterFirst,
+		hostResolv: "nameserver 10.0.0.2\nsearch cluster.local. svc.cluster.local corp.example\n",
+		want:       &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: append(clusterSearch, "corp.example"), Options: []string{"ndots:5"}},
+	}, {
+		name:    "several cluster nameservers, no cluster domain: the host's searches",
+		policy:  v1.DNSClusterFirst,
+		cluster: clusterDNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11"}},
+		want:    &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:5"}},
+	}, {
+		name:      "dnsConfig merges into the cluster configuration",
+		policy:    v1.DNSClusterFirst,
+		dnsConfig: &v1.PodDNSConfig{Nameservers: []string{"10.96.0.10", "192.0.2.53"}, Searches: []string{"my.dns.search.suffix"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}, {Name: "edns0"}}},
+		want:      &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10", "192.0.2.53"}, Searches: append(clusterSearch, "corp.example", "example", "my.dns.search.suffix"), Options: []string{"ndots:2", "edns0"}},
+	}, {
+		name:      "the nameserver limit applies to cluster servers plus the pod's",
+		policy:    v1.DNSClusterFirst,
+		cluster:   clusterDNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11"}, Domain: "cluster.local"},
+		dnsConfig: &v1.PodDNSConfig{Nameservers: []string{"192.0.2.1", "192.0.2.2"}},
+		want:      &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11", "192.0.2.1"}, Searches: append(clusterSearch, "corp.example", "example"), Options: []string{"ndots:5"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{DNSPolicy: tc.policy, HostNetwork: tc.hostNetwork, DNSConfig: tc.dnsConfig}}
+			pod.Namespace = "shop"
+			c := cluster
+			if tc.cluster.Servers != nil {
+				c = tc.cluster
+			}
+			resolv := testHostResolv
+			if tc.hostResolv != "" {
+				resolv = tc.hostResolv
+			}
+			got, warns := podDNSConfig(pod, []byte(resolv), c)
+			assert.Equal(t, tc.want, got)
+			for _, w := range warns {
+				assert.NotEqual(t, "MissingClusterDNS", w.reason, "a node with cluster DNS never warns MissingClusterDNS")
+			}
 		})
 	}
 }

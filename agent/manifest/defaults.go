@@ -78,6 +78,7 @@ func SetPodDefaults(pod *v1.Pod, source, nodeName string) {
 		spec.ServiceAccountName = "default"
 	}
 	spec.DeprecatedServiceAccount = spec.ServiceAccountName
+	setPriorityDefault(spec)
 	if spec.EnableServiceLinks == nil {
 		enable := v1.DefaultEnableServiceLinks
 		spec.EnableServiceLinks = &enable

@@ -40,6 +40,7 @@ func ValidatePod(pod *v1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validatePodMeta(pod)...)
 	errs = append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validatePriority(&pod.Spec, field.NewPath("spec"))...)
 	errs = append(errs, checkSupport(pod)...)
 	// A refusal quotes the bad value: keep a hostile one from making the
 	// message (returned by the API, logged, shown in the pod list) huge.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,8 @@ type nodeFlags struct {
 	systemReserved string
 	nodeLabels     string
 	clusterDomain  string
+	clusterDNS     ipList
+	resolvConf     string
 	pullSecretFile string
 }
 
@@ -85,7 +88,9 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.unsafeSysctls, "allowed-unsafe-sysctls", "", "sysctls pods may set beyond the kubelet's safe set, comma-separated names or prefixes ending in * (e.g. net.core.*); namespaced sysctls only")
 	fs.StringVar(&f.seccompRoot, "seccomp-profile-root", "", "directory of the Localhost seccomp profiles (default: <root-dir>/seccomp)")
 	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "DNS domain of pod FQDNs (<hostname>.<subdomain>.<namespace>.svc.<domain>)")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain: pod FQDNs (<hostname>.<subdomain>.<namespace>.svc.<domain>) and, with --cluster-dns, the search list of ClusterFirst pods")
+	fs.Var(&f.clusterDNS, "cluster-dns", "IP addresses of the cluster DNS service, comma-separated (the kubelet's --cluster-dns): ClusterFirst pods resolve through them with the search list <ns>.svc.<domain> svc.<domain> <domain> and ndots:5; none: they get the node's resolv.conf")
+	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver file: pods with dnsPolicy Default get it, ClusterFirst pods its search domains (empty: none, the kubelet's rule)")
 	fs.StringVar(&f.pullSecretFile, "pull-secret-file", "", "docker config file (config.json or .dockercfg) with node-level registry credentials for image pulls (default: <root-dir>/config.json if it exists)")
 }
 
@@ -140,11 +145,45 @@ func (f *nodeFlags) agentConfig(node agent.NodeInfo, runtimeName string) agent.C
 		NodePidsLimit:   f.nodePidsLimit,
 		AllowPrivileged: f.allowPriv,
 		ClusterDomain:   f.clusterDomain,
+		ClusterDNS:      f.clusterDNS,
+		ResolvConf:      f.resolvConfFile(),
 		PullSecretFile:  f.pullSecretFile,
 		// Security contexts (agent/security.go).
 		AllowedUnsafeSysctls: f.allowedUnsafeSysctls(),
 		SeccompProfileRoot:   f.seccompRoot,
 	}
+}
+
+// resolvConfFile is --resolv-conf for the agent: empty means no node
+// resolver, as with the kubelet, whose pods on the node's resolver then
+// get no nameserver (the resolver library's default, the local host); an
+// empty file gives them the same.
+func (f *nodeFlags) resolvConfFile() string {
+	if f.resolvConf == "" {
+		return os.DevNull
+	}
+	return f.resolvConf
+}
+
+// ipList is a flag of IP addresses, comma-separated or repeated.
+type ipList []string
+
+func (l *ipList) String() string { return strings.Join(*l, ",") }
+
+// Set appends the comma-separated addresses of one flag (or one config
+// file value), refusing what is not an IP address.
+func (l *ipList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if net.ParseIP(s) == nil {
+			return fmt.Errorf("%q is not an IP address", s)
+		}
+		*l = append(*l, s)
+	}
+	return nil
 }
 
 func (f *nodeFlags) network() cni.Config {

@@ -383,11 +383,24 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 		if flagGiven(fs, k) || k == "config" {
 			continue
 		}
-		if err := fs.Set(k, fmt.Sprint(v)); err != nil {
+		if err := fs.Set(k, configValue(v)); err != nil {
 			return fmt.Errorf("--config %s: %s: %w", path, k, err)
 		}
 	}
 	return nil
+}
+
+// configValue is a config file value as a flag's text: a YAML list (of
+// --cluster-dns addresses, say) becomes its items comma-separated.
+func configValue(v any) string {
+	if list, ok := v.([]any); ok {
+		items := make([]string, len(list))
+		for i, item := range list {
+			items[i] = fmt.Sprint(item)
+		}
+		return strings.Join(items, ",")
+	}
+	return fmt.Sprint(v)
 }
 
 // flagGiven reports whether the flag was set on the command line.

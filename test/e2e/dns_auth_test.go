@@ -66,6 +66,56 @@ spec:
 	p.interrupt()
 }
 
+// With --cluster-dns a ClusterFirst pod gets the kubelet's cluster
+// resolv.conf: the cluster nameservers, the search list
+// <ns>.svc.<domain> svc.<domain> <domain> and the node's own search
+// domains, ndots:5; no MissingClusterDNS warning. A Default pod keeps the
+// node's file (--resolv-conf).
+func TestDNS_ClusterFirstWithClusterDNS(t *testing.T) {
+	t.Parallel()
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	require.NoError(t, os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch corp.example\n"), 0o644))
+	path := writeManifest(t, `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: e2e-cluster-dns
+  namespace: shop
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: app
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: [sleep, "3600"]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: e2e-default-dns
+  namespace: shop
+spec:
+  terminationGracePeriodSeconds: 0
+  dnsPolicy: Default
+  containers:
+  - name: app
+    image: REGISTRY/minikubelet/busybox:1.36
+    command: [sleep, "3600"]
+`)
+	args := append([]string{"run"}, agentArgs()...)
+	args = append(args, "--cluster-dns", "10.96.0.10,10.96.0.11", "--cluster-domain", "example.local", "--resolv-conf", resolv, path)
+	p := startRunArgs(t, args...)
+	for _, pod := range []string{"e2e-cluster-dns", "e2e-default-dns"} {
+		p.waitFor(`shop/`+pod+`\s+status\s+Running ip=`, 2*time.Minute)
+	}
+	assert.Equal(t, "search shop.svc.example.local svc.example.local example.local corp.example\nnameserver 10.96.0.10\nnameserver 10.96.0.11\noptions ndots:5\n",
+		execIn(t, containerID(t, "e2e-cluster-dns", "app"), "cat", "/etc/resolv.conf"))
+	assert.Equal(t, "search corp.example\nnameserver 192.0.2.53\n",
+		execIn(t, containerID(t, "e2e-default-dns", "app"), "cat", "/etc/resolv.conf"))
+	out, _ := p.stdout.snapshot()
+	assert.NotContains(t, out, "MissingClusterDNS")
+	p.interrupt()
+}
+
 // authRegistry is a registry with htpasswd auth holding one image.
 type authRegistry struct {
 	addr, user, pass string
