@@ -135,7 +135,7 @@ if ((${#pods[@]} == 0)); then
 	if $containerd_up; then step "pods: minikubelet runs no pod on $CSOCK"; else step "pods: containerd does not answer on $CSOCK; no pod to remove"; fi
 fi
 for p in "${pods[@]}"; do
-	read -r key state agent <<<"$p"
+	read -r key state agent _ <<<"$p"
 	ns=${key%%/*} name=${key#*/}
 	if [[ $agent == serve* ]] && daemon_answers; then
 		change "pod $key ($state): deleted through the daemon" delete_via_daemon "$ns" "$name"
@@ -157,6 +157,15 @@ if ((${#pods[@]})); then
 	if ((${#keys[@]})); then
 		"$tmp/demodown" -endpoint "unix://$CSOCK" remove "${keys[@]}" | sed "s|^|[$MKL_PREFIX] pods: |"
 	fi
+	# The pod cgroups minikubelet made (cgroupfs driver) of the pods removed
+	# without it; the QoS tiers above them stay (every minikubelet shares them).
+	for p in "${pods[@]}"; do
+		read -r _ _ _ uid <<<"$p"
+		[[ -n $uid ]] || continue
+		for d in /sys/fs/cgroup/kubepods/pod"$uid" /sys/fs/cgroup/kubepods/*/pod"$uid" /sys/fs/cgroup/*/kubepods/pod"$uid" /sys/fs/cgroup/*/kubepods/*/pod"$uid"; do
+			[[ -d $d ]] && change "pods: removed the empty cgroup $d" rmdir "$d"
+		done
+	done
 fi
 
 # Step 2: the daemon hack/start-minikubelet.sh started.
@@ -170,6 +179,9 @@ fi
 secrets=$(dirname "$MSOCK")/secrets
 if mountpoint -q "$secrets" 2>/dev/null && ! daemon_answers; then
 	change "daemon: unmounted the Secrets tmpfs $secrets" umount "$secrets"
+fi
+if [[ -d $secrets ]] && ! mountpoint -q "$secrets" && [[ -z $(ls -A "$secrets") ]] && ! daemon_answers; then
+	change "daemon: removed the empty $secrets" rmdir "$secrets"
 fi
 
 # Step 3: the pod network. Every minikubelet conflist (network name
@@ -221,6 +233,10 @@ for conf in "$CNI_CONF_DIR"/*minikubelet*.conflist; do
 		done
 	fi
 	change "network: removed $conf" rm -f "$conf"
+done
+# host-local's and libcni's directories, once empty (CNI makes them again).
+for d in "$CNI_STATE/networks" "$CNI_STATE/results" "$CNI_STATE"; do
+	[[ -d $d && -z $(ls -A "$d") ]] && ! $DRY && change "network: removed the empty $d" rmdir "$d"
 done
 $found_net || step "network: no minikubelet conflist in $CNI_CONF_DIR"
 

@@ -4,8 +4,8 @@
 //	go run ./hack/demodown [-endpoint E] list
 //	go run ./hack/demodown [-endpoint E] [-dry-run] remove NAMESPACE/NAME... | -all
 //
-// list prints one line per pod: "NAMESPACE/NAME STATE AGENT" (AGENT is the
-// io.minikubelet.agent label: serve-… for a daemon, run-PID for a
+// list prints one line per pod: "NAMESPACE/NAME STATE AGENT UID" (AGENT is
+// the io.minikubelet.agent label: serve-… for a daemon, run-PID for a
 // foreground run). remove stops each pod's containers and sandboxes (the
 // runtime runs CNI DEL then, which releases the IP and the pod's iptables
 // rules) and removes them, printing one line per pod. Only objects labelled
@@ -31,6 +31,7 @@ const (
 	labelAgent     = "io.minikubelet.agent"
 	labelName      = "io.kubernetes.pod.name"
 	labelNamespace = "io.kubernetes.pod.namespace"
+	labelUID       = "io.kubernetes.pod.uid"
 )
 
 func main() {
@@ -48,6 +49,7 @@ type pod struct {
 	key        string // namespace/name
 	state      string
 	agent      string
+	uid        string
 	sandboxes  []string
 	containers []string
 }
@@ -69,7 +71,7 @@ func run(endpoint string, all, dry bool, args []string) error {
 	}
 	if args[0] == "list" {
 		for _, p := range pods {
-			fmt.Printf("%s %s %s\n", p.key, p.state, p.agent)
+			fmt.Printf("%s %s %s %s\n", p.key, p.state, p.agent, p.uid)
 		}
 		return nil
 	}
@@ -125,7 +127,7 @@ func list(ctx context.Context, c *cri.Client) ([]*pod, error) {
 		key := l[labelNamespace] + "/" + l[labelName]
 		p := pods[key]
 		if p == nil {
-			p = &pod{key: key, state: "NotReady", agent: l[labelAgent]}
+			p = &pod{key: key, state: "NotReady", agent: l[labelAgent], uid: l[labelUID]}
 			if p.agent == "" {
 				p.agent = "serve"
 			}
