@@ -100,6 +100,7 @@ change() {
 # Commands whose own output is not wanted between the step lines.
 delete_via_daemon() { "$BIN" delete pod "$2" -n "$1" --wait --socket "$MSOCK" >/dev/null; }
 write_config() { install_file "$1" "$CONFIG" 0644 >/dev/null; }
+rmdir_cgroup() { rmdir "$1" 2>/dev/null || warn "pods: cgroup $1 still holds processes; left in place"; }
 remove_images() { ctr --address "$CSOCK" -n k8s.io images rm "$@" >/dev/null; }
 
 daemon_answers() { curl -sf -m 2 --unix-socket "$MSOCK" http://localhost/healthz -o /dev/null; }
@@ -163,7 +164,7 @@ if ((${#pods[@]})); then
 		read -r _ _ _ uid <<<"$p"
 		[[ -n $uid ]] || continue
 		for d in /sys/fs/cgroup/kubepods/pod"$uid" /sys/fs/cgroup/kubepods/*/pod"$uid" /sys/fs/cgroup/*/kubepods/pod"$uid" /sys/fs/cgroup/*/kubepods/*/pod"$uid"; do
-			[[ -d $d ]] && change "pods: removed the empty cgroup $d" rmdir "$d"
+			[[ -d $d ]] && change "pods: removed the cgroup $d" rmdir_cgroup "$d"
 		done
 	done
 fi
@@ -194,11 +195,13 @@ for conf in "$CNI_CONF_DIR"/*minikubelet*.conflist; do
 	net=$(grep -o '"name"[[:space:]]*:[[:space:]]*"[^"]*"' "$conf" | head -n1 | sed 's/.*"\([^"]*\)"$/\1/')
 	bridge=$(grep -o '"bridge"[[:space:]]*:[[:space:]]*"[^"]*"' "$conf" | head -n1 | sed 's/.*"\([^"]*\)"$/\1/')
 	subnet=$(grep -o '"subnet"[[:space:]]*:[[:space:]]*"[^"]*"' "$conf" | head -n1 | sed 's/.*"\([^"]*\)"$/\1/')
-	if [[ -n $bridge && -d /sys/class/net/$bridge ]]; then
-		if $DRY || wait_for 5 "ports of bridge $bridge to go" bash -c "[[ -z \$(ls /sys/class/net/$bridge/brif 2>/dev/null) ]]"; then
+	# ip, not /sys/class/net: that shows the network namespace sysfs was
+	# mounted in.
+	if [[ -n $bridge ]] && ip link show "$bridge" >/dev/null 2>&1; then
+		if $DRY || wait_for 5 "ports of bridge $bridge to go" bash -c "[[ -z \$(ip -o link show master '$bridge') ]]"; then
 			change "network: deleted the bridge $bridge" ip link delete "$bridge"
 		else
-			warn "network: bridge $bridge still has ports ($(ls "/sys/class/net/$bridge/brif" | tr '\n' ' ')); left in place"
+			warn "network: bridge $bridge still has ports ($(ip -o link show master "$bridge" | awk -F': ' '{ print $2 }' | tr '\n' ' ')); left in place"
 		fi
 	else
 		step "network: no bridge ${bridge:-?} on this machine"
@@ -235,7 +238,7 @@ for conf in "$CNI_CONF_DIR"/*minikubelet*.conflist; do
 	change "network: removed $conf" rm -f "$conf"
 done
 # host-local's and libcni's directories, once empty (CNI makes them again).
-for d in "$CNI_STATE/networks" "$CNI_STATE/results" "$CNI_STATE"; do
+for d in "$CNI_STATE/networks" "$CNI_STATE/results"; do
 	[[ -d $d && -z $(ls -A "$d") ]] && ! $DRY && change "network: removed the empty $d" rmdir "$d"
 done
 $found_net || step "network: no minikubelet conflist in $CNI_CONF_DIR"
