@@ -50,10 +50,10 @@ snapshot() {
 	echo "=== SNAPSHOT $1"
 	echo "## processes"
 	for p in /proc/[0-9]*; do
-		[[ $(readlink "$p/ns/net" 2>/dev/null) == "$mynet" ]] || continue
 		c=$(cat "$p/comm" 2>/dev/null) || continue
 		case $c in
-		containerd*|docker-registry|minikubelet|runc) echo "$c" ;;
+		containerd*|docker-registry|minikubelet|runc)
+			[[ $(readlink "$p/ns/net" 2>/dev/null) == "$mynet" ]] && echo "$c" ;;
 		# Pod processes live in the pod's network namespace: theirs
 		# when their parent (the shim) is in this one.
 		pause|testserver)
