@@ -13,13 +13,18 @@ export TESTLOG_DIR ?= $(CURDIR)/bin/testlogs
 NODE ?= minikubelet
 FOCUS ?=
 
-.PHONY: help build test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak demo verify fmt vet tidy clean bench conformance
+.PHONY: help build install test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak test-demo-down demo demo-down verify fmt vet tidy clean bench conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## build bin/minikubelet
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/minikubelet
+
+PREFIX ?= /usr/local
+
+install: build ## install bin/minikubelet as $(PREFIX)/bin/minikubelet (root); hack/minikubelet.service runs it from there
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/minikubelet
 
 TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-soak test-cgroupv2
 
@@ -71,6 +76,12 @@ demo: ## set this machine up (containerd, CNI plugins, registry, images) and run
 	hack/setup.sh
 	$(MAKE) build
 	hack/demo.sh
+
+demo-down: ## undo make demo: remove the demo pod, stop what it started, restore /etc/containerd/config.toml (DRY_RUN=1 only prints; ALL_PODS=1 also other minikubelet pods)
+	REGISTRY=$(REGISTRY) hack/demo-down.sh
+
+test-demo-down: ## make demo, demo-down, demo, demo-down in a private network and mount namespace; checks that nothing of the demo is left (root; not part of make test)
+	MINIKUBELET_DEMO_DOWN_E2E=1 hack/gotest.sh demodown --stream -count=1 -timeout 40m ./test/demodown/
 
 verify: vet ## gofmt, go vet, import direction
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

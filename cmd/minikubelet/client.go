@@ -31,7 +31,8 @@ const apiUsage = `  minikubelet get pods [NAME] [-n NS | -A] [-o wide|json|yaml|
                                    attach to a container's running process
   minikubelet delete pod NAME | -f FILE [--grace-period N] [--wait]
                                    delete pods
-  minikubelet completion bash|zsh  print a shell completion script
+  minikubelet completion bash|zsh|fish
+                                   print a shell completion script
 `
 
 // apiCommands runs the command cmd when it is one of the daemon's client
@@ -85,7 +86,7 @@ func (c *clientFlags) client() *api.Client { return api.NewClient(c.socket) }
 
 // newFlagSet returns a flag set whose -h prints usage and the flags.
 func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := newCommandFlagSet(name)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)

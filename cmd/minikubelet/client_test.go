@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -319,19 +318,4 @@ func TestClientErrors_DaemonNotRunning(t *testing.T) {
 	_, err := apiCommands(context.Background(), "get", []string{"pods"}, io.Discard, &errOut)
 	require.ErrorIs(t, err, api.ErrDaemonNotRunning)
 	assert.Contains(t, err.Error(), sock)
-}
-
-func TestCompletionCommand(t *testing.T) {
-	for _, shell := range []string{"bash", "zsh"} {
-		var out bytes.Buffer
-		handled, err := apiCommands(context.Background(), "completion", []string{shell}, &out, io.Discard)
-		require.True(t, handled)
-		require.NoError(t, err)
-		for _, word := range []string{"get", "describe", "logs", "exec", "attach", "--quiet", "delete", "--tail", "--grace-period", "--all-namespaces"} {
-			assert.Contains(t, out.String(), word, shell)
-		}
-	}
-	assert.True(t, strings.HasPrefix(bashCompletion, "# bash completion"))
-	_, err := apiCommands(context.Background(), "completion", []string{"fish"}, io.Discard, io.Discard)
-	assert.Equal(t, 2, exitCode(err))
 }

@@ -209,7 +209,7 @@ Flags:
 
 // runCommand is `minikubelet run FILE`.
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := newCommandFlagSet("run")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, runUsage)

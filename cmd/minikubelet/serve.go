@@ -100,7 +100,7 @@ func setServeGC(getenv func(string) string) {
 
 // serveCommand is `minikubelet serve`.
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newCommandFlagSet("serve")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, serveUsage)
