@@ -197,7 +197,7 @@ func TestCompletion_BashForReal(t *testing.T) {
 	assert.Equal(t, sorted("wide", "json", "yaml", "name"), complete("minikubelet get pods -o "))
 	assert.Equal(t, sorted("cgroupfs", "systemd"), complete("minikubelet serve --cgroup-driver "))
 	assert.Equal(t, []string{"--manifest-dir"}, complete("minikubelet serve --manifest-d"))
-	assert.Equal(t, sorted("--rm", "--root-dir", "--runtime-endpoint", "--runtime-request-timeout"), complete("minikubelet run --r"))
+	assert.Equal(t, sorted("--resolv-conf", "--rm", "--root-dir", "--runtime-endpoint", "--runtime-request-timeout"), complete("minikubelet run --r"))
 	assert.Equal(t, sorted("--api-address", "--api-allow-remote"), complete("minikubelet serve --api-"))
 	assert.Empty(t, complete("minikubelet serve --node-name "), "a flag's free-form value")
 
