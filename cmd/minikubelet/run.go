@@ -278,6 +278,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// run's pods alone, and this run leaves the daemon's.
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.AgentID = agent.ForegroundAgentID(os.Getpid())
+	// A daemon's control files at their default places (the run does not
+	// know another's flags): a pod of this run that writes a static
+	// manifest or reads the admin kubeconfig controls the daemon.
+	acfg.ProtectedPaths = []string{filepath.Dir(rf.socket), defaultRunDir, defaultManifestDir, filepath.Dir(api.DefaultAdminKubeconfig)}
 	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
 	if notices, err := a.ForeignPods(ctx); err == nil {
 		for _, n := range notices {
