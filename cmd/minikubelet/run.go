@@ -81,7 +81,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.podPidsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	fs.Int64Var(&f.nodePidsLimit, "node-max-pids", 0, "pids.max of the kubepods cgroup, all pods together (0: unlimited)")
 	fs.BoolVar(&f.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in the kubepods QoS cgroup hierarchy with their resources (kubelet's --cgroups-per-qos)")
-	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods run privileged containers and mount minikubelet's own state (root dir, API socket) through hostPath")
+	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods run privileged containers and mount minikubelet's own state (root dir, run dir, API socket, manifest dir, kubeconfigs, config) through hostPath")
 	fs.StringVar(&f.unsafeSysctls, "allowed-unsafe-sysctls", "", "sysctls pods may set beyond the kubelet's safe set, comma-separated names or prefixes ending in * (e.g. net.core.*); namespaced sysctls only")
 	fs.StringVar(&f.seccompRoot, "seccomp-profile-root", "", "directory of the Localhost seccomp profiles (default: <root-dir>/seccomp)")
 	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
