@@ -24,7 +24,9 @@ const shutdownGrace = 5 * time.Second
 //
 // The socket is bound under a temporary name, chmodded, then renamed into
 // place, so that it is never reachable at path with a looser mode.
-// Closing the listener removes path.
+// Closing the listener removes path if it is still this listener's socket
+// file (same device and inode as placed): a daemon that started after
+// this one and put its own socket there keeps it.
 func ListenUnix(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create API socket directory: %w", err)
@@ -50,7 +52,13 @@ func ListenUnix(path string) (net.Listener, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("place API socket: %w", err)
 	}
-	return &unixListener{UnixListener: l, path: path}, nil
+	// rename keeps the inode: this is the file Close may remove.
+	placed, err := os.Lstat(path)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("check API socket: %w", err)
+	}
+	return &unixListener{UnixListener: l, path: path, placed: placed}, nil
 }
 
 // removeStaleSocket removes a socket at path that nobody answers on.
@@ -80,18 +88,20 @@ func removeStaleSocket(path string) error {
 type unixListener struct {
 	*net.UnixListener
 	path string
+	// placed is the socket file as ListenUnix placed it at path.
+	placed os.FileInfo
 }
 
-// Close stops listening and removes the socket file, if it is still ours.
+// Close stops listening and removes the socket file, if it is still ours:
+// the file at path is the one placed (device and inode), not one another
+// daemon bound there since (issue #29: an old daemon exiting removed the
+// new one's socket, leaving it without an API). Between the check and the
+// removal another process could still replace the file; the root dir's
+// lock keeps a second daemon of the same node from starting at all.
 func (l *unixListener) Close() error {
 	err := l.UnixListener.Close()
-	if fi, serr := os.Lstat(l.path); serr == nil && fi.Mode().Type() == os.ModeSocket {
-		// Only remove it if no other daemon took the path over.
-		if c, derr := net.DialTimeout("unix", l.path, 100*time.Millisecond); derr == nil {
-			c.Close()
-		} else {
-			os.Remove(l.path)
-		}
+	if fi, serr := os.Lstat(l.path); serr == nil && os.SameFile(fi, l.placed) {
+		os.Remove(l.path)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,6 +99,37 @@ func TestListenUnix_AnotherDaemonServes(t *testing.T) {
 	// The first daemon still answers.
 	_, err = api.NewClient(path).Version(context.Background())
 	require.NoError(t, err)
+}
+
+// A daemon closing its listener removes the socket file only if it is
+// still the one it placed (issue #29 finding 5): another daemon's socket
+// at the path stays, even one that does not answer at that moment (bound,
+// not listening yet, or stopped).
+func TestListenUnix_CloseLeavesAnotherDaemonsSocket(t *testing.T) {
+	path := filepath.Join(shortTempDir(t), "mk.sock")
+	old, err := api.ListenUnix(path)
+	require.NoError(t, err)
+	// A new daemon takes the path over: its socket file replaces ours.
+	require.NoError(t, os.Remove(path))
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}))
+	theirs, err := os.Lstat(path)
+	require.NoError(t, err)
+
+	require.NoError(t, old.Close())
+	fi, err := os.Lstat(path)
+	require.NoError(t, err, "the old daemon's exit removed the new daemon's socket")
+	assert.True(t, os.SameFile(theirs, fi))
+
+	// Its own socket, a listener removes.
+	require.NoError(t, os.Remove(path))
+	own, err := api.ListenUnix(path)
+	require.NoError(t, err)
+	require.NoError(t, own.Close())
+	_, err = os.Lstat(path)
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
 func TestListenUnix_RefusesNonSocket(t *testing.T) {

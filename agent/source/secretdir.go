@@ -58,10 +58,19 @@ func moveStoredSecrets(old, dir string) error {
 	if filepath.Clean(old) == filepath.Clean(dir) {
 		return nil
 	}
-	entries, err := os.ReadDir(old)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if err := copyStoredSecrets(old, dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
 	}
+	return os.RemoveAll(old)
+}
+
+// copyStoredSecrets copies the stored Secret files of old into dir (one
+// already there is kept). Dot files are a crash's temporary files.
+func copyStoredSecrets(old, dir string) error {
+	entries, err := os.ReadDir(old)
 	if err != nil {
 		return err
 	}
@@ -70,7 +79,6 @@ func moveStoredSecrets(old, dir string) error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		// Temporary files a crash left are dropped with old.
 		if strings.HasPrefix(name, ".") || !e.Type().IsRegular() {
 			continue
 		}
@@ -86,5 +94,45 @@ func moveStoredSecrets(old, dir string) error {
 			return err
 		}
 	}
-	return os.RemoveAll(old)
+	return nil
+}
+
+// AdoptOldSecretDir takes over the secret dir of an earlier version, which
+// mounted its tmpfs beside the API socket (old: dirname(--socket)/secrets)
+// and left it mounted there, on a directory the user named for something
+// else (issue #29 finding 5). When old is a tmpfs mount point holding only
+// what the store writes (<namespace>_<name>.yaml files and dot temporary
+// files), its Secrets are copied into dir (those already in dir win), the
+// tmpfs is unmounted and old removed: adopted is true. Anything else at
+// old (nothing, a plain directory, a tmpfs with other files) is left as it
+// is; the error then says why when it looks like ours but is not.
+//
+// Call it while holding the root dir's lock, with old != dir.
+func AdoptOldSecretDir(old, dir string) (adopted bool, err error) {
+	if filepath.Clean(old) == filepath.Clean(dir) {
+		return false, nil
+	}
+	if fi, err := os.Lstat(old); err != nil || !fi.IsDir() || !isTmpfsMountPoint(old) {
+		return false, nil
+	}
+	entries, err := os.ReadDir(old)
+	if err != nil {
+		return false, fmt.Errorf("read the old secret dir %s: %w", old, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || (!strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".yaml")) {
+			return false, fmt.Errorf("a tmpfs at %s holds %s, which minikubelet does not write there: left mounted (unmount it yourself if an earlier minikubelet left it)", old, name)
+		}
+	}
+	if err := copyStoredSecrets(old, dir); err != nil {
+		return false, fmt.Errorf("copy the Secrets of the old secret dir %s to %s: %w", old, dir, err)
+	}
+	if err := unmountDir(old); err != nil {
+		return false, fmt.Errorf("unmount the old secret dir %s (its Secrets are copied to %s): %w", old, dir, err)
+	}
+	if err := os.Remove(old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, fmt.Errorf("remove the old secret dir %s (unmounted): %w", old, err)
+	}
+	return true, nil
 }

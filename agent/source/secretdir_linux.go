@@ -24,3 +24,21 @@ func mountSecretTmpfs(dir string, size int64) (bool, error) {
 	}
 	return true, nil
 }
+
+// isTmpfsMountPoint reports whether a tmpfs is mounted at dir.
+func isTmpfsMountPoint(dir string) bool {
+	var st syscall.Statfs_t
+	return volume.HostMounter{}.IsMountPoint(dir) && syscall.Statfs(dir, &st) == nil && st.Type == tmpfsMagic
+}
+
+// tmpfsMagic is TMPFS_MAGIC (linux/magic.h).
+const tmpfsMagic = 0x01021994
+
+// unmountDir unmounts what is mounted at dir, lazily (a process with a
+// file open there keeps it until it closes it).
+func unmountDir(dir string) error {
+	if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+		return &os.PathError{Op: "unmount", Path: dir, Err: err}
+	}
+	return nil
+}

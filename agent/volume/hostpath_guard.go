@@ -7,8 +7,14 @@ package volume
 //
 //   - the root dir (stored API pods, pod volumes, config data): a pod that
 //     can write there rewrites the pods the agent runs, as root;
-//   - the directory of the API socket (ProtectedPaths; the API is root on
-//     the node) and the tmpfs of the API's Secrets beside it;
+//   - the node's control files (ProtectedPaths, which serve fills in, issue
+//     #29 finding 6): the directory of the API socket (the API is root on
+//     the node), the run dir (its lock and the tmpfs of the API's
+//     Secrets), the static manifest directory (a manifest written there
+//     runs in the node's scope and reads node-local Secrets), the admin
+//     kubeconfig's directory, the config file, and in cluster mode the
+//     kubeconfig, the files it names and the kubelet server's
+//     certificates. The PKI is under the root dir;
 //   - the pod log dir, writable: the agent reads those files as root when
 //     it serves logs, so a pod that can plant a symlink there reads any
 //     host file through the log API. Read-only mounts (log shippers) pass.
@@ -16,7 +22,10 @@ package volume
 // Paths are compared resolved: symlinks followed as far as the path
 // exists (/var/run → /run), "/proc/<pid|self|thread-self>/root" prefixes
 // stripped (they name the host root again), and in both directions (a
-// hostPath of / or /var contains the root dir).
+// hostPath of / or /var contains the root dir). Bind mounts are compared
+// by identity (device and inode): a hostPath that is, or lies under, the
+// same directory as a guarded path or one of its parents, under another
+// name, is refused too.
 //
 // What it does NOT protect, and cannot:
 //   - a privileged pod, or one with CAP_SYS_ADMIN, reaches the host anyway;
@@ -32,6 +41,7 @@ package volume
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
@@ -53,7 +63,7 @@ func (a *Manager) ProtectedHostPath(p *v1.Pod) (string, string) {
 		protected = append(protected, guarded{path: pp})
 	}
 	protected = append(protected, guarded{path: a.cfg.PodLogDir, readOnlyOK: true})
-	for _, vol := range p.Spec.Volumes {
+	for i, vol := range p.Spec.Volumes {
 		if vol.HostPath == nil {
 			continue
 		}
@@ -63,7 +73,7 @@ func (a *Manager) ProtectedHostPath(p *v1.Pod) (string, string) {
 				continue
 			}
 			pp := ResolveHostPath(g.path)
-			if !PathContains(hp, pp) && !PathContains(pp, hp) {
+			if !PathContains(hp, pp) && !PathContains(pp, hp) && !sameDirOnPath(hp, pp) && !sameDirOnPath(pp, hp) {
 				continue
 			}
 			if g.readOnlyOK && volumeMountedReadOnly(p, vol.Name) {
@@ -73,11 +83,33 @@ func (a *Manager) ProtectedHostPath(p *v1.Pod) (string, string) {
 			if g.readOnlyOK {
 				what = " writable"
 			}
-			return "HostPathForbidden", fmt.Sprintf("volume %q: hostPath %s (%s) reaches minikubelet's own state (%s)%s; start the agent with --allow-privileged to allow it",
-				vol.Name, vol.HostPath.Path, hp, g.path, what)
+			return "HostPathForbidden", fmt.Sprintf("spec.volumes[%d].hostPath.path: volume %q: %s (%s) reaches minikubelet's own state (%s)%s; start the agent with --allow-privileged to allow it",
+				i, vol.Name, vol.HostPath.Path, hp, g.path, what)
 		}
 	}
 	return "", ""
+}
+
+// sameDirOnPath reports whether dir, when it exists, is the same file
+// (device and inode) as p or one of p's existing parents: dir is another
+// name of p or of a directory containing it, through a bind mount. "/"
+// is left out (PathContains covers the host root by name; a bind of it
+// elsewhere is the same inode and is caught at that name).
+func sameDirOnPath(dir, p string) bool {
+	di, err := os.Stat(dir)
+	if err != nil || !di.IsDir() {
+		return false
+	}
+	for q := p; q != "/" && q != "."; q = filepath.Dir(q) {
+		if qi, err := os.Stat(q); err == nil && os.SameFile(di, qi) {
+			return true
+		}
+	}
+	// The host root bound elsewhere (/mnt/host → /) contains everything.
+	if ri, err := os.Stat("/"); err == nil && os.SameFile(di, ri) {
+		return true
+	}
+	return false
 }
 
 // volumeMountedReadOnly reports whether every mount of the volume, in

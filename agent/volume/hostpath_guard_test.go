@@ -65,6 +65,7 @@ spec:
 			}
 			assert.Equal(t, "HostPathForbidden", reason)
 			assert.Contains(t, msg, "--allow-privileged")
+			assert.Contains(t, msg, "spec.volumes[0].hostPath.path: ", "the refusal names the field")
 		})
 	}
 }

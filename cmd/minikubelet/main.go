@@ -24,6 +24,15 @@ import (
 // defaultSocket is the local API's unix socket.
 const defaultSocket = "/run/minikubelet/minikubelet.sock"
 
+// defaultRunDir is serve's --run-dir: its lock and the tmpfs of the local
+// API's Secrets. It is the default socket's directory, but not derived
+// from --socket: a socket the user names elsewhere (/tmp/x.sock) gets no
+// node state beside it.
+const defaultRunDir = "/run/minikubelet"
+
+// defaultManifestDir is serve's --manifest-dir.
+const defaultManifestDir = "/etc/minikubelet/manifests"
+
 // version is set at build time (-ldflags "-X main.version=…").
 var version = "v0.1.0-dev"
 

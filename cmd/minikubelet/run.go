@@ -84,7 +84,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.podPidsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	fs.Int64Var(&f.nodePidsLimit, "node-max-pids", 0, "pids.max of the kubepods cgroup, all pods together (0: unlimited)")
 	fs.BoolVar(&f.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in the kubepods QoS cgroup hierarchy with their resources (kubelet's --cgroups-per-qos)")
-	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods run privileged containers and mount minikubelet's own state (root dir, API socket) through hostPath")
+	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods run privileged containers and mount minikubelet's own state (root dir, run dir, API socket, manifest dir, kubeconfigs, config) through hostPath")
 	fs.StringVar(&f.unsafeSysctls, "allowed-unsafe-sysctls", "", "sysctls pods may set beyond the kubelet's safe set, comma-separated names or prefixes ending in * (e.g. net.core.*); namespaced sysctls only")
 	fs.StringVar(&f.seccompRoot, "seccomp-profile-root", "", "directory of the Localhost seccomp profiles (default: <root-dir>/seccomp)")
 	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
@@ -317,6 +317,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// run's pods alone, and this run leaves the daemon's.
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.AgentID = agent.ForegroundAgentID(os.Getpid())
+	// A daemon's control files at their default places (the run does not
+	// know another's flags): a pod of this run that writes a static
+	// manifest or reads the admin kubeconfig controls the daemon.
+	acfg.ProtectedPaths = []string{filepath.Dir(rf.socket), defaultRunDir, defaultManifestDir, filepath.Dir(api.DefaultAdminKubeconfig)}
 	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
 	if notices, err := a.ForeignPods(ctx); err == nil {
 		for _, n := range notices {

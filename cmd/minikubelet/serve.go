@@ -72,6 +72,7 @@ type serveFlags struct {
 	config         string
 	manifestDir    string
 	socket         string
+	runDir         string
 	apiAddress     string
 	apiRemote      bool
 	adminKubecfg   string
@@ -118,8 +119,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var kf kubeletServerFlags
 	kf.register(fs)
 	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
-	fs.StringVar(&sf.manifestDir, "manifest-dir", "/etc/minikubelet/manifests", "static pod manifest directory")
+	fs.StringVar(&sf.manifestDir, "manifest-dir", defaultManifestDir, "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
+	fs.StringVar(&sf.runDir, "run-dir", defaultRunDir, "directory of the daemon's state that must not outlive a reboot: its lock and the tmpfs of the local API's Secrets")
 	fs.StringVar(&sf.apiAddress, "api-address", "", "also serve the API on this TCP address with TLS and client certificates, e.g. 127.0.0.1:6443 (loopback only without --api-allow-remote)")
 	fs.BoolVar(&sf.apiRemote, "api-allow-remote", false, "allow a non-loopback --api-address (anyone with the admin certificate is root on this node)")
 	fs.StringVar(&sf.adminKubecfg, "admin-kubeconfig", api.DefaultAdminKubeconfig, "where --api-address writes the admin kubeconfig (0600)")
@@ -172,6 +174,13 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := kf.check(fs, cc != nil); err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	// One daemon per root dir and per run dir, before anything touches
+	// the runtime or the node.
+	locks, err := lockServeDirs(nf.rootDir, sf.runDir)
+	if err != nil {
+		return err
+	}
+	defer locks.release()
 	setServeGC(os.Getenv)
 	if sf.profiling {
 		// The heap profile samples from here on (earlyinit).
@@ -198,7 +207,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	acfg := nf.agentConfig(node, client.RuntimeName())
-	acfg.ProtectedPaths = []string{filepath.Dir(sf.socket)}
+	acfg.ProtectedPaths = sf.protectedPaths(cf, kf)
 	if cf.nodeIP != "" {
 		// Pods report the Node's InternalIP as their hostIP.
 		acfg.HostIPs = []string{cf.nodeIP}
@@ -238,13 +247,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// keeps serving.
 	go ensureNetworkLoop(ctx, a, logger)
 
-	// The local API's Secrets: on a tmpfs beside the socket, never under
-	// the root dir (they survive a daemon restart, not a reboot).
-	secretDir := filepath.Join(filepath.Dir(sf.socket), "secrets")
-	if mounted, err := source.PrepareSecretDir(secretDir); err != nil {
+	// The local API's Secrets: on a tmpfs under the run dir, never under
+	// the root dir (they survive a daemon restart, not a reboot), and never
+	// beside a socket the user named (serve_dirs.go).
+	secretDir, err := prepareSecretDir(sf, logger)
+	if err != nil {
 		return err
-	} else if !mounted {
-		logger.Warn("Secret dir is not a tmpfs: the local API's Secrets are written to the disk under it", "dir", secretDir)
 	}
 	store, err := source.NewPodStoreWithSecretDir(filepath.Join(nf.rootDir, "api-pods"), secretDir, nf.nodeName)
 	if err != nil {
@@ -313,7 +321,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			logger.Warn("API server stopped with an error", "err", err)
 		}
 	}
-	_ = os.Remove(sf.socket)
+	// Closing removes the socket only if it is still this daemon's.
+	_ = ul.Close()
 	return runErr
 }
 

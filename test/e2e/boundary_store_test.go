@@ -195,7 +195,7 @@ func TestBoundaryStore_ClusterPodCannotReadNodeSecret(t *testing.T) {
 // TestBoundaryStore_LocalAPISecretNeverUnderRootDir: a Secret created
 // through the local API, used by a pod as env and volume, is in no file
 // on the root dir's disk (only in the pod's tmpfs volume and the secret
-// dir's tmpfs beside the socket); after kill -9 and a restart the daemon
+// dir's tmpfs in the run dir); after kill -9 and a restart the daemon
 // serves it again and the pod still reads it.
 func TestBoundaryStore_LocalAPISecretNeverUnderRootDir(t *testing.T) {
 	const pod = "e2e-bs-secret"
@@ -222,7 +222,7 @@ func TestBoundaryStore_LocalAPISecretNeverUnderRootDir(t *testing.T) {
 		assert.Empty(t, filesHolding(t, d.root, value), "%s: files under the root dir hold the secret", when)
 	}
 	check("created")
-	secretDir := filepath.Join(filepath.Dir(d.sock), "secrets")
+	secretDir := filepath.Join(d.runDir, "secrets")
 	var st syscall.Statfs_t
 	require.NoError(t, syscall.Statfs(secretDir, &st))
 	assert.Equal(t, int64(0x01021994), int64(st.Type), "the secret dir %s is a tmpfs", secretDir) // TMPFS_MAGIC

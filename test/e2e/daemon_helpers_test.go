@@ -41,6 +41,7 @@ import (
 // daemon is one `minikubelet serve` across its restarts.
 type daemon struct {
 	sock      string // API socket (short path under /tmp)
+	runDir    string // --run-dir (lock, tmpfs of the API's Secrets)
 	root      string // --root-dir (API pods are persisted here)
 	logDir    string // --pod-log-dir
 	manifests string // --manifest-dir
@@ -89,15 +90,21 @@ func newDaemonOn(t *testing.T, node []string, rt *cri.Client, pods []string, ext
 	})
 	sockDir, err := os.MkdirTemp("/tmp", "mkd-")
 	require.NoError(t, err)
+	runDir, err := os.MkdirTemp("/tmp", "mkr-")
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		// serve mounts the tmpfs of the local API's Secrets there, and
-		// leaves it mounted (it survives a daemon restart).
+		// serve mounts the tmpfs of the local API's Secrets in its run
+		// dir, and leaves it mounted (it survives a daemon restart).
+		_ = syscall.Unmount(filepath.Join(runDir, "secrets"), syscall.MNT_DETACH)
+		// Versions before the run dir mounted it beside the socket.
 		_ = syscall.Unmount(filepath.Join(sockDir, "secrets"), syscall.MNT_DETACH)
+		_ = os.RemoveAll(runDir)
 		_ = os.RemoveAll(sockDir)
 	})
 	base := t.TempDir()
 	d := &daemon{
 		sock:      filepath.Join(sockDir, "api.sock"),
+		runDir:    runDir,
 		root:      filepath.Join(base, "root"),
 		logDir:    filepath.Join(base, "pod-logs"),
 		manifests: filepath.Join(base, "manifests"),
@@ -156,6 +163,7 @@ func (d *daemon) args() []string {
 	args = append(args, serveHostFlags()...)
 	args = append(args,
 		"--socket", d.sock,
+		"--run-dir", d.runDir,
 		"--root-dir", d.root,
 		"--pod-log-dir", d.logDir,
 		"--manifest-dir", d.manifests,

@@ -766,7 +766,7 @@ func runConfigData(t *testing.T, d *daemon, pod string) string {
 		mode os.FileMode
 	}{
 		{filepath.Join(d.root, "api-pods", "configmaps", "default_"+pod+"-settings.yaml"), 0o600},
-		{filepath.Join(filepath.Dir(d.sock), "secrets", "default_"+pod+"-creds.yaml"), 0o600}, // the tmpfs secret dir
+		{filepath.Join(d.runDir, "secrets", "default_"+pod+"-creds.yaml"), 0o600}, // the tmpfs secret dir
 		{filepath.Join(d.root, "configdata", "configmaps", "default", pod+"-settings.json"), 0o644},
 	} {
 		fi, err := os.Stat(f.path)
@@ -808,7 +808,7 @@ func deleteConfigData(t *testing.T, d *daemon, pod, path string) {
 	_, err = d.api().GetSecret(c, "default", pod+"-creds")
 	assert.True(t, apierrors.IsNotFound(err), "the Secret after delete -f: %v", err)
 	for _, f := range []string{
-		filepath.Join(filepath.Dir(d.sock), "secrets", "default_"+pod+"-creds.yaml"),
+		filepath.Join(d.runDir, "secrets", "default_"+pod+"-creds.yaml"),
 		filepath.Join(d.root, "api-pods", "secrets"),
 		filepath.Join(d.root, "configdata", "secrets"),
 	} {
