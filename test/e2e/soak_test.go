@@ -548,7 +548,7 @@ func (s *soak) requireNothingLeft(t *testing.T, r *privateRuntime) {
 				break
 			}
 		}
-		if m := mountsUnder(t, s.d.root, filepath.Join(s.d.root, "pods")); len(m) > 0 {
+		if m := mountsUnder(t, s.d.root); len(m) > 0 {
 			left = append(left, fmt.Sprintf("mounts %v", m))
 		}
 		if es, err := os.ReadDir(filepath.Join(s.d.root, "pods")); err == nil && len(es) > 0 {
@@ -556,26 +556,6 @@ func (s *soak) requireNothingLeft(t *testing.T, r *privateRuntime) {
 		}
 		return strings.Join(left, "; ")
 	})
-}
-
-// mountsUnder lists the mount points below any of the dirs.
-func mountsUnder(t *testing.T, dirs ...string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	require.NoError(t, err)
-	var found []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		for _, d := range dirs {
-			if strings.HasPrefix(f[4], d+"/") {
-				found = append(found, f[4])
-				break
-			}
-		}
-	}
-	return found
 }
 
 // writeOut writes soak.csv and soak.svg into dir.
