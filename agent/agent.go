@@ -407,7 +407,7 @@ func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 	rp.Status = rejectedStatus(p, reason, msg, now)
 	a.rejected[p.UID] = rp
 	a.logger.Warn("Pod rejected", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "reason", reason, "message", msg)
-	a.observer.PodEvent(rp, Event{Type: v1.EventTypeWarning, Reason: reason, Message: msg, Count: 1, FirstTimestamp: now, LastTimestamp: now})
+	a.observer.PodEvent(rp, Event{Type: v1.EventTypeWarning, Reason: reason, Message: truncateMessage(msg, maxEventMessageBytes), Count: 1, FirstTimestamp: now, LastTimestamp: now})
 	a.observer.PodStatus(rp.DeepCopy())
 }
 
@@ -600,7 +600,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
-// stopWorkers ends every worker goroutine without touching the runtime.
+// stopWait bounds how long stopping the agent waits for its workers to
+// return, in wall-clock time: the process is about to exit.
+const stopWait = time.Second
+
+// stopWorkers ends every worker goroutine without touching the runtime any
+// further. It does not wait for pods: every sync, teardown and kill is
+// cancelled (a StopContainer waiting out a 500 s grace period too: the
+// runtime has sent the stop signal, and the next start kills the pod again
+// if it still runs, as the kubelet does after a restart). Workers get
+// stopWait to return; one blocked in a call that ignores its context is
+// left behind and logged.
 func (a *Agent) stopWorkers() {
 	a.mu.Lock()
 	a.stopping = true
@@ -608,5 +618,23 @@ func (a *Agent) stopWorkers() {
 		w.cancel()
 	}
 	a.mu.Unlock()
-	a.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		a.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(stopWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		a.mu.Lock()
+		var busy []string
+		for _, w := range a.workers {
+			p := w.pod()
+			busy = append(busy, p.Namespace+"/"+p.Name)
+		}
+		a.mu.Unlock()
+		a.logger.Warn("Stopped without waiting for pod workers that did not return", "pods", busy, "waited", stopWait)
+	}
 }

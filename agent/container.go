@@ -80,6 +80,11 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := a.clock.Now()
 	ref, err := a.pullImage(ctx, pw, spec, sandboxCfg)
+	if err != nil && ctx.Err() != nil {
+		// Cancelled (the pod is being terminated, or the agent stops):
+		// no failure to report, and no pull back-off.
+		return "", nil, fmt.Errorf("pull of image %q abandoned: %w", c.Image, context.Cause(ctx))
+	}
 	if err != nil {
 		msg := cri.Message(err)
 		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
@@ -351,9 +356,12 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		msg, err := a.runLifecycleHandler(ctx, pw, c, id, sb.ip, c.Lifecycle.PostStart)
 		if err != nil && ctx.Err() != nil {
-			// The agent is stopping, which leaves pods running: the hook
-			// was abandoned, not failed, so the container lives on.
-			return id, fmt.Errorf("postStart hook of container %q abandoned: %w", c.Name, ctx.Err())
+			// The agent is stopping, which leaves pods running, or the
+			// pod is being terminated, whose teardown kills the container
+			// with the deletion's grace period: the hook was abandoned,
+			// not failed (the kubelet's cancelled SyncPod). postStart has
+			// no time limit of its own (kubelet-facts §7.3).
+			return id, fmt.Errorf("postStart hook of container %q abandoned: %w", c.Name, context.Cause(ctx))
 		}
 		if err != nil {
 			pw.containerEvent(c.Name, v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
@@ -385,6 +393,11 @@ func (a *Agent) stopContainer(ctx context.Context, pw *podWorker, id, name strin
 // NotFound is success. Callers pass running containers only: the hook needs
 // a live process.
 func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, message string, grace int64) error {
+	// A kill once begun completes even when a termination request
+	// cancels the sync that began it (the teardown's kill follows it);
+	// the agent's stop ends it (killContext).
+	ctx, kcancel := pw.killContext(ctx)
+	defer kcancel()
 	if message == "" {
 		message = fmt.Sprintf("Stopping container %s", name)
 	}
@@ -399,8 +412,13 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 		grace = min(grace, int64((by.Sub(a.clock.Now())+time.Second-1)/time.Second))
 	}
 	grace = max(grace, minimumGracePeriodInSecond)
+	if err := context.Cause(ctx); err != nil {
+		// The agent stopped during the preStop hook: nothing more is
+		// asked of the runtime; the next start kills the container.
+		return fmt.Errorf("stop container %q abandoned: %w", name, err)
+	}
 	// The CRI call itself must outlive the grace period.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(grace)*time.Second+a.cfg.RuntimeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second+a.cfg.RuntimeTimeout)
 	defer cancel()
 	if err := a.runtime.StopContainer(ctx, id, grace); err != nil && !cri.IsNotFound(err) {
 		return newReasonError(ErrKillContainer, "stop container %q: %s", name, cri.Message(err))

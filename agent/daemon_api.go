@@ -170,7 +170,7 @@ func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
 		pod, evs = w.snapshot(), w.eventList()
 	case rejected != nil:
 		pod = rejected
-		evs = []Event{{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: rejected.Status.Message, Count: 1,
+		evs = []Event{{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: truncateMessage(rejected.Status.Message, maxEventMessageBytes), Count: 1,
 			FirstTimestamp: rejected.Status.StartTime.Time, LastTimestamp: rejected.Status.StartTime.Time}}
 	default:
 		return nil, notFound(name)

@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -50,7 +51,7 @@ func containerFieldPath(pod *v1.Pod, name string) string {
 // containerEvent records an event about one container of the worker's pod
 // (container "" is the pod itself: podWorker.event).
 func (w *podWorker) containerEvent(container, typ, reason, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
+	msg := truncateMessage(fmt.Sprintf(format, args...), maxEventMessageBytes)
 	w.mu.Lock()
 	pod := w.spec
 	fieldPath := containerFieldPath(pod, container)
@@ -149,6 +150,49 @@ func (m multiObserver) PodStatus(pod *v1.Pod) {
 	}
 }
 
+// maxEventMessageBytes bounds every event's message: the API server's
+// NoteLengthLimit (1024), which events.k8s.io/v1 enforces and the
+// scheduler cuts its event messages to. The kubelet's own recorder relies
+// on short messages (its FailedPostStartHook event says only
+// "PostStartHook failed"); here a message may quote what a pod wrote (a
+// hook's output), so every one is cut, and a pod's 64 events stay within
+// 64 KiB.
+const maxEventMessageBytes = 1024
+
+// truncateMessage cuts s to at most limit bytes, on a UTF-8 character
+// boundary, ending it with " ..." when it was cut (the scheduler's
+// truncateMessage).
+func truncateMessage(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const suffix = " ..."
+	return clipUTF8(s, limit-len(suffix)) + suffix
+}
+
+// clipUTF8 is the longest prefix of s of at most n bytes that does not
+// end inside a multi-byte character.
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	// s[n] is the first byte left out: when it continues a character,
+	// step back to that character's start, so none is cut in two (at most
+	// UTFMax-1 bytes: bytes that start nothing are not characters to keep
+	// whole).
+	i := n
+	for i > 0 && n-i < utf8.UTFMax-1 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	if !utf8.RuneStart(s[i]) {
+		i = n
+	}
+	return s[:i]
+}
+
 // maxEventsPerPod bounds a pod's event ring.
 const maxEventsPerPod = 64
 
@@ -160,6 +204,7 @@ type eventRing struct {
 
 // add records an event at now and returns the stored (possibly folded) copy.
 func (r *eventRing) add(typ, reason, msg, fieldPath string, now time.Time) Event {
+	msg = truncateMessage(msg, maxEventMessageBytes)
 	if n := len(r.events); n > 0 {
 		last := &r.events[n-1]
 		if last.Type == typ && last.Reason == reason && last.Message == msg && last.FieldPath == fieldPath {

@@ -617,6 +617,9 @@ func (a *Agent) evictPod(uid types.UID, grace int64, message string, disruption 
 		return false
 	}
 	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now(), disruption: disruption}
+	// A sync in flight (a hook, a pull) must not hold the kill up: the
+	// next sync kills the pod (syncEvicted).
+	w.cancelSyncLocked(errPodEvicted)
 	w.mu.Unlock()
 	w.event(v1.EventTypeWarning, eviction.Reason, "%s", message)
 	w.trigger()

@@ -15,9 +15,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -83,16 +86,18 @@ func (a *Agent) runLifecycleHandler(ctx context.Context, pw *podWorker, c *v1.Co
 	podRef := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 	switch {
 	case h.Exec != nil:
-		stdout, stderr, err := a.runtime.ExecSync(ctx, containerID, h.Exec.Command, 0)
+		// The CRI answers ExecSync with the whole output in one message
+		// (containerd caps it at 16 MiB): what is kept of it is cut at
+		// once, so the rest is garbage before anything else runs.
+		output, err := a.execHook(ctx, containerID, h.Exec.Command)
 		if err == nil {
 			return "", nil
 		}
-		output := string(append(stdout, stderr...))
-		return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %s, message: %q",
+		return hookMessage("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %s, message: %q",
 			h.Exec.Command, c.Name, podRef, execErrorText(err), output), err
 	case h.HTTPGet != nil:
 		if err := a.runHTTPHook(ctx, pw, c, podIP, h.HTTPGet); err != nil {
-			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
+			return hookMessage("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
 				h.HTTPGet.Path, c.Name, podRef, err), err
 		}
 		return "", nil
@@ -108,6 +113,80 @@ func (a *Agent) runLifecycleHandler(ctx context.Context, pw *podWorker, c *v1.Co
 	}
 	err := errors.New("lifecycle handler has no action")
 	return fmt.Sprintf("Cannot run handler: %v", err), err
+}
+
+// maxHookOutput bounds what is kept of an exec hook's output (stdout, then
+// stderr): the kubelet's bound on a hook's or probe's HTTP body
+// (maxRespBodyLength, 10 KiB), as probes cut their output. The kubelet
+// quotes an exec hook's whole output in its message; here a hook printing
+// megabytes must not make every status, log line and event carry them.
+const maxHookOutput = 10 * 1024
+
+// maxHookMessage bounds a hook failure's message (the container's waiting
+// message, the log): the quoted output (up to 4 bytes per byte kept) is cut
+// again with the rest of the message. Its event is cut further
+// (maxEventMessageBytes).
+const maxHookMessage = 12 * 1024
+
+// execHook runs an exec hook's command without a timeout (kubelet-facts
+// §7.3: ctx bounds it) and returns at most maxHookOutput bytes of its
+// output, cut on a character boundary.
+func (a *Agent) execHook(ctx context.Context, containerID string, cmd []string) (string, error) {
+	out, size, err := a.execBounded(ctx, containerID, cmd)
+	if size > bigExecAnswer {
+		releaseBigAnswer()
+	}
+	return out, err
+}
+
+// execBounded runs cmd through ExecSync and returns what is kept of its
+// output and the size of the whole: nothing of the answer is referenced
+// once it returns.
+func (a *Agent) execBounded(ctx context.Context, containerID string, cmd []string) (string, int, error) {
+	stdout, stderr, err := a.runtime.ExecSync(ctx, containerID, cmd, 0)
+	return boundedOutput(stdout, stderr, maxHookOutput), len(stdout) + len(stderr), err
+}
+
+// bigExecAnswer is the output size past which an exec hook's answer is
+// handed back to the OS at once (releaseBigAnswer).
+const bigExecAnswer = 1 << 20
+
+// lastRelease is when releaseBigAnswer last ran (Unix ns, wall clock).
+var lastRelease atomic.Int64
+
+// releaseBigAnswer returns the memory of a big ExecSync answer, now
+// garbage, to the OS: a hook printing 8 MB costs the gRPC buffer and the
+// decoded copy, 16 MB the Go heap would otherwise keep for minutes (an RSS
+// growth of 30 MB per such hook was measured). At most once a second: a
+// full collection of the daemon's small heap takes milliseconds.
+func releaseBigAnswer() {
+	now := time.Now().UnixNano()
+	last := lastRelease.Load()
+	if now-last < int64(time.Second) || !lastRelease.CompareAndSwap(last, now) {
+		return
+	}
+	debug.FreeOSMemory()
+}
+
+// boundedOutput joins stdout and stderr into a fresh string of at most
+// limit bytes, cut on a character boundary: it holds no reference to
+// either slice.
+func boundedOutput(stdout, stderr []byte, limit int) string {
+	var b strings.Builder
+	b.Grow(min(len(stdout)+len(stderr), limit+utf8.UTFMax))
+	for _, p := range [][]byte{stdout, stderr} {
+		if room := limit + utf8.UTFMax - b.Len(); len(p) > room {
+			p = p[:max(room, 0)]
+		}
+		b.Write(p)
+	}
+	return clipUTF8(b.String(), limit)
+}
+
+// hookMessage formats a hook failure's message, cut to maxHookMessage
+// bytes on a character boundary.
+func hookMessage(format string, args ...any) string {
+	return truncateMessage(fmt.Sprintf(format, args...), maxHookMessage)
 }
 
 // execErrorText renders an ExecSync failure: the exit code for a command
@@ -315,8 +394,9 @@ func (a *Agent) preStopTarget(ctx context.Context, pw *podWorker, id, name strin
 // cancelled; the kubelet leaves it to die with the container instead.
 func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Container, id string, h *v1.LifecycleHandler, grace int64) int64 {
 	start := a.clock.Now()
-	// A kill once begun completes even when the worker's context ends.
-	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// A kill once begun completes even when a termination request cancels
+	// the sync that began it; the agent's stop ends it (killContext).
+	hctx, cancel := pw.killContext(ctx)
 	defer cancel()
 	podIP := ""
 	if h.HTTPGet != nil && h.HTTPGet.Host == "" {
@@ -325,7 +405,7 @@ func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Contain
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if msg, err := a.runLifecycleHandler(hctx, pw, c, id, podIP, h); err != nil {
+		if msg, err := a.runLifecycleHandler(hctx, pw, c, id, podIP, h); err != nil && !pw.agentStopping() {
 			pw.containerEvent(c.Name, v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
 		}
 	}()
@@ -347,6 +427,11 @@ func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Contain
 			return grace
 		case <-cut:
 			t.Stop()
+		case <-hctx.Done():
+			// The agent stops: the kill is abandoned, the next start
+			// kills the pod again.
+			t.Stop()
+			return int64(a.clock.Since(start) / time.Second)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -94,10 +95,20 @@ type podWorker struct {
 	// pod could not be stored (final_status.go: storeFinalStatus).
 	finalUnsaved bool
 
+	// syncCancel cancels the context of the sync in flight (nil: none).
+	// A termination request (terminate) and an eviction call it, as the
+	// kubelet's pod workers cancel the in-flight SyncPod when the pod
+	// becomes terminating: a sync waiting on a postStart hook, an image
+	// pull or the runtime must not hold up the teardown.
+	syncCancel context.CancelCauseFunc
+
 	// wake has capacity 1 so notifiers never block; a pending wake-up
 	// already covers any later one.
 	wake chan struct{}
-	// ctx is cancelled when the agent stops (no teardown then).
+	// ctx is cancelled when the agent stops (no teardown then). Each sync
+	// runs under a child of it (syncCancel); kills run under ctx itself
+	// (killContext), so a termination request does not cut a kill short,
+	// the agent's stop does.
 	ctx    context.Context
 	cancel context.CancelFunc
 	// tornDown is set by run when it returns after a teardown; the agent
@@ -172,12 +183,50 @@ func (w *podWorker) admissionView() *v1.Pod {
 	return &v1.Pod{ObjectMeta: w.spec.ObjectMeta, Spec: w.spec.Spec, Status: v1.PodStatus{Phase: w.status.Phase}}
 }
 
-// terminate asks the worker to tear the pod down and exit.
+// errPodTerminating is the cause of a sync's cancellation by a
+// termination request.
+var errPodTerminating = errors.New("the pod is being terminated")
+
+// errPodEvicted is the cause of a sync's cancellation by an eviction.
+var errPodEvicted = errors.New("the pod is being evicted")
+
+// terminate asks the worker to tear the pod down and exit. A sync in
+// flight is cancelled: the teardown follows at once.
 func (w *podWorker) terminate() {
 	w.mu.Lock()
 	w.terminating = true
+	w.cancelSyncLocked(errPodTerminating)
 	w.mu.Unlock()
 	w.trigger()
+}
+
+// cancelSyncLocked cancels the sync in flight, if any; w.mu is held.
+func (w *podWorker) cancelSyncLocked(cause error) {
+	if w.syncCancel != nil {
+		w.syncCancel(cause)
+	}
+}
+
+// agentStopping reports whether the agent stopped the worker (its own
+// context ended).
+func (w *podWorker) agentStopping() bool {
+	return w.ctx != nil && w.ctx.Err() != nil
+}
+
+// killContext is the context of a kill begun under ctx (a sync's or the
+// teardown's): it keeps ctx's values, and ends only when the agent stops
+// (the worker's own context), not when a termination request cancels the
+// sync. The stop is the kill's caller's to bound.
+func (w *podWorker) killContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	kctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	if w.ctx == nil {
+		return kctx, func() { cancel(nil) }
+	}
+	stop := context.AfterFunc(w.ctx, func() { cancel(context.Cause(w.ctx)) })
+	return kctx, func() {
+		stop()
+		cancel(nil)
+	}
 }
 
 // setDeletion marks the pod deleted through the API with an optional
@@ -289,6 +338,12 @@ func (w *podWorker) run() {
 		w.mu.Lock()
 		terminating := w.terminating
 		w.busy = true
+		var sctx context.Context
+		if !terminating {
+			// Under the lock terminate takes: a termination request
+			// either comes first (no sync) or cancels this one.
+			sctx, w.syncCancel = context.WithCancelCause(w.ctx)
+		}
 		w.mu.Unlock()
 		if terminating {
 			err := w.a.terminatePod(w.ctx, w)
@@ -314,7 +369,10 @@ func (w *podWorker) run() {
 			timer.Reset(delay)
 			continue
 		}
-		requeue := w.a.syncPod(w.ctx, w)
+		requeue := w.a.syncPod(sctx, w)
+		if cause := context.Cause(sctx); cause != nil && w.ctx.Err() == nil {
+			w.logger.Info("Pod sync cancelled", "cause", cause)
+		}
 		w.setIdle()
 		if requeue > 0 {
 			prompt = 0
@@ -344,6 +402,10 @@ func (w *podWorker) run() {
 func (w *podWorker) setIdle() {
 	w.mu.Lock()
 	w.busy = false
+	if w.syncCancel != nil {
+		w.syncCancel(nil) // releases the sync's context
+		w.syncCancel = nil
+	}
 	w.mu.Unlock()
 }
 

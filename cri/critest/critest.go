@@ -699,8 +699,9 @@ func (r *FakeRuntime) ContainerStatus(ctx context.Context, containerID string, v
 }
 
 // ExecSync implements cri.Runtime through the handler set with
-// SetExecHandler.
-func (r *FakeRuntime) ExecSync(_ context.Context, containerID string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
+// SetExecHandler. Like a gRPC call, it returns ctx's error once ctx ends,
+// leaving a handler still running to finish by itself.
+func (r *FakeRuntime) ExecSync(ctx context.Context, containerID string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
 	name, ok := r.containerName(containerID)
 	if err := r.f.record("ExecSync", strings.TrimSpace("ExecSync "+name+" "+strings.Join(cmd, " "))); err != nil {
 		return nil, nil, err
@@ -714,7 +715,21 @@ func (r *FakeRuntime) ExecSync(_ context.Context, containerID string, cmd []stri
 	if fn == nil {
 		return nil, nil, nil
 	}
-	return fn(containerID, cmd)
+	type result struct {
+		stdout, stderr []byte
+		err            error
+	}
+	done := make(chan result, 1)
+	go func() {
+		stdout, stderr, err := fn(containerID, cmd)
+		done <- result{stdout, stderr, err}
+	}()
+	select {
+	case r := <-done:
+		return r.stdout, r.stderr, r.err
+	case <-ctx.Done():
+		return nil, nil, status.FromContextError(ctx.Err()).Err()
+	}
 }
 
 // InjectError routes to Fake.InjectError so injections through either half
