@@ -65,15 +65,17 @@ type Config struct {
 	BackoffInitial, BackoffMax time.Duration
 	// Network is the node's pod network (conflist owned by package cni).
 	Network cni.Config
-	// AllowPrivileged lets pods mount the agent's own state through
-	// hostPath (the kubelet's --allow-privileged spirit).
-	AllowPrivileged bool
+	// PodSecurity is the Pod Security Standards level local pods are held
+	// to (podsecurity.go; cluster pods are the API server's to judge).
+	// privileged also lets pods mount the agent's own state through
+	// hostPath. Empty: DefaultPodSecurity.
+	PodSecurity PodSecurityLevel
 	// AgentID names this agent among the minikubelets sharing the runtime
 	// (label io.minikubelet.agent): ServeAgentID(RootDir) by default, the
 	// daemon's; ForegroundAgentID for a foreground `run`.
 	AgentID string
-	// ProtectedPaths are host paths pods may not mount without
-	// AllowPrivileged, besides RootDir (e.g. the API socket's directory).
+	// ProtectedPaths are host paths pods may not mount unless PodSecurity
+	// is privileged, besides RootDir (e.g. the API socket's directory).
 	ProtectedPaths []string
 	// AllowedUnsafeSysctls are the sysctls, besides the kubelet's safe set,
 	// pods may set: names or prefixes ending in "*" (net.core.*); check
@@ -141,6 +143,9 @@ func (c Config) withDefaults() Config {
 	c.Network = c.Network.WithDefaults()
 	if c.AgentID == "" {
 		c.AgentID = ServeAgentID(c.RootDir)
+	}
+	if c.PodSecurity == "" {
+		c.PodSecurity = DefaultPodSecurity
 	}
 	return c
 }

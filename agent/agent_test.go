@@ -221,6 +221,7 @@ spec:
 
 func TestAgent_RunsPodThroughCRI(t *testing.T) {
 	h := newHarness(t)
+	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	got := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
@@ -387,6 +388,7 @@ spec:
 
 func TestAgent_TeardownRemovesEverything(t *testing.T) {
 	h := newHarness(t)
+	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
@@ -617,7 +619,8 @@ spec:
 }
 
 // A hostPath that reaches the agent's own state is refused unless the agent
-// runs with --allow-privileged; nothing reaches the runtime.
+// runs with --pod-security=privileged; nothing reaches the runtime. (Under
+// baseline the guard answers first, naming the state it protects.)
 func TestAgent_RefusesHostPathToOwnState(t *testing.T) {
 	h := newHarness(t)
 	// The API socket's directory (/run/minikubelet for the daemon), in a
@@ -639,11 +642,11 @@ spec:
 		require.True(t, ok, path)
 		assert.Equal(t, v1.PodFailed, got.Status.Phase, path)
 		assert.Equal(t, "HostPathForbidden", got.Status.Reason, path)
-		assert.Contains(t, got.Status.Message, "--allow-privileged", path)
+		assert.Contains(t, got.Status.Message, "--pod-security=privileged", path)
 	}
 	assert.Empty(t, without(h.fake.Calls(), observeCalls...))
 
-	h.agent.cfg.AllowPrivileged = true
+	h.agent.cfg.PodSecurity = PodSecurityPrivileged
 	pod := testPod(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Pod

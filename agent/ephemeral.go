@@ -10,6 +10,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
@@ -42,15 +44,24 @@ func ephemeralToStart(pod *v1.Pod, st *podState) []int {
 // admission (admitSecurity, ProtectedHostPath) saw only the pod's
 // containers, and an ephemeral container added later (the only spec change
 // the API server allows that adds mounts) must not get what the pod could
-// not: to be privileged on a node without --allow-privileged, or to mount
+// not: to break the node's Pod Security level (a local pod's), or to mount
 // writable a hostPath the guard lets the pod mount read-only only (the pod
 // log dir). Then it stays waiting with CreateContainerConfigError and the
-// reason, and a Warning event. (The kubelet has no hostPath guard to keep.)
+// reason, and a Warning event. (The kubelet has no hostPath guard to keep;
+// Pod Security Admission checks the ephemeralcontainers subresource.)
 func (a *Agent) startEphemeral(ctx context.Context, w *podWorker, sb *sandboxInfo, st *podState, c *v1.Container, prepulled map[string]pullResult, res *syncResult) {
 	var refused error
-	if !a.cfg.AllowPrivileged && isPrivileged(c) {
-		refused = newReasonError(ErrCreateContainerConfig, "ephemeral container %q is privileged, which this node refuses: start the agent with --allow-privileged to allow it", c.Name)
-	} else if _, msg := a.volumes().ProtectedHostPath(ephemeralView(w.pod(), c)); msg != "" {
+	pod := w.pod()
+	view := ephemeralView(pod, c)
+	if _, msg := a.admitPodSecurity(view); msg != "" {
+		// The view holds c alone: name its own index in the pod.
+		for i := range pod.Spec.EphemeralContainers {
+			if pod.Spec.EphemeralContainers[i].Name == c.Name {
+				msg = strings.ReplaceAll(msg, "spec.ephemeralContainers[0]", fmt.Sprintf("spec.ephemeralContainers[%d]", i))
+			}
+		}
+		refused = newReasonError(ErrCreateContainerConfig, "ephemeral container %q: %s", c.Name, msg)
+	} else if _, msg := a.volumes().ProtectedHostPath(view); msg != "" {
 		refused = newReasonError(ErrCreateContainerConfig, "ephemeral container %q: %s", c.Name, msg)
 	}
 	if refused != nil {

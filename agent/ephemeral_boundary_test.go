@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
 // The hostPath guard lets a pod mount the pod log directory read-only
@@ -23,12 +24,18 @@ import (
 // container must not start, or the guard is bypassed (a writable log
 // directory lets the pod plant links and FIFOs where the agent reads
 // other pods' logs).
+//
+// The pod is a cluster pod: the node's Pod Security level refuses every
+// hostPath of a local pod unless it is privileged, which lifts the guard;
+// cluster pods are left to the API server's Pod Security Admission, and
+// the guard holds for them.
 func TestAgent_EphemeralContainerCannotWidenHostPathGuard(t *testing.T) {
 	h := newHarness(t)
+	h.agent.tokens = volume.NewTokenCache(&fakeTokens{clock: h.clock}, h.clock, h.agent.logger) // cluster mode
 	pod := testPod(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
-metadata: {name: reader}
+metadata: {name: reader, annotations: {kubernetes.io/config.source: cluster}}
 spec:
   containers:
   - name: app

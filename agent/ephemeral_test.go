@@ -66,8 +66,9 @@ spec:
 	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer debugger")
 }
 
-// A privileged ephemeral container is not started on a node without
-// --allow-privileged: admission saw only the pod's own containers.
+// A privileged ephemeral container (or one with hostPID's capabilities) is
+// not started under the default level: admission saw only the pod's own
+// containers. Its own index is named.
 func TestAgent_PrivilegedEphemeralContainerRefused(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, `
@@ -80,17 +81,35 @@ spec:
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	debug := pod.DeepCopy()
-	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
-		Name: "root", Image: "reg.local/x:1", SecurityContext: &v1.SecurityContext{Privileged: ptr.To(true)},
-	}}}
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "plain", Image: "reg.local/x:1"}},
+		{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+			Name: "root", Image: "reg.local/x:1", SecurityContext: &v1.SecurityContext{Privileged: ptr.To(true),
+				Capabilities: &v1.Capabilities{Add: []v1.Capability{"SYS_PTRACE"}}},
+		}},
+	}
 	h.agent.SetPods([]*v1.Pod{debug})
 	got := h.rec.waitStatus(t, "the ephemeral container refused", func(p *v1.Pod) bool {
-		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Waiting != nil &&
-			p.Status.EphemeralContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+		for _, s := range p.Status.EphemeralContainerStatuses {
+			if s.Name == "root" && s.State.Waiting != nil && s.State.Waiting.Reason == "CreateContainerConfigError" {
+				return true
+			}
+		}
+		return false
 	})
-	assert.Contains(t, got.Status.EphemeralContainerStatuses[0].State.Waiting.Message, "--allow-privileged")
+	var msg string
+	for _, s := range got.Status.EphemeralContainerStatuses {
+		if s.Name == "root" {
+			msg = s.State.Waiting.Message
+		}
+	}
+	assert.Contains(t, msg, `ephemeral container "root": violates PodSecurity "baseline:latest"`)
+	assert.Contains(t, msg, "spec.ephemeralContainers[1].securityContext.privileged: privileged: must not be true")
+	assert.Contains(t, msg, `spec.ephemeralContainers[1].securityContext.capabilities.add[0]: non-default capabilities: "SYS_PTRACE" may not be added`)
+	assert.Contains(t, msg, "--pod-security=privileged")
 	h.waitCallsSettle(t)
 	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer root")
+	assert.Contains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer plain", "a baseline ephemeral container starts")
 }
 
 func TestComputePodActions_Ephemeral(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 // it, and a static pod's under its mirror's name.
 func TestAgent_ProbeMetricCarriesPodUID(t *testing.T) {
 	h := newHarness(t)
+	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))

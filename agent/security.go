@@ -10,8 +10,9 @@ package agent
 // Where each rule runs:
 //
 //	validation (manifest.ValidatePod) field values, the API server's messages
-//	admission (admitSecurity)  privileged without --allow-privileged,
-//	                           supplementalGroupsPolicy Strict, sysctls
+//	admission (admitSecurity)  the node's Pod Security level for local
+//	                           pods (podsecurity.go), supplementalGroupsPolicy
+//	                           Strict, sysctls
 //	sandbox config             pod user/groups, sysctls, pid namespace,
 //	                           sandbox seccomp RuntimeDefault
 //	container config           effective context (container over pod)
@@ -39,12 +40,11 @@ import (
 // Admission.
 
 // Admission reasons of the security checks: the kubelet's for sysctls and
-// supplementalGroupsPolicy; minikubelet's own for privileged containers
-// (the kubelet refuses them in the API server instead).
+// supplementalGroupsPolicy (the node's Pod Security level has its own,
+// podsecurity.go).
 const (
-	admitReasonSysctlForbidden     = "SysctlForbidden"
-	admitReasonSupplementalGroups  = "SupplementalGroupsPolicyNotSupported"
-	admitReasonPrivilegedForbidden = "PrivilegedForbidden"
+	admitReasonSysctlForbidden    = "SysctlForbidden"
+	admitReasonSupplementalGroups = "SupplementalGroupsPolicyNotSupported"
 )
 
 // safeSysctls is the kubelet's safe set (pkg/kubelet/sysctl/safe_sysctls.go):
@@ -102,22 +102,15 @@ func admitSysctls(pod *v1.Pod, allowed []string) (reason, message string) {
 	return "", ""
 }
 
-// admitSecurity checks what a node may refuse of a pod's security: a
-// privileged container without --allow-privileged, the Strict
+// admitSecurity checks what a node may refuse of a pod's security: a local
+// pod that breaks the node's Pod Security level (--pod-security; a
+// cluster pod is the API server's Pod Security Admission's to judge, as
+// with the kubelet, which admits privileged pods), the Strict
 // supplementalGroupsPolicy (containerd 1.6 cannot honour it), and sysctls.
 // The reason is empty when the pod is fine.
 func (a *Agent) admitSecurity(pod *v1.Pod) (reason, message string) {
-	if !a.cfg.AllowPrivileged {
-		for _, cs := range []struct {
-			kind string
-			list []v1.Container
-		}{{"initContainers", pod.Spec.InitContainers}, {"containers", pod.Spec.Containers}} {
-			for i, c := range cs.list {
-				if isPrivileged(&c) {
-					return admitReasonPrivilegedForbidden, fmt.Sprintf("container %q is privileged (spec.%s[%d].securityContext.privileged), which this node refuses: start the agent with --allow-privileged to allow it", c.Name, cs.kind, i)
-				}
-			}
-		}
+	if reason, message := a.admitPodSecurity(pod); reason != "" {
+		return reason, message
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
 		return admitReasonSupplementalGroups, "SupplementalGroupsPolicy=Strict is not supported in this node"

@@ -371,12 +371,12 @@ func TestAgent_AdmissionRefusesSecurity(t *testing.T) {
 	tests := []struct {
 		name       string
 		manifest   string
-		allowPriv  bool
+		level      PodSecurityLevel // "": the default, baseline
 		wantReason string
 		wantMsg    string
 	}{
 		{
-			name: "privileged without --allow-privileged",
+			name: "privileged under the default level",
 			manifest: `
 apiVersion: v1
 kind: Pod
@@ -384,11 +384,11 @@ metadata: {name: priv}
 spec:
   containers: [{name: app, image: reg.local/x:1, securityContext: {privileged: true}}]
 `,
-			wantReason: "PrivilegedForbidden",
-			wantMsg:    `container "app" is privileged (spec.containers[0].securityContext.privileged), which this node refuses: start the agent with --allow-privileged to allow it`,
+			wantReason: "PodSecurityForbidden",
+			wantMsg:    `violates PodSecurity "baseline:latest", this node's level for local pods: spec.containers[0].securityContext.privileged: privileged: must not be true`,
 		},
 		{
-			name: "privileged with --allow-privileged",
+			name: "privileged with --pod-security=privileged",
 			manifest: `
 apiVersion: v1
 kind: Pod
@@ -396,10 +396,12 @@ metadata: {name: priv}
 spec:
   containers: [{name: app, image: reg.local/x:1, securityContext: {privileged: true}}]
 `,
-			allowPriv: true,
+			level: PodSecurityPrivileged,
 		},
 		{
-			name: "unsafe sysctl",
+			// The kubelet's sysctl check, behind the node's level.
+			name:  "unsafe sysctl",
+			level: PodSecurityPrivileged,
 			manifest: `
 apiVersion: v1
 kind: Pod
@@ -428,7 +430,9 @@ spec:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			h.agent.cfg.AllowPrivileged = tc.allowPriv
+			if tc.level != "" {
+				h.agent.cfg.PodSecurity = tc.level
+			}
 			pod := testPod(t, tc.manifest)
 			h.agent.SetPods([]*v1.Pod{pod})
 			if tc.wantReason == "" {

@@ -18,7 +18,7 @@ func (a *Agent) volumes() *volume.Manager {
 		RootDir:         a.cfg.RootDir,
 		PodLogDir:       a.cfg.PodLogDir,
 		ProtectedPaths:  a.cfg.ProtectedPaths,
-		AllowPrivileged: a.cfg.AllowPrivileged,
+		AllowPrivileged: a.cfg.PodSecurity == PodSecurityPrivileged,
 		Allocatable:     a.cfg.Node.Allocatable,
 	}, volume.Deps{
 		Data:    configDataLookup{a},

@@ -44,7 +44,7 @@ var podSecurityContextRules = ruleTable{typ: reflect.TypeFor[v1.PodSecurityConte
 // Fields of spec.containers[*].securityContext.
 var securityContextRules = ruleTable{typ: reflect.TypeFor[v1.SecurityContext](), path: "spec.containers[*].securityContext", rules: map[string]fieldRule{
 	"capabilities":             ruleOK,
-	"privileged":               ruleLimited("only when the agent runs with --allow-privileged (else rejected at admission: PrivilegedForbidden)"),
+	"privileged":               ruleLimited("a local pod only with --pod-security=privileged (else rejected at admission: PodSecurityForbidden); a cluster pod as its API server admits it"),
 	"seLinuxOptions":           ruleLimited(seLinuxNote + "; overrides spec.securityContext.seLinuxOptions"),
 	"windowsOptions":           ruleInert("Windows only; ignored on Linux, as the kubelet does"),
 	"runAsUser":                ruleLimited("overrides spec.securityContext.runAsUser"),

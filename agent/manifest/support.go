@@ -112,7 +112,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"volumes":                       ruleLimited("emptyDir, hostPath, configMap, secret, downwardAPI and projected"),
 	"initContainers":                ruleLimited("same fields as spec.containers[*], plus restartPolicy: Always for native sidecars"),
 	"containers":                    ruleOK,
-	"ephemeralContainers":           ruleLimited("added to a running pod through the API (kubectl debug): started once in the pod's sandbox (in the PID namespace of targetContainerName when set), never restarted, reported in status.ephemeralContainerStatuses; a privileged one needs --allow-privileged"),
+	"ephemeralContainers":           ruleLimited("added to a running pod through the API (kubectl debug): started once in the pod's sandbox (in the PID namespace of targetContainerName when set), never restarted, reported in status.ephemeralContainerStatuses; held to the node's --pod-security level (a local pod's)"),
 	"restartPolicy":                 ruleOK,
 	"terminationGracePeriodSeconds": ruleOK,
 	"activeDeadlineSeconds":         ruleLimited("counted from when the agent accepted the pod; once past it the pod is Failed with reason DeadlineExceeded and its containers are killed with its grace period; it may be changed while the pod runs"),

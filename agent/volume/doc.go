@@ -1,7 +1,7 @@
 // Package volume prepares a pod's files on the host, below the engine.
 // Manager (manager.go) is the engine's door to it: agent.Agent builds one
 // over its configuration (Config: root dir, pod log dir, protected paths,
-// --allow-privileged, the node's allocatable) and narrow interfaces of
+// --pod-security=privileged, the node's allocatable) and narrow interfaces of
 // what it needs of the engine (Deps: ConfigData for the ConfigMaps and
 // Secrets in a pod's scope, DownwardAPI for fieldRef and resourceFieldRef
 // values, a VolumeMounter, the TokenCache, a logger). Through it the engine

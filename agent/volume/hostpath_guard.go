@@ -2,8 +2,9 @@ package volume
 
 // The hostPath guard: minikubelet's own rule, not the kubelet's (the
 // kubelet mounts any hostPath a pod asks for and leaves the decision to
-// admission policy in the API server). Without --allow-privileged a pod
-// may not mount the agent's own state:
+// admission policy in the API server). Unless the agent runs with
+// --pod-security=privileged, a pod (a cluster pod too) may not mount the
+// agent's own state:
 //
 //   - the root dir (stored API pods, pod volumes, config data): a pod that
 //     can write there rewrites the pods the agent runs, as root;
@@ -83,7 +84,7 @@ func (a *Manager) ProtectedHostPath(p *v1.Pod) (string, string) {
 			if g.readOnlyOK {
 				what = " writable"
 			}
-			return "HostPathForbidden", fmt.Sprintf("spec.volumes[%d].hostPath.path: volume %q: %s (%s) reaches minikubelet's own state (%s)%s; start the agent with --allow-privileged to allow it",
+			return "HostPathForbidden", fmt.Sprintf("spec.volumes[%d].hostPath.path: volume %q: %s (%s) reaches minikubelet's own state (%s)%s; start the agent with --pod-security=privileged to allow it",
 				i, vol.Name, vol.HostPath.Path, hp, g.path, what)
 		}
 	}

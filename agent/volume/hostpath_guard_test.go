@@ -64,7 +64,7 @@ spec:
 				return
 			}
 			assert.Equal(t, "HostPathForbidden", reason)
-			assert.Contains(t, msg, "--allow-privileged")
+			assert.Contains(t, msg, "--pod-security=privileged")
 			assert.Contains(t, msg, "spec.volumes[0].hostPath.path: ", "the refusal names the field")
 		})
 	}

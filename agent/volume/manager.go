@@ -19,7 +19,7 @@ type Config struct {
 	// ProtectedPaths are host paths a pod's hostPath may not reach
 	// without AllowPrivileged (the API socket's directory).
 	ProtectedPaths []string
-	// AllowPrivileged lets pods mount any hostPath.
+	// AllowPrivileged lets pods mount any hostPath (--pod-security=privileged).
 	AllowPrivileged bool
 	// Allocatable is the node's allocatable resources: the size of a
 	// memory volume without a limit.

@@ -50,6 +50,13 @@ type nodeFlags struct {
 	nodePidsLimit  int64
 	cgroupsPerQOS  bool
 	allowPriv      bool
+	podSecurity    string
+	// podSecurityLevel is the level node() settled on from podSecurity
+	// and allowPriv; podSecurityNotice the deprecation warning to print.
+	podSecurityLevel  agent.PodSecurityLevel
+	podSecurityNotice string
+	// fs is the flag set the flags were registered with (flagGiven).
+	fs             *flag.FlagSet
 	unsafeSysctls  string
 	seccompRoot    string
 	systemReserved string
@@ -84,7 +91,9 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.podPidsLimit, "pod-max-pids", -1, "pids.max of each pod cgroup (-1: unlimited)")
 	fs.Int64Var(&f.nodePidsLimit, "node-max-pids", 0, "pids.max of the kubepods cgroup, all pods together (0: unlimited)")
 	fs.BoolVar(&f.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in the kubepods QoS cgroup hierarchy with their resources (kubelet's --cgroups-per-qos)")
-	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "let pods run privileged containers and mount minikubelet's own state (root dir, run dir, API socket, manifest dir, kubeconfigs, config) through hostPath")
+	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "deprecated: the same as --pod-security=privileged")
+	fs.StringVar(&f.podSecurity, "pod-security", string(agent.DefaultPodSecurity), "Pod Security Standards level of local pods (manifest directory, local API, run): privileged, baseline or restricted; privileged also lets pods mount minikubelet's own state (root dir, run dir, API socket, manifest dir, kubeconfigs, config) through hostPath. Cluster pods are left to the API server's Pod Security Admission")
+	f.fs = fs
 	fs.StringVar(&f.unsafeSysctls, "allowed-unsafe-sysctls", "", "sysctls pods may set beyond the kubelet's safe set, comma-separated names or prefixes ending in * (e.g. net.core.*); namespaced sysctls only")
 	fs.StringVar(&f.seccompRoot, "seccomp-profile-root", "", "directory of the Localhost seccomp profiles (default: <root-dir>/seccomp)")
 	fs.StringVar(&f.nodeLabels, "node-labels", "", "extra node labels pods' nodeSelector is matched against, k=v,k2=v2")
@@ -125,29 +134,52 @@ func (f *nodeFlags) node(thresholds []eviction.Threshold) (agent.NodeInfo, error
 	if err := manifest.ValidateAllowedUnsafeSysctls(f.allowedUnsafeSysctls()); err != nil {
 		return agent.NodeInfo{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
+	if err := f.checkPodSecurity(); err != nil {
+		return agent.NodeInfo{}, err
+	}
 	return agent.DetectNode(f.nodeName, labels, kube, system, &agent.NodeStorage{RootDir: f.rootDir, Thresholds: thresholds})
+}
+
+// checkPodSecurity settles the level of local pods from --pod-security and
+// the deprecated --allow-privileged, its alias for privileged.
+func (f *nodeFlags) checkPodSecurity() error {
+	level, err := agent.ParsePodSecurityLevel(f.podSecurity)
+	if err != nil {
+		return fmt.Errorf("--pod-security: %w", err)
+	}
+	if f.fs != nil && flagGiven(f.fs, "allow-privileged") {
+		f.podSecurityNotice = "--allow-privileged is deprecated: use --pod-security=privileged (the Pod Security Standards level of local pods)"
+		if f.allowPriv {
+			if flagGiven(f.fs, "pod-security") && level != agent.PodSecurityPrivileged {
+				return fmt.Errorf("--allow-privileged (deprecated, the same as --pod-security=privileged) contradicts --pod-security=%s: give only --pod-security", level)
+			}
+			level = agent.PodSecurityPrivileged
+		}
+	}
+	f.podSecurityLevel = level
+	return nil
 }
 
 // agentConfig is the agent's configuration from the node flags, shared by
 // run and serve.
 func (f *nodeFlags) agentConfig(node agent.NodeInfo, runtimeName string) agent.Config {
 	return agent.Config{
-		NodeName:        f.nodeName,
-		RootDir:         f.rootDir,
-		PodLogDir:       f.podLogDir,
-		RuntimeName:     runtimeName,
-		RuntimeTimeout:  f.runtimeTimeout,
-		BackoffInitial:  f.backoffInitial,
-		BackoffMax:      f.backoffMax,
-		Network:         f.network(),
-		Node:            node,
-		PodPidsLimit:    f.podPidsLimit,
-		NodePidsLimit:   f.nodePidsLimit,
-		AllowPrivileged: f.allowPriv,
-		ClusterDomain:   f.clusterDomain,
-		ClusterDNS:      f.clusterDNS,
-		ResolvConf:      f.resolvConfFile(),
-		PullSecretFile:  f.pullSecretFile,
+		NodeName:       f.nodeName,
+		RootDir:        f.rootDir,
+		PodLogDir:      f.podLogDir,
+		RuntimeName:    runtimeName,
+		RuntimeTimeout: f.runtimeTimeout,
+		BackoffInitial: f.backoffInitial,
+		BackoffMax:     f.backoffMax,
+		Network:        f.network(),
+		Node:           node,
+		PodPidsLimit:   f.podPidsLimit,
+		NodePidsLimit:  f.nodePidsLimit,
+		PodSecurity:    f.podSecurityLevel,
+		ClusterDomain:  f.clusterDomain,
+		ClusterDNS:     f.clusterDNS,
+		ResolvConf:     f.resolvConfFile(),
+		PullSecretFile: f.pullSecretFile,
 		// Security contexts (agent/security.go).
 		AllowedUnsafeSysctls: f.allowedUnsafeSysctls(),
 		SeccompProfileRoot:   f.seccompRoot,
@@ -241,6 +273,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if nf.podSecurityNotice != "" {
+		p.line("node", "notice", 0, nf.podSecurityNotice)
+	}
 
 	// Step: validate. Nothing touches the runtime before this passes.
 	// The UID is derived from the source path among other things: make the
@@ -275,6 +310,10 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			raw, rawCMs, rawSecrets, err := manifest.DecodeObjects(data, file)
 			if err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if flagGiven(fs, "pod-security") || flagGiven(fs, "allow-privileged") {
+				// The daemon's level is the node's: a client cannot lower it.
+				p.line("node", "notice", 0, "--pod-security applies to a foreground run only: the daemon runs these pods at its own level (serve --pod-security); add --foreground to run them in this process")
 			}
 			return runThroughDaemon(ctx, c, daemonObjects{pods: raw, configMaps: rawCMs, secrets: rawSecrets,
 				preparedCMs: cms, preparedSecrets: secrets}, rf, p, stderr)

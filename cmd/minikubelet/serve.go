@@ -167,6 +167,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if nf.podSecurityNotice != "" {
+		logger.Warn(nf.podSecurityNotice)
+	}
+	logger.Info("Pod Security level of local pods", "level", string(nf.podSecurityLevel))
 	cc, err := cf.dial(node.Name)
 	if err != nil {
 		return &exitError{code: 2, err: err}

@@ -335,6 +335,15 @@ start_minikubelet() {
 	# client certificates (the apiserver's kubelet client).
 	local usage
 	usage=$("$MINIKUBELET_BIN" serve --help 2>&1 || true)
+	# Cluster pods are not held to the node's Pod Security level (the API
+	# server's Pod Security Admission decides), but the hostPath guard keeps
+	# them off the node's own state unless privileged: here the API socket's
+	# directory is $WORK, under /tmp, which a spec's hostPath of /tmp
+	# contains. Older binaries know only --allow-privileged.
+	local privileged=(--allow-privileged)
+	if [[ $usage == *-pod-security* ]]; then
+		privileged=(--pod-security=privileged)
+	fi
 	if [[ $usage == *-client-ca-file* ]]; then
 		server=(--address "$NODE_IP" --port "$KUBELET_PORT" --client-ca-file "$PKI/ca.crt")
 	else
@@ -345,7 +354,7 @@ start_minikubelet() {
 		--root-dir "$WORK/mkl-root" --pod-log-dir "$WORK/pod-logs" --manifest-dir "$WORK/manifests" \
 		--socket "$WORK/minikubelet.sock" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \
 		--cni-bridge "$BRIDGE" --cni-data-dir "$WORK/cni-data" --pod-masquerade=false \
-		--allow-privileged --log-level info \
+		"${privileged[@]}" --log-level info \
 		--eviction-hard 'memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%' \
 		--image-gc-high-threshold 100 --image-gc-low-threshold 99
 }

@@ -126,7 +126,7 @@ func TestBoundaryStore_HostPathAliasesOfOwnStateRefused(t *testing.T) {
 			return p != nil && p.Status.Phase == v1.PodFailed
 		})
 		assert.Equal(t, "HostPathForbidden", got.Status.Reason, "%s (%s): %s", tc.pod, tc.path, got.Status.Message)
-		assert.Contains(t, got.Status.Message, "--allow-privileged")
+		assert.Contains(t, got.Status.Message, "--pod-security=privileged")
 		assert.Empty(t, podSandboxes(t, tc.pod), "%s: nothing reached the runtime", tc.pod)
 	}
 }

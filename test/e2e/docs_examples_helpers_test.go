@@ -52,7 +52,11 @@ func startDocs(t *testing.T, file string) *docsPod {
 	if d.namespace == "" {
 		d.namespace = "default"
 	}
-	d.p = startRunPath(t, path)
+	var extra []string
+	if _, ok := docsPrivileged[file]; ok {
+		extra = append(extra, privilegedLevel)
+	}
+	d.p = startRunPath(t, path, extra...)
 	return d
 }
 

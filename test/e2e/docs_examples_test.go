@@ -53,6 +53,15 @@ var docsAdmissionRejected = map[string]string{
 	"security-context-6.yaml": "SupplementalGroupsPolicyNotSupported",
 }
 
+// docsPrivileged are the examples that need the host beyond the baseline
+// Pod Security level; they run with --pod-security=privileged, as a user
+// would run them (in a cluster their namespace would need the privileged
+// level).
+var docsPrivileged = map[string]string{
+	"hostpath-example-linux.yaml": "a hostPath volume",
+	"security-context-4.yaml":     "capabilities NET_ADMIN and SYS_TIME",
+}
+
 // docsChecks holds one check per example that runs.
 var docsChecks = map[string]func(t *testing.T, d *docsPod){
 	"commands.yaml":                                checkCommands,

@@ -130,6 +130,18 @@ func startRun(t *testing.T, manifest string) *runProc {
 	return startRunArgs(t, append(append([]string{"run"}, agentArgs()...), path)...)
 }
 
+// privilegedLevel is the flag a user gives `run` or `serve` for local pods
+// that need the host (hostPath, hostPort, added capabilities, unsafe
+// sysctls): the default level, baseline, refuses them.
+const privilegedLevel = "--pod-security=privileged"
+
+// startRunWith is startRun with extra flags before the manifest.
+func startRunWith(t *testing.T, manifest string, extra ...string) *runProc {
+	t.Helper()
+	path := writeManifest(t, manifest)
+	return startRunArgs(t, append(append(append([]string{"run"}, agentArgs()...), extra...), path)...)
+}
+
 // startRunArgs starts the minikubelet binary with args (a `run` whose
 // flags the caller chose), with startRun's cleanup.
 func startRunArgs(t *testing.T, args ...string) *runProc {

@@ -329,7 +329,7 @@ spec:
     command: ["sh", "-c", "stop() { sleep 1; echo app-stop >> /out/log; exit 0; }; trap stop TERM; echo app-start >> /out/log; while true; do sleep 0.1; done"]
     volumeMounts: [{name: out, mountPath: /out}]
 `)
-	p := startRunPath(t, path)
+	p := startRunPath(t, path, privilegedLevel) // the hostPath OUTDIR
 	p.waitFor(`default/e2e-sidecar\s+status\s+Running ip=\S+ ready=1/1 init-1:terminated\(Completed,exit=0\) sidecar:running app:running\n`, 2*time.Minute)
 
 	// Start order from the runtime's own timestamps.
@@ -533,7 +533,7 @@ spec:
           command: ["sh", "-c", "echo prestop >> /w/log; sleep 1; echo prestop-done >> /w/log"]
     volumeMounts: [{name: w, mountPath: /w}]
 `)
-	p := startRunPath(t, path)
+	p := startRunPath(t, path, privilegedLevel) // the hostPath OUTDIR
 	p.waitRunning(pod)
 	p.interrupt()
 	b, err := os.ReadFile(filepath.Join(out, "log"))

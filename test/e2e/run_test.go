@@ -147,7 +147,7 @@ func TestRun_TwoContainerPod(t *testing.T) {
 // A hostPort is reachable on the host's loopback through portmap.
 func TestRun_HostPort(t *testing.T) {
 	t.Parallel()
-	p := startRun(t, `
+	p := startRunWith(t, `
 apiVersion: v1
 kind: Pod
 metadata:
@@ -160,7 +160,7 @@ spec:
     ports:
     - containerPort: 8080
       hostPort: 18089
-`)
+`, privilegedLevel) // baseline refuses hostPorts
 	p.waitRunning("e2e-hostport")
 	assert.Contains(t, httpGet(t, "http://127.0.0.1:18089/"), "hello from e2e-hostport")
 	p.interrupt()

@@ -95,7 +95,7 @@ spec:
 // container overriding it, a read-only root filesystem, a safe sysctl.
 func TestSecurity_CapabilitiesSeccompReadOnlyRoot(t *testing.T) {
 	t.Parallel()
-	p := startRun(t, `
+	p := startRunWith(t, `
 apiVersion: v1
 kind: Pod
 metadata:
@@ -128,7 +128,7 @@ spec:
     command: ["sleep", "3600"]
     securityContext:
       readOnlyRootFilesystem: true
-`)
+`, privilegedLevel) // NET_ADMIN, SYS_TIME and Unconfined are beyond baseline
 	p.waitRunning("e2e-sec-caps")
 
 	caps := procStatus(t, containerID(t, "e2e-sec-caps", "caps"))
@@ -207,10 +207,11 @@ spec:
 }
 
 // An unsafe sysctl is rejected at admission (SysctlForbidden) unless the
-// agent allows it with --allowed-unsafe-sysctls.
+// agent allows it with --allowed-unsafe-sysctls. (At the default level,
+// baseline, the node's Pod Security check refuses it first.)
 func TestSecurity_UnsafeSysctlRejected(t *testing.T) {
 	t.Parallel()
-	p := startRun(t, `
+	p := startRunWith(t, `
 apiVersion: v1
 kind: Pod
 metadata:
@@ -225,7 +226,7 @@ spec:
   - name: app
     image: REGISTRY/minikubelet/busybox:1.36
     command: ["sleep", "3600"]
-`)
+`, privilegedLevel) // the kubelet's own check, behind the node's level
 	m := p.waitFor(`e2e-sec-sysctl\s+status\s+Failed[^\n]*reason=(\S+) \(([^\n]*)\)`, time.Minute)
 	assert.Equal(t, "SysctlForbidden", m[1])
 	assert.Contains(t, m[2], `forbidden sysctl: "net.core.somaxconn" not allowlisted`)
