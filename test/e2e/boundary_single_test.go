@@ -197,7 +197,7 @@ spec:
 		assert.Equal(t, "HostPathForbidden", got.Status.Reason, "%s (%s): %s", tc.pod, tc.path, got.Status.Message)
 		assert.Contains(t, got.Status.Message, "spec.volumes[1].hostPath.path: ", tc.pod)
 		assert.Contains(t, got.Status.Message, tc.what, tc.pod)
-		assert.Contains(t, got.Status.Message, "--allow-privileged", tc.pod)
+		assert.Contains(t, got.Status.Message, "--pod-security=privileged", tc.pod)
 		assert.Empty(t, podSandboxes(t, tc.pod), "%s: nothing reached the runtime", tc.pod)
 	}
 	consistently(t, scaled(3*time.Second), func() error {
