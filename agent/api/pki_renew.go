@@ -213,9 +213,16 @@ const maxRenewalSleep = time.Hour
 
 // Run renews until ctx ends.
 func (r *Renewer) Run(ctx context.Context) {
+	var last *PKI
+	var jitter float64
 	for {
 		p := r.cur.Load()
-		wait := nextRenewal(p, rand.Float64()).Sub(r.clock.Now())
+		if p != last {
+			// One point of the window per set of certificates: drawn
+			// again at each wake, the earliest draws would win.
+			last, jitter = p, rand.Float64()
+		}
+		wait := nextRenewal(p, jitter).Sub(r.clock.Now())
 		wait = min(max(wait, 0), maxRenewalSleep)
 		t := r.clock.NewTimer(wait)
 		select {
@@ -277,10 +284,13 @@ func (r *Renewer) renew() error {
 		}
 		r.logger.Info("New admin certificate", "serial", p.Admin.SerialNumber.Text(16), "notAfter", p.Admin.NotAfter, "kubeconfig", r.kubeconfig)
 	}
-	if !slices.Equal(p.Serving.Certificate[0], old.Serving.Certificate[0]) {
+	newServing := !slices.Equal(p.Serving.Certificate[0], old.Serving.Certificate[0])
+	if newServing {
 		r.logger.Info("New serving certificate", "serial", p.Serving.Leaf.SerialNumber.Text(16), "notAfter", p.Serving.Leaf.NotAfter)
 	}
-	r.cur.Store(p)
+	if newServing || !bytes.Equal(p.AdminCertPEM, old.AdminCertPEM) || !bytes.Equal(p.CAPEM, old.CAPEM) {
+		r.cur.Store(p) // else the same certificates: Run keeps its point of the window
+	}
 	return nil
 }
 
