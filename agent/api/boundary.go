@@ -17,7 +17,8 @@ package api
 //     [::1] or a name of the serving certificate, with the port) and an
 //     Origin header must be this server's https origin. DNS rebinding then
 //     gets a 403, and without the admin certificate nothing gets further
-//     than a 401.
+//     than a 401; nor with an admin certificate admin.serials does not
+//     list (one replaced by `minikubelet kubeconfig --rotate`).
 
 import (
 	"context"
@@ -183,14 +184,21 @@ func TLSConfig(p *PKI) *tls.Config {
 }
 
 // ServeTLS serves the API on the TCP listener l with TLS and client
-// certificate authentication from p, until ctx ends (like Serve).
-func (s *Server) ServeTLS(ctx context.Context, l net.Listener, p *PKI) error {
+// certificate authentication from src (a *PKI, or a *Renewer whose newest
+// certificates each handshake takes), until ctx ends (like Serve).
+func (s *Server) ServeTLS(ctx context.Context, l net.Listener, src PKISource) error {
 	_, port, err := net.SplitHostPort(l.Addr().String())
 	if err != nil {
 		return fmt.Errorf("serve API on %s: %w", l.Addr(), err)
 	}
+	p := src.Current()
+	var changed func()
+	if r, ok := src.(*Renewer); ok {
+		changed = r.Poke // a rotation: rewrite the daemon's kubeconfig
+	}
 	g := newTCPGuard(p, port, l.Addr())
-	return s.serve(ctx, tls.NewListener(l, TLSConfig(p)), g.wrap(s.handler))
+	g.admins = newAdminList(p.Dir, changed)
+	return s.serve(ctx, tls.NewListener(l, listenerTLS(src)), g.wrap(s.handler))
 }
 
 // tcpGuard checks the TCP listener's requests before the API sees them.
@@ -199,6 +207,8 @@ type tcpGuard struct {
 	port string
 	// hosts are the lower-case names and IPs a Host header may name.
 	hosts map[string]bool
+	// admins are the admin certificates accepted (admin.serials).
+	admins *adminList
 }
 
 // newTCPGuard allows the serving certificate's names and IPs, the
@@ -269,9 +279,17 @@ func (g *tcpGuard) wrap(next http.Handler) http.Handler {
 				"a client certificate of this node's API CA is required: use the admin kubeconfig (/etc/minikubelet/admin.kubeconfig, or `minikubelet kubeconfig`)")
 			return
 		}
-		if leaf := r.TLS.VerifiedChains[0][0]; !isAdmin(leaf) {
+		leaf := r.TLS.VerifiedChains[0][0]
+		if !isAdmin(leaf) {
 			writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden,
 				fmt.Sprintf("user %q (groups %q) may not use this API: only %s is admitted", leaf.Subject.CommonName, leaf.Subject.Organization, AdminGroup))
+			return
+		}
+		// Checked per request, not per handshake: a kept-alive connection
+		// of a rotated certificate is refused at its next request.
+		if !g.admins.accepts(leaf.SerialNumber) {
+			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
+				"this admin certificate was replaced (minikubelet kubeconfig --rotate): use the current admin kubeconfig (/etc/minikubelet/admin.kubeconfig, or `minikubelet kubeconfig`)")
 			return
 		}
 		next.ServeHTTP(w, r)

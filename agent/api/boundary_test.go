@@ -97,7 +97,7 @@ func TestServeTLS_Boundary(t *testing.T) {
 	_, _, err = p.issue(p.Dir, "viewer", &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "viewer", Organization: []string{"viewers"}},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, time.Now())
+	}, time.Hour, time.Now())
 	require.NoError(t, err)
 	viewer := pairOf(t, p.Dir, "viewer")
 	// The serving certificate is no client certificate (ServerAuth only).
@@ -277,7 +277,7 @@ func TestEnsurePKI_CreatesOnceAndReissuesForANewAddress(t *testing.T) {
 	require.NoError(t, p3.Serving.Leaf.VerifyHostname("localhost"))
 
 	// Close to their end, the leaf certificates are issued again.
-	later := now.Add(leafValidity - renewBefore + time.Hour)
+	later := now.Add(time.Duration(float64(servingValidity)*renewFrom) + time.Hour)
 	p4, err := EnsurePKI(dir, "127.0.0.5:7443", []string{"node1.example"}, later)
 	require.NoError(t, err)
 	assert.Equal(t, p1.CAPEM, p4.CAPEM)

@@ -9,16 +9,28 @@ package api
 //	  server.crt server.key  serving certificate for the listen address, localhost,
 //	                         127.0.0.1 and ::1 (1 year; ServerAuth only)
 //	  admin.crt  admin.key   client certificate O=system:masters, CN=minikubelet-admin
-//	                         (1 year; ClientAuth only)
+//	                         (30 days; ClientAuth only)
+//	  admin.serials          the admin certificates the TCP API accepts
 //	  server.address         the host:port the serving certificate was issued for
+//	  .lock                  flock'd by whoever changes the files
 //
 // Keys are ECDSA P-256, written 0600; certificates 0644. Every file is
 // written to a temporary name and renamed into place.
 //
-// TODO(api): renew the leaf certificates while the daemon runs; today a
-// start renews those within 90 days of their end, so a daemon that runs a
-// year without restarting serves an expired certificate (issue #20).
-
+// Renewal: a leaf certificate is issued again past 70 % of its life at a
+// start, and, while the daemon runs, at a random point between 70 % and
+// 90 % (Renewer, as client-go's certificate manager); the CA within 90
+// days of its end.
+//
+// The admin certificate cannot be revoked by the CA (no CRL): whoever
+// copied the admin kubeconfig keeps root on the node for the certificate's
+// life. So it lives 30 days, not a year, and the daemon renews it into the
+// admin kubeconfig while it runs; and the TCP API accepts only the admin
+// certificates listed in admin.serials. A renewal adds the new serial (a
+// copy of the old kubeconfig keeps working until it expires); `minikubelet
+// kubeconfig --rotate` (RotateAdmin) leaves only the new one, and the
+// listener, which checks the list on each request, refuses the old
+// certificate at once, without a new CA.
 import (
 	"bytes"
 	"crypto"
@@ -36,6 +48,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -50,12 +63,23 @@ const (
 )
 
 const (
-	caValidity   = 10 * 365 * 24 * time.Hour
-	leafValidity = 365 * 24 * time.Hour
-	// renewBefore: a leaf certificate closer than this to its end is
-	// issued again at start.
+	caValidity      = 10 * 365 * 24 * time.Hour
+	servingValidity = 365 * 24 * time.Hour
+	// adminValidity: see the file comment.
+	adminValidity = 30 * 24 * time.Hour
+	// renewBefore: a CA closer than this to its end is made again.
 	renewBefore = 90 * 24 * time.Hour
+	// renewFrom and renewTo bound the point of a leaf's life at which it
+	// is issued again: renewFrom at a start, a random point between the
+	// two while the daemon runs (client-go's certificate manager renews
+	// at 70-90 %).
+	renewFrom, renewTo = 0.7, 0.9
+	// skew is how far before its issue a certificate is valid.
+	skew = time.Hour
 )
+
+// adminSerialsFile lists the admin certificates the TCP API accepts.
+const adminSerialsFile = "admin.serials"
 
 // PKI is the loaded CA with the serving and admin certificates.
 type PKI struct {
@@ -71,8 +95,13 @@ type PKI struct {
 	// Serving is the TLS serving certificate.
 	Serving tls.Certificate
 	// AdminCertPEM and AdminKeyPEM are the admin client's credentials,
-	// embedded in the admin kubeconfig.
+	// embedded in the admin kubeconfig; Admin is the certificate.
 	AdminCertPEM, AdminKeyPEM []byte
+	Admin                     *x509.Certificate
+
+	// tlsOnce builds tlsConfig, the listener's TLS for this PKI.
+	tlsOnce   sync.Once
+	tlsConfig *tls.Config
 }
 
 // EnsurePKI loads the PKI under dir, creating what is missing: the CA on
@@ -89,22 +118,29 @@ func EnsurePKI(dir, addr string, extraHosts []string, now time.Time) (*PKI, erro
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("restrict PKI directory: %w", err)
 	}
+	unlock, err := lockPKI(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	p := &PKI{Dir: dir, Address: addr}
 	caCert, caKey, err := loadPair(dir, "ca")
+	newCA := false
 	if err != nil || !caCert.IsCA || now.After(caCert.NotAfter.Add(-renewBefore)) {
 		// A new CA invalidates every certificate it signed, the admin
 		// kubeconfig included: it is rewritten at each start anyway.
-		if caCert, caKey, err = newCA(dir, now); err != nil {
+		if caCert, caKey, err = createCA(dir, now); err != nil {
 			return nil, err
 		}
+		newCA = true
 	}
 	p.CA, p.caKey = caCert, caKey
 	p.CAPEM = pemCert(caCert.Raw)
 
 	hosts := servingHosts(addr, extraHosts)
 	srvCert, _, err := loadPair(dir, "server")
-	if err != nil || !p.issued(srvCert, now) || !sameHosts(srvCert, hosts) || readAddress(dir) != addr {
-		if _, _, err := p.issue(dir, "server", servingTemplate(hosts), now); err != nil {
+	if err != nil || !p.issued(srvCert, now, renewFrom) || !sameHosts(srvCert, hosts) || readAddress(dir) != addr {
+		if _, _, err := p.issue(dir, "server", servingTemplate(hosts), servingValidity, now); err != nil {
 			return nil, err
 		}
 		if err := writeAtomic(filepath.Join(dir, "server.address"), []byte(addr+"\n"), 0o644); err != nil {
@@ -115,19 +151,81 @@ func EnsurePKI(dir, addr string, extraHosts []string, now time.Time) (*PKI, erro
 		return nil, fmt.Errorf("load serving certificate: %w", err)
 	}
 
+	serials, listErr := readAdminSerials(dir)
 	adminCert, _, err := loadPair(dir, "admin")
-	if err != nil || !p.issued(adminCert, now) || !isAdmin(adminCert) {
-		if _, _, err := p.issue(dir, "admin", adminTemplate(), now); err != nil {
+	switch {
+	case err != nil || newCA || !p.issued(adminCert, now, renewFrom) || !isAdmin(adminCert) ||
+		adminCert.NotAfter.Sub(adminCert.NotBefore) > adminValidity+skew:
+		// Missing, expiring, or issued under an older policy (a year).
+		cert, _, err := p.issue(dir, "admin", adminTemplate(), adminValidity, now)
+		if err != nil {
+			return nil, err
+		}
+		if newCA || listErr != nil {
+			serials = nil // the old admin certificates are not the new CA's
+		}
+		if err := writeAdminSerials(dir, append(serials, adminSerial{cert.SerialNumber, cert.NotAfter}), now); err != nil {
+			return nil, err
+		}
+	case listErr != nil:
+		// No list yet (a PKI from before it): the current certificate.
+		if err := writeAdminSerials(dir, []adminSerial{{adminCert.SerialNumber, adminCert.NotAfter}}, now); err != nil {
 			return nil, err
 		}
 	}
-	if p.AdminCertPEM, err = os.ReadFile(filepath.Join(dir, "admin.crt")); err != nil {
-		return nil, fmt.Errorf("read admin certificate: %w", err)
-	}
-	if p.AdminKeyPEM, err = os.ReadFile(filepath.Join(dir, "admin.key")); err != nil {
-		return nil, fmt.Errorf("read admin key: %w", err)
+	if err := p.loadAdmin(); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// RotateAdmin issues a new admin certificate and makes it the only one the
+// TCP API accepts (admin.serials): every copy of the old admin kubeconfig
+// is refused (401) by a running daemon at its next request. The CA and
+// the serving certificate stay. It returns the PKI with the new
+// certificate (for `minikubelet kubeconfig --rotate`).
+func RotateAdmin(dir string, now time.Time) (*PKI, error) {
+	unlock, err := lockPKI(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	caCert, caKey, err := loadPair(dir, "ca")
+	if err != nil {
+		return nil, fmt.Errorf("no API CA in %s (start `minikubelet serve --api-address` once to create it): %w", dir, err)
+	}
+	p := &PKI{Dir: dir, CA: caCert, caKey: caKey, CAPEM: pemCert(caCert.Raw), Address: readAddress(dir)}
+	if p.Address == "" {
+		return nil, fmt.Errorf("%s has no server.address: start `minikubelet serve --api-address` once", dir)
+	}
+	cert, _, err := p.issue(dir, "admin", adminTemplate(), adminValidity, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAdminSerials(dir, []adminSerial{{cert.SerialNumber, cert.NotAfter}}, now); err != nil {
+		return nil, err
+	}
+	if err := p.loadAdmin(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// loadAdmin reads the admin certificate and key into p.
+func (p *PKI) loadAdmin() error {
+	var err error
+	if p.AdminCertPEM, err = os.ReadFile(filepath.Join(p.Dir, "admin.crt")); err != nil {
+		return fmt.Errorf("read admin certificate: %w", err)
+	}
+	if p.AdminKeyPEM, err = os.ReadFile(filepath.Join(p.Dir, "admin.key")); err != nil {
+		return fmt.Errorf("read admin key: %w", err)
+	}
+	pair, err := tls.X509KeyPair(p.AdminCertPEM, p.AdminKeyPEM)
+	if err != nil {
+		return fmt.Errorf("admin certificate: %w", err)
+	}
+	p.Admin = pair.Leaf
+	return nil
 }
 
 // LoadPKI loads a PKI that EnsurePKI created, without creating or renewing
@@ -141,11 +239,8 @@ func LoadPKI(dir string) (*PKI, error) {
 	if p.Address == "" {
 		return nil, fmt.Errorf("%s has no server.address: start `minikubelet serve --api-address` once", dir)
 	}
-	if p.AdminCertPEM, err = os.ReadFile(filepath.Join(dir, "admin.crt")); err != nil {
-		return nil, fmt.Errorf("read admin certificate: %w", err)
-	}
-	if p.AdminKeyPEM, err = os.ReadFile(filepath.Join(dir, "admin.key")); err != nil {
-		return nil, fmt.Errorf("read admin key: %w", err)
+	if err := p.loadAdmin(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -157,15 +252,21 @@ func (p *PKI) CertPool() *x509.CertPool {
 	return pool
 }
 
-// issued reports whether c was signed by the CA and stays valid past the
-// renewal margin.
-func (p *PKI) issued(c *x509.Certificate, now time.Time) bool {
-	return c.CheckSignatureFrom(p.CA) == nil && now.Before(c.NotAfter.Add(-renewBefore)) && !now.Before(c.NotBefore)
+// issued reports whether c was signed by the CA, is valid at now and has
+// not reached fraction renewAt of its life.
+func (p *PKI) issued(c *x509.Certificate, now time.Time, renewAt float64) bool {
+	return c.CheckSignatureFrom(p.CA) == nil && now.Before(renewalTime(c, renewAt)) && !now.Before(c.NotBefore)
 }
 
-// issue signs a new key's certificate from tmpl and writes name.crt and
-// name.key.
-func (p *PKI) issue(dir, name string, tmpl *x509.Certificate, now time.Time) (*x509.Certificate, crypto.Signer, error) {
+// renewalTime is the point at fraction f of c's life.
+func renewalTime(c *x509.Certificate, f float64) time.Time {
+	life := c.NotAfter.Sub(c.NotBefore)
+	return c.NotBefore.Add(time.Duration(float64(life) * f))
+}
+
+// issue signs a new key's certificate from tmpl, valid for validity, and
+// writes name.crt and name.key.
+func (p *PKI) issue(dir, name string, tmpl *x509.Certificate, validity time.Duration, now time.Time) (*x509.Certificate, crypto.Signer, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate %s key: %w", name, err)
@@ -173,8 +274,8 @@ func (p *PKI) issue(dir, name string, tmpl *x509.Certificate, now time.Time) (*x
 	if tmpl.SerialNumber, err = serial(); err != nil {
 		return nil, nil, err
 	}
-	tmpl.NotBefore = now.Add(-time.Hour) // tolerate a little clock skew
-	tmpl.NotAfter = now.Add(leafValidity)
+	tmpl.NotBefore = now.Add(-skew) // tolerate a little clock skew
+	tmpl.NotAfter = now.Add(validity)
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.CA, key.Public(), p.caKey)
 	if err != nil {
@@ -190,8 +291,8 @@ func (p *PKI) issue(dir, name string, tmpl *x509.Certificate, now time.Time) (*x
 	return cert, key, nil
 }
 
-// newCA creates and writes a self-signed CA.
-func newCA(dir string, now time.Time) (*x509.Certificate, crypto.Signer, error) {
+// createCA creates and writes a self-signed CA.
+func createCA(dir string, now time.Time) (*x509.Certificate, crypto.Signer, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate CA key: %w", err)

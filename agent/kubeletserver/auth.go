@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -47,9 +48,16 @@ type authenticator struct {
 	clientCAs *x509.CertPool
 	// reviewer checks bearer tokens; nil accepts none.
 	reviewer Reviewer
-	// tokens caches authenticated tokens' users, keyed by the token's
-	// SHA-256 (refused tokens are asked about again).
-	tokens *ttlCache[*User]
+	// audiences are the TokenReview's spec.audiences; a token is accepted
+	// only if the review's status.audiences names one of them. Empty: the
+	// API server's own audiences (its --api-audiences), as the kubelet.
+	audiences []string
+	// tokens caches authenticated tokens' users, and refused caches the
+	// tokens the API server refused, both keyed by the token's SHA-256.
+	// Apart, so that a flood of bad tokens filling refused never drops the
+	// users of good ones.
+	tokens  *ttlCache[*User]
+	refused *ttlCache[struct{}]
 }
 
 // authenticate returns the request's user, errUnauthenticated, or another
@@ -67,11 +75,18 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 	if u, ok := a.tokens.get(key); ok {
 		return u, nil
 	}
-	res, err := a.reviewer.ReviewToken(r.Context(), &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}})
+	if _, ok := a.refused.get(key); ok {
+		return nil, errUnauthenticated
+	}
+	spec := authnv1.TokenReviewSpec{Token: token, Audiences: slices.Clone(a.audiences)}
+	res, err := a.reviewer.ReviewToken(r.Context(), &authnv1.TokenReview{Spec: spec})
 	if err != nil {
+		// Not cached, as the kubelet's (cacheErrs false): the API server
+		// being away says nothing about the token.
 		return nil, fmt.Errorf("token review: %w", err)
 	}
-	if !res.Status.Authenticated {
+	if !res.Status.Authenticated || !a.audienceAccepted(res.Status.Audiences) {
+		a.refused.put(key, struct{}{}, refusedTokenCacheTTL)
 		return nil, errUnauthenticated
 	}
 	ui := res.Status.User
@@ -84,6 +99,23 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 	}
 	a.tokens.put(key, u, tokenCacheTTL)
 	return u, nil
+}
+
+// audienceAccepted reports whether a review's status.audiences names one
+// of the audiences asked for (always, when none was asked for). The API
+// server checks the token against spec.audiences itself; this is
+// k8s.io/apiserver's webhook token authenticator's second check, for an
+// authenticator that answers for another audience than it was asked.
+func (a *authenticator) audienceAccepted(got []string) bool {
+	if len(a.audiences) == 0 {
+		return true
+	}
+	for _, g := range got {
+		if slices.Contains(a.audiences, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // certUser is the user of the request's client certificate when it chains

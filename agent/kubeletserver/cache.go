@@ -11,10 +11,18 @@ import (
 // (--authentication-token-webhook-cache-ttl, --authorization-webhook-cache-
 // authorized-ttl and -unauthorized-ttl defaults): every `kubectl logs` or
 // metrics scrape would otherwise cost one or two API calls.
+//
+// A refused token is cached too, for the same 2 minutes: the kubelet's
+// token cache has one TTL for both answers (k8s.io/apiserver's
+// DelegatingAuthenticatorConfig passes --authentication-token-webhook-
+// cache-ttl as cache.New's successTTL and failureTTL). A caller repeating
+// a bad token then costs one TokenReview per 2 minutes, not one per
+// request. A review that failed (API server unreachable) is not cached.
 const (
-	tokenCacheTTL   = 2 * time.Minute
-	allowedCacheTTL = 5 * time.Minute
-	deniedCacheTTL  = 30 * time.Second
+	tokenCacheTTL        = 2 * time.Minute
+	refusedTokenCacheTTL = 2 * time.Minute
+	allowedCacheTTL      = 5 * time.Minute
+	deniedCacheTTL       = 30 * time.Second
 	// maxCacheEntries bounds each cache; a full cache drops its expired
 	// entries, and if that frees nothing, everything.
 	maxCacheEntries = 4096

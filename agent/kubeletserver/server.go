@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -50,6 +51,11 @@ type Config struct {
 	NodeName string
 	// NodeIPs are further SANs of the self-signed certificate.
 	NodeIPs []net.IP
+	// TokenAudiences are the audiences a bearer token must be for (the
+	// TokenReview's spec.audiences). Empty: the API server's own
+	// (--api-audiences, by default its service account issuer), which is
+	// what the kubelet asks for: it leaves APIAudiences unset.
+	TokenAudiences []string
 }
 
 // Pods is what the server needs of the daemon's pods, under the names the
@@ -119,7 +125,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, deps: deps, logger: deps.Logger.With("component", "kubelet-server"),
 		decisions: newTTLCache[decision](deps.Clock), idleTimeout: defaultIdleTimeout}
-	s.authn = &authenticator{reviewer: deps.Reviewer, tokens: newTTLCache[*User](deps.Clock)}
+	s.authn = &authenticator{reviewer: deps.Reviewer, audiences: slices.Clone(cfg.TokenAudiences),
+		tokens: newTTLCache[*User](deps.Clock), refused: newTTLCache[struct{}](deps.Clock)}
 	if cfg.ClientCAFile != "" {
 		pem, err := os.ReadFile(cfg.ClientCAFile)
 		if err != nil {

@@ -424,8 +424,8 @@ func urlQuery(s string) (url.Values, error) {
 }
 
 // TestServer_CachesReviews checks the kubelet's cache lifetimes: a token's
-// user for 2 minutes, an allowed decision for 5, a denied one for 30 s;
-// a refused token is asked about again.
+// user for 2 minutes, a refused token for 2 minutes, an allowed decision
+// for 5, a denied one for 30 s.
 func TestServer_CachesReviews(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC))
 	h := newHarnessWithClock(t, clk)
@@ -458,8 +458,16 @@ func TestServer_CachesReviews(t *testing.T) {
 
 	require.Equal(t, 401, get(nil, "bad-token"))
 	require.Equal(t, 401, get(nil, "bad-token"))
+	require.Equal(t, 401, get(nil, "bad-token"))
 	tokens, _ = reviews()
-	require.Equal(t, 5, tokens, "a refused token is not cached")
+	require.Equal(t, 4, tokens, "a refused token is cached: repeating it costs no review")
+	clk.SetTime(clk.Now().Add(2*time.Minute + time.Second))
+	require.Equal(t, 401, get(nil, "bad-token"))
+	tokens, _ = reviews()
+	require.Equal(t, 5, tokens, "for 2 minutes, as the kubelet's failure TTL")
+	require.Equal(t, 200, get(nil, "good-token"))
+	tokens, _ = reviews()
+	require.Equal(t, 6, tokens, "the good token's 2 minutes were over too")
 
 	bob := h.ca.client(t, "bob")
 	require.Equal(t, 403, get(&bob, ""))

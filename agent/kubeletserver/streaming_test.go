@@ -156,3 +156,68 @@ func TestServer_StreamsAreProxiedToTheRuntime(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, code, body)
 	require.Contains(t, body, "Upgrade request required")
 }
+
+// TestServer_StreamsCheckThePodUID sends exec, attach and port-forward in
+// their /{uid}/ forms: the pod's UID is served, another UID (a pod of that
+// name deleted and created again) is a 404 that never reaches the runtime.
+func TestServer_StreamsCheckThePodUID(t *testing.T) {
+	stream := echoStreamServer(t)
+	rt := &fakeRuntime{streamURL: stream.URL, sandboxes: []*runtimeapi.PodSandbox{
+		{Id: "sb-web", State: runtimeapi.PodSandboxState_SANDBOX_READY, Labels: map[string]string{"io.kubernetes.pod.uid": "uid-web"}},
+	}}
+	api := httptest.NewServer(&fakeAPIServer{})
+	t.Cleanup(api.Close)
+	reviewer, err := NewReviewer(&rest.Config{Host: api.URL})
+	require.NoError(t, err)
+	ca := newTestCA(t, "client-ca")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ca.crt"), ca.pem, 0o600))
+	s, err := New(Config{NodeName: "node-a", CertDir: dir, ClientCAFile: filepath.Join(dir, "ca.crt")},
+		Deps{Pods: fakePods{}, Logs: &fakeLogs{}, Runtime: rt, Reviewer: reviewer})
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(s.Handler())
+	srv.TLS = s.tls
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	admin := ca.client(t, "admin", "system:masters")
+
+	// status sends an upgrade request and returns the response's status.
+	status := func(t *testing.T, path string) int {
+		t.Helper()
+		conn, err := tls.Dial("tcp", srv.Listener.Addr().String(), &tls.Config{
+			InsecureSkipVerify: true, //nolint:gosec // the test server's self-signed certificate
+			Certificates:       []tls.Certificate{admin},
+		})
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = io.WriteString(conn, "POST "+path+" HTTP/1.1\r\nHost: node-a\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		return resp.StatusCode
+	}
+	calls := func() int {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return len(rt.execs) + len(rt.attaches) + len(rt.forwards)
+	}
+
+	for _, path := range []string{
+		"/exec/default/web/uid-other/c?command=id&output=1",
+		"/attach/default/web/uid-other/c?output=1",
+		"/portForward/default/web/uid-other",
+	} {
+		require.Equal(t, http.StatusNotFound, status(t, path), path)
+	}
+	require.Zero(t, calls(), "a request for another UID never reaches the runtime")
+
+	for _, path := range []string{
+		"/exec/default/web/uid-web/c?command=id&output=1",
+		"/attach/default/web/uid-web/c?output=1",
+		"/portForward/default/web/uid-web",
+	} {
+		require.Equal(t, http.StatusSwitchingProtocols, status(t, path), path)
+	}
+	require.Equal(t, 3, calls())
+}

@@ -33,6 +33,8 @@ type kubeletServerFlags struct {
 	tlsCertFile  string
 	tlsKeyFile   string
 	clientCAFile string
+	// tokenAudiences is --token-audiences, comma-separated.
+	tokenAudiences string
 }
 
 func (k *kubeletServerFlags) register(fs *flag.FlagSet) {
@@ -41,6 +43,20 @@ func (k *kubeletServerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.tlsCertFile, "tls-cert-file", "", "with --kubeconfig: the kubelet server's certificate (default: a self-signed one under <root-dir>/pki)")
 	fs.StringVar(&k.tlsKeyFile, "tls-private-key-file", "", "with --kubeconfig: the key of --tls-cert-file")
 	fs.StringVar(&k.clientCAFile, "client-ca-file", "", "with --kubeconfig: clients of the kubelet server may authenticate with a certificate this CA bundle signed (the API server's --kubelet-client-certificate); bearer tokens are checked with TokenReview")
+	// Not a kubelet flag: the kubelet leaves the audience to the API
+	// server (APIAudiences unset), which is this flag's default.
+	fs.StringVar(&k.tokenAudiences, "token-audiences", "", "with --kubeconfig: comma-separated audiences a bearer token sent to the kubelet server must be for (the TokenReview's spec.audiences; the node also checks the answer's status.audiences). Default: the API server's own (its --api-audiences), as the kubelet")
+}
+
+// audiences is --token-audiences as a list (nil when empty).
+func (k *kubeletServerFlags) audiences() []string {
+	var out []string
+	for _, a := range strings.Split(k.tokenAudiences, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // check refuses the server's file flags outside cluster mode.
@@ -48,7 +64,7 @@ func (k *kubeletServerFlags) check(fs *flag.FlagSet, cluster bool) error {
 	if cluster {
 		return nil
 	}
-	for _, name := range []string{"tls-cert-file", "tls-private-key-file", "client-ca-file"} {
+	for _, name := range []string{"tls-cert-file", "tls-private-key-file", "client-ca-file", "token-audiences"} {
 		if flagGiven(fs, name) {
 			return fmt.Errorf("--%s needs --kubeconfig (the kubelet server runs in cluster mode only)", name)
 		}
@@ -74,14 +90,15 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 	view := d.ClusterView(nodeName)
 	logs := daemonLogs{view: view}
 	srv, err := kubeletserver.New(kubeletserver.Config{
-		Address:      kf.address,
-		Port:         kf.port,
-		TLSCertFile:  kf.tlsCertFile,
-		TLSKeyFile:   kf.tlsKeyFile,
-		CertDir:      filepath.Join(rootDir, "pki"),
-		ClientCAFile: kf.clientCAFile,
-		NodeName:     nodeName,
-		NodeIPs:      ips,
+		Address:        kf.address,
+		Port:           kf.port,
+		TLSCertFile:    kf.tlsCertFile,
+		TLSKeyFile:     kf.tlsKeyFile,
+		CertDir:        filepath.Join(rootDir, "pki"),
+		ClientCAFile:   kf.clientCAFile,
+		NodeName:       nodeName,
+		NodeIPs:        ips,
+		TokenAudiences: kf.audiences(),
 	}, kubeletserver.Deps{
 		Pods:     view,
 		Logs:     logs,

@@ -307,12 +307,13 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ctx, ul) }()
 	if sf.apiAddress != "" {
-		tl, pki, err := listenTLS(sf.apiAddress, filepath.Join(nf.rootDir, "pki"), sf.adminKubecfg)
+		tl, certs, err := listenTLS(sf.apiAddress, filepath.Join(nf.rootDir, "pki"), sf.adminKubecfg, logger)
 		if err != nil {
 			return err
 		}
-		logger.Info("Serving the API over TLS with client certificates", "address", tl.Addr().String(), "pki", pki.Dir, "kubeconfig", sf.adminKubecfg)
-		go func() { serveErr <- srv.ServeTLS(ctx, tl, pki) }()
+		logger.Info("Serving the API over TLS with client certificates", "address", tl.Addr().String(), "pki", certs.Current().Dir, "kubeconfig", sf.adminKubecfg)
+		go certs.Run(ctx)
+		go func() { serveErr <- srv.ServeTLS(ctx, tl, certs) }()
 	}
 	logger.Info("Serving the local API", "socket", sf.socket, "tcp", sf.apiAddress, "manifestDir", sf.manifestDir)
 
@@ -425,8 +426,9 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 
 // listenTLS listens on addr for the TCP API, then makes sure of its PKI
 // under pkiDir (created on first start, the serving certificate issued
-// again when the address changed) and writes the admin kubeconfig.
-func listenTLS(addr, pkiDir, kubeconfig string) (l net.Listener, p *api.PKI, retErr error) {
+// again when the address changed) and writes the admin kubeconfig; the
+// Renewer it returns renews them while the daemon runs.
+func listenTLS(addr, pkiDir, kubeconfig string, logger *slog.Logger) (l net.Listener, r *api.Renewer, retErr error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--api-address: %w", err)
@@ -440,14 +442,15 @@ func listenTLS(addr, pkiDir, kubeconfig string) (l net.Listener, p *api.PKI, ret
 	host, _, _ := net.SplitHostPort(addr)
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	addr = net.JoinHostPort(host, port)
-	p, err = api.EnsurePKI(pkiDir, addr, machineHosts(host), time.Now())
+	hosts := machineHosts(host)
+	p, err := api.EnsurePKI(pkiDir, addr, hosts, time.Now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("API certificates in %s: %w", pkiDir, err)
 	}
 	if err := api.WriteKubeconfig(kubeconfig, p); err != nil {
 		return nil, nil, fmt.Errorf("--admin-kubeconfig: %w", err)
 	}
-	return l, p, nil
+	return l, api.NewRenewer(p, hosts, kubeconfig, nil, logger), nil
 }
 
 // machineHosts are the names a client may dial the API by when it listens

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authnv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -158,6 +159,51 @@ func TestCluster_KubeletServerServesLogsExecAttachPortForward(t *testing.T) {
 		code, body = get(admin)
 		require.Equal(t, http.StatusOK, code, body)
 		require.Contains(t, body, `"name":"ks"`)
+	})
+
+	// Issue #29, items 9 and 10: a token the API server minted for another
+	// audience does not authenticate (401), one for the API server does
+	// (403: this service account has no RBAC on nodes); a stream request
+	// for the pod's name with another UID is a 404.
+	t.Run("token audience and pod UID", func(t *testing.T) {
+		base := "https://" + net.JoinHostPort(ip, strconv.Itoa(port))
+		do := func(method, path, token string, certs ...tls.Certificate) (int, string) {
+			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+				InsecureSkipVerify: true, //nolint:gosec // the node's self-signed serving certificate
+				Certificates:       certs,
+			}}}
+			req, err := http.NewRequest(method, base+path, nil)
+			require.NoError(t, err)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := c.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		_, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "aud-probe"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		token := func(aud ...string) string {
+			tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "aud-probe",
+				&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: aud}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			return tr.Status.Token
+		}
+		code, body := do(http.MethodGet, "/pods", token("vault"))
+		require.Equal(t, http.StatusUnauthorized, code, "a token for audience vault: %s", body)
+		code, body = do(http.MethodGet, "/pods", token())
+		require.Equal(t, http.StatusForbidden, code, "a token for the API server: %s", body)
+
+		admin, err := tls.LoadX509KeyPair(filepath.Join(cp.Dir, "pki", "admin.crt"), filepath.Join(cp.Dir, "pki", "admin.key"))
+		require.NoError(t, err)
+		p, err := serverPod(t, cs, "ks")
+		require.NoError(t, err)
+		code, body = do(http.MethodPost, "/portForward/default/ks/00000000-0000-0000-0000-000000000000", "", admin)
+		require.Equal(t, http.StatusNotFound, code, "another UID: %s", body)
+		code, body = do(http.MethodPost, "/portForward/default/ks/"+string(p.UID), "", admin)
+		require.NotEqual(t, http.StatusNotFound, code, "the pod's UID (no upgrade: refused for that): %s", body)
 	})
 
 	t.Run("node proxy", func(t *testing.T) {
