@@ -492,7 +492,10 @@ func (h *hostEvictionStats) addPodFiles(p *v1.Pod, ps *eviction.PodStats, f *pod
 // its usage from the measurement is the one evicted. A pod missing from
 // the map (no container stats) is not checked this cycle, as the kubelet
 // skips a pod without stats; one whose first measurement is not done yet
-// is checked on its writable layers alone.
+// is checked on its writable layers and sandbox files alone. The pod's
+// total also counts the runtime's per-sandbox files (/etc/hostname,
+// /etc/resolv.conf: eviction_sandboxfiles.go), read every call; what could
+// not be measured counts 0 in it, a lower bound.
 func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) map[types.UID]*eviction.LocalStorageUsage {
 	out := map[types.UID]*eviction.LocalStorageUsage{}
 	if h.stats == nil || len(pods) == 0 {
