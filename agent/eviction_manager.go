@@ -123,6 +123,10 @@ type EvictionConfig struct {
 	PressureTransitionPeriod time.Duration
 	// Period is how often the node is observed (0: DefaultEvictionPeriod).
 	Period time.Duration
+	// VolumeStatsAggPeriod is how often each pod's files are walked, 1 to
+	// 2 periods apart (0: DefaultVolumeStatsAggPeriod); the walks of one
+	// cycle take a tenth of Period at most (eviction_podfs.go).
+	VolumeStatsAggPeriod time.Duration
 	// Stats measures; Reclaim frees (nil: nothing is reclaimed).
 	Stats   EvictionStats
 	Reclaim EvictionReclaimer
@@ -211,6 +215,14 @@ func (a *Agent) EnableEviction(cfg EvictionConfig) error {
 	if cfg.PressureTransitionPeriod <= 0 {
 		cfg.PressureTransitionPeriod = DefaultPressureTransitionPeriod
 	}
+	if cfg.VolumeStatsAggPeriod <= 0 {
+		cfg.VolumeStatsAggPeriod = DefaultVolumeStatsAggPeriod
+	}
+	if h, ok := cfg.Stats.(*hostEvictionStats); ok {
+		if err := h.configureWalks(cfg.VolumeStatsAggPeriod, cfg.Period, a.metrics.registry); err != nil {
+			return err
+		}
+	}
 	m := &evictionManager{
 		a: a, cfg: cfg, tracker: eviction.NewTracker(),
 		conditionLastObserved: map[v1.NodeConditionType]time.Time{},
@@ -265,7 +277,11 @@ func (a *Agent) RunEviction(ctx context.Context) {
 	if s, ok := m.cfg.Stats.(interface{ stopMeasuring() }); ok {
 		defer s.stopMeasuring() // the pods' background measurements
 	}
+	cycles, _ := m.cfg.Stats.(interface{ beginCycle() })
 	for {
+		if cycles != nil {
+			cycles.beginCycle() // the pods' walks get this cycle's budget
+		}
 		start := time.Now() // wall time: the cost, whatever the clock
 		evicted := m.synchronize(ctx)
 		m.syncDuration.Observe(time.Since(start).Seconds())

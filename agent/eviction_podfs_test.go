@@ -60,7 +60,7 @@ func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
 	var slowWalks atomic.Int32
 	slowStarted, slowEnded := make(chan struct{}, 10), make(chan struct{}, 10)
 	s := &hostEvictionStats{a: h.agent, stats: fakeStats{ctrStats(string(slow.UID), "app", 0, 0), ctrStats(string(over.UID), "app", 0, 0)}}
-	s.measure = func(ctx context.Context, p *v1.Pod) *podFiles {
+	s.measure = func(ctx context.Context, p *v1.Pod, pace walkPacer) *podFiles {
 		if p.UID == slow.UID {
 			slowWalks.Add(1)
 			slowStarted <- struct{}{}
@@ -68,7 +68,7 @@ func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
 			slowEnded <- struct{}{}
 			return &podFiles{}
 		}
-		return s.measurePodFiles(ctx, p)
+		return s.measurePodFiles(ctx, p, pace)
 	}
 	require.NoError(t, h.agent.EnableEviction(EvictionConfig{Thresholds: ths, Stats: fixedObservation{s}, PressureTransitionPeriod: time.Minute}))
 	h.agent.SetPods([]*v1.Pod{slow, over})
@@ -139,7 +139,7 @@ func TestPodFilesCache(t *testing.T) {
 	calls := map[types.UID]int{}
 	block := map[call]chan struct{}{} // a call that waits for its channel (or ctx)
 	exited := make(chan call, 100)
-	measure := func(ctx context.Context, p *v1.Pod) *podFiles {
+	measure := func(ctx context.Context, p *v1.Pod, _ walkPacer) *podFiles {
 		mu.Lock()
 		calls[p.UID]++
 		c := call{p.UID, calls[p.UID]}

@@ -35,7 +35,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -60,7 +62,16 @@ type hostEvictionStats struct {
 	// measure measures one pod's files (nil: measurePodFiles; tests
 	// replace it); filesCache runs it per pod in the background, made
 	// on first use.
-	measure func(ctx context.Context, p *v1.Pod) *podFiles
+	measure func(ctx context.Context, p *v1.Pod, pace walkPacer) *podFiles
+	// walkPeriod and walkBudget are filesCache's period and budget
+	// (EnableEviction sets them; 0: a walk at every call, unbounded);
+	// walkMetrics count its work (nil: not counted).
+	walkPeriod, walkBudget time.Duration
+	walkMetrics            *podFilesMetrics
+	// sandboxFiles are the runtime's per-sandbox files of each container,
+	// found through statuses (nil: the agent's runtime).
+	sandboxFiles sandboxFileCache
+	statuses     containerStatuser
 	// walk is measurePodFiles' walk (nil: volume.DiskUsageWithSubtrees).
 	walk       func(ctx context.Context, dir string, lim volume.UsageLimits, subtrees []string) (volume.Usage, map[string]volume.Usage, error)
 	filesOnce  sync.Once
@@ -79,8 +90,52 @@ func (h *hostEvictionStats) files() *podFilesCache {
 			defer h.a.mu.Unlock()
 			return h.a.workers[uid] != nil
 		})
+		h.filesCache.period, h.filesCache.budget = h.walkPeriod, h.walkBudget
+		if m := h.walkMetrics; m != nil {
+			h.filesCache.onWalk = m.walks.Inc
+			h.filesCache.onPause = m.pauses.Inc
+			h.filesCache.onWalkTime = func(d time.Duration) { m.seconds.Add(d.Seconds()) }
+		}
 	})
 	return h.filesCache
+}
+
+// beginCycle gives the walks of the pods' files a new cycle's budget.
+func (h *hostEvictionStats) beginCycle() {
+	h.files().cycle()
+}
+
+// podFilesMetrics count the walks of the pods' files.
+type podFilesMetrics struct {
+	walks, pauses, seconds prometheus.Counter
+}
+
+// configureWalks sets how often the pods' files are walked (period) and
+// how much walk time each eviction cycle of cyclePeriod may take, and
+// registers the walks' metrics on reg.
+func (h *hostEvictionStats) configureWalks(period, cyclePeriod time.Duration, reg prometheus.Registerer) error {
+	h.walkPeriod, h.walkBudget = period, cyclePeriod/podFilesBudgetShare
+	m := &podFilesMetrics{
+		walks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "minikubelet_pod_files_measurements_total",
+			Help: "Measurements of the pods' directories (pod and log directory walks) done, about one per pod per --volume-stats-agg-period.",
+		}),
+		pauses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "minikubelet_pod_files_walk_pauses_total",
+			Help: "Times a walk of a pod's files was paused until the next eviction cycle, the cycle's walk time budget spent.",
+		}),
+		seconds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "minikubelet_pod_files_walk_seconds_total",
+			Help: "Wall time spent walking the pods' files.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.walks, m.pauses, m.seconds} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register eviction metrics: %w", err)
+		}
+	}
+	h.walkMetrics = m
+	return nil
 }
 
 // stopMeasuring ends the background measurements (the eviction loop
@@ -294,12 +349,16 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 	for _, p := range pods {
 		want[p.UID] = p
 	}
+	ids := map[types.UID][]string{}
+	listed := map[string]bool{}
 	for _, c := range cs {
 		labels := c.GetAttributes().GetLabels()
 		uid := types.UID(labels[labelPodUID])
+		listed[c.GetAttributes().GetId()] = true
 		if want[uid] == nil {
 			continue
 		}
+		ids[uid] = append(ids[uid], c.GetAttributes().GetId())
 		ps := out[uid]
 		if ps == nil {
 			ps = &eviction.PodStats{ContainerMemory: map[string]int64{}, ContainerDisk: map[string]int64{}}
@@ -334,7 +393,12 @@ func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk b
 		}
 		if disk {
 			h.addPodFiles(p, ps, files[uid])
+			b, n := h.sandboxFileUsage(walkCtx, ids[uid])
+			ps.Disk, ps.Inodes = min(ps.Disk+b, unmeasurableUsage), min(ps.Inodes+n, unmeasurableUsage)
 		}
+	}
+	if disk {
+		h.sandboxFiles.retain(listed)
 	}
 	return out
 }
@@ -376,7 +440,8 @@ func (h *hostEvictionStats) podProcesses(p *v1.Pod) (int64, bool) {
 const unmeasurableUsage = int64(1) << 60
 
 // addPodFiles adds to ps what the pod writes on the node filesystem
-// outside its writable layers, as its latest measurement f found (nil:
+// outside its writable layers (but for the runtime's per-sandbox files,
+// sandboxFileUsage), as its latest measurement f found (nil:
 // none yet): its pod directory (emptyDirs, the termination-message files
 // its containers write through /dev/termination-log, its /etc/hosts), its
 // log directory and the unlinked files it holds open. The pinned subPath
@@ -427,7 +492,10 @@ func (h *hostEvictionStats) addPodFiles(p *v1.Pod, ps *eviction.PodStats, f *pod
 // its usage from the measurement is the one evicted. A pod missing from
 // the map (no container stats) is not checked this cycle, as the kubelet
 // skips a pod without stats; one whose first measurement is not done yet
-// is checked on its writable layers alone.
+// is checked on its writable layers and sandbox files alone. The pod's
+// total also counts the runtime's per-sandbox files (/etc/hostname,
+// /etc/resolv.conf: eviction_sandboxfiles.go), read every call; what could
+// not be measured counts 0 in it, a lower bound.
 func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) map[types.UID]*eviction.LocalStorageUsage {
 	out := map[types.UID]*eviction.LocalStorageUsage{}
 	if h.stats == nil || len(pods) == 0 {
@@ -449,10 +517,14 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 	}
 	newest := map[key]*runtimeapi.ContainerStats{}
 	started := map[types.UID]bool{}
+	ids := map[types.UID][]string{} // every instance: each may hold a sandbox's files
+	listed := map[string]bool{}
 	for _, c := range cs {
 		labels := c.GetAttributes().GetLabels()
 		k := key{types.UID(labels[labelPodUID]), labels[labelContainerName]}
 		started[k.uid] = true
+		ids[k.uid] = append(ids[k.uid], c.GetAttributes().GetId())
+		listed[c.GetAttributes().GetId()] = true
 		if old, ok := newest[k]; !ok || c.GetAttributes().GetMetadata().GetAttempt() >= old.GetAttributes().GetMetadata().GetAttempt() {
 			newest[k] = c
 		}
@@ -464,6 +536,7 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 		}
 	}
 	files := h.files().get(ctx, measured)
+	defer h.sandboxFiles.retain(listed)
 	vols := h.a.volumes()
 	for _, p := range measured {
 		u := &eviction.LocalStorageUsage{EmptyDirs: map[string]int64{}, ContainerRootfs: map[string]int64{}, ContainerLogs: map[string]int64{}}
@@ -476,10 +549,18 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 				layers += wl
 			}
 		}
+		// The runtime's per-sandbox files (/etc/hostname, /etc/resolv.conf),
+		// pod-writable and in none of the walked directories
+		// (eviction_sandboxfiles.go): the pod's, measured every cycle.
+		sandbox, _ := h.sandboxFileUsage(ctx, ids[p.UID])
 		f := files[p.UID]
 		if f == nil {
-			h.a.logger.Info("Eviction: a pod's files are still being measured; its limits are checked on its writable layers alone this cycle",
+			h.a.logger.Info("Eviction: a pod's files are still being measured; its limits are checked on its writable layers and sandbox files alone this cycle",
 				"pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID))
+			if hasEphemeralStorageLimit(p) {
+				// A lower bound: over the limit already is over it.
+				u.Pod, u.PodMeasured = layers+sandbox, true
+			}
 			continue
 		}
 		figure := func(dir string, got volume.Usage, err error) (int64, bool) {
@@ -520,12 +601,12 @@ func (h *hostEvictionStats) LocalStorage(ctx context.Context, pods []*v1.Pod) ma
 			}
 		}
 		if anyLimit {
-			podDir, ok1 := figure(h.a.podDir(p), f.Files, f.FilesErr)
-			logs, ok2 := figure(podLogDir(h.a.cfg.PodLogDir, p), f.Logs, f.LogsErr)
-			if ok1 && ok2 {
-				// f.Held: unlinked files still open, which no walk sees.
-				u.Pod, u.PodMeasured = min(layers+podDir+logs+f.Held, unmeasurableUsage), true
-			}
+			// What could not be measured counts 0 (logged): the total is
+			// then a lower bound, and over the limit already is over it.
+			// f.Held: unlinked files still open, which no walk sees.
+			podDir, _ := figure(h.a.podDir(p), f.Files, f.FilesErr)
+			logs, _ := figure(podLogDir(h.a.cfg.PodLogDir, p), f.Logs, f.LogsErr)
+			u.Pod, u.PodMeasured = min(layers+podDir+logs+f.Held+sandbox, unmeasurableUsage), true
 		}
 	}
 	return out
@@ -632,4 +713,17 @@ func heldDeletedBytes(procRoot string, pids []int, maxFds int, belongs func(pid 
 		}
 	}
 	return total
+}
+
+// hasEphemeralStorageLimit reports whether a container of p has an
+// ephemeral-storage limit (the pod's total is then checked).
+func hasEphemeralStorageLimit(p *v1.Pod) bool {
+	for _, list := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			if _, ok := list[i].Resources.Limits[v1.ResourceEphemeralStorage]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }

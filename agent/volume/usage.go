@@ -47,6 +47,12 @@ type UsageLimits struct {
 	// SkipTop names entries of the root itself that are not measured
 	// (the pinned subPath bind mounts of a pod directory).
 	SkipTop []string
+	// Pace, when set, is called before each batch of directory entries
+	// is read, with what the walk found so far (a lower bound of the
+	// whole): it may block (the caller's walk-time budget is spent) and
+	// the walk carries on where it was when it returns nil; an error
+	// stops the walk (Incomplete).
+	Pace func(ctx context.Context, sofar Usage) error
 }
 
 // DefaultUsageLimits are generous for any real workload: a tree deeper

@@ -180,6 +180,12 @@ func (w *usageWalk) dir(fd, depth int, rel string, track bool) {
 			w.incomplete(fmt.Sprintf("the walk was cut short: %v", err))
 			return
 		}
+		if w.lim.Pace != nil {
+			if err := w.lim.Pace(w.ctx, Usage{Bytes: w.u.Bytes, Inodes: w.u.Inodes}); err != nil {
+				w.incomplete(fmt.Sprintf("the walk was cut short: %v", err))
+				return
+			}
+		}
 		n, err := unix.ReadDirent(fd, buf)
 		if err != nil {
 			w.incomplete(fmt.Sprintf("read a directory: %v", err))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,3 +199,48 @@ func TestDiskUsage_BindMountNotEntered_Privileged(t *testing.T) {
 	assert.Less(t, u.Bytes, int64(1<<20), "the bind-mounted host directory was counted")
 	assert.Equal(t, int64(1), u.Inodes, "only the tree's root: the mount point is a mount")
 }
+
+// Pace is called before each batch of entries with a growing lower bound
+// of the figure; a walk it blocks carries on where it was (the figure is
+// the same as an unpaced walk's), and an error from it stops the walk
+// Incomplete.
+func TestDiskUsage_Pace(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 3000 { // several getdents batches
+		writeN(t, filepath.Join(dir, "d", "f"+strings.Repeat("x", 40)+string(rune('a'+i%26))+filepath.Base(t.Name())+itoa(i)), 0)
+	}
+	writeN(t, filepath.Join(dir, "big"), 64<<10)
+	whole, err := DiskUsage(context.Background(), dir, DefaultUsageLimits)
+	require.NoError(t, err)
+
+	var calls int
+	var last Usage
+	lim := DefaultUsageLimits
+	lim.Pace = func(_ context.Context, sofar Usage) error {
+		calls++
+		assert.GreaterOrEqual(t, sofar.Inodes, last.Inodes, "the figure so far only grows")
+		last = sofar
+		time.Sleep(time.Millisecond) // a pause
+		return nil
+	}
+	paced, err := DiskUsage(context.Background(), dir, lim)
+	require.NoError(t, err)
+	assert.Equal(t, whole, paced, "a paced walk finds what an unpaced one does")
+	assert.Greater(t, calls, 3, "called batch by batch")
+	assert.LessOrEqual(t, last.Inodes, whole.Inodes)
+
+	calls = 0
+	lim.Pace = func(_ context.Context, sofar Usage) error {
+		calls++
+		if calls == 3 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}
+	cut, err := DiskUsage(context.Background(), dir, lim)
+	require.NoError(t, err)
+	assert.Contains(t, cut.Incomplete, "cut short")
+	assert.Less(t, cut.Inodes, whole.Inodes)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

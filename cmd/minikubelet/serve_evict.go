@@ -21,7 +21,7 @@ import (
 type evictFlags struct {
 	hard, soft, softGrace, minReclaim string
 	maxPodGrace                       int64
-	transition, period                time.Duration
+	transition, period, volumeStats   time.Duration
 }
 
 // register adds the flags to fs with the kubelet's defaults.
@@ -36,6 +36,8 @@ func (f *evictFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.minReclaim, "eviction-minimum-reclaim", "", "how far above its threshold a signal must be back before a met threshold counts as resolved, e.g. nodefs.available=500Mi")
 	fs.DurationVar(&f.period, "eviction-monitoring-period", agent.DefaultEvictionPeriod,
 		"how often the eviction signals are observed (the kubelet's 10s housekeeping; shorter for tests)")
+	fs.DurationVar(&f.volumeStats, "volume-stats-agg-period", agent.DefaultVolumeStatsAggPeriod,
+		"how often each pod's emptyDirs, pod directory and logs are walked for local storage limits and disk eviction: 1 to 2 periods apart, as the kubelet's (writable layers are read every eviction cycle)")
 }
 
 // config validates the flags into the agent's configuration; a usage
@@ -52,8 +54,13 @@ func (f *evictFlags) config() (agent.EvictionConfig, error) {
 	if f.period <= 0 || f.transition < 0 {
 		return agent.EvictionConfig{}, &exitError{code: 2, err: errors.New("--eviction-monitoring-period must be positive and --eviction-pressure-transition-period not negative")}
 	}
+	// The kubelet turns volume stats off with a negative period; here the
+	// walks are what local storage limits are checked against.
+	if f.volumeStats <= 0 {
+		return agent.EvictionConfig{}, &exitError{code: 2, err: errors.New("--volume-stats-agg-period must be positive: the walks it paces are what local storage limits are checked against")}
+	}
 	return agent.EvictionConfig{Thresholds: ths, MinimumReclaim: mr, MaxPodGracePeriod: f.maxPodGrace,
-		PressureTransitionPeriod: f.transition, Period: f.period}, nil
+		PressureTransitionPeriod: f.transition, Period: f.period, VolumeStatsAggPeriod: f.volumeStats}, nil
 }
 
 // start enables eviction on a and runs it until ctx ends.
@@ -71,7 +78,7 @@ func (f *evictFlags) start(ctx context.Context, a *agent.Agent, inst *cri.Instru
 	for _, t := range cfg.Thresholds {
 		names = append(names, fmt.Sprintf("%s(grace %s)", t, t.GracePeriod))
 	}
-	logger.Info("Eviction", "thresholds", names, "period", cfg.Period, "pressureTransitionPeriod", cfg.PressureTransitionPeriod,
+	logger.Info("Eviction", "thresholds", names, "period", cfg.Period, "volumeStatsAggPeriod", cfg.VolumeStatsAggPeriod, "pressureTransitionPeriod", cfg.PressureTransitionPeriod,
 		"maxPodGracePeriod", cfg.MaxPodGracePeriod)
 	go a.RunEviction(ctx)
 	return nil

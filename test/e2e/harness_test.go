@@ -109,6 +109,9 @@ func serveHostFlags() []string {
 	return []string{
 		"--eviction-hard", "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%",
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
+		// The pods' files walked every 2 s (the kubelet's 1 m): the local
+		// storage tests see a pod's writes within seconds.
+		"--volume-stats-agg-period", "2s",
 	}
 }
 
