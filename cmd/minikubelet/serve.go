@@ -62,7 +62,10 @@ never a static pod; an evicted pod ends Failed with reason Evicted.
 'minikubelet describe node' shows the pressure and the last evictions.
 
 A YAML config file (--config) may hold the same settings under the flag
-names (e.g. "pod-cidr: 10.88.0.0/16"); flags given on the command line win.
+names (e.g. "pod-cidr: 10.88.0.0/16"), or be a kubelet.config.k8s.io/v1beta1
+KubeletConfiguration (kubeadm's /var/lib/kubelet/config.yaml): its fields
+set the matching flags, the ones not implemented are named in a warning.
+Flags given on the command line win.
 
 Flags:
 `
