@@ -133,26 +133,27 @@ func applyKubeletConfiguration(fs *flag.FlagSet, data []byte) (string, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return "", err
 	}
-	// Types: each top-level field decoded alone into the published
-	// struct, so that a value of the wrong type is refused with its field.
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		one, err := json.Marshal(map[string]any{k: raw[k]})
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", k, err)
-		}
-		var typed kubeletv1beta1.KubeletConfiguration
-		if err := json.Unmarshal(one, &typed); err != nil {
-			return "", fmt.Errorf("%s: invalid value: %w", k, err)
-		}
-	}
 	var leaves []kcLeaf
 	var unknown []string
 	walkKubeletConfig(raw, reflect.TypeOf(kubeletv1beta1.KubeletConfiguration{}), "", &leaves, &unknown)
+	sort.Slice(leaves, func(i, j int) bool { return leaves[i].path < leaves[j].path })
+	// Types: each field decoded alone into the published struct, so that
+	// a value of the wrong type is refused with its path.
+	for _, l := range leaves {
+		var one any = l.value
+		segs := strings.Split(l.path, ".")
+		for i := len(segs) - 1; i >= 0; i-- {
+			one = map[string]any{segs[i]: one}
+		}
+		js, err := json.Marshal(one)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", l.path, err)
+		}
+		var typed kubeletv1beta1.KubeletConfiguration
+		if err := json.Unmarshal(js, &typed); err != nil {
+			return "", fmt.Errorf("%s: invalid value: %w", l.path, err)
+		}
+	}
 
 	var unimpl []string
 	for _, l := range leaves {

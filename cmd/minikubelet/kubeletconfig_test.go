@@ -243,6 +243,8 @@ func TestKubeletConfigurationInvalidValueNamesField(t *testing.T) {
 		{"port: ten\n", "port"},
 		{"runtimeRequestTimeout: soon\n", "runtimeRequestTimeout"},
 		{"cgroupsPerQOS: maybe\n", "cgroupsPerQOS"},
+		{"authentication:\n  webhook:\n    cacheTTL: soon\n", "authentication.webhook.cacheTTL: invalid value"},
+		{"allowedUnsafeSysctls: net.core.somaxconn\n", "allowedUnsafeSysctls: invalid value"},
 	} {
 		_, _, err := loadConfig(t, kcHeader+tc.body)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--config ") {
