@@ -47,7 +47,8 @@ func TestPodSecurityFlags(t *testing.T) {
 			if tc.config != "" {
 				path := filepath.Join(t.TempDir(), "config.yaml")
 				require.NoError(t, os.WriteFile(path, []byte(tc.config), 0o600))
-				require.NoError(t, applyConfigFile(fs, path))
+				_, err := applyConfigFile(fs, path)
+				require.NoError(t, err)
 			}
 			err := f.checkPodSecurity()
 			if tc.wantErr != "" {

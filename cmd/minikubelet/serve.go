@@ -62,7 +62,10 @@ never a static pod; an evicted pod ends Failed with reason Evicted.
 'minikubelet describe node' shows the pressure and the last evictions.
 
 A YAML config file (--config) may hold the same settings under the flag
-names (e.g. "pod-cidr: 10.88.0.0/16"); flags given on the command line win.
+names (e.g. "pod-cidr: 10.88.0.0/16"), or be a kubelet.config.k8s.io/v1beta1
+KubeletConfiguration (kubeadm's /var/lib/kubelet/config.yaml): its fields
+set the matching flags, the ones not implemented are named in a warning.
+Flags given on the command line win.
 
 Flags:
 `
@@ -118,7 +121,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cf.register(fs)
 	var kf kubeletServerFlags
 	kf.register(fs)
-	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names; command-line flags win")
+	var ka kubeadmAliases
+	ka.register(fs)
+	fs.StringVar(&sf.config, "config", "", "YAML file with settings under the flag names, or a kubelet.config.k8s.io/v1beta1 KubeletConfiguration; command-line flags win")
 	fs.StringVar(&sf.manifestDir, "manifest-dir", defaultManifestDir, "static pod manifest directory")
 	fs.StringVar(&sf.socket, "socket", defaultSocket, "the local API's unix socket")
 	fs.StringVar(&sf.runDir, "run-dir", defaultRunDir, "directory of the daemon's state that must not outlive a reboot: its lock and the tmpfs of the local API's Secrets")
@@ -129,7 +134,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&sf.logMaxFiles, "container-log-max-files", 5, "log files kept per container, the current one included")
 	fs.DurationVar(&sf.dialRetryLimit, "runtime-wait", 0, "how long to wait for the runtime at start (0: forever)")
 	fs.BoolVar(&sf.profiling, "enable-profiling", false, "serve Go runtime profiles at /debug/pprof/ on the API socket (go tool pprof; for debugging and make bench)")
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if err = fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -138,8 +144,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if fs.NArg() != 0 {
 		return &exitError{code: 2, err: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
 	}
+	var configWarning string
 	if sf.config != "" {
-		if err := applyConfigFile(fs, sf.config); err != nil {
+		if configWarning, err = applyConfigFile(fs, sf.config); err != nil {
 			return &exitError{code: 2, err: err}
 		}
 	}
@@ -149,6 +156,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	logger, err := newLogger(stderr, nf.logLevel, nf.logFormat)
 	if err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	if configWarning != "" {
+		logger.Warn("--config " + sf.config + ": KubeletConfiguration fields " + configWarning)
+	}
+	for _, n := range ka.notices {
+		logger.Warn(n)
 	}
 	maxSize, err := parseBytes(sf.logMaxSize)
 	if err != nil {
@@ -380,28 +393,39 @@ func ensureNetworkLoop(ctx context.Context, a *agent.Agent, logger *slog.Logger)
 }
 
 // applyConfigFile sets every flag named in the YAML file that was not
-// given on the command line. Unknown keys are errors.
-func applyConfigFile(fs *flag.FlagSet, path string) error {
+// given on the command line. Unknown keys are errors. A
+// KubeletConfiguration (kubeletconfig.go) is mapped onto the flags
+// instead; the returned warning names its fields that are not used.
+func applyConfigFile(fs *flag.FlagSet, path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+		return "", fmt.Errorf("--config: %w", err)
 	}
 	var m map[string]any
 	if err := yaml.UnmarshalStrict(data, &m); err != nil {
-		return fmt.Errorf("--config %s: %w", path, err)
+		return "", fmt.Errorf("--config %s: %w", path, err)
+	}
+	if kc, err := isKubeletConfiguration(m); err != nil {
+		return "", fmt.Errorf("--config %s: %w", path, err)
+	} else if kc {
+		warning, err := applyKubeletConfiguration(fs, data)
+		if err != nil {
+			return "", fmt.Errorf("--config %s: %w", path, err)
+		}
+		return warning, nil
 	}
 	for k, v := range m {
 		if fs.Lookup(k) == nil {
-			return fmt.Errorf("--config %s: unknown setting %q (settings are the flag names, see 'minikubelet serve -h')", path, k)
+			return "", fmt.Errorf("--config %s: unknown setting %q (settings are the flag names or a %s KubeletConfiguration, see 'minikubelet serve -h')", path, k, kubeletConfigAPIVersion)
 		}
 		if flagGiven(fs, k) || k == "config" {
 			continue
 		}
 		if err := fs.Set(k, configValue(v)); err != nil {
-			return fmt.Errorf("--config %s: %s: %w", path, k, err)
+			return "", fmt.Errorf("--config %s: %s: %w", path, k, err)
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // configValue is a config file value as a flag's text: a YAML list (of

@@ -101,7 +101,7 @@ spec:
 			}
 			assert.Equal(t, "HostPathForbidden", reason)
 			assert.Contains(t, msg, "spec.volumes[1].hostPath.path: ")
-			assert.Contains(t, msg, "--allow-privileged")
+			assert.Contains(t, msg, "--pod-security=privileged")
 		})
 	}
 }
