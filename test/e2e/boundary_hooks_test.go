@@ -221,7 +221,10 @@ func TestBoundaryHooks_HungPostStartHTTPDeletion(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	d := newDaemon(t, []string{hungHTTPHookPod})
+	// The hook's host is the node's loopback (the test's silent server),
+	// which the Pod Security Standards' baseline refuses (a hook or probe
+	// reaching the node): this pod needs the privileged level.
+	d := newDaemon(t, []string{hungHTTPHookPod}, "--pod-security=privileged")
 	d.start(t)
 	createPod(t, d, hookPod(hungHTTPHookPod, 1, []string{"sleep", "3600"},
 		&v1.Lifecycle{PostStart: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt32(int32(port)), Path: "/"}}}))
