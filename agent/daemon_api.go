@@ -293,7 +293,13 @@ func stuckAt(pod *v1.Pod, ps []api.ProbeState, terminating bool) *api.Stuck {
 	return &api.Stuck{Step: "start", Cause: "containers are being created or started; see the events"}
 }
 
-// LogPath implements api.Backend.
+// LogPath implements api.Backend: the log file of the instance the
+// kubelet reads (validateContainerLogStatus): with previous, the instance
+// the status's lastState.terminated names (in a crash loop's back-off the
+// newest instance is the dead one, and it is that one); else the running
+// instance, or the terminated one. The status can lag the runtime by a
+// sync: a container the status does not show started yet is read from the
+// runtime's newest instance, as before the status had one.
 func (d *Daemon) LogPath(namespace, name, container string, previous bool) (string, error) {
 	pod, err := d.GetPod(namespace, name)
 	if err != nil {
@@ -307,26 +313,92 @@ func (d *Daemon) LogPath(namespace, name, container string, previous bool) (stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.a.cfg.RuntimeTimeout)
 	defer cancel()
-	st, err := d.a.observePod(ctx, pod)
+	id, err := logContainerID(pod, container, previous)
 	if err != nil {
-		return "", err
-	}
-	c := st.latest(container)
-	if previous {
-		c = st.previous(container)
-	}
-	if c == nil {
-		what := "no container"
-		if previous {
-			what = "no previous instance of container"
+		var ni noLogInstanceError
+		if previous || !errors.As(err, &ni) {
+			return "", apierrors.NewBadRequest(err.Error())
 		}
-		return "", apierrors.NewBadRequest(fmt.Sprintf("%s %q in pod %s", what, container, name))
+		st, oerr := d.a.observePod(ctx, pod)
+		if oerr != nil {
+			return "", oerr
+		}
+		c := st.latest(container)
+		if c == nil {
+			return "", apierrors.NewBadRequest(err.Error())
+		}
+		id = c.id
 	}
-	resp, err := d.a.runtime.ContainerStatus(ctx, c.id, false)
+	resp, err := d.a.runtime.ContainerStatus(ctx, id, false)
+	if cri.IsNotFound(err) {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("the log of container %q in pod %q is gone: its instance %s was removed from the runtime", container, name, id))
+	}
 	if err != nil {
 		return "", err
 	}
 	return resp.GetStatus().GetLogPath(), nil
+}
+
+// noLogInstanceError is logContainerID's answer for a container whose
+// status names no instance yet (waiting, or no status).
+type noLogInstanceError struct{ msg string }
+
+func (e noLogInstanceError) Error() string { return e.msg }
+
+// logContainerID is the kubelet's validateContainerLogStatus: the runtime
+// ID of the instance whose log `logs` (previous: `logs -p`) reads,
+// from the pod's status; its errors are the kubelet's, word for word.
+func logContainerID(pod *v1.Pod, container string, previous bool) (string, error) {
+	var cs *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for i := range list {
+			if list[i].Name == container {
+				cs = &list[i]
+			}
+		}
+		if cs != nil {
+			break
+		}
+	}
+	if cs == nil {
+		return "", noLogInstanceError{fmt.Sprintf("container %q in pod %q is not available", container, pod.Name)}
+	}
+	last := cs.LastTerminationState.Terminated
+	id := func(full string) string {
+		_, s, _ := strings.Cut(full, "://")
+		return s
+	}
+	switch running, terminated, waiting := cs.State.Running, cs.State.Terminated, cs.State.Waiting; {
+	case previous:
+		if last == nil || last.ContainerID == "" {
+			return "", fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
+		}
+		return id(last.ContainerID), nil
+	case running != nil:
+		return id(cs.ContainerID), nil
+	case terminated != nil:
+		if terminated.ContainerID != "" {
+			return id(terminated.ContainerID), nil
+		}
+		if last != nil && last.ContainerID != "" {
+			return id(last.ContainerID), nil
+		}
+		return "", fmt.Errorf("container %q in pod %q is terminated", container, pod.Name)
+	case last != nil:
+		if last.ContainerID == "" {
+			return "", fmt.Errorf("container %q in pod %q is terminated", container, pod.Name)
+		}
+		return id(last.ContainerID), nil
+	case waiting != nil:
+		switch waiting.Reason {
+		case "ErrImagePull":
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", container, pod.Name)
+		case "ImagePullBackOff":
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name)
+		}
+		return "", noLogInstanceError{fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, pod.Name, waiting.Reason)}
+	}
+	return "", noLogInstanceError{fmt.Sprintf("container %q in pod %q is waiting to start - no logs yet", container, pod.Name)}
 }
 
 func containerNames(pod *v1.Pod) string {

@@ -162,7 +162,18 @@ func TestLogsCommand(t *testing.T) {
 
 	out, _, err = cli(t, ctx, sock, "logs", "pod/one", "--timestamps", "-c", "c", "--tail=1")
 	require.NoError(t, err)
-	assert.Equal(t, "2024-01-01T00:00:03Z c\n", out)
+	assert.Equal(t, "2024-01-01T00:00:03.000000000Z c\n", out)
+
+	out, _, err = cli(t, ctx, sock, "logs", "one", "--since-time", "2024-01-01T00:00:02Z")
+	require.NoError(t, err)
+	assert.Equal(t, "b\nc\n", out)
+
+	out, _, err = cli(t, ctx, sock, "logs", "one", "--limit-bytes", "3")
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb", out)
+
+	_, _, err = cli(t, ctx, sock, "logs", "one", "--since", "1m", "--since-time", "2024-01-01T00:00:02Z")
+	assert.ErrorContains(t, err, "at most one of --since and --since-time")
 
 	_, _, err = cli(t, ctx, sock, "logs", "one", "-p")
 	assert.ErrorContains(t, err, "previous terminated container")

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"errors"
+
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// logContainerID picks the instance `logs` reads as the kubelet's
+// validateContainerLogStatus does. In a crash loop's back-off the newest
+// instance is the dead one: lastState.terminated names it, and -p reads
+// it (issue #28: minikubelet took the instance before the newest, and in
+// back-off found none).
+func TestLogContainerID(t *testing.T) {
+	term := func(id string) *v1.ContainerStateTerminated {
+		return &v1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", ContainerID: id}
+	}
+	for name, tc := range map[string]struct {
+		cs       v1.ContainerStatus
+		previous bool
+		wantID   string
+		wantErr  string
+		// noInstance: the status names no instance (LogPath then asks
+		// the runtime, unless previous).
+		noInstance bool
+	}{
+		"back-off, previous: the dead newest instance": {
+			cs: v1.ContainerStatus{Name: "c", ContainerID: "containerd://b", RestartCount: 1,
+				State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: v1.ContainerState{Terminated: term("containerd://b")}},
+			previous: true, wantID: "b"},
+		"back-off, current: the dead newest instance too": {
+			cs: v1.ContainerStatus{Name: "c", ContainerID: "containerd://b",
+				State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: v1.ContainerState{Terminated: term("containerd://b")}},
+			wantID: "b"},
+		"restarted and running, previous: the one before": {
+			cs: v1.ContainerStatus{Name: "c", ContainerID: "containerd://b",
+				State:                v1.ContainerState{Running: &v1.ContainerStateRunning{}},
+				LastTerminationState: v1.ContainerState{Terminated: term("containerd://a")}},
+			previous: true, wantID: "a"},
+		"running": {
+			cs:     v1.ContainerStatus{Name: "c", ContainerID: "containerd://a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+			wantID: "a"},
+		"exited, not restarted": {
+			cs:     v1.ContainerStatus{Name: "c", ContainerID: "containerd://a", State: v1.ContainerState{Terminated: term("containerd://a")}},
+			wantID: "a"},
+		"first run, previous": {
+			cs:       v1.ContainerStatus{Name: "c", ContainerID: "containerd://a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+			previous: true, wantErr: `previous terminated container "c" in pod "crasher" not found`},
+		"image pull back-off": {
+			cs:      v1.ContainerStatus{Name: "c", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}},
+			wantErr: `container "c" in pod "crasher" is waiting to start: trying and failing to pull image`},
+		"creating": {
+			cs:      v1.ContainerStatus{Name: "c", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}},
+			wantErr: `container "c" in pod "crasher" is waiting to start: ContainerCreating`, noInstance: true},
+		"no status": {
+			cs:      v1.ContainerStatus{Name: "other"},
+			wantErr: `container "c" in pod "crasher" is not available`, noInstance: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "crasher"}, Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{tc.cs}}}
+			id, err := logContainerID(pod, "c", tc.previous)
+			if tc.wantErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tc.wantErr, err.Error())
+				var ni noLogInstanceError
+				assert.Equal(t, tc.noInstance, errors.As(err, &ni))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantID, id)
+		})
+	}
+}
