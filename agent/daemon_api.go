@@ -29,6 +29,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cri"
+	"github.com/minikubelet/minikubelet/probes"
 )
 
 func notFound(name string) error {
@@ -211,8 +212,7 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 		w.mu.Unlock()
 		det.CgroupPath = d.a.podCgroupPath(pod)
 		for _, ps := range d.a.probes.PodStatus(pod.UID) {
-			det.Probes = append(det.Probes, api.ProbeState{Container: ps.ContainerName, Kind: strings.ToLower(ps.Kind.String()), Result: ps.Result.String(),
-				LastMessage: ps.LastMessage, LastProbeTime: ps.LastProbeTime, Failures: ps.ConsecutiveFailures})
+			det.Probes = append(det.Probes, probeState(pod, ps))
 		}
 	}
 	det.Source = pod.Annotations[source.AnnotationConfigSource]
@@ -234,17 +234,61 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 	return det, nil
 }
 
+// probeState is what describe shows of one probe: its verdict, and the
+// last run's result, with the output only of a run that failed or warned
+// (one line, cut: api.CutProbeMessage), as the kubelet's events show it.
+func probeState(pod *v1.Pod, ps probes.ProbeStatus) api.ProbeState {
+	out := api.ProbeState{Container: ps.ContainerName, Kind: strings.ToLower(ps.Kind.String()), Result: ps.Result.String(),
+		LastProbeTime: ps.LastProbeTime, Failures: ps.ConsecutiveFailures}
+	if ps.Runs > 0 {
+		out.LastResult = ps.LastResult.String()
+		if ps.LastResult != probes.Success {
+			out.LastMessage = api.CutProbeMessage(ps.LastMessage)
+		}
+	}
+	if p := probeSpec(pod, ps.ContainerName, ps.Kind); p != nil {
+		out.FailureThreshold = int(p.FailureThreshold)
+		if out.FailureThreshold <= 0 {
+			out.FailureThreshold = 3 // the API's default
+		}
+	}
+	return out
+}
+
+// probeSpec is the probe of that kind of the named container, or nil.
+func probeSpec(pod *v1.Pod, container string, k probes.Kind) *v1.Probe {
+	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if c := &list[i]; c.Name == container {
+				switch k {
+				case probes.Liveness:
+					return c.LivenessProbe
+				case probes.Readiness:
+					return c.ReadinessProbe
+				case probes.Startup:
+					return c.StartupProbe
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // stuckAt names the step of the chain a pod that is not Ready waits at and
-// the likely cause (nil when it is Ready or done).
+// the likely cause (nil when it is Ready or finished: Succeeded, or Failed
+// other than by a rejection at admission).
 func stuckAt(pod *v1.Pod, ps []api.ProbeState, terminating bool) *api.Stuck {
 	st := pod.Status
 	if terminating {
 		return &api.Stuck{Step: "terminating", Cause: "the pod is being stopped and removed"}
 	}
-	if st.Phase == v1.PodFailed && st.Reason != "" {
+	if st.Phase == v1.PodFailed && strings.HasPrefix(st.Message, "Pod was rejected: ") {
 		return &api.Stuck{Step: "admission", Cause: st.Message, Hint: "free node resources or change the pod's requests, nodeSelector or hostPorts"}
 	}
-	if st.Phase == v1.PodSucceeded || conditionTrue(st.Conditions, v1.PodReady) {
+	// A pod that finished (its containers exited and will not restart,
+	// evicted, past its deadline) is done, not stuck: its sandbox is
+	// stopped, which is no step it waits at.
+	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed || conditionTrue(st.Conditions, v1.PodReady) {
 		return nil
 	}
 	all := append(append([]v1.ContainerStatus{}, st.InitContainerStatuses...), st.ContainerStatuses...)

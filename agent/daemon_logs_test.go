@@ -2,13 +2,16 @@ package agent
 
 import (
 	"errors"
-
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/probes"
 )
 
 // logContainerID picks the instance `logs` reads as the kubelet's
@@ -77,4 +80,36 @@ func TestLogContainerID(t *testing.T) {
 			assert.Equal(t, tc.wantID, id)
 		})
 	}
+}
+
+// probeState gives describe the last run's result, the output only of a
+// run that failed or warned (a success's output, an HTTP probe's page, is
+// in no kubelet event), cut to one line of api.MaxProbeMessage bytes, and
+// the probe's failureThreshold (defaulted).
+func TestProbeState(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "web",
+		LivenessProbe:  &v1.Probe{FailureThreshold: 5},
+		ReadinessProbe: &v1.Probe{}}}}}
+	page := "<!DOCTYPE html>\n<html><head><title>Welcome to nginx!</title></head>" + strings.Repeat("<p>x</p>", 2000) + "</html>"
+
+	got := probeState(pod, probes.ProbeStatus{ContainerName: "web", Kind: probes.Readiness, Result: probes.Success, LastResult: probes.Success,
+		LastMessage: page, Runs: 3, Successes: 3})
+	assert.Equal(t, api.ProbeState{Container: "web", Kind: "readiness", Result: "success", LastResult: "success", FailureThreshold: 3}, got)
+
+	got = probeState(pod, probes.ProbeStatus{ContainerName: "web", Kind: probes.Liveness, Result: probes.Success, LastResult: probes.Failure,
+		LastMessage: "dial tcp 10.88.0.5:80: connect: connection refused", Runs: 4, ConsecutiveFailures: 1})
+	assert.Equal(t, "failure", got.LastResult)
+	assert.Equal(t, "success", got.Result, "the verdict holds until 5 failures")
+	assert.Equal(t, "dial tcp 10.88.0.5:80: connect: connection refused", got.LastMessage)
+	assert.Equal(t, 1, got.Failures)
+	assert.Equal(t, 5, got.FailureThreshold)
+
+	got = probeState(pod, probes.ProbeStatus{ContainerName: "web", Kind: probes.Readiness, Result: probes.Failure, LastResult: probes.Failure,
+		LastMessage: page, Runs: 1, ConsecutiveFailures: 1})
+	assert.Len(t, got.LastMessage, api.MaxProbeMessage)
+	assert.True(t, strings.HasSuffix(got.LastMessage, " ..."), got.LastMessage[len(got.LastMessage)-20:])
+	assert.NotContains(t, got.LastMessage, "\n")
+
+	got = probeState(pod, probes.ProbeStatus{ContainerName: "web", Kind: probes.Readiness, Result: probes.Failure})
+	assert.Equal(t, "", got.LastResult, "no run yet")
 }
