@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -477,9 +478,31 @@ func (d *Daemon) Exec(ctx context.Context, namespace, name, container string, cm
 	case errors.As(err, &ee):
 		res.ExitCode = int(ee.ExitCode)
 	case err != nil:
+		if se := execStartError(cmd, container, name, err); se != nil {
+			return nil, se
+		}
 		return nil, err
 	}
 	return res, nil
+}
+
+// execStartError names the command the runtime could not start (not
+// found, not executable) with the runtime's own reason, the part of its
+// message kubectl shows through the kubelet's stream (`exec: "foo":
+// executable file not found in $PATH`), without the gRPC and OCI layers
+// around it: a 500 as the kubelet's, its message without the "Internal
+// error occurred" prefix. nil for any other error.
+func execStartError(cmd []string, container, pod string, err error) error {
+	msg := cri.Message(err)
+	i := strings.Index(msg, `exec: "`)
+	if i < 0 || len(cmd) == 0 {
+		return nil
+	}
+	reason := strings.TrimSuffix(msg[i:], ": unknown")
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonInternalError,
+		Message: fmt.Sprintf("command %q could not be run in container %q of pod %s: %s (check the command's name and the container's PATH)",
+			cmd[0], container, pod, reason)}}
 }
 
 // Healthz implements api.Backend: the sync loop relists.

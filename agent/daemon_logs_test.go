@@ -2,12 +2,16 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
@@ -112,4 +116,18 @@ func TestProbeState(t *testing.T) {
 
 	got = probeState(pod, probes.ProbeStatus{ContainerName: "web", Kind: probes.Readiness, Result: probes.Failure})
 	assert.Equal(t, "", got.LastResult, "no run yet")
+}
+
+// exec of a command the container does not have names the command and the
+// runtime's reason, not "rpc error: code = Unknown desc = failed to exec in
+// container: ... OCI runtime exec failed ..." (issue #28).
+func TestExecStartError(t *testing.T) {
+	runtimeErr := status.Error(codes.Unknown, `failed to exec in container: failed to start exec "3f2a": OCI runtime exec failed: exec failed: unable to start container process: exec: "foo": executable file not found in $PATH: unknown`)
+	err := execStartError([]string{"foo", "-x"}, "c", "web", fmt.Errorf("exec sync: %w", runtimeErr))
+	require.Error(t, err)
+	assert.Equal(t, `command "foo" could not be run in container "c" of pod web: exec: "foo": executable file not found in $PATH (check the command's name and the container's PATH)`, err.Error())
+	assert.True(t, apierrors.IsInternalError(err))
+	assert.NotContains(t, err.Error(), "rpc error")
+
+	assert.NoError(t, execStartError([]string{"ls"}, "c", "web", status.Error(codes.Unavailable, "connection refused")), "other errors are left as they are")
 }

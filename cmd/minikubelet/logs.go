@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -77,8 +76,10 @@ func logsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer rc.Close()
 	if _, err := io.Copy(stdout, rc); err != nil {
-		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-			return nil // Ctrl-C while following
+		if ctx.Err() != nil {
+			// Ctrl-C while following: a normal end (interruptedExit: 130,
+			// as kubectl logs -f, which the signal ends).
+			return ctx.Err()
 		}
 		return fmt.Errorf("read log: %w", err)
 	}
