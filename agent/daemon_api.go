@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -29,6 +30,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cri"
+	"github.com/minikubelet/minikubelet/probes"
 )
 
 func notFound(name string) error {
@@ -211,8 +213,7 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 		w.mu.Unlock()
 		det.CgroupPath = d.a.podCgroupPath(pod)
 		for _, ps := range d.a.probes.PodStatus(pod.UID) {
-			det.Probes = append(det.Probes, api.ProbeState{Container: ps.ContainerName, Kind: strings.ToLower(ps.Kind.String()), Result: ps.Result.String(),
-				LastMessage: ps.LastMessage, LastProbeTime: ps.LastProbeTime, Failures: ps.ConsecutiveFailures})
+			det.Probes = append(det.Probes, probeState(pod, ps))
 		}
 	}
 	det.Source = pod.Annotations[source.AnnotationConfigSource]
@@ -234,17 +235,61 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 	return det, nil
 }
 
+// probeState is what describe shows of one probe: its verdict, and the
+// last run's result, with the output only of a run that failed or warned
+// (one line, cut: api.CutProbeMessage), as the kubelet's events show it.
+func probeState(pod *v1.Pod, ps probes.ProbeStatus) api.ProbeState {
+	out := api.ProbeState{Container: ps.ContainerName, Kind: strings.ToLower(ps.Kind.String()), Result: ps.Result.String(),
+		LastProbeTime: ps.LastProbeTime, Failures: ps.ConsecutiveFailures}
+	if ps.Runs > 0 {
+		out.LastResult = ps.LastResult.String()
+		if ps.LastResult != probes.Success {
+			out.LastMessage = api.CutProbeMessage(ps.LastMessage)
+		}
+	}
+	if p := probeSpec(pod, ps.ContainerName, ps.Kind); p != nil {
+		out.FailureThreshold = int(p.FailureThreshold)
+		if out.FailureThreshold <= 0 {
+			out.FailureThreshold = 3 // the API's default
+		}
+	}
+	return out
+}
+
+// probeSpec is the probe of that kind of the named container, or nil.
+func probeSpec(pod *v1.Pod, container string, k probes.Kind) *v1.Probe {
+	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if c := &list[i]; c.Name == container {
+				switch k {
+				case probes.Liveness:
+					return c.LivenessProbe
+				case probes.Readiness:
+					return c.ReadinessProbe
+				case probes.Startup:
+					return c.StartupProbe
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // stuckAt names the step of the chain a pod that is not Ready waits at and
-// the likely cause (nil when it is Ready or done).
+// the likely cause (nil when it is Ready or finished: Succeeded, or Failed
+// other than by a rejection at admission).
 func stuckAt(pod *v1.Pod, ps []api.ProbeState, terminating bool) *api.Stuck {
 	st := pod.Status
 	if terminating {
 		return &api.Stuck{Step: "terminating", Cause: "the pod is being stopped and removed"}
 	}
-	if st.Phase == v1.PodFailed && st.Reason != "" {
+	if st.Phase == v1.PodFailed && strings.HasPrefix(st.Message, "Pod was rejected: ") {
 		return &api.Stuck{Step: "admission", Cause: st.Message, Hint: "free node resources or change the pod's requests, nodeSelector or hostPorts"}
 	}
-	if st.Phase == v1.PodSucceeded || conditionTrue(st.Conditions, v1.PodReady) {
+	// A pod that finished (its containers exited and will not restart,
+	// evicted, past its deadline) is done, not stuck: its sandbox is
+	// stopped, which is no step it waits at.
+	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed || conditionTrue(st.Conditions, v1.PodReady) {
 		return nil
 	}
 	all := append(append([]v1.ContainerStatus{}, st.InitContainerStatuses...), st.ContainerStatuses...)
@@ -293,7 +338,13 @@ func stuckAt(pod *v1.Pod, ps []api.ProbeState, terminating bool) *api.Stuck {
 	return &api.Stuck{Step: "start", Cause: "containers are being created or started; see the events"}
 }
 
-// LogPath implements api.Backend.
+// LogPath implements api.Backend: the log file of the instance the
+// kubelet reads (validateContainerLogStatus): with previous, the instance
+// the status's lastState.terminated names (in a crash loop's back-off the
+// newest instance is the dead one, and it is that one); else the running
+// instance, or the terminated one. The status can lag the runtime by a
+// sync: a container the status does not show started yet is read from the
+// runtime's newest instance, as before the status had one.
 func (d *Daemon) LogPath(namespace, name, container string, previous bool) (string, error) {
 	pod, err := d.GetPod(namespace, name)
 	if err != nil {
@@ -307,26 +358,92 @@ func (d *Daemon) LogPath(namespace, name, container string, previous bool) (stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d.a.cfg.RuntimeTimeout)
 	defer cancel()
-	st, err := d.a.observePod(ctx, pod)
+	id, err := logContainerID(pod, container, previous)
 	if err != nil {
-		return "", err
-	}
-	c := st.latest(container)
-	if previous {
-		c = st.previous(container)
-	}
-	if c == nil {
-		what := "no container"
-		if previous {
-			what = "no previous instance of container"
+		var ni noLogInstanceError
+		if previous || !errors.As(err, &ni) {
+			return "", apierrors.NewBadRequest(err.Error())
 		}
-		return "", apierrors.NewBadRequest(fmt.Sprintf("%s %q in pod %s", what, container, name))
+		st, oerr := d.a.observePod(ctx, pod)
+		if oerr != nil {
+			return "", oerr
+		}
+		c := st.latest(container)
+		if c == nil {
+			return "", apierrors.NewBadRequest(err.Error())
+		}
+		id = c.id
 	}
-	resp, err := d.a.runtime.ContainerStatus(ctx, c.id, false)
+	resp, err := d.a.runtime.ContainerStatus(ctx, id, false)
+	if cri.IsNotFound(err) {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("the log of container %q in pod %q is gone: its instance %s was removed from the runtime", container, name, id))
+	}
 	if err != nil {
 		return "", err
 	}
 	return resp.GetStatus().GetLogPath(), nil
+}
+
+// noLogInstanceError is logContainerID's answer for a container whose
+// status names no instance yet (waiting, or no status).
+type noLogInstanceError struct{ msg string }
+
+func (e noLogInstanceError) Error() string { return e.msg }
+
+// logContainerID is the kubelet's validateContainerLogStatus: the runtime
+// ID of the instance whose log `logs` (previous: `logs -p`) reads,
+// from the pod's status; its errors are the kubelet's, word for word.
+func logContainerID(pod *v1.Pod, container string, previous bool) (string, error) {
+	var cs *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for i := range list {
+			if list[i].Name == container {
+				cs = &list[i]
+			}
+		}
+		if cs != nil {
+			break
+		}
+	}
+	if cs == nil {
+		return "", noLogInstanceError{fmt.Sprintf("container %q in pod %q is not available", container, pod.Name)}
+	}
+	last := cs.LastTerminationState.Terminated
+	id := func(full string) string {
+		_, s, _ := strings.Cut(full, "://")
+		return s
+	}
+	switch running, terminated, waiting := cs.State.Running, cs.State.Terminated, cs.State.Waiting; {
+	case previous:
+		if last == nil || last.ContainerID == "" {
+			return "", fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
+		}
+		return id(last.ContainerID), nil
+	case running != nil:
+		return id(cs.ContainerID), nil
+	case terminated != nil:
+		if terminated.ContainerID != "" {
+			return id(terminated.ContainerID), nil
+		}
+		if last != nil && last.ContainerID != "" {
+			return id(last.ContainerID), nil
+		}
+		return "", fmt.Errorf("container %q in pod %q is terminated", container, pod.Name)
+	case last != nil:
+		if last.ContainerID == "" {
+			return "", fmt.Errorf("container %q in pod %q is terminated", container, pod.Name)
+		}
+		return id(last.ContainerID), nil
+	case waiting != nil:
+		switch waiting.Reason {
+		case "ErrImagePull":
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: image can't be pulled", container, pod.Name)
+		case "ImagePullBackOff":
+			return "", fmt.Errorf("container %q in pod %q is waiting to start: trying and failing to pull image", container, pod.Name)
+		}
+		return "", noLogInstanceError{fmt.Sprintf("container %q in pod %q is waiting to start: %s", container, pod.Name, waiting.Reason)}
+	}
+	return "", noLogInstanceError{fmt.Sprintf("container %q in pod %q is waiting to start - no logs yet", container, pod.Name)}
 }
 
 func containerNames(pod *v1.Pod) string {
@@ -361,9 +478,31 @@ func (d *Daemon) Exec(ctx context.Context, namespace, name, container string, cm
 	case errors.As(err, &ee):
 		res.ExitCode = int(ee.ExitCode)
 	case err != nil:
+		if se := execStartError(cmd, container, name, err); se != nil {
+			return nil, se
+		}
 		return nil, err
 	}
 	return res, nil
+}
+
+// execStartError names the command the runtime could not start (not
+// found, not executable) with the runtime's own reason, the part of its
+// message kubectl shows through the kubelet's stream (`exec: "foo":
+// executable file not found in $PATH`), without the gRPC and OCI layers
+// around it: a 500 as the kubelet's, its message without the "Internal
+// error occurred" prefix. nil for any other error.
+func execStartError(cmd []string, container, pod string, err error) error {
+	msg := cri.Message(err)
+	i := strings.Index(msg, `exec: "`)
+	if i < 0 || len(cmd) == 0 {
+		return nil
+	}
+	reason := strings.TrimSuffix(msg[i:], ": unknown")
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Reason: metav1.StatusReasonInternalError,
+		Message: fmt.Sprintf("command %q could not be run in container %q of pod %s: %s (check the command's name and the container's PATH)",
+			cmd[0], container, pod, reason)}}
 }
 
 // Healthz implements api.Backend: the sync loop relists.

@@ -65,6 +65,14 @@ func TestStuckAt(t *testing.T) {
 			State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}}),
 			[]api.ProbeState{{Container: "app", Kind: "readiness", LastMessage: "HTTP probe failed with statuscode: 500"}}, "readiness", "statuscode: 500"},
 		"no sandbox yet": {pod(v1.PodStatus{Phase: v1.PodPending}), nil, "sandbox", "sandbox"},
+		// issue #28: a pod that simply exited (restartPolicy Never, exit
+		// 1) showed "Stuck at: sandbox": its sandbox is stopped because
+		// it is done.
+		"exited, restartPolicy Never": {pod(v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "app", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}}),
+			nil, "", ""},
+		"succeeded": {pod(v1.PodStatus{Phase: v1.PodSucceeded}), nil, "", ""},
+		"evicted":   {pod(v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."}), nil, "", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := stuckAt(tc.pod, tc.probes, false)

@@ -106,6 +106,11 @@ func (a *Agent) retryFinalStatus(w *podWorker) {
 func (a *Agent) startFinishedWorkerLocked(p *v1.Pod, st v1.PodStatus) {
 	w := newPodWorker(a, p)
 	w.status = st
+	if st.StartTime != nil && !st.StartTime.IsZero() {
+		// Its start as published (status.startTime; the creationTimestamp
+		// of a pod no API server stamps), not this process's.
+		w.startTime = st.StartTime.Time
+	}
 	if st.Reason == eviction.Reason {
 		// Evicted and cleaned up (syncEvicted stored it): GC removes its
 		// dead containers at once (podGoneForGC), as before the restart.

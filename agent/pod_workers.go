@@ -76,7 +76,9 @@ type podWorker struct {
 	// tears down. The relister wakes the worker only for what it has not
 	// seen (relist.go).
 	observed string
-	busy     bool
+	// observedOnce is set by the first setObserved.
+	observedOnce bool
+	busy         bool
 	// evicted is set once the eviction manager evicted the pod; never
 	// unset: the pod is killed and never started again (eviction_manager.go).
 	evicted *podEviction
@@ -412,9 +414,28 @@ func (w *podWorker) setIdle() {
 // setObserved records what the worker just observed in the runtime.
 func (w *podWorker) setObserved(st *podState) {
 	fp := st.fingerprint()
+	earliest := st.earliestCreated()
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.observed = fp
-	w.mu.Unlock()
+	if w.observedOnce {
+		return
+	}
+	w.observedOnce = true
+	// The worker's first look: what the runtime already holds of the pod
+	// was made by an earlier agent process (a restart adopts it; teardown
+	// removes a deleted pod's sandboxes, so a UID seen again is the same
+	// pod). The pod started when its oldest object was created, not when
+	// this process accepted it: status.startTime and, for a pod no API
+	// server stamps, the creationTimestamp keep their values across
+	// restarts, as the kubelet's pod objects keep theirs in the API
+	// server. Its start is not this process's to measure (pod start SLI).
+	if earliest != 0 {
+		if t := time.Unix(0, earliest); t.Before(w.startTime) {
+			w.startTime = t
+		}
+		w.startObserved = true
+	}
 }
 
 // observedNothing reports whether the worker's newest observation found

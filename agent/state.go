@@ -263,6 +263,23 @@ func (s *podState) sortContainers() {
 	})
 }
 
+// earliestCreated is the creation time (Unix ns) of the pod's oldest
+// sandbox or container, 0 when it has none.
+func (s *podState) earliestCreated() int64 {
+	var t int64
+	for _, sb := range s.sandboxes {
+		if sb.createdAt > 0 && (t == 0 || sb.createdAt < t) {
+			t = sb.createdAt
+		}
+	}
+	for _, c := range s.containers {
+		if c.createdAt > 0 && (t == 0 || c.createdAt < t) {
+			t = c.createdAt
+		}
+	}
+	return t
+}
+
 // fingerprint renders the pod's runtime objects and their states the way
 // the relister does for the same pod (relist.go): equal fingerprints mean
 // the worker has already seen what a relist sees.

@@ -372,7 +372,46 @@ func TestWorker_ReadinessQuickRetryUntilFirstSuccess(t *testing.T) {
 
 	st, ok := h.m.Status(podUID, "app", probes.Readiness)
 	require.True(t, ok)
-	assert.Equal(t, 3, st.Runs)
+	// The failed quick retry counts nowhere (the kubelet would not have
+	// run it): the first run and the success.
+	assert.Equal(t, 2, st.Runs)
+	assert.Equal(t, 1, st.Failures)
+}
+
+// A readiness probe failing from the start is retried quickly in its first
+// period, but describe's consecutive failures count the kubelet's runs,
+// one per period, as many as the Unhealthy events: issue #28 saw 18 after
+// 11 s with a 2 s period (12 quick retries among them) while the events
+// said 6.
+func TestWorker_QuickRetriesAreNotCountedAsFailures(t *testing.T) {
+	h := newHarness(t, probes.Config{})
+	h.exec.SetDefault("c1", probestest.Exit(1, "dial tcp 10.88.0.5:80: connect: connection refused"))
+	h.start(podWith(v1.Container{Name: "app", ReadinessProbe: execProbe("ready", 0, 2, 1, 3)}),
+		running("app", "c1", t0), ready)
+	// 11 s in 5 ms steps, waiting for the worker after each step that
+	// fired its timer.
+	for elapsed := time.Duration(0); elapsed < 11*time.Second; elapsed += 5 * time.Millisecond {
+		before := h.counts([]workerKey{ready})
+		h.clk.Step(5 * time.Millisecond)
+		if h.clk.HasWaiters() {
+			continue
+		}
+		before[0]++
+		h.waitIdle([]workerKey{ready}, before)
+	}
+	runs := h.exec.CallCount()
+	require.Greater(t, runs, 6, "the quick retries ran (else this test proves nothing)")
+	unhealthy := 0
+	for len(h.events) > 0 {
+		if ev := <-h.events; ev.Reason == probes.ReasonUnhealthy {
+			unhealthy++
+		}
+	}
+	st, ok := h.m.Status(podUID, "app", probes.Readiness)
+	require.True(t, ok)
+	assert.Equal(t, 6, unhealthy, "one Unhealthy event per period: at 0, 2, 4, 6, 8 and 10 s")
+	assert.Equal(t, unhealthy, st.ConsecutiveFailures, "%d probe runs in all", runs)
+	assert.Equal(t, unhealthy, st.Runs)
 }
 
 // Liveness keeps the kubelet's schedule: a failure is not retried early.

@@ -7,7 +7,9 @@ package api
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -98,12 +100,46 @@ type Step struct {
 
 // ProbeState is one probe's last result, for describe.
 type ProbeState struct {
-	Container     string    `json:"container"`
-	Kind          string    `json:"kind"` // liveness, readiness, startup
-	Result        string    `json:"result"`
+	Container string `json:"container"`
+	Kind      string `json:"kind"` // liveness, readiness, startup
+	// Result is the probe's current verdict (success, failure, unknown),
+	// which changes only once a threshold of runs agrees.
+	Result string `json:"result"`
+	// LastResult is what the last run returned (success, failure,
+	// warning; "" before the first run).
+	LastResult string `json:"lastResult,omitempty"`
+	// LastMessage is the last failed or warning run's output, as the
+	// kubelet's Unhealthy and ProbeWarning events carry it (cut at
+	// MaxProbeMessage): a success's output (an HTTP probe's page) is
+	// never shown, as no kubelet event carries it.
 	LastMessage   string    `json:"lastMessage,omitempty"`
 	LastProbeTime time.Time `json:"lastProbeTime,omitempty"`
 	Failures      int       `json:"consecutiveFailures"`
+	// FailureThreshold is the probe's failureThreshold (0: unknown).
+	FailureThreshold int `json:"failureThreshold,omitempty"`
+}
+
+// MaxProbeMessage bounds a probe message describe shows: the API's limit
+// on an event's note (validation.NoteLengthLimit, 1024 bytes, which the
+// scheduler's truncateMessage cuts to with " ..."). The kubelet itself
+// keeps at most 10 KiB of a probe's output (its prober's read limit) and
+// its events carry that; one describe line is no place for 10 KiB.
+const MaxProbeMessage = 1024
+
+// CutProbeMessage makes a probe's output one line (runs of white space,
+// newlines included, become one space) of at most MaxProbeMessage bytes,
+// ending in " ..." when cut (never inside a UTF-8 sequence).
+func CutProbeMessage(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= MaxProbeMessage {
+		return s
+	}
+	const suffix = " ..."
+	cut := MaxProbeMessage - len(suffix)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + suffix
 }
 
 // Stuck says where a pod that is not Ready waits, and why.

@@ -233,6 +233,10 @@ type LogRequest struct {
 	Timestamps   bool
 	TailLines    *int64
 	SinceSeconds *int64
+	// SinceTime, when not zero, is sent as sinceTime (RFC3339).
+	SinceTime time.Time
+	// LimitBytes, when set, is sent as limitBytes.
+	LimitBytes *int64
 }
 
 // Logs opens a container's log; the caller reads it to EOF (with Follow,
@@ -252,6 +256,12 @@ func (c *Client) Logs(ctx context.Context, ns, name string, r LogRequest) (io.Re
 	}
 	if r.SinceSeconds != nil {
 		q.Set("sinceSeconds", strconv.FormatInt(*r.SinceSeconds, 10))
+	}
+	if !r.SinceTime.IsZero() {
+		q.Set("sinceTime", r.SinceTime.UTC().Format(time.RFC3339))
+	}
+	if r.LimitBytes != nil {
+		q.Set("limitBytes", strconv.FormatInt(*r.LimitBytes, 10))
 	}
 	resp, err := c.do(ctx, http.MethodGet, podPath(ns, name, "log"), q, nil, "")
 	if err != nil {

@@ -37,6 +37,12 @@ const (
 	tagFull      = "F"
 )
 
+// timeFormatOut is the kubelet's format of a --timestamps prefix
+// (kuberuntime/logs timeFormatOut, types.RFC3339NanoFixed): nanoseconds
+// always nine digits, so the prefixes line up; the offset is the one the
+// runtime wrote in the file, as the kubelet formats the parsed time.
+const timeFormatOut = "2006-01-02T15:04:05.000000000Z07:00"
+
 // defaultLogPoll is how often a follower looks for new data, a rotation or
 // a truncation when it has reached the end of the file.
 const defaultLogPoll = 100 * time.Millisecond
@@ -126,7 +132,7 @@ type LogOptions struct {
 	Follow bool
 	// TailLines, when set, starts with the last N joined lines (0: none).
 	TailLines *int64
-	// Timestamps prefixes each line with its RFC3339Nano timestamp.
+	// Timestamps prefixes each line with its timestamp (timeFormatOut).
 	Timestamps bool
 	// Since, when not zero, skips lines older than it.
 	Since time.Time
@@ -506,7 +512,7 @@ func (lr *logReader) startLine(s int, ts time.Time) error {
 		return nil
 	}
 	var b [64]byte
-	return lr.write(append(ts.UTC().AppendFormat(b[:0], time.RFC3339Nano), ' '))
+	return lr.write(append(ts.AppendFormat(b[:0], timeFormatOut), ' '))
 }
 
 // endLine ends a written line of stream s: a newline unless partial.

@@ -71,7 +71,7 @@ func referenceLog(data []byte, opts LogOptions) string {
 			continue
 		}
 		if opts.Timestamps {
-			b.WriteString(r.ts.UTC().Format(time.RFC3339Nano) + " ")
+			b.WriteString(r.ts.Format(timeFormatOut) + " ")
 		}
 		b.Write(r.content)
 		if r.complete {

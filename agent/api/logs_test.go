@@ -139,15 +139,20 @@ func TestReadLog(t *testing.T) {
 		{name: "tail zero", opts: LogOptions{TailLines: ptr[int64](0)}, want: ""},
 		{name: "tail larger than file", opts: LogOptions{TailLines: ptr[int64](100)}, want: "one\nerr\ntwo\n\nsix\n"},
 		{name: "timestamps of the first part", opts: LogOptions{Timestamps: true, TailLines: ptr[int64](2)},
-			want: "2024-01-01T00:00:05Z \n2024-01-01T00:00:06Z six\n"},
+			want: "2024-01-01T00:00:05.000000000Z \n2024-01-01T00:00:06.000000000Z six\n"},
 		{name: "timestamps join", opts: LogOptions{Timestamps: true, TailLines: ptr[int64](3)},
-			want: "2024-01-01T00:00:02Z two\n2024-01-01T00:00:05Z \n2024-01-01T00:00:06Z six\n"},
+			want: "2024-01-01T00:00:02.000000000Z two\n2024-01-01T00:00:05.000000000Z \n2024-01-01T00:00:06.000000000Z six\n"},
 		{name: "since", opts: LogOptions{Since: time.Date(2024, 1, 1, 0, 0, 3, 0, time.UTC)}, want: "err\n\nsix\n"},
 		{name: "unterminated partial at the end", lines: []string{criLine(1, "stdout", "F", "a"), criLine(2, "stdout", "P", "prompt> ")},
 			want: "a\nprompt> "},
 		{name: "last line without newline", lines: []string{criLine(1, "stdout", "F", "a"), strings.TrimSuffix(criLine(2, "stdout", "F", "b"), "\n")},
 			want: "a\nb\n"},
 		{name: "empty file", lines: []string{}, want: ""},
+		// The kubelet's prefix: nine digits of nanoseconds, the offset
+		// the runtime wrote (RFC3339NanoFixed of the parsed time).
+		{name: "timestamps as the kubelet writes them", opts: LogOptions{Timestamps: true},
+			lines: []string{"2024-01-01T10:00:00.5+02:00 stdout F a\n", "2024-01-01T08:00:01.123456789Z stdout F b\n"},
+			want:  "2024-01-01T10:00:00.500000000+02:00 a\n2024-01-01T08:00:01.123456789Z b\n"},
 		{name: "last line without newline nor content field", lines: []string{criLine(1, "stdout", "F", "a"), "2024-01-01T00:00:02Z stdout F"},
 			want: "a\n\n"},
 	}
@@ -238,7 +243,7 @@ func TestReadLog_FollowAcrossRotation(t *testing.T) {
 	path := filepath.Join(dir, "0.log")
 	writeFile(t, path, criLine(1, "stdout", "F", "old1"))
 	out, stop := follow(t, path, LogOptions{Timestamps: true})
-	waitFor(t, out, "2024-01-01T00:00:01Z old1\n")
+	waitFor(t, out, "2024-01-01T00:00:01.000000000Z old1\n")
 
 	// The agent renames the file; the runtime writes a last line to the
 	// old inode, then reopens the path.
@@ -246,15 +251,15 @@ func TestReadLog_FollowAcrossRotation(t *testing.T) {
 	appendFile(t, path+".20240101-000002", criLine(2, "stdout", "F", "old2"))
 	time.Sleep(20 * time.Millisecond) // the follower sees no file at path meanwhile
 	writeFile(t, path, criLine(3, "stdout", "F", "new1"))
-	waitFor(t, out, "2024-01-01T00:00:01Z old1\n2024-01-01T00:00:02Z old2\n2024-01-01T00:00:03Z new1\n")
+	waitFor(t, out, "2024-01-01T00:00:01.000000000Z old1\n2024-01-01T00:00:02.000000000Z old2\n2024-01-01T00:00:03.000000000Z new1\n")
 	appendFile(t, path, criLine(4, "stdout", "F", "new2"))
-	waitFor(t, out, "2024-01-01T00:00:01Z old1\n2024-01-01T00:00:02Z old2\n2024-01-01T00:00:03Z new1\n2024-01-01T00:00:04Z new2\n")
+	waitFor(t, out, "2024-01-01T00:00:01.000000000Z old1\n2024-01-01T00:00:02.000000000Z old2\n2024-01-01T00:00:03.000000000Z new1\n2024-01-01T00:00:04.000000000Z new2\n")
 
 	// A second rotation, with the new file bigger than the old one.
 	require.NoError(t, os.Rename(path, path+".20240101-000005"))
 	writeFile(t, path, criLine(5, "stdout", "F", "x"), criLine(6, "stdout", "F", "y"), criLine(7, "stdout", "F", "z"))
 	require.Eventually(t, func() bool {
-		return strings.HasSuffix(out.String(), "new2\n2024-01-01T00:00:05Z x\n2024-01-01T00:00:06Z y\n2024-01-01T00:00:07Z z\n")
+		return strings.HasSuffix(out.String(), "new2\n2024-01-01T00:00:05.000000000Z x\n2024-01-01T00:00:06.000000000Z y\n2024-01-01T00:00:07.000000000Z z\n")
 	},
 		5*time.Second, 5*time.Millisecond, "got %q", out)
 	require.NoError(t, stop())

@@ -26,7 +26,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -513,23 +515,35 @@ func (s *Server) podLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if limit != nil {
-		if *limit <= 0 {
-			return apierrors.NewBadRequest("limitBytes must be a positive number")
-		}
-		opts.LimitBytes = *limit
-	}
 	since, err := queryInt(r, "sinceSeconds")
 	if err != nil {
 		return err
 	}
+	sinceTime := r.URL.Query().Get("sinceTime")
+	// The API server's ValidatePodLogOptions, as a 422 naming the field.
+	var invalid field.ErrorList
+	if limit != nil && *limit <= 0 {
+		invalid = append(invalid, field.Invalid(field.NewPath("limitBytes"), *limit, "must be greater than 0"))
+	}
+	switch {
+	case since != nil && sinceTime != "":
+		invalid = append(invalid, field.Forbidden(field.NewPath(""), "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+	case since != nil && *since < 1:
+		invalid = append(invalid, field.Invalid(field.NewPath("sinceSeconds"), *since, "must be greater than 0"))
+	}
+	if len(invalid) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "PodLogOptions"}, name, invalid)
+	}
+	if limit != nil {
+		opts.LimitBytes = *limit
+	}
 	if since != nil {
 		opts.Since = time.Now().Add(-time.Duration(*since) * time.Second)
 	}
-	if v := r.URL.Query().Get("sinceTime"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
+	if sinceTime != "" {
+		t, err := time.Parse(time.RFC3339, sinceTime)
 		if err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("sinceTime %q is not an RFC3339 time", v))
+			return apierrors.NewBadRequest(fmt.Sprintf("sinceTime %q is not an RFC3339 time", sinceTime))
 		}
 		opts.Since = t
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
@@ -109,6 +110,13 @@ func FuzzPodStoreLoad(f *testing.F) {
 			if p.Annotations[AnnotationConfigSource] != SourceAPI {
 				t.Fatalf("loaded pod's source %q", p.Annotations[AnnotationConfigSource])
 			}
+			// The creation time is the file's, a server field the stored
+			// form leaves out (storedForm).
+			if p.CreationTimestamp.IsZero() {
+				t.Fatalf("loaded pod %s/%s has no creationTimestamp", p.Namespace, p.Name)
+			}
+			p = p.DeepCopy()
+			p.CreationTimestamp = metav1.Time{}
 			once, err := manifest.EncodeStoredPod(p)
 			if err != nil {
 				t.Fatalf("encode loaded pod: %v", err)

@@ -25,8 +25,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -235,6 +237,8 @@ func openPodStore(dir, secretDir, nodeName string) (*PodStore, error) {
 func (s *PodStore) storedForm(pod *v1.Pod) (p *v1.Pod, data []byte, prepared *v1.Pod, err error) {
 	p = pod.DeepCopy()
 	p.Status = v1.PodStatus{}
+	// The server's field: the store sets it (Add, ReplacePod, loadPods).
+	p.CreationTimestamp = metav1.Time{}
 	p.APIVersion, p.Kind = "v1", "Pod"
 	if p.Namespace == "" {
 		p.Namespace = v1.NamespaceDefault
@@ -293,6 +297,7 @@ func (s *PodStore) Add(pod *v1.Pod) (*v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("add pod %s: %w", key, err)
 	}
+	prepared.CreationTimestamp = stampCreation(tmp, time.Now())
 	op := &storeOp{dir: s.dir, name: name, tmp: tmp, pod: prepared, uid: uid, what: "pod " + key, exists: ErrPodExists,
 		apply: func() { s.pods[name] = prepared }}
 	if err := s.commit(op); err != nil {
@@ -619,6 +624,11 @@ func (s *PodStore) loadPods() (map[string]*v1.Pod, []FileError) {
 			errs = append(errs, FileError{Path: path, Err: fmt.Errorf("stored pod %s/%s belongs in %s: %w", p.Namespace, p.Name, want, manifest.ErrInvalidManifest)})
 			continue
 		}
+		// The creation time is the file's (stampCreation), so a restarted
+		// daemon shows the pod's age, as the API server keeps an object's.
+		if fi, err := os.Stat(path); err == nil {
+			p.CreationTimestamp = metav1.NewTime(fi.ModTime().Truncate(time.Second))
+		}
 		pods[name] = p
 	}
 	return pods, errs
@@ -658,6 +668,17 @@ func (s *PodStore) preparePod(p *v1.Pod) (*v1.Pod, error) {
 	}
 	p.Annotations[AnnotationConfigSource] = SourceAPI
 	return p, nil
+}
+
+// stampCreation sets the modification time of a pod's file, written and
+// not yet renamed, to its creation time (at, at the API's precision of a
+// second) and returns that time: loadPods reads it back as the pod's
+// creationTimestamp. A file system that cannot set it leaves the write's
+// time, which is within the same second or so.
+func stampCreation(tmp string, at time.Time) metav1.Time {
+	at = at.Truncate(time.Second)
+	_ = os.Chtimes(tmp, at, at)
+	return metav1.NewTime(at)
 }
 
 // apiPodSource is the source an API pod's UID is derived from.

@@ -8,6 +8,7 @@ package source
 import (
 	"fmt"
 	"os"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,15 @@ func (s *PodStore) ReplacePod(pod *v1.Pod) (*v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replace pod %s: %w", key, err)
 	}
+	// The same pod (same UID) keeps its creation time; a new one (a
+	// changed pod gets a new UID) is created now.
+	created := time.Now()
+	s.mu.Lock()
+	if old := s.pods[name]; old != nil && old.UID == prepared.UID && !old.CreationTimestamp.IsZero() {
+		created = old.CreationTimestamp.Time
+	}
+	s.mu.Unlock()
+	prepared.CreationTimestamp = stampCreation(tmp, created)
 	op := &storeOp{dir: s.dir, name: name, tmp: tmp, pod: prepared, what: "pod " + key, notFound: ErrPodNotFound, replace: true,
 		apply: func() { s.pods[name] = prepared }}
 	if err := s.commit(op); err != nil {

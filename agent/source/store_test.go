@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
@@ -190,6 +192,26 @@ func TestPodStore_SurvivesRestart(t *testing.T) {
 	require.Len(t, pods, 2)
 	assert.Equal(t, a.UID, pods[0].UID)
 	assert.Equal(t, b.UID, pods[1].UID)
+	// The creation time too (the pod's AGE after a daemon restart).
+	require.False(t, a.CreationTimestamp.IsZero())
+	assert.WithinDuration(t, time.Now(), a.CreationTimestamp.Time, time.Minute)
+	assert.True(t, a.CreationTimestamp.Equal(&pods[0].CreationTimestamp), "created %s, read back %s", a.CreationTimestamp, pods[0].CreationTimestamp)
+	assert.True(t, b.CreationTimestamp.Equal(&pods[1].CreationTimestamp))
+
+	// A replace of the same pod (same content: same UID) keeps it; a
+	// changed pod is a new pod, created now.
+	old := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	require.NoError(t, os.Chtimes(filepath.Join(dir, storeFileName("default", "a")), old.Time, old.Time))
+	s3, err := NewPodStore(dir, "node-1")
+	require.NoError(t, err)
+	same, err := s3.ReplacePod(manifesttest.APIPod("default", "a", "x"))
+	require.NoError(t, err)
+	assert.Equal(t, a.UID, same.UID)
+	assert.True(t, old.Equal(&same.CreationTimestamp), "kept %s, got %s", old, same.CreationTimestamp)
+	changed, err := s3.ReplacePod(manifesttest.APIPod("default", "a", "z"))
+	require.NoError(t, err)
+	assert.NotEqual(t, a.UID, changed.UID)
+	assert.WithinDuration(t, time.Now(), changed.CreationTimestamp.Time, time.Minute)
 }
 
 // TestPodStore_DeterministicUID checks that the UID depends on node,

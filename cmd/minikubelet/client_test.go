@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -161,7 +162,18 @@ func TestLogsCommand(t *testing.T) {
 
 	out, _, err = cli(t, ctx, sock, "logs", "pod/one", "--timestamps", "-c", "c", "--tail=1")
 	require.NoError(t, err)
-	assert.Equal(t, "2024-01-01T00:00:03Z c\n", out)
+	assert.Equal(t, "2024-01-01T00:00:03.000000000Z c\n", out)
+
+	out, _, err = cli(t, ctx, sock, "logs", "one", "--since-time", "2024-01-01T00:00:02Z")
+	require.NoError(t, err)
+	assert.Equal(t, "b\nc\n", out)
+
+	out, _, err = cli(t, ctx, sock, "logs", "one", "--limit-bytes", "3")
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb", out)
+
+	_, _, err = cli(t, ctx, sock, "logs", "one", "--since", "1m", "--since-time", "2024-01-01T00:00:02Z")
+	assert.ErrorContains(t, err, "at most one of --since and --since-time")
 
 	_, _, err = cli(t, ctx, sock, "logs", "one", "-p")
 	assert.ErrorContains(t, err, "previous terminated container")
@@ -169,7 +181,8 @@ func TestLogsCommand(t *testing.T) {
 	_, _, err = cli(t, ctx, sock, "logs", "web")
 	assert.ErrorContains(t, err, "a container name must be specified for pod web, choose one of: [init app side]")
 
-	// -f returns nil when Ctrl-C ends it. Ctrl-C comes once the lines are
+	// -f returns the cancellation when Ctrl-C ends it (main exits 130,
+	// silently: interruptedExit). Ctrl-C comes once the lines are
 	// out: a fixed 300 ms cut a loaded run short before it printed them.
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -188,7 +201,10 @@ func TestLogsCommand(t *testing.T) {
 	cancel()
 	select {
 	case err = <-done:
-		require.NoError(t, err)
+		require.ErrorIs(t, err, context.Canceled)
+		code, ok := interruptedExit(fctx, err)
+		assert.True(t, ok)
+		assert.Equal(t, 130, code)
 	case <-time.After(10 * time.Second):
 		t.Fatal("logs -f did not return after Ctrl-C")
 	}
@@ -318,4 +334,24 @@ func TestClientErrors_DaemonNotRunning(t *testing.T) {
 	_, err := apiCommands(context.Background(), "get", []string{"pods"}, io.Discard, &errOut)
 	require.ErrorIs(t, err, api.ErrDaemonNotRunning)
 	assert.Contains(t, err.Error(), sock)
+}
+
+// A user's Ctrl-C (or SIGTERM) is a normal end: exit 130 (143) with no
+// message, not "minikubelet: context canceled" and exit 1 (issue #28).
+func TestInterruptedExit(t *testing.T) {
+	signalled := func(cause string) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(errors.New(cause))
+		return ctx
+	}
+	code, ok := interruptedExit(signalled("interrupt signal received"), fmt.Errorf("attach: %w", context.Canceled))
+	assert.True(t, ok)
+	assert.Equal(t, 130, code)
+	code, ok = interruptedExit(signalled("terminated signal received"), context.Canceled)
+	assert.True(t, ok)
+	assert.Equal(t, 143, code)
+	_, ok = interruptedExit(context.Background(), context.Canceled)
+	assert.False(t, ok, "no signal: a cancellation from elsewhere is an error")
+	_, ok = interruptedExit(signalled("interrupt signal received"), errors.New("pod web not found"))
+	assert.False(t, ok, "an error of its own is printed even after Ctrl-C")
 }

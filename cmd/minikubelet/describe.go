@@ -252,19 +252,42 @@ func (d *describer) container(c v1.Container, st *v1.ContainerStatus, probes []a
 			if ps.Container != c.Name || !strings.EqualFold(ps.Kind, r.kind) {
 				continue
 			}
-			last := ps.Result
-			if ps.LastMessage != "" {
-				last += ": " + ps.LastMessage
-			}
-			if ps.Failures > 0 {
-				last += fmt.Sprintf(" (%d consecutive failures)", ps.Failures)
-			}
-			if !ps.LastProbeTime.IsZero() {
-				last += " at " + ps.LastProbeTime.Format(time.TimeOnly)
-			}
-			d.line(3, "Last Result:\t%s", last)
+			d.line(3, "Last Result:\t%s", probeResultLine(ps))
 		}
 	}
+}
+
+// probeResultLine is a probe's "Last Result": what its last run returned
+// (not the probe's verdict, which a liveness probe keeps at success until
+// failureThreshold runs failed), the output of a run that failed or warned
+// (the daemon cuts it as api.CutProbeMessage; cut here too for an older
+// daemon), the consecutive failures against the threshold, and when.
+func probeResultLine(ps api.ProbeState) string {
+	last := ps.LastResult
+	if last == "" {
+		last = ps.Result // an older daemon, or no run yet
+	}
+	if ps.LastMessage != "" && last != "success" {
+		last += ": " + api.CutProbeMessage(ps.LastMessage)
+	}
+	if ps.Failures > 0 {
+		noun := "failures"
+		if ps.Failures == 1 {
+			noun = "failure"
+		}
+		last += fmt.Sprintf(" (%d consecutive %s", ps.Failures, noun)
+		if ps.FailureThreshold > 0 {
+			last += fmt.Sprintf(", failureThreshold %d", ps.FailureThreshold)
+		}
+		last += ")"
+	}
+	if ps.Result != "" && ps.LastResult != "" && ps.Result != ps.LastResult {
+		last += "; the probe still counts as " + ps.Result
+	}
+	if !ps.LastProbeTime.IsZero() {
+		last += " at " + ps.LastProbeTime.Format(time.TimeOnly)
+	}
+	return last
 }
 
 // state writes a container state block.

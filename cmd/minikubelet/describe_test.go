@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,4 +102,50 @@ func TestDescribePod_Minimal(t *testing.T) {
 	assert.Contains(t, out, "Events:        <none>\n")
 	assert.NotContains(t, out, "0001", "unknown times are left out")
 	assert.NotContains(t, out, "Stuck at")
+}
+
+// A probe's Last Result is what its last run returned, with the output of
+// a run that failed or warned, one line, cut (issue #28: a failed
+// liveness run was labelled "success: dial tcp …: connection refused", the
+// probe's verdict before the threshold, and a readiness success printed a
+// whole nginx page).
+func TestDescribePod_ProbeLastResult(t *testing.T) {
+	at := time.Date(2024, 5, 1, 13, 15, 40, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		ps          api.ProbeState
+		want        string
+		wantMissing string
+		maxLen      int
+	}{
+		"failed liveness run below the threshold": {
+			ps: api.ProbeState{Kind: "liveness", Result: "success", LastResult: "failure", LastMessage: "dial tcp 10.88.0.5:80: connect: connection refused",
+				Failures: 1, FailureThreshold: 3, LastProbeTime: at},
+			want:        "failure: dial tcp 10.88.0.5:80: connect: connection refused (1 consecutive failure, failureThreshold 3); the probe still counts as success at 13:15:40",
+			wantMissing: "success: dial",
+		},
+		"readiness success: no page": {
+			ps:          api.ProbeState{Kind: "readiness", Result: "success", LastResult: "success", LastMessage: "<!DOCTYPE html>\n<html>\n<head>\n<title>Welcome to nginx!</title>", LastProbeTime: at},
+			want:        "success at 13:15:40",
+			wantMissing: "nginx",
+		},
+		"long multi-line failure output is one cut line": {
+			ps:     api.ProbeState{Kind: "readiness", Result: "failure", LastResult: "failure", LastMessage: strings.Repeat("error line\n", 500), Failures: 6, FailureThreshold: 3},
+			want:   "failure: error line error line",
+			maxLen: api.MaxProbeMessage + 200,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			line := probeResultLine(tc.ps)
+			t.Log(line)
+			assert.Contains(t, line, tc.want)
+			if tc.wantMissing != "" {
+				assert.NotContains(t, line, tc.wantMissing)
+			}
+			assert.NotContains(t, line, "\n")
+			if tc.maxLen > 0 {
+				assert.LessOrEqual(t, len(line), tc.maxLen)
+				assert.Contains(t, line, " ... (6 consecutive failures, failureThreshold 3)")
+			}
+		})
+	}
 }

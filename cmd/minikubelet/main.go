@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,6 +66,9 @@ func main() {
 	if err == nil {
 		return
 	}
+	if code, ok := interruptedExit(ctx, err); ok {
+		os.Exit(code)
+	}
 	code := 1
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -74,6 +78,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "minikubelet:", err)
 	}
 	os.Exit(code)
+}
+
+// interruptedExit reports whether err only says that the user's Ctrl-C
+// (or a SIGTERM) ended the command, and the exit code: the shell's 128+n
+// (130, 143), with no message. That is a normal end: kubectl attach, logs
+// -f and exec -i end the same way, killed by the signal (kubectl installs
+// no handler for them), so a script sees 130 from either; 0 would hide
+// that the command did not finish, 1 would read as a failure with no
+// message.
+func interruptedExit(ctx context.Context, err error) (int, bool) {
+	if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return 0, false
+	}
+	if c := context.Cause(ctx); c != nil && strings.Contains(c.Error(), "terminated") {
+		return 128 + int(syscall.SIGTERM), true
+	}
+	return 128 + int(syscall.SIGINT), true
 }
 
 // errUsageShown marks errors whose text was already printed.

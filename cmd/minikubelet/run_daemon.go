@@ -121,11 +121,23 @@ func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf
 	runningSeen := map[string]time.Time{}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	interrupted := func() error {
+		what := "the pods stay with the daemon (minikubelet delete pod NAME removes one)"
+		if rf.rm {
+			what = "--rm: deleting the pods"
+		}
+		p.line("node", "interrupted", 0, what)
+		return ctx.Err() // a normal end: exit 130, no message (interruptedExit)
+	}
+	stableSaid := map[string]bool{}
 	for {
 		done, failed := 0, []string{}
 		for _, pod := range pods {
 			got, err := c.GetPod(ctx, pod.Namespace, pod.Name)
 			if err != nil {
+				if ctx.Err() != nil {
+					return interrupted()
+				}
 				return &exitError{code: 1, err: fmt.Errorf("follow pod %s/%s: %w", pod.Namespace, pod.Name, err)}
 			}
 			if det, err := c.Details(ctx, pod.Namespace, pod.Name); err == nil {
@@ -139,6 +151,11 @@ func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf
 				failed = append(failed, fmt.Sprintf("%s: %s", podKey(got), why))
 			} else if reached(got, runningSeen, time.Now()) {
 				done++
+			} else if left := stableLeft(got, runningSeen, time.Now()); left > 0 && !stableSaid[podKey(got)] {
+				// Say why run does not return yet: without a readiness
+				// probe, Running is only believed once it lasted.
+				stableSaid[podKey(got)] = true
+				p.line(podKey(got), "watching", 0, fmt.Sprintf("running; no readiness probe, so run waits %s to see that it stays up (a container that exits at once looks Running until the next relist)", stableAfter))
 			}
 		}
 		switch {
@@ -149,7 +166,7 @@ func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf
 		}
 		select {
 		case <-ctx.Done():
-			return &exitError{code: 130, err: errors.New("interrupted; the pods stay with the daemon")}
+			return interrupted()
 		case <-deadline:
 			return &exitError{code: 1, err: fmt.Errorf("not Running/Ready after %s (the pods stay with the daemon: minikubelet describe pod)", rf.timeout)}
 		case <-tick.C:
@@ -203,6 +220,32 @@ func reached(pod *v1.Pod, seen map[string]time.Time, now time.Time) bool {
 		}
 	}
 	return ok
+}
+
+// stableLeft is how long a Running pod without a readiness probe still
+// has to stay up before reached reports it (0: not waiting for that).
+func stableLeft(pod *v1.Pod, seen map[string]time.Time, now time.Time) time.Duration {
+	if pod.Status.Phase != v1.PodRunning {
+		return 0
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.ReadinessProbe != nil {
+			return 0
+		}
+	}
+	var left time.Duration
+	for _, cs := range pod.Status.ContainerStatuses {
+		r := cs.State.Running
+		if r == nil {
+			return 0
+		}
+		since := r.StartedAt.Time
+		if first, ok := seen[cs.ContainerID]; ok && first.After(since) {
+			since = first
+		}
+		left = max(left, stableAfter-now.Sub(since))
+	}
+	return left
 }
 
 // stableAfter is how long a container without a readiness probe must run
