@@ -97,10 +97,13 @@ func TestBoundaryAPI_PathNamesNeverLeaveTheStore(t *testing.T) {
 
 // A pod submitted through the local API that claims to be a static pod
 // (kubernetes.io/config.source: file, which makes a pod critical: never
-// evicted, admitted under pressure) or sets a system-critical priority
-// gets neither: the store sets the source annotation itself, and
-// spec.priority is refused. (Cluster pods get config.source "cluster" in
-// cluster.PreparePod, and their spec.priority is dropped.)
+// evicted, admitted under pressure) or sets a system-critical spec.priority
+// of its own gets neither: the store sets the source annotation itself, and
+// a spec.priority other than its class's value is refused, as the API
+// server's Priority admission refuses it. A pod of the built-in class
+// system-cluster-critical is critical, as on a kubelet (whoever uses the
+// local API is root on the node). Cluster pods get config.source "cluster"
+// in cluster.PreparePod and their API server's spec.priority.
 func TestEviction_CriticalCannotBeForgedThroughTheAPI(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
@@ -117,4 +120,10 @@ func TestEviction_CriticalCannotBeForgedThroughTheAPI(t *testing.T) {
 	prio.Spec.Priority = ptr.To(int32(criticalPriority))
 	_, err = d.CreatePod(context.Background(), prio)
 	require.Error(t, err, "spec.priority is refused")
+
+	class := manifesttest.APIPod("default", "class", "x")
+	class.Spec.PriorityClassName = "system-cluster-critical"
+	got, err = d.CreatePod(context.Background(), class)
+	require.NoError(t, err)
+	assert.True(t, isCritical(got), "a system-cluster-critical pod is critical")
 }

@@ -162,6 +162,7 @@ func TestAgent_DeletionCancelsHungPostStartExecHook(t *testing.T) {
 // answers.
 func TestAgent_DeletionCancelsHungPostStartHTTPHook(t *testing.T) {
 	h := newHarness(t)
+	h.agent.cfg.PodSecurity = PodSecurityPrivileged // the hook's host is the test's loopback server, which baseline refuses
 	entered := make(chan struct{})
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {

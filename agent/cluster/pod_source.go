@@ -363,7 +363,7 @@ func podSourcePath(p *v1.Pod) string { return SourceCluster + ":" + p.Namespace 
 
 // PreparePod turns a pod from the API server into the pod the agent runs:
 // a copy without what the server owns (status, resource version,
-// generation, managed fields, timestamps, finalizers, spec.priority), given the same
+// generation, managed fields, timestamps, finalizers), given the same
 // defaults and validation as a pod from a manifest, and the
 // kubernetes.io/config.source annotation "cluster". The UID is the API
 // server's; so are the deletion mark and its grace period
@@ -384,13 +384,9 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		Spec: p.Spec,
 	}
 	c = c.DeepCopy()
-	// The Priority admission plugin sets spec.priority on every pod, so it
-	// is not held against the pod; it is dropped because priority classes
-	// are not supported yet: priorityClassName, set by the user, is still
-	// judged (and refused) by the support table, and eviction ranks every
-	// cluster pod at priority 0 (none is critical), as it would a pod
-	// without a class.
-	c.Spec.Priority = nil
+	// spec.priority is the API server's resolution of priorityClassName
+	// (its Priority admission plugin): kept, it ranks the pod for eviction
+	// and makes system-critical pods critical, as on the kubelet.
 	manifest.SetPodDefaults(c, podSourcePath(p), nodeName)
 	errs := manifest.ValidatePod(c)
 	if c.Spec.NodeName != nodeName {

@@ -38,11 +38,18 @@ func setPriorityDefault(spec *v1.PodSpec) {
 }
 
 // validatePriority refuses what the Priority admission plugin would: a
-// built-in class with another spec.priority. A class this node cannot
-// resolve (PriorityClasses live in an API server) needs spec.priority.
+// spec.priority other than its class's value (0 without a class). A class
+// this node cannot resolve (PriorityClasses live in an API server) needs
+// spec.priority, which a cluster pod's API server has set.
 func validatePriority(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	class := spec.PriorityClassName
 	if class == "" {
+		// No class: the API server computes the default, 0 here (no
+		// globalDefault class exists without an API server).
+		if spec.Priority != nil && *spec.Priority != 0 {
+			return field.ErrorList{field.Forbidden(path.Child("priority"), fmt.Sprintf(
+				"the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed 0 from the given PriorityClass name", *spec.Priority))}
+		}
 		return nil
 	}
 	if v, ok := builtinPriorities[class]; ok {

@@ -29,7 +29,9 @@ func TestPriority(t *testing.T) {
 		{name: "another class without priority", class: "high-priority",
 			wantErr: `spec.priorityClassName: Invalid value: "high-priority": no PriorityClass "high-priority" on this node`},
 		{name: "another class with priority (a cluster pod)", class: "high-priority", priority: ptr.To[int32](1000), wantPriority: ptr.To[int32](1000)},
-		{name: "priority alone", priority: ptr.To[int32](-5), wantPriority: ptr.To[int32](-5)},
+		{name: "priority alone", priority: ptr.To[int32](2000000000),
+			wantErr: "spec.priority: Forbidden: the integer value of priority (2000000000) must not be provided in pod spec; priority admission controller computed 0"},
+		{name: "priority 0 alone", priority: ptr.To[int32](0), wantPriority: ptr.To[int32](0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{PriorityClassName: tc.class, Priority: tc.priority,
