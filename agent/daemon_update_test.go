@@ -174,3 +174,31 @@ func TestDaemon_PreparePod(t *testing.T) {
 	_, err = d.GetPod("default", "other")
 	assert.True(t, apierrors.IsNotFound(err), "nothing stored: %v", err)
 }
+
+// TestDaemon_UpdateRejectedPod: a pod refused at admission stays refused
+// (same UID), and an update of its labels shows on it, its Failed status
+// kept.
+func TestDaemon_UpdateRejectedPod(t *testing.T) {
+	h := newHarness(t)
+	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
+	require.NoError(t, err)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	ctx := context.Background()
+	pod := manifesttest.APIPod("", "other-os", "hi")
+	pod.Spec.OS = &v1.PodOS{Name: "windows"}
+	_, err = d.CreatePod(ctx, pod)
+	require.NoError(t, err)
+	live, err := d.GetPod("default", "other-os")
+	require.NoError(t, err)
+	require.Equal(t, v1.PodFailed, live.Status.Phase, "rejected")
+
+	next := live.DeepCopy()
+	next.ResourceVersion = ""
+	next.Labels = map[string]string{"seen": "yes"}
+	got, err := d.UpdatePod(ctx, next)
+	require.NoError(t, err)
+	assert.Equal(t, live.UID, got.UID)
+	assert.Equal(t, "yes", got.Labels["seen"])
+	assert.Equal(t, v1.PodFailed, got.Status.Phase, "still rejected")
+	assert.Equal(t, live.Status.Reason, got.Status.Reason)
+}
