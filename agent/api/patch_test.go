@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -240,4 +242,29 @@ func TestReplacePod(t *testing.T) {
 		assert.Contains(t, body, tc.want, tc.body)
 	}
 	assert.Len(t, b.updated, 1, "nothing else changed")
+}
+
+// TestPatchPod_JSONPatchCopyBound: the "copy" operations of one JSON patch
+// may copy 3 MiB in all: a 4 KB patch that copies a 100 KB annotation 40
+// times (4 MB) is refused before the pod reaches the backend (a patch
+// copying a part of the pod into itself would double it at each step).
+func TestPatchPod_JSONPatchCopyBound(t *testing.T) {
+	b := &updatingBackend{Backend: apitest.New()}
+	p := patchTestPod()
+	p.Annotations["big"] = strings.Repeat("x", 100<<10)
+	b.SetPod(p)
+	srv := httptest.NewServer(api.NewServer(b, slog.New(slog.NewTextHandler(io.Discard, nil)), api.Options{}).Handler())
+	t.Cleanup(srv.Close)
+	var ops []string
+	for i := range 40 {
+		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/metadata/annotations/big","path":"/metadata/annotations/b%d"}`, i))
+	}
+	code, body, _ := request(t, http.MethodPatch, srv.URL+"/api/v1/namespaces/default/pods/web", "application/json-patch+json", "["+strings.Join(ops, ",")+"]")
+	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
+	assert.Contains(t, body, "exceeding the limit")
+	assert.Empty(t, b.updated)
+
+	// A few copies are fine.
+	code, body, _ = request(t, http.MethodPatch, srv.URL+"/api/v1/namespaces/default/pods/web", "application/json-patch+json", "["+strings.Join(ops[:3], ",")+"]")
+	assert.Equal(t, http.StatusOK, code, body)
 }
