@@ -16,6 +16,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -345,8 +346,14 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			}
 			continue
 		}
-		if _, ok := a.rejected[uid]; ok {
-			// Rejection is terminal: the same pod (same UID) stays rejected.
+		if rp, ok := a.rejected[uid]; ok {
+			// Rejection is terminal: the same pod (same UID) stays
+			// rejected; an update in place (its labels) shows.
+			if !equality.Semantic.DeepEqual(rp.ObjectMeta, p.ObjectMeta) || !equality.Semantic.DeepEqual(rp.Spec, p.Spec) {
+				np := p.DeepCopy()
+				np.Status = rp.Status
+				a.rejected[uid] = np
+			}
 			continue
 		}
 		if st, ok := a.storedFinalStatus(p); ok {

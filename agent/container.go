@@ -412,10 +412,17 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 		grace = min(grace, int64((by.Sub(a.clock.Now())+time.Second-1)/time.Second))
 	}
 	grace = max(grace, minimumGracePeriodInSecond)
-	if err := context.Cause(ctx); err != nil {
+	stopped := context.Cause(ctx)
+	if pw.agentStopping() {
+		stopped = context.Cause(pw.ctx)
+	}
+	if stopped != nil {
 		// The agent stopped during the preStop hook: nothing more is
-		// asked of the runtime; the next start kills the container.
-		return fmt.Errorf("stop container %q abandoned: %w", name, err)
+		// asked of the runtime; the next start kills the container. The
+		// worker's own context is asked first: ctx (a killContext) is
+		// cancelled by an AfterFunc of its own, which may run after the
+		// hook's has already ended the hook.
+		return fmt.Errorf("stop container %q abandoned: %w", name, stopped)
 	}
 	// The CRI call itself must outlive the grace period.
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second+a.cfg.RuntimeTimeout)

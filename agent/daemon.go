@@ -84,6 +84,9 @@ type Daemon struct {
 	firstSetWait time.Duration
 	// openOrphanGate tells the agent orphans were collected (PodDone).
 	openOrphanGate func()
+	// updateMu serialises UpdatePod (daemon_update.go): its
+	// resourceVersion check and its change are one step.
+	updateMu sync.Mutex
 
 	// mu guards the fields below.
 	mu sync.Mutex

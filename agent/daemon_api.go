@@ -80,9 +80,13 @@ func (d *Daemon) GetPod(namespace, name string) (*v1.Pod, error) {
 	w, rejected := d.a.findPod(namespace, name)
 	switch {
 	case w != nil:
-		return w.snapshot(), nil
+		p := w.snapshot()
+		p.ResourceVersion = d.watch.hub.PodResourceVersion(p)
+		return p, nil
 	case rejected != nil:
-		return rejected.DeepCopy(), nil
+		p := rejected.DeepCopy()
+		p.ResourceVersion = d.watch.hub.PodResourceVersion(p)
+		return p, nil
 	}
 	return nil, notFound(name)
 }

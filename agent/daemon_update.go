@@ -13,10 +13,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
+
+// podsResource names pods in API errors.
+var podsResource = schema.GroupResource{Resource: "pods"}
 
 var (
 	_ api.PodUpdater    = (*Daemon)(nil)
@@ -34,17 +39,32 @@ func (d *Daemon) PreparePod(pod *v1.Pod) (*v1.Pod, error) {
 	return p, nil
 }
 
-// UpdatePod implements api.PodUpdater. Pods on this node are immutable:
-// a pod's UID is derived from its content, and a worker runs one UID for
-// its whole life. So any change (an image, a label, an annotation)
-// replaces the pod: its stored file is rewritten, the daemon stops the old
-// pod (its grace period) and starts the new one under a new UID, as for an
-// edited manifest file; the old pod shows as Terminating meanwhile. The
-// API server would change an image (or labels)
-// in place, restarting only that container; here the whole pod restarts,
-// and the new pod's first event (Replaced) says so. Only pods submitted
-// through the local API can change: a static pod's file is what to edit.
+// UpdatePod implements api.PodUpdater with the API server's rules for a
+// pod update (manifest.ValidatePodUpdate): metadata (labels, annotations),
+// activeDeadlineSeconds (set or lowered), added tolerations and the images
+// of containers and init containers change in place; anything else in the
+// spec is Invalid (422, Forbidden on "spec", naming the changed fields),
+// and the user deletes and creates the pod again (kubectl replace --force).
+// The pod keeps its UID, sandbox and IP: the stored file is rewritten under
+// the same UID and the worker gets the new spec, whose changed images
+// change those containers' hashes, so the plan kills and starts only them
+// ("Container c definition changed"), as the kubelet does. A label or
+// annotation changes no hash and restarts nothing.
+//
+// A pod.ResourceVersion other than the pod's current one is a Conflict
+// (409), as on the API server; an empty one updates unconditionally (pods
+// allow it there too). Server-owned metadata (uid, creationTimestamp,
+// resourceVersion, deletion fields, generation, managedFields) is the
+// stored pod's whatever the client sends, as the API server's
+// BeforeUpdate does, except a uid that differs, which is refused. Only
+// pods submitted through the local API can change: a static pod's file is
+// what to edit.
 func (d *Daemon) UpdatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	// One update at a time: the resourceVersion check and the change are
+	// one step, as on the API server (two PUTs from the same version:
+	// one wins, the other gets 409).
+	d.updateMu.Lock()
+	defer d.updateMu.Unlock()
 	w, rejected := d.a.findPod(pod.Namespace, pod.Name)
 	var live *v1.Pod // read-only
 	switch {
@@ -58,47 +78,64 @@ func (d *Daemon) UpdatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	switch src := live.Annotations[source.AnnotationConfigSource]; src {
 	case source.SourceAPI:
 	case source.SourceFile:
-		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod.Name,
+		return nil, apierrors.NewForbidden(podsResource, pod.Name,
 			fmt.Errorf("it is a static pod from %s: edit that file to change it", live.Annotations[source.AnnotationSourceFile]))
 	default:
-		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod.Name,
+		return nil, apierrors.NewForbidden(podsResource, pod.Name,
 			fmt.Errorf("it comes from the %q pod source (the cluster's API server): change it there", src))
 	}
 	if w != nil && w.pod().DeletionTimestamp != nil {
-		return nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name,
+		return nil, apierrors.NewConflict(podsResource, pod.Name,
 			errors.New("the pod is being deleted: create it again once it is gone"))
 	}
+	if rv := pod.ResourceVersion; rv != "" && rv != d.watch.hub.PodResourceVersion(live) {
+		return nil, apierrors.NewConflict(podsResource, pod.Name,
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
 	next := pod.DeepCopy()
-	// The node's fields: derived again for the new pod.
-	next.UID, next.ResourceVersion, next.Generation = "", "", 0
+	if next.UID == "" {
+		next.UID = live.UID
+	}
+	// The server's fields: the stored pod's (it has none of them).
+	next.ResourceVersion, next.Generation, next.ManagedFields = "", 0, nil
 	next.CreationTimestamp, next.DeletionTimestamp, next.DeletionGracePeriodSeconds = metav1.Time{}, nil, nil
-	next.ManagedFields = nil
-	delete(next.Annotations, source.AnnotationConfigSource)
-	stored, err := d.store.ReplacePod(next)
-	if err != nil {
-		if errors.Is(err, source.ErrPodNotFound) {
-			return nil, notFound(pod.Name)
+	next.Status = v1.PodStatus{}
+	_, changed, err := d.store.UpdatePod(next, func(prepared, stored *v1.Pod) error {
+		if rule := manifest.ValidatePodUpdate(prepared, stored); len(rule) > 0 {
+			return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, rule)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, source.ErrPodNotFound):
+		return nil, notFound(pod.Name)
+	case errors.Is(err, source.ErrPodReplaced):
+		if next.UID != live.UID {
+			return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, pod.Name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "uid"), next.UID, "field is immutable")})
+		}
+		return nil, apierrors.NewConflict(podsResource, pod.Name, errors.New("the pod was deleted and created again meanwhile: get it again and retry"))
+	case err != nil:
+		var se *apierrors.StatusError
+		if errors.As(err, &se) {
+			return nil, err
 		}
 		return nil, storeError(pod, err)
 	}
-	// The old pod is deleted, as on the API server when a pod is
-	// replaced: it shows as Terminating (deletionTimestamp, its own grace
-	// period) until it is gone, and watchers see that.
-	if w != nil {
-		w.setDeletion(nil, d.a.clock.Now())
+	if changed {
+		d.applyStore() // the worker (or the rejected pod) takes the new spec
 	}
-	d.applyStore()
-	if w != nil {
-		d.watch.hub.Modify(w.snapshot())
+	got, err := d.GetPod(pod.Namespace, pod.Name)
+	if err != nil {
+		return nil, err
 	}
-	d.a.mu.Lock()
-	nw := d.a.workers[stored.UID]
-	d.a.mu.Unlock()
-	if nw == nil {
-		return stored, nil
+	if changed {
+		// A new resource version for the change (watchers see the new
+		// labels now, not at the pod's next status report).
+		d.watch.hub.Modify(got)
+		got.ResourceVersion = d.watch.hub.PodResourceVersion(got)
 	}
-	nw.event(v1.EventTypeNormal, "Replaced", "Replaced pod %s (uid %s) after a change through the API: pods on this node are immutable, so the node stopped the old pod and started this one", live.Name, live.UID)
-	return nw.snapshot(), nil
+	return got, nil
 }
 
 // UpdateConfigMap implements api.ConfigUpdater: the ConfigMap changes in

@@ -15,13 +15,17 @@ import (
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
-// TestDaemon_UpdatePodReplaces: the pod as the API read it back (status,
-// creation time, UID, source annotation), with a changed image, replaces
-// the pod: a new UID, the old worker tears down, the name resolves to the
-// new pod, whose first event says why.
-func TestDaemon_UpdatePodReplaces(t *testing.T) {
+// TestDaemon_UpdatePodInPlace: the pod as the API read it back (status,
+// creation time, resource version, source annotation) with a label or an
+// image changed is updated in place: same UID, same worker (not torn
+// down), the new spec handed to it, a new resource version; a stale
+// resource version is a 409; a change the API server forbids (a command)
+// is a 422 naming the field, and so is another UID; the pod stays as it
+// was.
+func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	h := newHarness(t)
-	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
+	storeDir := filepath.Join(t.TempDir(), "api-pods")
+	store, err := source.NewPodStore(storeDir, "node-1")
 	require.NoError(t, err)
 	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
 	ctx := context.Background()
@@ -30,39 +34,89 @@ func TestDaemon_UpdatePodReplaces(t *testing.T) {
 	live, err := d.GetPod("default", "web")
 	require.NoError(t, err)
 	require.False(t, live.CreationTimestamp.IsZero())
+	require.NotEmpty(t, live.ResourceVersion, "GET carries the pod's resource version")
+	w0, _ := h.agent.findPod("default", "web")
+	require.NotNil(t, w0)
 
-	next := live.DeepCopy()
-	next.Spec.Containers[0].Image = "registry.example/app:2.0"
-	got, err := d.UpdatePod(ctx, next)
+	// (The worker's status reports move the resource version meanwhile:
+	// the updates that are not about it send none.)
+	labelled := live.DeepCopy()
+	labelled.ResourceVersion = ""
+	labelled.Labels = map[string]string{"x": "y"}
+	got, err := d.UpdatePod(ctx, labelled)
 	require.NoError(t, err)
-	assert.NotEqual(t, live.UID, got.UID)
-	assert.Equal(t, "registry.example/app:2.0", got.Spec.Containers[0].Image)
-
-	w, _ := h.agent.findPod("default", "web")
-	require.NotNil(t, w)
-	assert.Equal(t, got.UID, w.pod().UID, "the name is the new pod's")
+	assert.Equal(t, live.UID, got.UID, "an update keeps the UID")
+	assert.Equal(t, "y", got.Labels["x"])
+	assert.Equal(t, live.CreationTimestamp, got.CreationTimestamp)
+	assert.NotEqual(t, live.ResourceVersion, got.ResourceVersion, "a change is a new resource version")
+	w1, _ := h.agent.findPod("default", "web")
+	assert.Same(t, w0, w1, "the same worker runs the pod")
+	assert.False(t, w1.isTerminating())
+	assert.Equal(t, "y", w1.pod().Labels["x"], "the worker has the new pod")
 	h.agent.mu.Lock()
-	oldW := h.agent.workers[live.UID]
+	assert.Len(t, h.agent.workers, 1, "no second pod")
 	h.agent.mu.Unlock()
-	require.NotNil(t, oldW, "the old pod is still torn down")
-	assert.True(t, oldW.isTerminating(), "the old pod tears down")
-	assert.NotNil(t, oldW.snapshot().DeletionTimestamp, "and shows as Terminating")
-	evs, err := d.Events("default", "web")
-	require.NoError(t, err)
-	require.NotEmpty(t, evs)
-	assert.Equal(t, "Replaced", evs[0].Reason)
-	assert.Contains(t, evs[0].Message, "pods on this node are immutable")
 
+	// The first PUT from an old version lost: 409, nothing changed.
+	stale := live.DeepCopy()
+	stale.Labels = map[string]string{"x": "z"}
+	_, err = d.UpdatePod(ctx, stale)
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	assert.Contains(t, err.Error(), "the object has been modified")
+
+	image := got.DeepCopy()
+	image.ResourceVersion = ""
+	image.Spec.Containers[0].Image = "registry.example/app:2.0"
+	got, err = d.UpdatePod(ctx, image)
+	require.NoError(t, err)
+	assert.Equal(t, live.UID, got.UID)
+	assert.Equal(t, "registry.example/app:2.0", w0.pod().Spec.Containers[0].Image, "the worker restarts that container")
+	assert.Equal(t, "y", got.Labels["x"])
+
+	// Unchanged (an empty resource version: unconditional): nothing is
+	// written.
+	_, gen := store.SnapshotGen()
+	unchanged := &v1.Pod{ObjectMeta: *got.ObjectMeta.DeepCopy(), Spec: *got.Spec.DeepCopy()}
+	unchanged.ResourceVersion = ""
+	_, err = d.UpdatePod(ctx, unchanged)
+	require.NoError(t, err)
+	_, gen2 := store.SnapshotGen()
+	assert.Equal(t, gen, gen2, "unchanged: not stored again")
+
+	cmd := got.DeepCopy()
+	cmd.ResourceVersion = ""
+	cmd.Spec.Containers[0].Command = []string{"sleep", "1"}
+	_, err = d.UpdatePod(ctx, cmd)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.Contains(t, err.Error(), `Pod "web" is invalid: spec: Forbidden: pod updates may not change fields other than `+"`spec.containers[*].image`")
+	assert.Contains(t, err.Error(), "spec.containers[0].command")
+	otherUID := got.DeepCopy()
+	otherUID.ResourceVersion = ""
+	otherUID.UID = "another"
+	_, err = d.UpdatePod(ctx, otherUID)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.Contains(t, err.Error(), "metadata.uid")
 	bad := got.DeepCopy()
+	bad.ResourceVersion = ""
 	bad.Spec.Containers[0].Image = ""
 	_, err = d.UpdatePod(ctx, bad)
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
 	again, err := d.GetPod("default", "web")
 	require.NoError(t, err)
-	assert.Equal(t, got.UID, again.UID, "a refused change keeps the pod")
+	assert.Equal(t, "registry.example/app:2.0", again.Spec.Containers[0].Image, "a refused change keeps the pod")
+	assert.Nil(t, again.Spec.Containers[0].Command)
 
 	_, err = d.UpdatePod(ctx, manifesttest.APIPod("default", "nope", "x"))
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+
+	// A restarted daemon reads the same pod (UID, labels, image).
+	store2, err := source.NewPodStore(storeDir, "node-1")
+	require.NoError(t, err)
+	pods, errs := store2.List()
+	require.Empty(t, errs)
+	require.Len(t, pods, 1)
+	assert.Equal(t, live.UID, pods[0].UID)
+	assert.Equal(t, "y", pods[0].Labels["x"])
 }
 
 // TestDaemon_UpdateConfigMapInPlace: a changed ConfigMap reaches the agent
@@ -119,4 +173,32 @@ func TestDaemon_PreparePod(t *testing.T) {
 	assert.Contains(t, err.Error(), "spec.containers[0].image")
 	_, err = d.GetPod("default", "other")
 	assert.True(t, apierrors.IsNotFound(err), "nothing stored: %v", err)
+}
+
+// TestDaemon_UpdateRejectedPod: a pod refused at admission stays refused
+// (same UID), and an update of its labels shows on it, its Failed status
+// kept.
+func TestDaemon_UpdateRejectedPod(t *testing.T) {
+	h := newHarness(t)
+	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
+	require.NoError(t, err)
+	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	ctx := context.Background()
+	pod := manifesttest.APIPod("", "other-os", "hi")
+	pod.Spec.OS = &v1.PodOS{Name: "windows"}
+	_, err = d.CreatePod(ctx, pod)
+	require.NoError(t, err)
+	live, err := d.GetPod("default", "other-os")
+	require.NoError(t, err)
+	require.Equal(t, v1.PodFailed, live.Status.Phase, "rejected")
+
+	next := live.DeepCopy()
+	next.ResourceVersion = ""
+	next.Labels = map[string]string{"seen": "yes"}
+	got, err := d.UpdatePod(ctx, next)
+	require.NoError(t, err)
+	assert.Equal(t, live.UID, got.UID)
+	assert.Equal(t, "yes", got.Labels["seen"])
+	assert.Equal(t, v1.PodFailed, got.Status.Phase, "still rejected")
+	assert.Equal(t, live.Status.Reason, got.Status.Reason)
 }

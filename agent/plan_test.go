@@ -358,3 +358,55 @@ func TestStartInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// TestComputePodActions_UpdateInPlace: what an update through the API
+// (manifest.ValidatePodUpdate's allowed changes) does to a running pod,
+// planned against the containers started from the old spec: metadata,
+// activeDeadlineSeconds and tolerations change no container hash and
+// restart nothing; a changed image restarts only that container, in the
+// same sandbox; the image of an init container that already completed
+// changes nothing (it never runs again in this sandbox), a sidecar's
+// restarts the sidecar.
+func TestComputePodActions_UpdateInPlace(t *testing.T) {
+	for name, tc := range map[string]struct {
+		update func(*v1.Pod)
+		want   podActions
+	}{
+		"labels, annotations, activeDeadlineSeconds, tolerations: nothing": {
+			update: func(p *v1.Pod) {
+				p.Labels = map[string]string{"x": "y"}
+				p.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+				deadline := int64(600)
+				p.Spec.ActiveDeadlineSeconds = &deadline
+				p.Spec.Tolerations = []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: -1},
+		},
+		"image of one app container: only that one": {
+			update: func(p *v1.Pod) { p.Spec.Containers[1].Image = "i2" },
+			want: podActions{SandboxID: "sb1", NextInitContainer: -1, ContainersToStart: []int{1},
+				ContainersToKill: map[string]killReason{"b-5": {Name: "b", Message: "Container b definition changed"}}},
+		},
+		"image of a sidecar: only the sidecar": {
+			update: func(p *v1.Pod) { p.Spec.InitContainers[1].Image = "i2" },
+			want: podActions{SandboxID: "sb1", NextInitContainer: -1, InitContainersToStart: []int{1},
+				ContainersToKill: map[string]killReason{"proxy-3": {Name: "proxy", Message: "Container proxy definition changed"}}},
+		},
+		"image of a completed init container: nothing": {
+			update: func(p *v1.Pod) { p.Spec.InitContainers[0].Image = "i2" },
+			want:   podActions{SandboxID: "sb1", NextInitContainer: -1},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := planPod()
+			state := initialized(old) // started from the old spec
+			pod := old.DeepCopy()
+			tc.update(pod)
+			got := computePodActions(pod, state, probeView{})
+			if tc.want.ContainersToKill == nil {
+				tc.want.ContainersToKill = map[string]killReason{}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -11,10 +11,11 @@ package api
 // are removed, which is server-side apply's result when one field manager
 // owns every field. A pod whose applied labels, annotations and spec
 // equal the stored pod's once defaulted is unchanged (200, as the
-// client-side apply's patch that changes nothing); a changed pod is
-// replaced through PodUpdater, as a client-side apply's change (pods on
-// this node are immutable). ConfigMaps and Secrets change in place, with
-// the immutable rules of the patch path.
+// client-side apply's patch that changes nothing); a changed pod goes
+// through PodUpdater under the API server's update rule, as a client-side
+// apply's change (labels, annotations and images in place; other spec
+// changes refused). ConfigMaps and Secrets change in place, with the
+// immutable rules of the patch path.
 //
 // What is not modelled: managedFields (never stored, always returned
 // empty) and conflicts between field managers: there is one writer, so
@@ -132,25 +133,21 @@ func (s *Server) applyPod(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	prep, ok := s.backend.(PodPreparer)
-	u, ok2 := s.backend.(PodUpdater)
-	if !ok || !ok2 {
+	if !ok {
 		return apierrors.NewMethodNotSupported(podsResource, "server-side apply of an existing pod")
 	}
 	desired, err := prep.PreparePod(pod.DeepCopy())
 	if err != nil {
 		return err
 	}
-	changed := podChanges(live, desired)
-	if len(changed) == 0 {
-		writePod(w, http.StatusOK, live)
-		return nil
-	}
-	desired.Status = v1.PodStatus{}
-	updated, err := u.UpdatePod(r.Context(), desired)
+	// The preparation derives a UID for a new pod: this one keeps its own
+	// (the applied configuration's, if it names one: the update rule
+	// refuses another).
+	desired.UID = pod.UID
+	updated, err := s.updatePod(r.Context(), live, desired)
 	if err != nil {
 		return err
 	}
-	replacedWarning(w, live, updated, changed)
 	writePod(w, http.StatusOK, updated)
 	return nil
 }

@@ -34,9 +34,9 @@ spec:
 }
 
 // TestApplyPod: server-side apply creates an absent pod (201), answers an
-// unchanged one as it is (200, no update), replaces a changed one through
-// PodUpdater with the Warning header, and refuses an invalid one with a
-// 422 naming the field.
+// unchanged one as it is (200, no update), hands a changed one to
+// PodUpdater (an update in place: no Warning), and refuses an invalid one
+// with a 422 naming the field.
 func TestApplyPod(t *testing.T) {
 	b := &updatingBackend{Backend: apitest.New()}
 	srv := httptest.NewServer(api.NewServer(b, slog.New(slog.NewTextHandler(io.Discard, nil)), api.Options{}).Handler())
@@ -58,13 +58,13 @@ func TestApplyPod(t *testing.T) {
 	assert.Empty(t, b.updated, "unchanged: no update")
 	assert.Empty(t, hdr.Get("Warning"))
 
-	// A changed image replaces the pod.
+	// A changed image: an update of the same pod (its UID).
 	code, body, hdr = request(t, http.MethodPatch, url, applyType, appliedPod("nginx"))
 	require.Equal(t, http.StatusOK, code, body)
 	require.Len(t, b.updated, 1)
 	assert.Equal(t, "nginx", b.updated[0].Spec.Containers[0].Image)
-	assert.Contains(t, hdr.Get("Warning"), "pod default/web was replaced")
-	assert.Contains(t, hdr.Get("Warning"), "spec.containers[0].image")
+	assert.Empty(t, b.updated[0].UID, "the applied configuration names no UID: the backend keeps the pod's")
+	assert.Empty(t, hdr.Get("Warning"))
 
 	// Fields the applied configuration omits are removed: the labels.
 	b.updated = nil
@@ -107,20 +107,22 @@ func TestApplyPod(t *testing.T) {
 	assert.Len(t, b.updated, 2, "nothing changed")
 
 	// Other patch types name the apply type among those taken.
-	code, body, _ = request(t, http.MethodPatch, url, "application/json-patch+json", `[]`)
+	code, body, _ = request(t, http.MethodPatch, url, "application/json", `{}`)
 	assert.Equal(t, http.StatusUnsupportedMediaType, code, body)
 	assert.Contains(t, body, "application/apply-patch+yaml (kubectl apply --server-side)")
 }
 
 // TestApplyPod_WithoutUpdater: a backend that cannot change a pod still
-// creates one and answers an unchanged one; a change is refused.
+// creates one and answers an unchanged one; a change is refused (422,
+// naming the changed field).
 func TestApplyPod_WithoutUpdater(t *testing.T) {
 	_, srv := newTestServer(t, api.Options{})
 	url := srv.URL + "/api/v1/namespaces/default/pods/web?fieldManager=kubectl"
 	code, body, _ := request(t, http.MethodPatch, url, applyType, appliedPod("busybox"))
 	require.Equal(t, http.StatusCreated, code, body)
 	code, body, _ = request(t, http.MethodPatch, url, applyType, appliedPod("nginx"))
-	assert.Equal(t, http.StatusMethodNotAllowed, code, body)
+	assert.Equal(t, http.StatusUnprocessableEntity, code, body)
+	assert.Contains(t, body, "spec.containers[0].image")
 }
 
 // TestApplyConfigMapAndSecret: server-side apply creates, answers an

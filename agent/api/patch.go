@@ -1,24 +1,32 @@
 package api
 
-// This file serves PATCH on a pod: what kubectl apply sends (client-side
-// apply: a strategic merge patch carrying the last-applied annotation) and
-// kubectl patch --type merge.
+// This file serves PATCH and PUT on a pod: what kubectl apply sends
+// (client-side apply: a strategic merge patch carrying the last-applied
+// annotation), kubectl label, annotate, set image and edit (patches),
+// kubectl patch --type strategic|merge|json, and kubectl replace (PUT).
 //
-// Pods on this node are immutable. A patch that changes nothing answers
-// the pod as it is (kubectl apply: "unchanged"). One that changes the pod
-// goes to the backend's UpdatePod when it has one (PodUpdater): the daemon
-// replaces the pod (stops it, starts the changed one under a new UID), as
-// when a manifest file changes, and the response carries a Warning header
-// saying so, which kubectl prints. A backend without it refuses the change
-// with a 422 naming the changed fields.
+// The result is the desired pod, which goes to the backend's UpdatePod
+// (PodUpdater): the daemon applies the API server's update rule (labels,
+// annotations, images, activeDeadlineSeconds and added tolerations change
+// in place; anything else in the spec is a 422 Forbidden on "spec") and a
+// PUT's resourceVersion precondition (409). A patch is applied to the pod
+// as it is now and retried (up to patchRetries times) when the pod changed
+// before it was stored, as the API server does, unless the patch itself
+// names a resourceVersion. A patch that changes nothing answers the pod as
+// it is (kubectl apply: "unchanged"). A backend without PodUpdater refuses
+// a change with a 422 naming the changed fields.
 //
 // The strategic merge here is the subset a pod's patches use (merge keys of
 // the pod's lists, $patch: delete/replace, $setElementOrder,
 // $deleteFromPrimitiveList, $retainKeys), written out because
 // k8s.io/apimachinery's strategicpatch links kube-openapi's schemas and the
-// gnostic models into the binary (TestBinaryLinksNoFullClientset).
+// gnostic models into the binary (TestBinaryLinksNoFullClientset). JSON
+// patches (RFC 6902) are applied by gopkg.in/evanphx/json-patch.v4, the
+// library and version the API server applies them with, so edge cases
+// (negative indexes, "test" on numbers) behave as there.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,9 +36,11 @@ import (
 	"slices"
 	"strings"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	strictjson "sigs.k8s.io/json"
@@ -38,9 +48,10 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest/decodeerr"
 )
 
-// PodUpdater is a Backend that can change a pod submitted through the API:
-// metadata (labels, annotations) in place, a changed spec by replacing the
-// pod. Errors as Backend's.
+// PodUpdater is a Backend that can change a pod submitted through the API,
+// in place, under the API server's update rule (daemon: UpdatePod). A
+// pod.ResourceVersion other than "" is a precondition: Conflict (409) when
+// the pod changed since. Errors as Backend's.
 type PodUpdater interface {
 	UpdatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error)
 }
@@ -237,6 +248,80 @@ func mergePatch(orig any, patch any) any {
 	return o
 }
 
+// patchRetries bounds how often a patch is applied again to a pod that
+// changed meanwhile (the API server's patch retries on conflict too).
+const patchRetries = 5
+
+// maxJSONPatchOperations is the API server's limit of operations in one
+// JSON patch.
+const maxJSONPatchOperations = 10000
+
+// maxJSONPatchCopyBytes bounds what the "copy" operations of one JSON patch
+// may copy in all (jsonpatch.AccumulatedCopySizeLimit), so that a 1 MiB
+// patch cannot grow a pod without bound by copying it into itself.
+const maxJSONPatchCopyBytes = 3 << 20
+
+func init() {
+	// The library's only knob is this variable; nothing else in the
+	// binary applies JSON patches.
+	jsonpatch.AccumulatedCopySizeLimit = maxJSONPatchCopyBytes
+}
+
+// patchJSON applies a patch of media type mt to the JSON object live.
+func patchJSON(mt string, patch, live []byte, resource string) ([]byte, error) {
+	if mt == "application/json-patch+json" {
+		ops, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode the JSON patch: %v", err))
+		}
+		if len(ops) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the JSON patch has %d operations, more than the %d allowed", len(ops), maxJSONPatchOperations))
+		}
+		out, err := ops.Apply(live)
+		if err != nil {
+			// A 422 Invalid as from the API server, whose message drops
+			// the library's error ("the server rejected our request due
+			// to an error in our request"); here it says which operation
+			// failed.
+			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid,
+				Message: fmt.Sprintf("the server rejected our request due to an error in our request: the JSON patch does not apply: %v", err),
+			}}
+		}
+		return out, nil
+	}
+	var p any
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decode patch: %v", err))
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(live, &doc); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", resource, err)
+	}
+	var patched any
+	switch mt {
+	case "application/strategic-merge-patch+json":
+		pm, ok := p.(map[string]any)
+		if !ok {
+			return nil, apierrors.NewBadRequest("a strategic merge patch is a JSON object")
+		}
+		m, err := strategicMerge(doc, pm)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("apply the strategic merge patch: %v", err))
+		}
+		patched = m
+	case "application/merge-patch+json":
+		patched = mergePatch(doc, p)
+	default:
+		return nil, unsupportedMediaType(fmt.Sprintf("PATCH on %s takes application/strategic-merge-patch+json (kubectl apply, kubectl patch), application/merge-patch+json (kubectl patch --type merge), application/json-patch+json (kubectl patch --type json) or application/apply-patch+yaml (kubectl apply --server-side), not %q", resource, mt))
+	}
+	out, err := json.Marshal(patched)
+	if err != nil {
+		return nil, fmt.Errorf("encode patched %s: %w", resource, err)
+	}
+	return out, nil
+}
+
 func (s *Server) patchPod(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -247,93 +332,120 @@ func (s *Server) patchPod(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var patch any
-	if err := json.Unmarshal(body, &patch); err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("decode patch: %v", err))
+	for attempt := 1; ; attempt++ {
+		live, err := s.backend.GetPod(ns, name)
+		if err != nil {
+			return err
+		}
+		liveJSON, err := json.Marshal(live)
+		if err != nil {
+			return fmt.Errorf("encode pod: %w", err)
+		}
+		j, err := patchJSON(mt, body, liveJSON, podsResource.Resource)
+		if err != nil {
+			return err
+		}
+		var pod v1.Pod
+		if err := decodePatched(j, podsResource, name, &pod); err != nil {
+			return err
+		}
+		if err := immutableMeta("Pod", name, pod.Name, ns, pod.Namespace); err != nil {
+			return err
+		}
+		// The patch's own resourceVersion is a precondition; the one
+		// read here is not the client's: a change meanwhile applies the
+		// patch again.
+		precondition := pod.ResourceVersion != live.ResourceVersion
+		updated, err := s.updatePod(r.Context(), live, &pod)
+		if apierrors.IsConflict(err) && !precondition && attempt < patchRetries {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		writePod(w, http.StatusOK, updated)
+		return nil
+	}
+}
+
+// replacePod serves PUT: the body is the whole desired pod (kubectl
+// replace, client-go's Update). As on the API server: the name and
+// namespace are the URL's, a pod that does not exist is a 404 (pods are
+// not created by PUT), the status is ignored, and a resourceVersion is a
+// precondition (409 when the pod changed since; none: unconditional).
+func (s *Server) replacePod(w http.ResponseWriter, r *http.Request) error {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return apierrors.NewBadRequest("the request body is empty: send the v1 Pod")
+	}
+	j, err := bodyJSON(r, body)
+	if err != nil {
+		return err
+	}
+	var pod v1.Pod
+	strictErrs, err := strictjson.UnmarshalStrict(j, &pod)
+	if err != nil {
+		return apierrors.NewBadRequest("decode pod: " + decodeerr.Problem(j, reflect.TypeFor[v1.Pod](), nil, err))
+	}
+	if len(strictErrs) > 0 {
+		return strictDecodingError(podsResource.Resource, name, strictErrs)
+	}
+	if (pod.APIVersion != "" && pod.APIVersion != "v1") || (pod.Kind != "" && pod.Kind != "Pod") {
+		return apierrors.NewBadRequest(fmt.Sprintf("the body is apiVersion %q, kind %q: this path takes apiVersion v1, kind Pod", pod.APIVersion, pod.Kind))
+	}
+	switch pod.Name {
+	case "":
+		pod.Name = name
+	case name:
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", pod.Name, name))
+	}
+	switch pod.Namespace {
+	case "":
+		pod.Namespace = ns
+	case ns:
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("the namespace of the provided object (%q) does not match the namespace sent on the request (%q)", pod.Namespace, ns))
 	}
 	live, err := s.backend.GetPod(ns, name)
 	if err != nil {
 		return err
 	}
-	liveJSON, err := json.Marshal(live)
-	if err != nil {
-		return fmt.Errorf("encode pod: %w", err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(liveJSON, &doc); err != nil {
-		return fmt.Errorf("decode pod: %w", err)
-	}
-	var patched any
-	switch mt {
-	case "application/strategic-merge-patch+json":
-		pm, ok := patch.(map[string]any)
-		if !ok {
-			return apierrors.NewBadRequest("a strategic merge patch is a JSON object")
-		}
-		m, err := strategicMerge(doc, pm)
-		if err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("apply the strategic merge patch: %v", err))
-		}
-		patched = m
-	case "application/merge-patch+json":
-		patched = mergePatch(doc, patch)
-	default:
-		return unsupportedMediaType(fmt.Sprintf("PATCH on pods takes application/strategic-merge-patch+json (kubectl apply, kubectl patch) or application/merge-patch+json (kubectl patch --type merge) or application/apply-patch+yaml (kubectl apply --server-side), not %q: JSON patches are not supported", mt))
-	}
-	j, err := json.Marshal(patched)
-	if err != nil {
-		return fmt.Errorf("encode patched pod: %w", err)
-	}
-	var pod v1.Pod
-	strictErrs, err := strictjson.UnmarshalStrict(j, &pod)
-	if err != nil {
-		return apierrors.NewBadRequest("decode patched pod: " + decodeerr.Problem(j, reflect.TypeFor[v1.Pod](), nil, err))
-	}
-	if len(strictErrs) > 0 {
-		return strictDecodingError(podsResource.Resource, name, strictErrs)
-	}
-	var errs field.ErrorList
-	if pod.Name != live.Name {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), pod.Name, "field is immutable"))
-	}
-	if pod.Namespace != live.Namespace {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "namespace"), pod.Namespace, "field is immutable"))
-	}
-	if pod.UID != live.UID {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "uid"), pod.UID, "field is immutable"))
-	}
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, errs)
-	}
-	changed := podChanges(live, &pod)
-	if len(changed) == 0 {
-		writePod(w, http.StatusOK, live)
-		return nil
-	}
-	u, ok := s.backend.(PodUpdater)
-	if !ok {
-		for _, f := range changed {
-			errs = append(errs, field.Forbidden(f, "this node cannot change a pod yet: delete it and create it again (kubectl replace --force -f FILE)"))
-		}
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, errs)
-	}
-	pod.Status = v1.PodStatus{}
-	updated, err := u.UpdatePod(r.Context(), &pod)
+	updated, err := s.updatePod(r.Context(), live, &pod)
 	if err != nil {
 		return err
 	}
-	replacedWarning(w, live, updated, changed)
 	writePod(w, http.StatusOK, updated)
 	return nil
 }
 
-// replacedWarning adds the Warning header kubectl prints ("Warning: ...")
-// when a change replaced the pod: apply says only "configured".
-func replacedWarning(w http.ResponseWriter, live, updated *v1.Pod, changed []*field.Path) {
-	if updated.UID != live.UID {
-		w.Header().Add("Warning", fmt.Sprintf(`299 - "pod %s/%s was replaced (new uid %s): pods on this node are immutable, so the change (%s) stopped the old pod and started a new one"`,
-			live.Namespace, live.Name, updated.UID, joinPaths(changed)))
+// updatePod makes pod (patched, put or applied; live's namespace/name) the
+// desired pod through the backend's PodUpdater and returns the pod as
+// updated. Its status is the node's, ignored. A pod whose labels,
+// annotations and spec are live's answers live, unchanged, unless it
+// names another resourceVersion (the backend answers that precondition).
+func (s *Server) updatePod(ctx context.Context, live, pod *v1.Pod) (*v1.Pod, error) {
+	pod.Status = v1.PodStatus{}
+	changed := podChanges(live, pod)
+	if len(changed) == 0 && (pod.ResourceVersion == "" || pod.ResourceVersion == live.ResourceVersion) {
+		return live, nil
 	}
+	u, ok := s.backend.(PodUpdater)
+	if !ok {
+		var errs field.ErrorList
+		for _, f := range changed {
+			errs = append(errs, field.Forbidden(f, "this node cannot change a pod: delete it and create it again (kubectl replace --force -f FILE)"))
+		}
+		if len(errs) == 0 {
+			return live, nil
+		}
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, live.Name, errs)
+	}
+	return u.UpdatePod(ctx, pod)
 }
 
 // podChanges names the parts of a pod a patch changed: labels,

@@ -28,47 +28,28 @@ type ConfigUpdater interface {
 	UpdateSecret(ctx context.Context, secret *v1.Secret) (*v1.Secret, error)
 }
 
-// applyPatch applies the request's patch (strategic merge or JSON merge,
-// by Content-Type) to live and decodes the result strictly into out (a
-// pointer to live's type).
+// applyPatch applies the request's patch (strategic merge, JSON merge or
+// JSON patch, by Content-Type) to live and decodes the result strictly
+// into out (a pointer to live's type).
 func (s *Server) applyPatch(w http.ResponseWriter, r *http.Request, gr schema.GroupResource, name string, live, out any) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
-	var patch any
-	if err := json.Unmarshal(body, &patch); err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("decode patch: %v", err))
-	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	liveJSON, err := json.Marshal(live)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", gr.Resource, err)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(liveJSON, &doc); err != nil {
-		return fmt.Errorf("decode %s: %w", gr.Resource, err)
-	}
-	var patched any
-	switch mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt {
-	case "application/strategic-merge-patch+json":
-		pm, ok := patch.(map[string]any)
-		if !ok {
-			return apierrors.NewBadRequest("a strategic merge patch is a JSON object")
-		}
-		m, err := strategicMerge(doc, pm)
-		if err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("apply the strategic merge patch: %v", err))
-		}
-		patched = m
-	case "application/merge-patch+json":
-		patched = mergePatch(doc, patch)
-	default:
-		return unsupportedMediaType(fmt.Sprintf("PATCH on %s takes application/strategic-merge-patch+json (kubectl apply, kubectl patch) or application/merge-patch+json (kubectl patch --type merge) or application/apply-patch+yaml (kubectl apply --server-side), not %q: JSON patches are not supported", gr.Resource, mt))
-	}
-	j, err := json.Marshal(patched)
+	j, err := patchJSON(mt, body, liveJSON, gr.Resource)
 	if err != nil {
-		return fmt.Errorf("encode patched %s: %w", gr.Resource, err)
+		return err
 	}
+	return decodePatched(j, gr, name, out)
+}
+
+// decodePatched decodes a patched object strictly into out.
+func decodePatched(j []byte, gr schema.GroupResource, name string, out any) error {
 	strictErrs, err := strictjson.UnmarshalStrict(j, out)
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("decode patched %s: %s", gr.Resource, decodeerr.Problem(j, reflect.TypeOf(out).Elem(), nil, err)))

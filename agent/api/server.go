@@ -129,7 +129,7 @@ func (s *Server) routes() http.Handler {
 	const pods = "/api/v1/namespaces/{ns}/pods"
 	handle("/api/v1/pods", route{http.MethodGet: s.listPods})
 	handle(pods, route{http.MethodGet: s.listPods, http.MethodPost: s.createPod})
-	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodDelete: s.deletePod, http.MethodPatch: s.patchPod})
+	handle(pods+"/{name}", route{http.MethodGet: s.getPod, http.MethodPut: s.replacePod, http.MethodDelete: s.deletePod, http.MethodPatch: s.patchPod})
 	handle(pods+"/{name}/log", route{http.MethodGet: s.podLog})
 	// WebSocket clients (kubectl's first choice) upgrade a GET, SPDY
 	// clients a POST: the API server takes both.

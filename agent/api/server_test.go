@@ -135,7 +135,7 @@ func TestServer_Routes(t *testing.T) {
 		{name: "delete missing", method: "DELETE", path: "/api/v1/namespaces/default/pods/zz", wantCode: 404, wantReason: metav1.StatusReasonNotFound},
 		{name: "delete static forbidden", setup: func(b *apitest.Backend) { b.SetStatic("default", "a", "/etc/minikubelet/manifests/a.yaml") },
 			method: "DELETE", path: "/api/v1/namespaces/default/pods/a", wantCode: 403, wantReason: metav1.StatusReasonForbidden, wantIn: "a.yaml"},
-		{name: "method not allowed", method: "PUT", path: "/api/v1/namespaces/default/pods/a", wantCode: 405, wantReason: metav1.StatusReasonMethodNotAllowed},
+		{name: "method not allowed", method: "POST", path: "/api/v1/namespaces/default/pods/a", contentType: "application/json", body: "{}", wantCode: 405, wantReason: metav1.StatusReasonMethodNotAllowed},
 		{name: "unknown path", method: "GET", path: "/apis/apps/v1/deployments", wantCode: 404, wantReason: metav1.StatusReasonNotFound},
 		{name: "details", setup: func(b *apitest.Backend) {
 			b.SetDetails("default", "a", &api.PodDetails{Source: "api", Stuck: &api.Stuck{Step: "image", Cause: "pull failed"}})

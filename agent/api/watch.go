@@ -9,7 +9,10 @@ package api
 // here:
 //   - Every change the hub is told gets the next resource version; the
 //     objects of watch events carry theirs in metadata.resourceVersion.
-//     GET and LIST objects carry none; a list carries the hub's current
+//     A GET object carries the version of its pod's latest change
+//     (PodResourceVersion), which a PUT may name as its precondition (409
+//     Conflict once the pod changed: a status change counts, as on the API
+//     server); LIST items carry none; a list carries the hub's current
 //     version (PodList.metadata.resourceVersion), so list-then-watch works.
 //   - The counter starts at the daemon's start time in microseconds, so a
 //     version from an earlier run of the daemon is older than any of this
@@ -150,6 +153,19 @@ func (h *PodWatchHub) ResourceVersion() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return strconv.FormatUint(h.rv, 10)
+}
+
+// PodResourceVersion is the resource version of the latest change of pod
+// (its namespace, name and UID) the hub recorded: what GET answers in
+// metadata.resourceVersion, and what a PUT's precondition must name ("" for
+// a pod the hub does not know).
+func (h *PodWatchHub) PodResourceVersion(pod *v1.Pod) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p, ok := h.pods[keyOf(pod)]; ok {
+		return p.ResourceVersion
+	}
+	return ""
 }
 
 // Update records a pod's new state: ADDED for a pod the hub does not know,

@@ -43,6 +43,9 @@ var (
 	// ErrPodNotFound classifies PodStore.Delete of a pod the store does not
 	// hold.
 	ErrPodNotFound = errors.New("pod not found")
+	// ErrPodReplaced classifies PodStore.UpdatePod of a pod whose stored
+	// UID changed meanwhile (it was deleted and created again).
+	ErrPodReplaced = errors.New("the stored pod has another UID: it was deleted and created again")
 	// ErrConfigDataExists classifies PodStore.AddConfigMap or AddSecret of
 	// a namespace/name the store already holds.
 	ErrConfigDataExists = errors.New("already exists")
@@ -164,6 +167,9 @@ type storeOp struct {
 	// replace renames the temporary file over the stored one, which must
 	// exist (notFound otherwise): an update (source_store_replace.go).
 	replace bool
+	// sameUID, for an update in place, is the UID the stored pod must
+	// still have (ErrPodReplaced otherwise).
+	sameUID types.UID
 	// statusOf is, for the write of a final status (store_status.go), the
 	// file of its pod, which must hold a pod with UID uid.
 	statusOf string
@@ -469,6 +475,15 @@ func (s *PodStore) renameBatch(batch []*storeOp) map[string][]*storeOp {
 			}
 		} else {
 			o.err = s.checkAdd(o, path, added, removed)
+			// An update in place: the file must still hold the pod it
+			// updates (a removal earlier in the batch fails the Lstat
+			// of checkAdd; an add cannot follow it in the same batch,
+			// Add refusing a stored name).
+			if o.err == nil && o.sameUID != "" {
+				if cur := s.pods[o.name]; cur == nil || cur.UID != o.sameUID {
+					o.err = fmt.Errorf("%s: %w", o.what, ErrPodReplaced)
+				}
+			}
 			if o.err == nil {
 				if err := os.Rename(o.tmp, path); err != nil {
 					o.err = fmt.Errorf("add %s: %w", o.what, err)

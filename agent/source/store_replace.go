@@ -11,46 +11,80 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
-// ReplacePod replaces the stored pod of pod's namespace/name with pod,
-// defaulted and validated as Add does. pod.UID must be empty: the new
-// pod's UID is derived from its content, so a changed pod is a new pod
-// (the daemon stops the old one and starts this one, as for an edited
-// manifest file). A refused pod is a *PodInvalidError (the old one stays);
-// a pod the store does not hold wraps ErrPodNotFound.
-func (s *PodStore) ReplacePod(pod *v1.Pod) (*v1.Pod, error) {
-	if pod.UID != "" {
-		return nil, fmt.Errorf("replace pod %s/%s: the replacement's UID is derived, not given (%s)", pod.Namespace, pod.Name, pod.UID)
+// UpdatePod changes the stored pod of pod's namespace/name in place: pod
+// keeps the UID of the stored one (pod.UID, which the file now names, so a
+// restarted daemon reads the same UID back and adopts the running pod). It
+// is defaulted and validated as Add does, then check (if not nil) is given
+// the prepared pod and the stored one (both read-only) and may refuse the
+// change (the API server's update rule) before anything is written. A pod
+// equal to the stored one once prepared is not written (changed is
+// false). A refused pod is a *PodInvalidError or check's error (the old
+// one stays); a pod the store does not hold wraps ErrPodNotFound, and one
+// whose stored UID is not pod.UID (deleted and created again) wraps
+// ErrPodReplaced.
+func (s *PodStore) UpdatePod(pod *v1.Pod, check func(next, stored *v1.Pod) error) (_ *v1.Pod, changed bool, _ error) {
+	if pod.UID == "" {
+		return nil, false, fmt.Errorf("update pod %s/%s: the UID of the stored pod is required", pod.Namespace, pod.Name)
 	}
 	p, data, prepared, err := s.storedForm(pod)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	key := p.Namespace + "/" + p.Name
 	name := storeFileName(p.Namespace, p.Name)
+	s.mu.Lock()
+	stored := s.pods[name]
+	s.mu.Unlock()
+	switch {
+	case stored == nil:
+		return nil, false, fmt.Errorf("pod %s: %w", key, ErrPodNotFound)
+	case stored.UID != pod.UID:
+		return nil, false, fmt.Errorf("pod %s: %w", key, ErrPodReplaced)
+	}
+	// The creation time is the server's, the stored pod's (the file's
+	// modification time).
+	prepared.CreationTimestamp = stored.CreationTimestamp
+	if check != nil {
+		if err := check(prepared, stored); err != nil {
+			return nil, false, err
+		}
+	}
+	if apiequality.Semantic.DeepEqual(prepared, stored) {
+		return stored.DeepCopy(), false, nil
+	}
 	tmp, err := s.writeTemp(s.dir, name, data)
 	if err != nil {
-		return nil, fmt.Errorf("replace pod %s: %w", key, err)
+		return nil, false, fmt.Errorf("update pod %s: %w", key, err)
 	}
-	// The same pod (same UID) keeps its creation time; a new one (a
-	// changed pod gets a new UID) is created now.
-	created := time.Now()
-	s.mu.Lock()
-	if old := s.pods[name]; old != nil && old.UID == prepared.UID && !old.CreationTimestamp.IsZero() {
-		created = old.CreationTimestamp.Time
+	// The pod keeps its creation time: the file's modification time
+	// carries it across restarts (stampCreation).
+	created := stored.CreationTimestamp.Time
+	if created.IsZero() {
+		created = time.Now()
 	}
-	s.mu.Unlock()
 	prepared.CreationTimestamp = stampCreation(tmp, created)
+	// The commit checks the UID again: a delete and create queued
+	// meanwhile wins.
 	op := &storeOp{dir: s.dir, name: name, tmp: tmp, pod: prepared, what: "pod " + key, notFound: ErrPodNotFound, replace: true,
-		apply: func() { s.pods[name] = prepared }}
+		sameUID: pod.UID, apply: func() { s.pods[name] = prepared }}
 	if err := s.commit(op); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return prepared.DeepCopy(), nil
+	return prepared.DeepCopy(), true, nil
+}
+
+// Get returns the stored pod namespace/name (shared: read-only).
+func (s *PodStore) Get(namespace, name string) (*v1.Pod, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pods[storeFileName(namespace, name)]
+	return p, ok
 }
 
 // Prepare returns pod as Add or ReplacePod would store it (defaulted,

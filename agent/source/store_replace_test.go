@@ -12,46 +12,101 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 )
 
-// TestPodStore_ReplacePod: a changed pod replaces the stored one under a
-// new UID, durably (a reopened store reads the new one); a refused
-// replacement keeps the old pod; only a stored pod can be replaced.
-func TestPodStore_ReplacePod(t *testing.T) {
+// TestPodStore_UpdatePod: a changed pod is stored in place under its UID,
+// durably (a reopened store reads the same UID); check sees the prepared
+// and the stored pod and may refuse; a refused or invalid change keeps the
+// old pod; an unchanged pod is not written; a pod deleted and created
+// again meanwhile (another UID) is not overwritten.
+func TestPodStore_UpdatePod(t *testing.T) {
 	s, dir := newTestStore(t)
 	old, err := s.Add(manifesttest.APIPod("default", "web", "hello"))
 	require.NoError(t, err)
 	drain(t, s)
 
-	changed := manifesttest.APIPod("default", "web", "hello")
-	changed.Spec.Containers[0].Image = "registry.example/app:2.0"
-	got, err := s.ReplacePod(changed)
+	next := manifesttest.APIPod("default", "web", "hello")
+	next.UID = old.UID
+	next.Labels = map[string]string{"tier": "web"}
+	next.Spec.Containers[0].Image = "registry.example/app:2.0"
+	var seenNext, seenStored *v1.Pod
+	got, changed, err := s.UpdatePod(next, func(n, st *v1.Pod) error { seenNext, seenStored = n, st; return nil })
 	require.NoError(t, err)
-	assert.NotEqual(t, old.UID, got.UID, "a changed pod is a new pod")
-	assert.Equal(t, SourceAPI, got.Annotations[AnnotationConfigSource])
+	assert.True(t, changed)
+	assert.Equal(t, old.UID, got.UID, "an update keeps the UID")
+	assert.Equal(t, "registry.example/app:2.0", seenNext.Spec.Containers[0].Image)
+	assert.Equal(t, old.Spec.Containers[0].Image, seenStored.Spec.Containers[0].Image)
+	assert.Equal(t, old.Spec.Containers[0].TerminationMessagePath, seenNext.Spec.Containers[0].TerminationMessagePath, "check sees the defaulted pod")
+	assert.NotEmpty(t, seenNext.Spec.Containers[0].TerminationMessagePath)
 	u := drain(t, s)
 	require.Len(t, u.Pods, 1)
-	assert.Equal(t, "registry.example/app:2.0", u.Pods[0].Spec.Containers[0].Image)
+	assert.Equal(t, old.UID, u.Pods[0].UID)
+	assert.Equal(t, "web", u.Pods[0].Labels["tier"])
 
-	bad := manifesttest.APIPod("default", "web", "hello")
+	// Unchanged: not written (no new generation).
+	_, gen := s.SnapshotGen()
+	_, changed, err = s.UpdatePod(next, nil)
+	require.NoError(t, err)
+	assert.False(t, changed)
+	_, gen2 := s.SnapshotGen()
+	assert.Equal(t, gen, gen2)
+
+	// Refused by check, and invalid: the stored pod stays.
+	refused := next.DeepCopy()
+	refused.Labels["tier"] = "db"
+	_, _, err = s.UpdatePod(refused, func(_, _ *v1.Pod) error { return errors.New("no") })
+	require.EqualError(t, err, "no")
+	bad := next.DeepCopy()
 	bad.Spec.Containers[0].Image = ""
-	_, err = s.ReplacePod(bad)
+	_, _, err = s.UpdatePod(bad, nil)
 	var pie *PodInvalidError
 	require.ErrorAs(t, err, &pie)
 	assert.Equal(t, "spec.containers[0].image", pie.Errs[0].Field)
+	p, ok := s.Get("default", "web")
+	require.True(t, ok)
+	assert.Equal(t, "web", p.Labels["tier"])
 
-	_, err = s.ReplacePod(manifesttest.APIPod("default", "nope", "x"))
+	_, _, err = s.UpdatePod(manifesttest.APIPod("default", "nope", "x"), nil)
+	require.Error(t, err, "a UID is required")
+	nope := manifesttest.APIPod("default", "nope", "x")
+	nope.UID = "some"
+	_, _, err = s.UpdatePod(nope, nil)
 	require.ErrorIs(t, err, ErrPodNotFound)
-	withUID := manifesttest.APIPod("default", "web", "x")
-	withUID.UID = "given"
-	_, err = s.ReplacePod(withUID)
-	require.Error(t, err)
+	otherUID := next.DeepCopy()
+	otherUID.UID = "another"
+	_, _, err = s.UpdatePod(otherUID, nil)
+	require.ErrorIs(t, err, ErrPodReplaced)
 
 	s2, err := NewPodStore(dir, "node-1")
 	require.NoError(t, err)
 	pods, errs := s2.List()
 	require.Empty(t, errs)
 	require.Len(t, pods, 1)
-	assert.Equal(t, got.UID, pods[0].UID, "the replacement is what a restarted daemon reads")
+	assert.Equal(t, old.UID, pods[0].UID, "a restarted daemon reads the same UID")
 	assert.Equal(t, "registry.example/app:2.0", pods[0].Spec.Containers[0].Image)
+	assert.Equal(t, "web", pods[0].Labels["tier"])
+}
+
+// TestPodStore_UpdatePodRacesDelete: an update whose pod is deleted and
+// created again (another UID) after its checks, before its commit, fails
+// with ErrPodReplaced and leaves the new pod alone.
+func TestPodStore_UpdatePodRacesDelete(t *testing.T) {
+	s, _ := newTestStore(t)
+	old, err := s.Add(manifesttest.APIPod("default", "web", "hello"))
+	require.NoError(t, err)
+	next := manifesttest.APIPod("default", "web", "hello")
+	next.UID = old.UID
+	next.Labels = map[string]string{"tier": "web"}
+	_, _, err = s.UpdatePod(next, func(_, _ *v1.Pod) error {
+		// Meanwhile: kubectl replace --force (a delete, then a create).
+		require.NoError(t, s.Delete("default", "web"))
+		_, err := s.Add(manifesttest.APIPod("default", "web", "again"))
+		require.NoError(t, err)
+		return nil
+	})
+	require.ErrorIs(t, err, ErrPodReplaced)
+	p, ok := s.Get("default", "web")
+	require.True(t, ok)
+	assert.NotEqual(t, old.UID, p.UID)
+	assert.Empty(t, p.Labels, "the update did not overwrite the new pod")
 }
 
 // TestPodStore_ReplaceConfigData: ConfigMaps and Secrets change in place.

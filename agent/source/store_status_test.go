@@ -89,20 +89,32 @@ func TestPodStore_FinalStatus(t *testing.T) {
 	assert.ErrorContains(t, s2.SaveFinalStatus(again, v1.PodStatus{Phase: v1.PodRunning}), "not terminal")
 }
 
-// TestPodStore_FinalStatusReplaced: a replaced pod (new UID) does not
-// inherit the old pod's final status, whose file goes.
+// TestPodStore_FinalStatusReplaced: a pod deleted and created again with
+// another content (kubectl replace --force: a new UID) does not inherit
+// the old pod's final status, whose file goes; an update in place keeps
+// it (the same pod).
 func TestPodStore_FinalStatusReplaced(t *testing.T) {
 	s, dir := newTestStore(t)
 	old, err := s.Add(manifesttest.APIPod("", "job", "hello"))
 	require.NoError(t, err)
 	require.NoError(t, s.SaveFinalStatus(old, completedStatus()))
 
+	upd := manifesttest.APIPod("", "job", "hello")
+	upd.UID = old.UID
+	upd.Labels = map[string]string{"run": "1"}
+	_, changed, err := s.UpdatePod(upd, nil)
+	require.NoError(t, err)
+	require.True(t, changed)
+	_, ok := s.FinalStatus(old.UID)
+	assert.True(t, ok, "an update in place keeps the final status")
+
 	next := manifesttest.APIPod("", "job", "hello")
 	next.Labels = map[string]string{"run": "2"}
-	repl, err := s.ReplacePod(next)
+	require.NoError(t, s.Delete("default", "job"))
+	repl, err := s.Add(next)
 	require.NoError(t, err)
 	require.NotEqual(t, old.UID, repl.UID)
-	_, ok := s.FinalStatus(repl.UID)
+	_, ok = s.FinalStatus(repl.UID)
 	assert.False(t, ok, "the replacement inherits nothing")
 	_, ok = s.FinalStatus(old.UID)
 	assert.False(t, ok, "the old pod's status went with it")

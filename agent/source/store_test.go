@@ -198,20 +198,24 @@ func TestPodStore_SurvivesRestart(t *testing.T) {
 	assert.True(t, a.CreationTimestamp.Equal(&pods[0].CreationTimestamp), "created %s, read back %s", a.CreationTimestamp, pods[0].CreationTimestamp)
 	assert.True(t, b.CreationTimestamp.Equal(&pods[1].CreationTimestamp))
 
-	// A replace of the same pod (same content: same UID) keeps it; a
-	// changed pod is a new pod, created now.
+	// An update in place (a label) keeps it, across a restart too.
 	old := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	require.NoError(t, os.Chtimes(filepath.Join(dir, storeFileName("default", "a")), old.Time, old.Time))
 	s3, err := NewPodStore(dir, "node-1")
 	require.NoError(t, err)
-	same, err := s3.ReplacePod(manifesttest.APIPod("default", "a", "x"))
+	next := manifesttest.APIPod("default", "a", "x")
+	next.UID = a.UID
+	next.Labels = map[string]string{"tier": "web"}
+	same, changed, err := s3.UpdatePod(next, nil)
 	require.NoError(t, err)
+	require.True(t, changed)
 	assert.Equal(t, a.UID, same.UID)
 	assert.True(t, old.Equal(&same.CreationTimestamp), "kept %s, got %s", old, same.CreationTimestamp)
-	changed, err := s3.ReplacePod(manifesttest.APIPod("default", "a", "z"))
+	s4, err := NewPodStore(dir, "node-1")
 	require.NoError(t, err)
-	assert.NotEqual(t, a.UID, changed.UID)
-	assert.WithinDuration(t, time.Now(), changed.CreationTimestamp.Time, time.Minute)
+	back, ok := s4.Get("default", "a")
+	require.True(t, ok)
+	assert.True(t, old.Equal(&back.CreationTimestamp), "after a restart: kept %s, got %s", old, back.CreationTimestamp)
 }
 
 // TestPodStore_DeterministicUID checks that the UID depends on node,

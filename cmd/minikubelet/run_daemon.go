@@ -94,7 +94,11 @@ func runThroughDaemon(ctx context.Context, c *api.Client, objs daemonObjects, rf
 		got, err := c.CreatePod(ctx, pod)
 		if err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return &exitError{code: 1, err: fmt.Errorf("pod %s/%s already exists: delete it first (minikubelet delete pod %s -n %s)", pod.Namespace, pod.Name, pod.Name, pod.Namespace)}
+				// run creates, as kubectl create and kubectl run do; an
+				// update (in place, under the API server's rule) is
+				// kubectl apply's or kubectl replace's job.
+				return &exitError{code: 1, err: fmt.Errorf("pod %s/%s already exists: delete it first (minikubelet delete pod %s -n %s), "+
+					"or change its labels, annotations or images in place with kubectl apply -f FILE (docs/daemon.md, Pod updates)", pod.Namespace, pod.Name, pod.Name, pod.Namespace)}
 			}
 			return &exitError{code: 1, err: fmt.Errorf("submit pod %s/%s: %w", pod.Namespace, pod.Name, err)}
 		}

@@ -318,10 +318,10 @@ spec:
 		t.Logf("kubectl port-forward:\n%s", out)
 	})
 
-	t.Run("ApplyChangedImageReplacesThePod", func(t *testing.T) {
+	t.Run("ApplyChangedImageRestartsTheContainer", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		// Events streamed while the pod is replaced.
+		// Events streamed while the container restarts.
 		evCmd, evOut := startK(t, ctx, "get", "events", "-w", "--field-selector", "involvedObject.name="+pod)
 		require.Eventually(t, func() bool { return strings.Contains(evOut.String(), "Started") }, time.Minute, 100*time.Millisecond,
 			"the list first:\n%s", evOut)
@@ -333,8 +333,12 @@ spec:
 		out, err := k(t, "apply", "-f", changedFile)
 		require.NoError(t, err)
 		assert.Contains(t, out, "pod/"+pod+" configured")
-		assert.Regexp(t, `Warning: pod default/`+pod+` was replaced \(new uid \S+\): pods on this node are immutable, so the change \(metadata.annotations, spec.containers\[0\].image\) stopped the old pod`, out)
-		p := d.waitPod(t, pod, "replaced and running", 2*time.Minute, func(p *v1.Pod) bool { return p != nil && p.UID != old.UID && isRunning(p) })
+		assert.NotContains(t, out, "Warning", "an update in place, as on the API server")
+		p := d.waitPod(t, pod, "the container restarted", 2*time.Minute, func(p *v1.Pod) bool {
+			return isRunning(p) && p.Status.ContainerStatuses[0].RestartCount == 1
+		})
+		assert.Equal(t, old.UID, p.UID, "the same pod")
+		assert.Equal(t, old.Status.PodIP, p.Status.PodIP, "the same sandbox")
 		assert.Contains(t, p.Spec.Containers[0].Image, "@sha256:")
 
 		out, err = k(t, "apply", "-f", changedFile)
@@ -342,9 +346,9 @@ spec:
 		assert.Contains(t, out, "pod/"+pod+" unchanged")
 		out, err = k(t, "describe", "pod", pod)
 		require.NoError(t, err)
-		assert.Regexp(t, `(?m)^\s+Normal\s+Replaced\s+.*pods on this node are immutable`, out)
-		require.Eventually(t, func() bool { return strings.Contains(evOut.String(), "Replaced") }, 30*time.Second, 100*time.Millisecond,
-			"kubectl get events -w streams the new pod's events:\n%s", evOut)
+		assert.Regexp(t, `(?m)^\s+Normal\s+Killing\s+.*Container c definition changed`, out)
+		require.Eventually(t, func() bool { return strings.Contains(evOut.String(), "definition changed") }, 30*time.Second, 100*time.Millisecond,
+			"kubectl get events -w streams the restart:\n%s", evOut)
 		cancel()
 		_ = evCmd.Wait()
 		t.Logf("kubectl get events -w:\n%s", evOut)
@@ -373,8 +377,9 @@ spec:
 
 	// kubectl apply --server-side (application/apply-patch+yaml): created,
 	// then unchanged (kubectl says serverside-applied both times), then a
-	// changed image replaces the pod; a ConfigMap applied again without a
-	// key loses it (the applied configuration is the object).
+	// changed image restarts the container in place; a ConfigMap applied
+	// again without a key loses it (the applied configuration is the
+	// object).
 	t.Run("ServerSideApply", func(t *testing.T) {
 		const ssaPod = "e2e-kubectl-ssa"
 		podFile := filepath.Join(dir, "ssa-pod.yaml")
@@ -400,8 +405,11 @@ spec:
 		out, err = k(t, "apply", "--server-side", "--force-conflicts", "-f", podFile)
 		require.NoError(t, err)
 		assert.Contains(t, out, "pod/"+ssaPod+" serverside-applied")
-		assert.Regexp(t, `Warning: pod default/`+ssaPod+` was replaced \(new uid \S+\): pods on this node are immutable, so the change \(spec.containers\[0\].image\)`, out)
-		p = d.waitPod(t, ssaPod, "replaced and running", 2*time.Minute, func(p *v1.Pod) bool { return p != nil && p.UID != first.UID && isRunning(p) })
+		assert.NotContains(t, out, "Warning")
+		p = d.waitPod(t, ssaPod, "the container restarted", 2*time.Minute, func(p *v1.Pod) bool {
+			return isRunning(p) && p.Status.ContainerStatuses[0].RestartCount == 1
+		})
+		assert.Equal(t, first.UID, p.UID, "updated in place")
 		assert.Contains(t, p.Spec.Containers[0].Image, "@sha256:")
 		out, err = k(t, "get", "pod", ssaPod, "-o", "jsonpath={.metadata.managedFields}")
 		require.NoError(t, err)
