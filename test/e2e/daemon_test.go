@@ -406,7 +406,14 @@ func testLogsFollowRotation(t *testing.T, d *daemon) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("logs -f did not exit within 30s of SIGINT")
 	}
-	assert.NoError(t, f.err, "logs -f exit after SIGINT")
+	// A user's Ctrl-C is a normal end: exit 130 with no message, as
+	// kubectl dying of the signal (issue #28).
+	var exit *exec.ExitError
+	if assert.ErrorAs(t, f.err, &exit, "logs -f exit after SIGINT") {
+		assert.Equal(t, 130, exit.ExitCode(), "logs -f exit after SIGINT")
+	}
+	errOut, _ := f.stderr.snapshot()
+	assert.NotContains(t, errOut, "context canceled")
 
 	out, _ := f.stdout.snapshot()
 	lines := strings.Split(out, "\n")
