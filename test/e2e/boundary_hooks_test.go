@@ -117,7 +117,11 @@ func TestBoundaryHooks_LoudHookOutputBounded(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "three FailedPostStartHook events within 2m (have %d)", count)
 		time.Sleep(500 * time.Millisecond)
 	}
-	p := d.waitPod(t, loudPostStartPod, "a PostStartHookError", 30*time.Second, func(p *v1.Pod) bool {
+	// The hook's message is the waiting message only between a failed
+	// hook and the next sync, which shows CrashLoopBackOff for the whole
+	// back-off (40 s, then 80 s, after three failures): wait through one
+	// more restart (containerd 2.x missed the 30 s this once had).
+	p := d.waitPod(t, loudPostStartPod, "a PostStartHookError", 3*time.Minute, func(p *v1.Pod) bool {
 		return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
 			strings.Contains(p.Status.ContainerStatuses[0].State.Waiting.Message, "Exec lifecycle hook")
 	})
