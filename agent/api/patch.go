@@ -26,7 +26,6 @@ package api
 // (negative indexes, "test" on numbers) behave as there.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -375,14 +374,7 @@ func (s *Server) patchPod(w http.ResponseWriter, r *http.Request) error {
 // precondition (409 when the pod changed since; none: unconditional).
 func (s *Server) replacePod(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
-	body, err := s.readBody(w, r)
-	if err != nil {
-		return err
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return apierrors.NewBadRequest("the request body is empty: send the v1 Pod")
-	}
-	j, err := bodyJSON(r, body)
+	j, err := s.readPodJSON(w, r)
 	if err != nil {
 		return err
 	}

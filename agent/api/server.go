@@ -347,16 +347,22 @@ func yamlDocuments(body []byte) int {
 	return n
 }
 
-func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
-	ns := r.PathValue("ns")
+// readPodJSON reads a request body that must hold a v1 Pod (POST, PUT)
+// and returns it as JSON (bodyJSON); an empty body is a 400.
+func (s *Server) readPodJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return apierrors.NewBadRequest("the request body is empty: send a v1 Pod")
+		return nil, apierrors.NewBadRequest("the request body is empty: send a v1 Pod")
 	}
-	j, err := bodyJSON(r, body)
+	return bodyJSON(r, body)
+}
+
+func (s *Server) createPod(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	j, err := s.readPodJSON(w, r)
 	if err != nil {
 		return err
 	}
