@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -100,6 +102,29 @@ func TestBoundaryHooks_LoudHookOutputBounded(t *testing.T) {
 	out0, _ := d.out.snapshot()
 	mon := watchRSS(t, pid)
 
+	// The hook's message is the container's waiting message only between a
+	// failed hook and the next sync, which shows CrashLoopBackOff for the
+	// whole back-off (as the kubelet's reason cache does): on containerd
+	// 2.x that window is milliseconds, so polling misses it. A watch,
+	// opened before the pod exists, sees every status the daemon publishes.
+	wctx, wcancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer wcancel()
+	w, err := d.api().WatchPods(wctx, "default", api.WatchOptions{Name: loudPostStartPod})
+	require.NoError(t, err)
+	defer w.Stop()
+	hookMsg := make(chan string, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok || len(p.Status.ContainerStatuses) != 1 {
+				continue
+			}
+			if wt := p.Status.ContainerStatuses[0].State.Waiting; wt != nil && strings.Contains(wt.Message, "Exec lifecycle hook") {
+				hookMsg <- wt.Message
+				return
+			}
+		}
+	}()
 	createPod(t, d, hookPod(loudPostStartPod, 1, []string{"sleep", "3600"}, &v1.Lifecycle{PostStart: loudHook}))
 	// Three hooks: the first start, then restarts after 10 s and 20 s of
 	// back-off.
@@ -117,22 +142,19 @@ func TestBoundaryHooks_LoudHookOutputBounded(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "three FailedPostStartHook events within 2m (have %d)", count)
 		time.Sleep(500 * time.Millisecond)
 	}
-	// The hook's message is the waiting message only between a failed
-	// hook and the next sync, which shows CrashLoopBackOff for the whole
-	// back-off (40 s, then 80 s, after three failures): wait through one
-	// more restart (containerd 2.x missed the 30 s this once had).
-	p := d.waitPod(t, loudPostStartPod, "a PostStartHookError", 3*time.Minute, func(p *v1.Pod) bool {
-		return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
-			strings.Contains(p.Status.ContainerStatuses[0].State.Waiting.Message, "Exec lifecycle hook")
-	})
-	msg := p.Status.ContainerStatuses[0].State.Waiting.Message
+	var msg string
+	select {
+	case msg = <-hookMsg:
+	case <-wctx.Done():
+		t.Fatalf("no status with the PostStartHookError message on the pod's watch")
+	}
 	assert.LessOrEqual(t, len(msg), 12*1024, "the container's waiting message")
 	assert.Contains(t, msg, `message: "aaaa`, "it quotes the start of the output")
 
 	// The preStop hook: deleted with 10 s of grace (its container ignores
 	// SIGTERM), the event is there while it stops.
 	c, cancel := shortCtx()
-	_, err := d.api().DeletePod(c, "default", loudPreStopPod, ptr.To[int64](10))
+	_, err = d.api().DeletePod(c, "default", loudPreStopPod, ptr.To[int64](10))
 	cancel()
 	require.NoError(t, err)
 	waitEvent(t, d, loudPreStopPod, "FailedPreStopHook", 30*time.Second)

@@ -95,11 +95,18 @@ func TestEviction_BestEffortBeforeGuaranteed(t *testing.T) {
 	be := evictionTestPod("evict-be", "dd if=/dev/zero of=/mem/fill bs=1048576 count=160 && exec sleep 3600", v1.ResourceRequirements{},
 		[]v1.Volume{{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &limit}}}},
 		[]v1.VolumeMount{{Name: "mem", MountPath: "/mem"}})
+	// The Guaranteed pod runs before the BestEffort one fills memory: a
+	// pod the eviction manager has no stats for yet is ranked first, as in
+	// the kubelet (exceedMemoryRequests), so a Guaranteed pod still in its
+	// sandbox when the pressure comes would rightly go first.
 	for _, p := range []*v1.Pod{g, be} {
 		ctx, cancel := shortCtx()
 		_, err := d.api().CreatePod(ctx, p)
 		cancel()
 		require.NoError(t, err)
+		if p == g {
+			d.waitPod(t, "evict-g", "running", 90*time.Second, isRunning)
+		}
 	}
 	start := time.Now()
 	got := d.waitPod(t, "evict-be", "evicted", 90*time.Second, isEvicted)
