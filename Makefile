@@ -30,15 +30,23 @@ TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-soak test-cgrou
 
 # Each part says how long it took; the run stops at the first part that
 # fails, and ends (also then) with the skipped tests by reason and the
-# closing "N passed, N failed, N skipped" line.
+# closing "N passed, N failed, N skipped" line. Meanwhile hack/prebuild.sh
+# builds the per-machine caches the later parts need (control plane,
+# containerd 2.x, conformance binaries, guest image) at nice 19, so a cold
+# machine does not wait for them one after another; it is stopped if still
+# running at the end.
 test: ## everything CI runs: unit tests, fuzzing, the end-to-end suite, the cgroup v2 guest (needs root); ends with the skips by reason
 	@rm -rf "$(TESTLOG_DIR)"; mkdir -p "$(TESTLOG_DIR)"; rc=0; \
+	mkdir -p bin; : > bin/prebuild.log; setsid hack/prebuild.sh "$(CURDIR)/bin/prebuild.log" & prebuild=$$!; \
+	echo "[make test] building the per-machine caches in the background (nice 19; log bin/prebuild.log, pid $$prebuild)"; \
 	for part in $(TEST_PARTS); do \
 		start=$$SECONDS; echo "[make test] $$part ..."; \
 		$(MAKE) --no-print-directory $$part || rc=$$?; \
 		if [ $$rc -ne 0 ]; then echo "[make test] $$part: FAILED after $$((SECONDS - start))s"; break; fi; \
 		echo "[make test] $$part: done in $$((SECONDS - start))s"; \
 	done; \
+	if kill -0 $$prebuild 2>/dev/null; then echo "[make test] stopping the background build (bin/prebuild.log)"; kill -- -$$prebuild 2>/dev/null; fi; \
+	sed 's/^/  /' bin/prebuild.log; \
 	hack/test-summary.sh; exit $$rc
 
 test-unit: verify ## unit tests with -race; no root, no containerd

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# prebuild.sh: build in the background, under `nice -n 19`, the per-machine
+# caches the later parts of make test need, so that a cold machine does not
+# pay for them one after another in the foreground:
+#
+#   1. the control plane (hack/cluster/build.sh), then metrics-server and
+#      the pinned containerd 2.x: the e2e suite's, needed ~15 min in;
+#   2. e2e.test, kube-controller-manager, kube-scheduler, ginkgo, agnhost,
+#      nnp (hack/conformance/build.sh): make test-conformance's, the
+#      slowest (15+ min cold), needed after the e2e suite;
+#   3. the cgroup v2 guest image (hack/vm/image.sh; mostly downloads from
+#      the apt mirror), needed last.
+#
+# Each builder holds its cache's lock while it builds, so the part that
+# needs it waits for this build (printing its own progress) instead of
+# building twice, and finds it done. At nice 19 the builds take only what
+# the tests leave of the CPU. A failure here fails nothing: the part that
+# needs the artifact builds it again in the foreground and reports the
+# error there. Usage: prebuild.sh LOG (make test writes bin/prebuild.log).
+set -uo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+MKL_PREFIX=prebuild
+HACK=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export PATH=$PATH:/usr/local/go/bin
+log=${1:?usage: prebuild.sh LOG}
+exec >>"$log" 2>&1 </dev/null
+
+build() {
+	local what=$1 start=$SECONDS
+	shift
+	step "$what ..."
+	if nice -n 19 "$@" >/dev/null; then
+		step "$what: done in $(duration $((SECONDS - start)))"
+	else
+		step "$what: failed (exit $?) after $(duration $((SECONDS - start))); the part that needs it builds it again"
+	fi
+}
+
+build "control plane (hack/cluster/build.sh)" "$HACK/cluster/build.sh"
+build "metrics-server (hack/metrics-server/build.sh)" "$HACK/metrics-server/build.sh"
+build "containerd $(containerd2_version) (hack/install-containerd2.sh)" "$HACK/install-containerd2.sh"
+build "conformance binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp
+build "cgroup v2 guest image (hack/vm/image.sh)" "$HACK/vm/image.sh"
+step "all done"
