@@ -378,7 +378,7 @@ func hostPortsConflict(pod *v1.Pod, others []*v1.Pod) bool {
 func rejectedStatus(pod *v1.Pod, reason, message string, now time.Time) v1.PodStatus {
 	t := metav1.NewTime(now)
 	cond := func(typ v1.PodConditionType, s v1.ConditionStatus, reason, msg string) v1.PodCondition {
-		return v1.PodCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: t}
+		return v1.PodCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: t, ObservedGeneration: pod.Generation}
 	}
 	initialized := cond(v1.PodInitialized, v1.ConditionTrue, "", "")
 	if n := len(pod.Spec.InitContainers); n > 0 {
@@ -390,11 +390,13 @@ func rejectedStatus(pod *v1.Pod, reason, message string, now time.Time) v1.PodSt
 			fmt.Sprintf("containers with unknown status: [%s]", strings.Join(names, " ")))
 	}
 	return v1.PodStatus{
-		Phase:     v1.PodFailed,
-		Reason:    reason,
-		Message:   "Pod was rejected: " + message,
-		QOSClass:  podQOSClass(pod),
-		StartTime: &t,
+		// The generation rejected (KEP 5067: a rejection sets it too).
+		ObservedGeneration: pod.Generation,
+		Phase:              v1.PodFailed,
+		Reason:             reason,
+		Message:            "Pod was rejected: " + message,
+		QOSClass:           podQOSClass(pod),
+		StartTime:          &t,
 		Conditions: []v1.PodCondition{
 			cond(v1.PodReadyToStartContainers, v1.ConditionFalse, "", ""),
 			initialized,

@@ -474,7 +474,7 @@ func (a *Agent) markDeleted(p *v1.Pod) {
 	if cur := w.pod(); cur.DeletionTimestamp != nil && !shorterGrace(p.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds) {
 		return
 	}
-	w.setDeletion(p.DeletionGracePeriodSeconds, a.clock.Now())
+	w.setDeletion(p.DeletionGracePeriodSeconds, a.clock.Now(), false)
 }
 
 // shorterGrace reports whether grace period next is shorter than cur (nil:

@@ -686,7 +686,7 @@ spec:
 	w, _ := h.agent.findPod("demo", "web")
 	require.NotNil(t, w)
 	grace := int64(1)
-	w.setDeletion(&grace, h.clock.Now())
+	w.setDeletion(&grace, h.clock.Now(), true)
 	h.agent.SetPods([]*v1.Pod{testPod(t, manifest)})
 	require.NotNil(t, w.pod().DeletionGracePeriodSeconds)
 	assert.Equal(t, int64(1), *w.pod().DeletionGracePeriodSeconds)

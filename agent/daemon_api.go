@@ -152,7 +152,7 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 			fmt.Errorf("it comes from the %q pod source (the cluster's API server): delete it there (kubectl delete pod -n %s %s)", src, namespace, name))
 	}
 	if w != nil {
-		w.setDeletion(grace, d.a.clock.Now())
+		w.setDeletion(grace, d.a.clock.Now(), true)
 	}
 	if err := d.store.Delete(namespace, name); err != nil && !errors.Is(err, source.ErrPodNotFound) {
 		return nil, err

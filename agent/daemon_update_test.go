@@ -47,6 +47,7 @@ func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, live.UID, got.UID, "an update keeps the UID")
 	assert.Equal(t, "y", got.Labels["x"])
+	assert.Equal(t, int64(1), got.Generation, "a label is no new generation")
 	assert.Equal(t, live.CreationTimestamp, got.CreationTimestamp)
 	assert.NotEqual(t, live.ResourceVersion, got.ResourceVersion, "a change is a new resource version")
 	w1, _ := h.agent.findPod("default", "web")
@@ -71,6 +72,8 @@ func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, live.UID, got.UID)
 	assert.Equal(t, "registry.example/app:2.0", w0.pod().Spec.Containers[0].Image, "the worker restarts that container")
+	assert.Equal(t, int64(2), got.Generation, "a spec change is a new generation")
+	assert.Equal(t, int64(2), w0.pod().Generation, "the worker syncs that generation")
 	assert.Equal(t, "y", got.Labels["x"])
 
 	// Unchanged (an empty resource version: unconditional): nothing is
@@ -117,6 +120,7 @@ func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	require.Len(t, pods, 1)
 	assert.Equal(t, live.UID, pods[0].UID)
 	assert.Equal(t, "y", pods[0].Labels["x"])
+	assert.Equal(t, int64(2), pods[0].Generation)
 }
 
 // TestDaemon_UpdateConfigMapInPlace: a changed ConfigMap reaches the agent

@@ -576,7 +576,7 @@ func TestKillContainer_ShorterDeletionGraceCutsPreStopShort(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	f.pw.setDeletion(ptr.To[int64](3), f.clock.Now())
+	f.pw.setDeletion(ptr.To[int64](3), f.clock.Now(), true)
 	deadline := time.After(10 * time.Second)
 	for {
 		select {

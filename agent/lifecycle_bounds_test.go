@@ -124,7 +124,7 @@ func deleteAndWait(t *testing.T, h *harness, pod *v1.Pod) {
 	t.Helper()
 	w := workerOf(t, h.agent, pod)
 	done := h.agent.PodDone(pod.UID)
-	w.setDeletion(ptr.To[int64](1), h.clock.Now())
+	w.setDeletion(ptr.To[int64](1), h.clock.Now(), true)
 	h.agent.SetPods(nil)
 	select {
 	case <-done:

@@ -156,7 +156,8 @@ func (w *podWorker) update(p *v1.Pod) {
 }
 
 // specChanged reports whether p differs from the newest spec, ignoring the
-// deletion mark setDeletion put there (sources never carry it). Sources
+// deletion mark setDeletion put there (sources never carry it), with the
+// generation it counted. Sources
 // hand over their whole set at every change: an unchanged pod must neither
 // wake its worker (100 pods submitted one after another would sync every
 // running pod 100 times) nor lose the grace period of its deletion.
@@ -170,6 +171,7 @@ func (w *podWorker) specChanged(p *v1.Pod) bool {
 	if cur.DeletionTimestamp != nil || cur.DeletionGracePeriodSeconds != nil {
 		c := *cur // a shallow copy: only its own deletion fields are set
 		c.DeletionTimestamp, c.DeletionGracePeriodSeconds = p.DeletionTimestamp, p.DeletionGracePeriodSeconds
+		c.Generation = p.Generation
 		cur = &c
 	}
 	// reflect.DeepEqual is the cheap common case (an unchanged pod decoded
@@ -233,13 +235,18 @@ func (w *podWorker) killContext(ctx context.Context) (context.Context, context.C
 
 // setDeletion marks the pod deleted through the API with an optional
 // grace period, which then wins over the pod's own (kubelet-facts §7.1).
-func (w *podWorker) setDeletion(grace *int64, now time.Time) {
+// bumpGeneration is for the local API, which plays the API server's part:
+// a graceful deletion increments metadata.generation there.
+func (w *podWorker) setDeletion(grace *int64, now time.Time, bumpGeneration bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p := w.spec.DeepCopy()
 	if p.DeletionTimestamp == nil {
 		t := metav1.NewTime(now)
 		p.DeletionTimestamp = &t
+		if bumpGeneration {
+			p.Generation++
+		}
 	}
 	if grace != nil {
 		g := *grace

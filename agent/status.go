@@ -22,9 +22,10 @@ func (w *podWorker) initialStatus() v1.PodStatus {
 	pod := w.spec
 	now := metav1.NewTime(w.startTime)
 	st := v1.PodStatus{
-		Phase:     v1.PodPending,
-		QOSClass:  podQOSClass(pod),
-		StartTime: &now,
+		ObservedGeneration: pod.Generation,
+		Phase:              v1.PodPending,
+		QOSClass:           podQOSClass(pod),
+		StartTime:          &now,
 	}
 	reason := "ContainerCreating"
 	if len(pod.Spec.InitContainers) > 0 {
@@ -62,8 +63,12 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	now := metav1.NewTime(a.clock.Now())
 	t := metav1.NewTime(startTime)
 	out := v1.PodStatus{
-		QOSClass:  podQOSClass(pod),
-		StartTime: &t,
+		// The generation of the spec this sync acted on, as the kubelet
+		// sets it (PodObservedGenerationTracking, on since v1.34): it can
+		// trail metadata.generation while an update waits for a sync.
+		ObservedGeneration: pod.Generation,
+		QOSClass:           podQOSClass(pod),
+		StartTime:          &t,
 	}
 	// The node's addresses, as the kubelet sets them from its Node once
 	// the pod is bound to it (a host-network pod has them as its own).
@@ -325,7 +330,7 @@ func podConditions(pod *v1.Pod, st *v1.PodStatus, rt *podState, prev []v1.PodCon
 			s = v1.ConditionTrue
 			reason, msg = "", ""
 		}
-		c := v1.PodCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now}
+		c := v1.PodCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now, ObservedGeneration: pod.Generation}
 		for _, p := range prev {
 			if p.Type == t && p.Status == s {
 				c.LastTransitionTime = p.LastTransitionTime

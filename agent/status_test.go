@@ -130,6 +130,19 @@ func TestPodConditions(t *testing.T) {
 	cs3 := podConditions(pod, st3, rt, cs2, t1)
 	assert.Equal(t, "PodCompleted", cond(cs3, v1.ContainersReady).Reason)
 	assert.Equal(t, v1.ConditionFalse, cond(cs3, v1.PodReadyToStartContainers).Status, "the sandbox is gone")
+
+	// Each condition the kubelet owns carries the generation of the spec
+	// synced (KEP 5067); a readiness gate's condition stays as it came.
+	pod.Generation = 3
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	pod.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue, ObservedGeneration: 2}}
+	for _, c := range podConditions(pod, st3, rt, cs3, t1) {
+		want := int64(3)
+		if c.Type == "example.com/gate" {
+			want = 2
+		}
+		assert.Equal(t, want, c.ObservedGeneration, c.Type)
+	}
 }
 
 // TestPodConditions_ReadinessGates: with readiness gates, Ready is True only

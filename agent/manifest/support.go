@@ -96,7 +96,7 @@ var metaRules = ruleTable{typ: reflect.TypeFor[metav1.ObjectMeta](), path: "meta
 	"selfLink":                   ruleRefused(reasonNever + ": set by the API server"),
 	"uid":                        ruleLimited("derived from node, file and content when empty"),
 	"resourceVersion":            ruleRefused(reasonNever + ": set by the API server"),
-	"generation":                 ruleRefused(reasonNever + ": set by the API server"),
+	"generation":                 ruleRefused(reasonNever + ": set by the API server (the local API sets it: 1 on create, +1 on each spec change and on a graceful deletion; status.observedGeneration says which one a status reflects)"),
 	"creationTimestamp":          ruleRefused(reasonNever + ": set by the API server"),
 	"deletionTimestamp":          ruleRefused(reasonNever + ": set by the API server"),
 	"deletionGracePeriodSeconds": ruleRefused(reasonNever + ": set by the API server"),

@@ -15,6 +15,8 @@ package source
 // (store_status.go), so a restarted daemon never runs a finished pod again.
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
 )
@@ -277,6 +280,10 @@ func (s *PodStore) storedForm(pod *v1.Pod) (p *v1.Pod, data []byte, prepared *v1
 // A refused pod is a *PodInvalidError; a namespace/name (or explicit UID)
 // already stored is an error wrapping ErrPodExists.
 func (s *PodStore) Add(pod *v1.Pod) (*v1.Pod, error) {
+	// metadata.generation is the server's: 1 for a new pod, whatever the
+	// client sent (KEP 5067, as the API server since v1.33).
+	pod = pod.DeepCopy()
+	pod.Generation = 1
 	p, data, prepared, err := s.storedForm(pod)
 	if err != nil {
 		return nil, err
@@ -644,6 +651,9 @@ func (s *PodStore) loadPods() (map[string]*v1.Pod, []FileError) {
 		if fi, err := os.Stat(path); err == nil {
 			p.CreationTimestamp = metav1.NewTime(fi.ModTime().Truncate(time.Second))
 		}
+		// A pod stored before the store kept metadata.generation: its
+		// first generation.
+		p.Generation = max(p.Generation, 1)
 		pods[name] = p
 	}
 	return pods, errs
@@ -653,6 +663,10 @@ func (s *PodStore) loadPods() (map[string]*v1.Pod, []FileError) {
 // checks, with the source "api:<namespace>/<name>". Refusals of the pod are a
 // *PodInvalidError.
 func (s *PodStore) prepare(data []byte) (*v1.Pod, error) {
+	gen, data, err := splitGeneration(data)
+	if err != nil {
+		return nil, &manifest.ManifestError{Source: "api", Problems: []string{err.Error()}}
+	}
 	pods, err := manifest.DecodeManifest(data, "api")
 	if err != nil {
 		return nil, err
@@ -660,7 +674,44 @@ func (s *PodStore) prepare(data []byte) (*v1.Pod, error) {
 	if len(pods) != 1 {
 		return nil, &manifest.ManifestError{Source: "api", Problems: []string{fmt.Sprintf("a stored pod file must hold one Pod, not %d", len(pods))}}
 	}
-	return s.preparePod(pods[0])
+	p, err := s.preparePod(pods[0])
+	if err != nil {
+		return nil, err
+	}
+	p.Generation = gen
+	return p, nil
+}
+
+// splitGeneration takes metadata.generation out of a stored pod file: the
+// store writes it (it plays the API server's part, which sets it), while a
+// manifest may not carry it (manifest.DecodeManifest refuses the field).
+// It returns the generation (0 if none) and the document without it.
+func splitGeneration(data []byte) (int64, []byte, error) {
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return 0, nil, fmt.Errorf("decode stored pod: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber() // keep int64 fields exact
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return 0, nil, fmt.Errorf("decode stored pod: %w", err)
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	raw, ok := meta["generation"]
+	if !ok {
+		return 0, data, nil
+	}
+	delete(meta, "generation")
+	n, _ := raw.(json.Number)
+	gen, err := n.Int64()
+	if err != nil || gen < 0 {
+		return 0, nil, fmt.Errorf("metadata.generation: %v is not a generation", raw)
+	}
+	if j, err = json.Marshal(obj); err != nil {
+		return 0, nil, fmt.Errorf("decode stored pod: %w", err)
+	}
+	return gen, j, nil
 }
 
 // preparePod is prepare for a decoded pod.

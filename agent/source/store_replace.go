@@ -50,6 +50,20 @@ func (s *PodStore) UpdatePod(pod *v1.Pod, check func(next, stored *v1.Pod) error
 	// The creation time is the server's, the stored pod's (the file's
 	// modification time).
 	prepared.CreationTimestamp = stored.CreationTimestamp
+	// metadata.generation is the server's: the stored one, plus one when
+	// the spec changes (KEP 5067); what the client sent is ignored.
+	gen := max(stored.Generation, 1)
+	if !apiequality.Semantic.DeepEqual(prepared.Spec, stored.Spec) {
+		gen++
+	}
+	if prepared.Generation != gen {
+		pod = pod.DeepCopy()
+		pod.Generation = gen
+		if p, data, prepared, err = s.storedForm(pod); err != nil {
+			return nil, false, err
+		}
+		prepared.CreationTimestamp = stored.CreationTimestamp
+	}
 	if check != nil {
 		if err := check(prepared, stored); err != nil {
 			return nil, false, err

@@ -63,10 +63,13 @@ func TestPodStore_AddListDelete(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	// The pod as submitted, readable: no status, no defaults, no null fields.
+	// The pod as submitted, readable: no status, no defaults, no null
+	// fields; the server's generation 1.
+	assert.Equal(t, 1, int(got.Generation))
 	assert.Equal(t, `apiVersion: v1
 kind: Pod
 metadata:
+  generation: 1
   name: web
   namespace: default
 spec:

@@ -106,10 +106,16 @@ func TestCluster_PodsRunReportAndAreDeleted(t *testing.T) {
 			if c.Type == typ {
 				found = true
 				require.Equal(t, v1.ConditionTrue, c.Status, "%s", typ)
+				if typ != v1.PodScheduled { // the scheduler's
+					require.Equal(t, got.Generation, c.ObservedGeneration, "%s: the generation synced", typ)
+				}
 			}
 		}
 		require.True(t, found, "condition %s: %s", typ, podSummary(got))
 	}
+	// The generation the node synced (KEP 5067), as the kubelet reports it.
+	require.Positive(t, got.Generation)
+	require.Equal(t, got.Generation, got.Status.ObservedGeneration, "status.observedGeneration")
 	lctx, lcancel := shortCtx()
 	_, err := d.api().DeletePod(lctx, "default", "web", nil)
 	lcancel()
