@@ -362,11 +362,11 @@ func (s *PodSource) refuseInvalid(ctx context.Context, pods []*v1.Pod, errs []so
 func podSourcePath(p *v1.Pod) string { return SourceCluster + ":" + p.Namespace + "/" + p.Name }
 
 // PreparePod turns a pod from the API server into the pod the agent runs:
-// a copy without what the server owns (status, resource version,
-// generation, managed fields, timestamps, finalizers), given the same
+// a copy without what the server owns (status, resource version, managed
+// fields, timestamps, finalizers), given the same
 // defaults and validation as a pod from a manifest, and the
 // kubernetes.io/config.source annotation "cluster". The UID is the API
-// server's; so are the deletion mark and its grace period
+// server's; so are the generation and the deletion mark and its grace period
 // (DeletionTimestamp, DeletionGracePeriodSeconds) of a pod being deleted.
 // A pod minikubelet cannot run is an *manifest.ManifestError listing every
 // problem by field path.
@@ -418,7 +418,9 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		}
 	}
 	// The server's own fields, which a manifest may not set (hence after
-	// validation).
+	// validation). The generation is reported back as the status's
+	// observedGeneration, as the kubelet does (KEP 5067).
+	c.Generation = p.Generation
 	if p.DeletionTimestamp != nil {
 		t := *p.DeletionTimestamp
 		c.DeletionTimestamp = &t

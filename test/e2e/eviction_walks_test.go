@@ -133,7 +133,10 @@ func TestEviction_WalksPacedPerPeriod(t *testing.T) {
 	t.Logf("over %s with 300k files: daemon CPU %s, %v walks taking %.2f s, %v pauses for the cycle budget",
 		took.Round(time.Second), cpu1-cpu0, walks, secs, pauses)
 	require.LessOrEqual(t, walks, float64(time.Minute/period)+1, "walked more than once per period")
-	require.GreaterOrEqual(t, walks, 1.0, "the pod is still measured")
+	// Still measured: a walk finished, or one is under way (its time
+	// counts as it goes; on a loaded machine a walk paused at every
+	// cycle's budget can take longer than the minute).
+	require.True(t, walks >= 1 || secs > 0, "the pod is still measured")
 	p2, err := d.api().GetPod(context.Background(), "default", "many-files")
 	require.NoError(t, err)
 	require.True(t, isRunning(p2), "within its limit it runs on: %s", podSummary(p2))
