@@ -450,6 +450,10 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			if a.lifecycle != nil {
 				a.lifecycle.podGone(w.pod())
 			}
+			// Its probe series go with it, as the kubelet's prober
+			// workers delete theirs when they stop: a series per pod
+			// ever probed would grow the daemon's heap with every pod.
+			a.metrics.forgetPod(uid)
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)

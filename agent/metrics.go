@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // metrics are the daemon's Prometheus metrics, kubelet-named where the
@@ -97,6 +98,14 @@ func (m *metrics) observeRuntimeOp(verb string, d time.Duration, err error) {
 	if err != nil {
 		m.runtimeOpsErrors.WithLabelValues(verb).Inc()
 	}
+}
+
+// forgetPod deletes the per-pod series of the pod uid (prober_probe_total),
+// once its worker ended: the kubelet's prober workers delete theirs when
+// they stop (ProberResults.Delete), so the series, like the pods, are
+// bounded by the pods on the node, not by every pod it ever ran.
+func (m *metrics) forgetPod(uid types.UID) {
+	m.probeTotal.DeletePartialMatch(prometheus.Labels{"pod_uid": string(uid)})
 }
 
 // write renders the metrics in the Prometheus text format.

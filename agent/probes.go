@@ -46,10 +46,13 @@ func (a *Agent) onProbeEvent(ev probes.Event) {
 }
 
 // countProbeResult records a probe result change in prober_probe_total.
+// a.mu is held throughout: the worker's end removes the pod's series under
+// it (metrics.forgetPod), and a result counted after that would bring a
+// series back for good.
 func (a *Agent) countProbeResult(u probes.Update) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	w := a.workers[u.PodUID]
-	a.mu.Unlock()
 	if w == nil {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/test/plot"
 	"github.com/minikubelet/minikubelet/test/testutil"
 )
@@ -93,7 +94,7 @@ func TestSoak(t *testing.T) {
 	_, err = c.CreateSecret(t.Context(), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "soak", Namespace: "default"}, StringData: map[string]string{"token": "s3cret"}})
 	require.NoError(t, err)
 
-	s := &soak{t: t, d: d, pullImage: pullImage, start: time.Now()}
+	s := &soak{t: t, d: d, client: d.api(), pullImage: pullImage, start: time.Now()}
 	// Warm up with one pod of each kind, so that "before" is a daemon
 	// that has run each kind once, as "after" has (the first run of a
 	// code path allocates for good: the JSON and protobuf codecs' caches).
@@ -102,6 +103,7 @@ func TestSoak(t *testing.T) {
 	}
 	before := s.settledSample(t, nil)
 	t.Logf("before: %s", before)
+	s.saveHeapProfile(t, filepath.Join(out, "heap-before.pb.gz"))
 
 	ctx, cancel := context.WithTimeout(t.Context(), dur)
 	defer cancel()
@@ -150,6 +152,7 @@ func TestSoak(t *testing.T) {
 	s.requireNothingLeft(t, r)
 	after := s.settledSample(t, &before)
 	t.Logf("after: %s", after)
+	s.saveHeapProfile(t, filepath.Join(out, "heap-after.pb.gz"))
 	s.record(after)
 	require.NoError(t, s.writeOut(out, before, after))
 	t.Logf("soak figures: %s/soak.csv, %s/soak.svg", out, out)
@@ -165,13 +168,11 @@ func TestSoak(t *testing.T) {
 		{"goroutines", float64(before.goroutines), float64(after.goroutines), float64(soakSlack.goroutines)},
 		{"open fds", float64(before.fds), float64(after.fds), float64(soakSlack.fds)},
 	} {
-		// The live heap is held only in the long soak (make soak). A
-		// 90 s run here grew it from 5.1 to 8.9 MiB over 105 pods, with
-		// goroutines and fds back exactly where they were: whether that is
-		// a bounded cache filling (events, the relist's view) or a leak
-		// per pod is what the hour's curve shows; until it is known the
-		// short version reports it rather than failing every CI run
-		// (issue #29's note).
+		// The live heap is held only in the long soak (make soak): a
+		// short run's figures are a few hundred pods' worth (see
+		// docs/testing.md, "The soak", for what it plateaus at and why).
+		// What is kept per pod ever seen is held at unit level, where it
+		// is counted rather than weighed (TestDaemon_ChurnKeepsNothingPerPod).
 		if m.slack == soakSlack.heapMiB && dur < 20*time.Minute {
 			t.Logf("%s: before %.1f, after %.1f (held only in a soak of 20 minutes or more)", m.what, m.before, m.after)
 			continue
@@ -247,8 +248,15 @@ func soakPull(s *soak, name string) (*v1.Pod, func(*v1.Pod) bool) {
 
 // soak is one soak run's state.
 type soak struct {
-	t         *testing.T
-	d         *daemon
+	t *testing.T
+	d *daemon
+	// client makes every pod call of the soak (the socket stays through
+	// the daemon's restarts). One client, as a controller keeps one: a new
+	// one per call left each call's connection open for the client's idle
+	// timeout (30 s), about 1200 at 20 pods in flight, and the daemon's
+	// heap after that peak kept spans it could not return (HeapInuse
+	// 1.8 MiB above HeapAlloc before, 4.0 after).
+	client    *api.Client
 	pullImage string
 	start     time.Time
 	done      atomic.Int64 // pods created, done and removed
@@ -271,16 +279,19 @@ type soak struct {
 type soakSample struct {
 	at                 time.Duration // since the soak started
 	rssMiB, anon, file float64
-	heapMiB            float64 // live heap after a GC (settledSample only)
-	goroutines, fds    int
-	done               int64
-	pid                int
+	// heapMiB is the live heap after a GC (HeapAlloc), inuseMiB the
+	// heap's spans in use then (HeapInuse: the live heap and the free
+	// space of spans that hold any of it); settledSample only.
+	heapMiB, inuseMiB float64
+	goroutines, fds   int
+	done              int64
+	pid               int
 }
 
 func (s soakSample) String() string {
 	heap := ""
 	if s.heapMiB > 0 {
-		heap = fmt.Sprintf(", live heap %.1f MiB", s.heapMiB)
+		heap = fmt.Sprintf(", live heap %.1f MiB (HeapInuse %.1f)", s.heapMiB, s.inuseMiB)
 	}
 	return fmt.Sprintf("RSS %.1f MiB (anon %.1f, file %.1f)%s, %d goroutines, %d fds", s.rssMiB, s.anon, s.file, heap, s.goroutines, s.fds)
 }
@@ -320,12 +331,12 @@ func (s *soak) cycle(ctx context.Context, name string, kind int) {
 	pod, done := soakKinds[kind](s, name)
 	var created *v1.Pod
 	err := s.call(ctx, "create "+name, func(c context.Context) (err error) {
-		created, err = s.d.api().CreatePod(c, pod)
+		created, err = s.client.CreatePod(c, pod)
 		return err
 	})
 	if apierrors.IsAlreadyExists(err) { // a retry after the daemon died answering
 		err = s.call(ctx, "get "+name, func(c context.Context) (err error) {
-			created, err = s.d.api().GetPod(c, "default", name)
+			created, err = s.client.GetPod(c, "default", name)
 			return err
 		})
 	}
@@ -341,7 +352,7 @@ func (s *soak) cycle(ctx context.Context, name string, kind int) {
 	for {
 		var p *v1.Pod
 		err := s.call(ctx, "get "+name, func(c context.Context) (err error) {
-			p, err = s.d.api().GetPod(c, "default", name)
+			p, err = s.client.GetPod(c, "default", name)
 			return err
 		})
 		if err == nil {
@@ -358,7 +369,7 @@ func (s *soak) cycle(ctx context.Context, name string, kind int) {
 	}
 	zero := int64(0)
 	if err := s.call(ctx, "delete "+name, func(c context.Context) error {
-		_, err := s.d.api().DeletePod(c, "default", name, &zero)
+		_, err := s.client.DeletePod(c, "default", name, &zero)
 		return err
 	}); err != nil && !apierrors.IsNotFound(err) {
 		s.fail("%s: %v", name, err)
@@ -367,7 +378,7 @@ func (s *soak) cycle(ctx context.Context, name string, kind int) {
 	deadline = time.Now().Add(3 * time.Minute)
 	for {
 		err := s.call(ctx, "get "+name, func(c context.Context) error {
-			_, err := s.d.api().GetPod(c, "default", name)
+			_, err := s.client.GetPod(c, "default", name)
 			return err
 		})
 		if apierrors.IsNotFound(err) {
@@ -481,7 +492,10 @@ func (s *soak) sample() (soakSample, error) {
 	return smp, nil
 }
 
-var heapInuse = regexp.MustCompile(`(?m)^# HeapInuse = (\d+)$`)
+var (
+	heapInuse = regexp.MustCompile(`(?m)^# HeapInuse = (\d+)$`)
+	heapAlloc = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
+)
 
 // settledSample is a sample after a GC in the daemon (its heap profile
 // endpoint runs one with gc=1, and reports the live heap), once the
@@ -497,12 +511,13 @@ func (s *soak) settledSample(t *testing.T, want *soakSample) soakSample {
 		code, body, err := s.d.get("/debug/pprof/heap?debug=1&gc=1")
 		require.NoError(t, err)
 		require.Equal(t, 200, code, body)
-		m := heapInuse.FindStringSubmatch(body)
-		require.NotNil(t, m, "no HeapInuse in the heap profile")
+		alloc, inuse := heapAlloc.FindStringSubmatch(body), heapInuse.FindStringSubmatch(body)
+		require.True(t, alloc != nil && inuse != nil, "no HeapAlloc or HeapInuse in the heap profile")
 		smp, err := s.sample()
 		require.NoError(t, err)
-		inuse, _ := strconv.ParseFloat(m[1], 64)
-		smp.heapMiB = inuse / (1 << 20)
+		a, _ := strconv.ParseFloat(alloc[1], 64)
+		i, _ := strconv.ParseFloat(inuse[1], 64)
+		smp.heapMiB, smp.inuseMiB = a/(1<<20), i/(1<<20)
 		switch {
 		case time.Now().After(deadline):
 			return smp
@@ -515,6 +530,18 @@ func (s *soak) settledSample(t *testing.T, want *soakSample) soakSample {
 	}
 }
 
+// saveHeapProfile writes the daemon's heap profile, after a GC, to path:
+// `go tool pprof -sample_index=inuse_space -base heap-before.pb.gz
+// heap-after.pb.gz` names what the live heap grew by. (A daemon killed
+// meanwhile has sampled its heap only since it started again.)
+func (s *soak) saveHeapProfile(t *testing.T, path string) {
+	t.Helper()
+	code, body, err := s.d.get("/debug/pprof/heap?gc=1")
+	require.NoError(t, err)
+	require.Equal(t, 200, code, body)
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+}
+
 // withinTenPercent: the live heap, goroutines and fds of got are at most
 // 10 % above want's. RSS is reported, not held to this: Go's allocator
 // keeps freed pages until its scavenger returns them (minutes later, and
@@ -524,9 +551,12 @@ func (s *soak) settledSample(t *testing.T, want *soakSample) soakSample {
 //
 // Each figure may also exceed 10 % by a small absolute amount (soakSlack):
 // 10 % of an idle daemon's 19 goroutines or 14 fds is less than the two of
-// one kept-alive connection of the test's own API client, and 10 % of a
-// 5 MiB heap is within one GC cycle's noise; a leak grows with the pods
-// (10,000 in make soak) and passes any such constant.
+// one kept-alive connection of the test's own API client. The live heap
+// may grow by 2 MiB: the local API's watch history (api.PodWatchHistory,
+// 256 events of about 4 KiB, a whole pod each), which the warm-up's 10
+// pods fill only a fifth of, and a GC cycle's noise; a leak grows with the
+// pods and passes any such constant (but the last daemon of make soak has
+// seen only the pods since the last kill, up to 10 minutes' worth).
 func withinTenPercent(got, want soakSample) bool {
 	return got.heapMiB <= limit(want.heapMiB, soakSlack.heapMiB) &&
 		float64(got.goroutines) <= limit(float64(want.goroutines), float64(soakSlack.goroutines)) &&
@@ -534,7 +564,7 @@ func withinTenPercent(got, want soakSample) bool {
 }
 
 // soakSlack is the absolute allowance above 10 % (withinTenPercent).
-var soakSlack = soakSample{heapMiB: 1, goroutines: 4, fds: 4}
+var soakSlack = soakSample{heapMiB: 2, goroutines: 4, fds: 4}
 
 // limit is before plus 10 %, or plus slack when that is more.
 func limit(before, slack float64) float64 { return max(before*1.1, before+slack) }

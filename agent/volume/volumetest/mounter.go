@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,8 +16,11 @@ import (
 var _ volume.VolumeMounter = (*FakeMounter)(nil)
 
 // FakeMounter records tmpfs mounts instead of mounting (house style rule
-// 12); the directories stay plain.
+// 12); the directories stay plain. Its methods may be called concurrently
+// (pod workers tear pods down at the same time); read Mounts and Binds
+// once no call is running.
 type FakeMounter struct {
+	mu     sync.Mutex
 	Mounts map[string]int64 // dir → size
 	// binds maps bind targets to what their source reached at mount time.
 	Binds map[string]os.FileInfo
@@ -31,22 +35,30 @@ func (f *FakeMounter) BindMount(source, target string) error {
 	if err != nil {
 		return err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.Binds[target] = fi
 	return nil
 }
 
 func (f *FakeMounter) MountTmpfs(dir string, size int64) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.Mounts[dir] = size
 	return true, nil
 }
 
 func (f *FakeMounter) Unmount(dir string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	delete(f.Mounts, dir)
 	delete(f.Binds, dir)
 	return nil
 }
 
 func (f *FakeMounter) IsMountPoint(dir string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	_, ok := f.Mounts[dir]
 	return ok
 }
