@@ -184,20 +184,29 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		logger.Warn(nf.podSecurityNotice)
 	}
 	logger.Info("Pod Security level of local pods", "level", string(nf.podSecurityLevel))
-	cc, err := cf.dial(node.Name)
-	if err != nil {
+	if err := cf.check(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if err := kf.check(fs, cc != nil); err != nil {
+	if err := kf.check(fs, cf.kubeconfig != ""); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	// One daemon per root dir and per run dir, before anything touches
-	// the runtime or the node.
+	// the runtime or the node (or asks the cluster for a certificate).
 	locks, err := lockServeDirs(nf.rootDir, sf.runDir)
 	if err != nil {
 		return err
 	}
 	defer locks.release()
+	if err := cf.bootstrap(ctx, node.Name, nf.rootDir, logger); err != nil {
+		return err
+	}
+	cc, certs, err := cf.dial(node.Name, nf.rootDir, logger)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if certs != nil {
+		go certs.Run(ctx)
+	}
 	setServeGC(os.Getenv)
 	if sf.profiling {
 		// The heap profile samples from here on (earlyinit).
@@ -303,7 +312,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// the Node status advertises its port.
 	waitKubeletServer := func() {}
 	if cc != nil {
-		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, cg, nf.rootDir, node.Name, logger); err != nil {
+		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, cg, nf.rootDir, cf.pkiDir(nf.rootDir), node.Name, logger); err != nil {
 			return err
 		}
 	}
