@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -272,10 +273,11 @@ func waitIssued(parent context.Context, c CSRClient, name string, uid types.UID,
 	for {
 		list, err := c.List(ctx, metav1.ListOptions{FieldSelector: sel})
 		if err == nil {
-			if len(list.Items) == 0 {
+			i := slices.IndexFunc(list.Items, func(c certificatesv1.CertificateSigningRequest) bool { return c.Name == name })
+			if i < 0 {
 				return nil, fmt.Errorf("certificate signing request %s was deleted before it was issued: restart minikubelet to request a new one", name)
 			}
-			cert, err := check(&list.Items[0])
+			cert, err := check(&list.Items[i])
 			if err != nil || cert != nil {
 				return cert, err
 			}
@@ -287,6 +289,9 @@ func waitIssued(parent context.Context, c CSRClient, name string, uid types.UID,
 				w.Stop()
 				if done {
 					return cert, err
+				}
+				if ctx.Err() == nil {
+					continue
 				}
 			}
 		}
@@ -314,7 +319,10 @@ func watchIssued(ctx context.Context, w watch.Interface, name string, check func
 		case <-ctx.Done():
 			return nil, false, nil
 		case <-tick:
+			// Say so, and list again: a watch that missed an event
+			// (or a proxy that holds it) does not stall the wait.
 			progress()
+			return nil, false, nil
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				return nil, false, nil
@@ -324,7 +332,7 @@ func watchIssued(ctx context.Context, w watch.Interface, name string, check func
 				return nil, true, fmt.Errorf("certificate signing request %s was deleted before it was issued: restart minikubelet to request a new one", name)
 			case watch.Added, watch.Modified:
 				csr, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
-				if !ok {
+				if !ok || csr.Name != name {
 					continue
 				}
 				cert, err := check(csr)

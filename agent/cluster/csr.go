@@ -49,6 +49,8 @@ func NewCSRClient(cfg *rest.Config, userAgent string) (CSRClient, error) {
 	return &typedResource[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList]{
 		client: rc, name: "certificatesigningrequests",
 		newObject: func() *certificatesv1.CertificateSigningRequest { return &certificatesv1.CertificateSigningRequest{} },
-		newList:   func() *certificatesv1.CertificateSigningRequestList { return &certificatesv1.CertificateSigningRequestList{} },
+		newList: func() *certificatesv1.CertificateSigningRequestList {
+			return &certificatesv1.CertificateSigningRequestList{}
+		},
 	}, nil
 }
