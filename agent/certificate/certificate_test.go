@@ -62,7 +62,8 @@ func (ca *testCA) sign(t *testing.T, csrPEM []byte, notBefore time.Time, lifetim
 	require.NoError(t, cr.CheckSignature())
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: cr.Subject, NotBefore: notBefore, NotAfter: notBefore.Add(lifetime),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		DNSNames: cr.DNSNames, IPAddresses: cr.IPAddresses,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, cr.PublicKey, ca.key)
 	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})

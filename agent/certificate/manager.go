@@ -3,6 +3,7 @@ package certificate
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
@@ -15,6 +16,13 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 )
 
+// ServingUsages are the usages of the kubelet's serving certificate
+// request for an ECDSA key (client-go's DefaultKubeletServingGetUsages).
+var ServingUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+
+// ServerPrefix is the kubelet's name of its serving certificate pairs.
+const ServerPrefix = "kubelet-server"
+
 // ManagerConfig is what a Manager needs.
 type ManagerConfig struct {
 	// Store keeps the pairs; its current one is used first.
@@ -23,10 +31,21 @@ type ManagerConfig struct {
 	// kubeconfig's own client certificate); may be nil.
 	Initial *tls.Certificate
 	// Subject and Signer of the requests (NodeSubject,
-	// kubernetes.io/kube-apiserver-client-kubelet).
+	// kubernetes.io/kube-apiserver-client-kubelet or
+	// kubernetes.io/kubelet-serving).
 	Subject pkix.Name
 	Signer  string
 	Usages  []certificatesv1.KeyUsage
+	// SANs holds the DNSNames and IPAddresses the requests ask for (the
+	// serving certificate's: the node's addresses); a current
+	// certificate that lacks one is renewed at once.
+	SANs *x509.CertificateRequest
+	// StartEmpty allows starting without a certificate and requests one
+	// at once (the serving certificate, as the kubelet's
+	// serverTLSBootstrap); Current is nil until it is issued.
+	StartEmpty bool
+	// Name names the certificate in the logs ("client", "serving").
+	Name string
 	// Client makes the requests, with the current certificate.
 	Client CSRClient
 	// Wait bounds each request's wait (default 15 minutes, client-go's).
@@ -71,9 +90,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	default:
 		m.cert = cfg.Initial
 	}
-	if m.cert == nil {
+	if m.cert == nil && !cfg.StartEmpty {
 		return nil, errors.New("no client certificate to renew: give --kubeconfig a client certificate, or --bootstrap-kubeconfig to get one")
 	}
+	if cfg.Name == "" {
+		cfg.Name = "client"
+	}
+	m.cfg.Logger = cfg.Logger.With("certificate", cfg.Name)
 	return m, nil
 }
 
@@ -110,10 +133,29 @@ func RotationDeadline(notBefore, notAfter time.Time, r float64) time.Time {
 // subject (another node name).
 func (m *Manager) deadline() time.Time {
 	c := m.Current()
+	if c == nil {
+		return m.cfg.Now()
+	}
 	s := m.cfg.Subject
 	if c.Leaf.Subject.CommonName != s.CommonName || !containsAll(c.Leaf.Subject.Organization, s.Organization) {
-		m.cfg.Logger.Info("The client certificate's subject is not this node's; renewing now", "subject", c.Leaf.Subject.String(), "want", s.String())
+		m.cfg.Logger.Info("The certificate's subject is not this node's; renewing now", "subject", c.Leaf.Subject.String(), "want", s.String())
 		return m.cfg.Now()
+	}
+	if t := m.cfg.SANs; t != nil {
+		var ips []string
+		for _, ip := range c.Leaf.IPAddresses {
+			ips = append(ips, ip.String())
+		}
+		for _, ip := range t.IPAddresses {
+			if !slices.Contains(ips, ip.String()) {
+				m.cfg.Logger.Info("The certificate lacks an address of the node; renewing now", "missing", ip.String())
+				return m.cfg.Now()
+			}
+		}
+		if !containsAll(c.Leaf.DNSNames, t.DNSNames) {
+			m.cfg.Logger.Info("The certificate lacks a name of the node; renewing now", "have", c.Leaf.DNSNames, "want", t.DNSNames)
+			return m.cfg.Now()
+		}
 	}
 	return RotationDeadline(c.Leaf.NotBefore, c.Leaf.NotAfter, m.cfg.Rand())
 }
@@ -133,8 +175,9 @@ func containsAll(have, want []string) bool {
 func (m *Manager) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		d := m.deadline()
-		c := m.Current()
-		m.cfg.Logger.Info("Client certificate rotation scheduled", "notAfter", c.Leaf.NotAfter, "rotateAt", d, "in", d.Sub(m.cfg.Now()).Round(time.Second))
+		if c := m.Current(); c != nil {
+			m.cfg.Logger.Info("Certificate rotation scheduled", "notAfter", c.Leaf.NotAfter, "rotateAt", d, "in", d.Sub(m.cfg.Now()).Round(time.Second))
+		}
 		if !sleep(ctx, d.Sub(m.cfg.Now())) {
 			return
 		}
@@ -144,7 +187,7 @@ func (m *Manager) Run(ctx context.Context) {
 			if err == nil || ctx.Err() != nil {
 				break
 			}
-			m.cfg.Logger.Warn("Client certificate renewal failed; retrying", "err", err, "in", delay, "notAfter", m.Current().Leaf.NotAfter)
+			m.cfg.Logger.Warn("Certificate request failed; retrying", "err", err, "in", delay)
 			if !sleep(ctx, delay) {
 				return
 			}
@@ -174,7 +217,7 @@ func (m *Manager) Rotate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	csrPEM, err := makeCSR(key, m.cfg.Subject, nil)
+	csrPEM, err := makeCSR(key, m.cfg.Subject, m.cfg.SANs)
 	if err != nil {
 		return err
 	}
@@ -182,7 +225,7 @@ func (m *Manager) Rotate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.cfg.Logger.Info("Requested a new client certificate", "csr", name, "signer", m.cfg.Signer)
+	m.cfg.Logger.Info("Requested a new certificate", "csr", name, "signer", m.cfg.Signer)
 	certPEM, err := waitIssued(ctx, m.cfg.Client, name, uid, m.cfg.Signer, m.cfg.Wait, m.cfg.Logger)
 	if err != nil {
 		return err
@@ -196,10 +239,24 @@ func (m *Manager) Rotate(ctx context.Context) error {
 	m.cert = c
 	hooks := slices.Clone(m.onRotate)
 	m.mu.Unlock()
-	m.cfg.Logger.Info("Client certificate renewed", "csr", name, "notBefore", c.Leaf.NotBefore, "notAfter", c.Leaf.NotAfter,
-		"previousNotAfter", old.Leaf.NotAfter, "pem", m.cfg.Store.CurrentPath())
+	attrs := []any{"csr", name, "notBefore", c.Leaf.NotBefore, "notAfter", c.Leaf.NotAfter, "pem", m.cfg.Store.CurrentPath()}
+	if old != nil {
+		attrs = append(attrs, "previousNotAfter", old.Leaf.NotAfter)
+	}
+	m.cfg.Logger.Info("Certificate issued", attrs...)
 	for _, f := range hooks {
 		f()
 	}
 	return nil
+}
+
+// GetCertificate is the current certificate for a TLS server
+// (tls.Config.GetCertificate); an error until one is issued, as the
+// kubelet's "no serving certificate available for the kubelet".
+func (m *Manager) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := m.Current(); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("no %s certificate available yet: its CertificateSigningRequest for %s waits for approval (kube-controller-manager does not approve kubelet-serving requests: kubectl get csr; kubectl certificate approve NAME)",
+		m.cfg.Name, m.cfg.Signer)
 }

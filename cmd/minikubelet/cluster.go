@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sync"
 
@@ -31,6 +33,9 @@ type clusterFlags struct {
 	bootstrapKubeconfig string
 	certDir             string
 	rotateCertificates  bool
+	// rotateServerCertificates is serverTLSBootstrap: the kubelet
+	// server's certificate comes from the CSR API.
+	rotateServerCertificates bool
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -38,6 +43,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.nodeIP, "node-ip", "", "with --kubeconfig: the node's InternalIP address (default: the address of the default route's interface)")
 	fs.StringVar(&c.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "TLS bootstrapping: when --kubeconfig is missing or its client certificate expired, request one (CertificateSigningRequest for kubernetes.io/kube-apiserver-client-kubelet) with this kubeconfig's credentials (a bootstrap token), store it in --cert-dir and write --kubeconfig")
 	fs.StringVar(&c.certDir, "cert-dir", "", "directory of the client certificate pairs (kubelet-client-current.pem) and the kubelet server's self-signed pair (default <root-dir>/pki, as the kubelet's /var/lib/kubelet/pki)")
+	fs.BoolVar(&c.rotateServerCertificates, "rotate-server-certificates", false, "serve the kubelet server with a certificate from a CertificateSigningRequest for kubernetes.io/kubelet-serving (the node's addresses as SANs), renewed as --rotate-certificates renews the client's; someone must approve it (KubeletConfiguration serverTLSBootstrap)")
 	fs.BoolVar(&c.rotateCertificates, "rotate-certificates", false, "renew the client certificate at 70-90 % of its lifetime with a new CertificateSigningRequest, without a restart (KubeletConfiguration rotateCertificates)")
 }
 
@@ -51,6 +57,8 @@ func (c *clusterFlags) check() error {
 		return fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig (where the node's kubeconfig is written)")
 	case c.rotateCertificates:
 		return fmt.Errorf("--rotate-certificates needs --kubeconfig (the client certificate it renews)")
+	case c.rotateServerCertificates:
+		return fmt.Errorf("--rotate-server-certificates needs --kubeconfig (the kubelet server runs in cluster mode only)")
 	}
 	return nil
 }
@@ -105,6 +113,9 @@ type clusterClient struct {
 	// kubeletPort is the kubelet server's bound port, advertised in the
 	// Node status (0 before it listens).
 	kubeletPort int32
+	// servingCert gives the kubelet server's certificate when it comes
+	// from the CSR API (--rotate-server-certificates); nil otherwise.
+	servingCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
@@ -272,4 +283,49 @@ func (cc *clusterClient) runServices(ctx context.Context) {
 	if cc.services != nil {
 		cc.services.Run(ctx)
 	}
+}
+
+// servingCertificates sets up the kubelet server's certificate from the
+// CSR API, as the kubelet's serverTLSBootstrap: signer
+// kubernetes.io/kubelet-serving, CN system:node:<node>, O system:nodes,
+// the node's addresses as SANs (its InternalIP as an IP, its host name as
+// a DNS name), requested with the node's credentials, stored as
+// <cert-dir>/kubelet-server-current.pem and renewed at 70-90 % of its
+// lifetime. The kubelet takes the addresses from its Node status; here
+// they are the ones the Node is registered with (cluster.NodeAddresses).
+func (c *clusterFlags) servingCertificates(cc *clusterClient, nodeName, rootDir string, logger *slog.Logger) (*certificate.Manager, error) {
+	addrs, err := cluster.NodeAddresses(c.nodeIP, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	sans := &x509.CertificateRequest{}
+	for _, a := range addrs {
+		switch a.Type {
+		case v1.NodeInternalIP, v1.NodeExternalIP:
+			if ip := net.ParseIP(a.Address); ip != nil {
+				sans.IPAddresses = append(sans.IPAddresses, ip)
+			}
+		case v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS:
+			sans.DNSNames = append(sans.DNSNames, a.Address)
+		}
+	}
+	store, err := certificate.NewStore(c.pkiDir(rootDir), certificate.ServerPrefix)
+	if err != nil {
+		return nil, err
+	}
+	csrs, err := cluster.NewCSRClient(cc.rest, "minikubelet/"+version)
+	if err != nil {
+		return nil, err
+	}
+	return certificate.NewManager(certificate.ManagerConfig{
+		Store:      store,
+		Subject:    certificate.NodeSubject(nodeName),
+		Signer:     certificatesv1.KubeletServingSignerName,
+		Usages:     certificate.ServingUsages,
+		SANs:       sans,
+		StartEmpty: true,
+		Name:       "serving",
+		Client:     csrs,
+		Logger:     logger.With("component", "certificate"),
+	})
 }

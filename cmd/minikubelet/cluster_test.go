@@ -53,6 +53,7 @@ func TestClusterFlagsCheck(t *testing.T) {
 	require.NoError(t, (&clusterFlags{}).check())
 	require.ErrorContains(t, (&clusterFlags{bootstrapKubeconfig: "/b"}).check(), "--bootstrap-kubeconfig needs --kubeconfig")
 	require.ErrorContains(t, (&clusterFlags{rotateCertificates: true}).check(), "--rotate-certificates needs --kubeconfig")
+	require.ErrorContains(t, (&clusterFlags{rotateServerCertificates: true}).check(), "--rotate-server-certificates needs --kubeconfig")
 	require.NoError(t, (&clusterFlags{kubeconfig: "/k", bootstrapKubeconfig: "/b", rotateCertificates: true}).check())
 	require.Equal(t, "/var/lib/minikubelet/pki", (&clusterFlags{}).pkiDir("/var/lib/minikubelet"))
 	require.Equal(t, "/etc/pki", (&clusterFlags{certDir: "/etc/pki"}).pkiDir("/var/lib/minikubelet"))

@@ -88,6 +88,7 @@ var kubeletConfigFlags = map[string]kcMapping{
 	"containerLogMaxSize":              {"container-log-max-size", kcScalar},
 	"containerLogMaxFiles":             {"container-log-max-files", kcScalar},
 	"rotateCertificates":               {"rotate-certificates", kcScalar},
+	"serverTLSBootstrap":               {"rotate-server-certificates", kcScalar},
 }
 
 // kubeletConfigMatches are field values minikubelet's behaviour already

@@ -200,11 +200,14 @@ authentication2: {}
 	if got := flagValue(t, fs, "rotate-certificates"); got != "true" {
 		t.Errorf("--rotate-certificates = %q, want rotateCertificates' true", got)
 	}
+	if got := flagValue(t, fs, "rotate-server-certificates"); got != "true" {
+		t.Errorf("--rotate-server-certificates = %q, want serverTLSBootstrap's true", got)
+	}
 	if got := flagValue(t, fs, "resolv-conf"); got != "/run/systemd/resolve/resolv.conf" {
 		t.Errorf("--resolv-conf = %q, want kubeadm's systemd-resolved file", got)
 	}
 	notImpl := []string{"authentication.webhook.cacheTTL", "authorization.mode", "healthzBindAddress", "healthzPort",
-		"logging.verbosity", "maxPods", "serverTLSBootstrap"}
+		"logging.verbosity", "maxPods"}
 	want := "not implemented, ignored: " + strings.Join(notImpl, ", ") +
 		"; unknown to kubelet.config.k8s.io/v1beta1, ignored: authentication2, fooBar"
 	if warning != want {

@@ -94,6 +94,7 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		TLSCertFile:    kf.tlsCertFile,
 		TLSKeyFile:     kf.tlsKeyFile,
 		CertDir:        certDir,
+		GetCertificate: cc.servingCert,
 		ClientCAFile:   kf.clientCAFile,
 		NodeName:       nodeName,
 		NodeIPs:        ips,

@@ -49,7 +49,10 @@ It also serves the kubelet API on --port (10250) for the API server:
 kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
 /healthz, /metrics, /metrics/resource), to clients with a certificate of --client-ca-file or a
 token the API server vouches for, as the API server authorizes them.
-See the README's "Joining a cluster".
+With --bootstrap-kubeconfig (a bootstrap token, as kubeadm join writes it)
+the node first gets its client certificate through a
+CertificateSigningRequest and writes --kubeconfig; --rotate-certificates
+renews it before it expires. See the README's "Joining a cluster".
 
 Like the kubelet, the daemon removes unused images and dead containers
 (--image-gc-*, --container-gc-period) and evicts pods when the node runs
@@ -206,6 +209,17 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if certs != nil {
 		go certs.Run(ctx)
+	}
+	if cf.rotateServerCertificates {
+		if kf.tlsCertFile != "" {
+			return &exitError{code: 2, err: errors.New("--rotate-server-certificates and --tls-cert-file: give one (the serving certificate comes from the CSR API, or from the file)")}
+		}
+		serving, err := cf.servingCertificates(cc, node.Name, nf.rootDir, logger)
+		if err != nil {
+			return fmt.Errorf("--rotate-server-certificates: %w", err)
+		}
+		cc.servingCert = serving.GetCertificate
+		go serving.Run(ctx)
 	}
 	setServeGC(os.Getenv)
 	if sf.profiling {
