@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -40,6 +42,7 @@ type csrSigner struct {
 type issuedCSR struct {
 	name, user string
 	cert       *x509.Certificate
+	serving    bool
 }
 
 func (s *csrSigner) run(t *testing.T, cp *controlplane.ControlPlane, node, bootstrapUser string) {
@@ -59,8 +62,12 @@ func (s *csrSigner) run(t *testing.T, cp *controlplane.ControlPlane, node, boots
 	t.Cleanup(func() { cancel(); <-done })
 	csrs := cp.Admin.CertificatesV1().CertificateSigningRequests()
 	handle := func(csr *certificatesv1.CertificateSigningRequest) error {
-		if len(csr.Status.Conditions) > 0 || csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName {
+		serving := csr.Spec.SignerName == certificatesv1.KubeletServingSignerName
+		if len(csr.Status.Conditions) > 0 || csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName && !serving {
 			return nil
+		}
+		if serving && csr.Spec.Username != "system:node:"+node {
+			return fmt.Errorf("csr %s: a serving certificate for user %q", csr.Name, csr.Spec.Username)
 		}
 		b, _ := pem.Decode(csr.Spec.Request)
 		if b == nil {
@@ -81,9 +88,14 @@ func (s *csrSigner) run(t *testing.T, cp *controlplane.ControlPlane, node, boots
 		}
 		serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 		now := time.Now().Add(-5 * time.Second)
+		usage := x509.ExtKeyUsageClientAuth
+		if serving {
+			usage = x509.ExtKeyUsageServerAuth
+		}
 		der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
 			SerialNumber: serial, Subject: req.Subject, NotBefore: now, NotAfter: now.Add(s.lifetime),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			DNSNames: req.DNSNames, IPAddresses: req.IPAddresses,
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
 		}, caCert, req.PublicKey, caKey)
 		if err != nil {
 			return err
@@ -94,7 +106,7 @@ func (s *csrSigner) run(t *testing.T, cp *controlplane.ControlPlane, node, boots
 		}
 		cert, _ := x509.ParseCertificate(der)
 		s.mu.Lock()
-		s.issued = append(s.issued, issuedCSR{name: csr.Name, user: csr.Spec.Username, cert: cert})
+		s.issued = append(s.issued, issuedCSR{name: csr.Name, user: csr.Spec.Username, cert: cert, serving: serving})
 		s.mu.Unlock()
 		t.Logf("e2e signer: issued %s to %s (%s), valid until %s", csr.Name, csr.Spec.Username, req.Subject.CommonName, cert.NotAfter.Format(time.TimeOnly))
 		return nil
@@ -157,11 +169,14 @@ func bootstrapToken(t *testing.T, ctx context.Context, cp *controlplane.ControlP
 }
 
 // TestCluster_TLSBootstrapAndRotation: a node with only a bootstrap token
-// kubeconfig (`serve --bootstrap-kubeconfig --kubeconfig --rotate-certificates`,
+// kubeconfig (`serve --bootstrap-kubeconfig --kubeconfig --rotate-certificates
+// --rotate-server-certificates`,
 // as kubeadm join starts the kubelet) requests its client certificate
 // through a CertificateSigningRequest, writes --kubeconfig pointing at
 // <root-dir>/pki/kubelet-client-current.pem, registers and becomes Ready,
-// and runs a pod. The test approves and signs the requests with the
+// and runs a pod. With --rotate-server-certificates (serverTLSBootstrap)
+// the kubelet port presents a kubernetes.io/kubelet-serving certificate of
+// the cluster CA for the Node's InternalIP. The test approves and signs the requests with the
 // cluster CA, as kube-controller-manager's csrapproving and csrsigning
 // controllers would, with a 90 s lifetime: the node renews its certificate
 // by itself (a CSR of system:node:<node>, at 70-90 % of the lifetime) and,
@@ -182,7 +197,7 @@ func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 	kubeconfig := filepath.Join(confDir, "kubelet.conf")
 	r := newPrivateRuntime(t)
 	d := r.newDaemon(t, nil, "--node-name", node, "--kubeconfig", kubeconfig,
-		"--bootstrap-kubeconfig", bootstrapKubeconfig, "--rotate-certificates")
+		"--bootstrap-kubeconfig", bootstrapKubeconfig, "--rotate-certificates", "--rotate-server-certificates")
 	start := time.Now()
 	d.start(t)
 	cs := cp.Admin
@@ -253,11 +268,35 @@ func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 		return ""
 	})
 
+	// serverTLSBootstrap: the kubelet port presents a certificate of the
+	// cluster CA for the Node's InternalIP.
+	n := clusterNode(t, cs, node)
+	port := n.Status.DaemonEndpoints.KubeletEndpoint.Port
+	require.NotZero(t, port)
+	ip := n.Status.Addresses[0].Address
+	caPEM, err := os.ReadFile(filepath.Join(cp.Dir, "pki", "ca.crt"))
+	require.NoError(t, err)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(caPEM))
+	waitFor(t, "the kubelet port to present the CSR-issued serving certificate", scaled(30*time.Second), func() string {
+		conn, err := tls.Dial("tcp", net.JoinHostPort(ip, fmt.Sprint(port)), &tls.Config{RootCAs: roots})
+		if err != nil {
+			return err.Error()
+		}
+		defer conn.Close()
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		if leaf.Subject.CommonName != "system:node:"+node {
+			return "serving certificate " + leaf.Subject.String()
+		}
+		return ""
+	})
+	require.FileExists(t, filepath.Join(d.root, "pki", "kubelet-server-current.pem"))
+
 	// Rotation: a renewal by the node itself, then life after the first
 	// certificate expired.
 	waitFor(t, "the node to renew its client certificate", scaled(lifetime), func() string {
 		for _, c := range signer.certs() {
-			if c.user == "system:node:"+node {
+			if c.user == "system:node:"+node && !c.serving {
 				return ""
 			}
 		}
@@ -277,7 +316,7 @@ func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 		}
 		return ""
 	})
-	n := clusterNode(t, cs, node)
+	n = clusterNode(t, cs, node)
 	require.Equal(t, v1.ConditionTrue, nodeCondition(n, v1.NodeReady).Status)
 	p, err := serverPod(t, cs, "bootstrapped")
 	require.NoError(t, err)
