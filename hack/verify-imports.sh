@@ -62,5 +62,9 @@ tests=1 check "$mod/agent/source" "^$mod/agent$|^$mod/agent/(api|cluster|kubelet
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"
+# TLS bootstrapping and certificate rotation: client-go's REST and TLS
+# helpers only; the CSR client is an interface (agent/cluster implements
+# it, cmd wires them); never client-go's full clientset (issue #8).
+check "$mod/agent/certificate" "^$mod/|^k8s.io/client-go/(kubernetes|util/certificate)(/|$)" "below agent: declares its CSR client as an interface, links no clientset"
 [ "$fail" = 0 ] && echo "imports OK"
 exit "$fail"

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,35 +117,53 @@ const (
 )
 
 // NewClient builds the API server client from a kubeconfig file (its
-// current context). The file must hold credentials the API server knows
-// the node by: a client certificate (CN system:node:<name>, O
-// system:nodes), a bearer token, or an exec plugin. Bootstrap tokens (TLS
-// bootstrapping) are not supported. userAgent names the agent in the API
-// server's logs and audit.
+// current context): LoadConfig, then NewClientForConfig. userAgent names
+// the agent in the API server's logs and audit.
 func NewClient(kubeconfig, userAgent string) (API, *rest.Config, error) {
-	if _, err := os.Stat(kubeconfig); err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := LoadConfig(kubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		return nil, nil, err
 	}
-	if !hasCredentials(cfg) {
-		return nil, nil, fmt.Errorf("kubeconfig %s: its current context has no credentials: give the node a client certificate (CN system:node:<node name>, O system:nodes) or a bearer token; bootstrap tokens are not supported", kubeconfig)
-	}
-	cfg.UserAgent = userAgent
-	cfg.QPS, cfg.Burst = clientQPS, clientBurst
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	api, err := newRESTAPI(cfg)
+	api, err := NewClientForConfig(cfg, userAgent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	return api, cfg, nil
 }
 
+// LoadConfig reads a kubeconfig file (its current context). The file must
+// hold credentials the API server knows the node by: a client certificate
+// (CN system:node:<name>, O system:nodes), a bearer token, or an exec
+// plugin. A bootstrap token's kubeconfig is serve's --bootstrap-kubeconfig
+// (agent/certificate), not this one.
+func LoadConfig(kubeconfig string) (*rest.Config, error) {
+	if _, err := os.Stat(kubeconfig); err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	if !hasCredentials(cfg) {
+		return nil, fmt.Errorf("kubeconfig %s: its current context has no credentials: give the node a client certificate (CN system:node:<node name>, O system:nodes) or a bearer token, or get one with --bootstrap-kubeconfig (TLS bootstrapping)", kubeconfig)
+	}
+	return cfg, nil
+}
+
+// NewClientForConfig builds the API server client over cfg (LoadConfig's,
+// possibly with a transport that rotates the client certificate), with the
+// kubelet's rate limits and protobuf; cfg is set up in place.
+func NewClientForConfig(cfg *rest.Config, userAgent string) (API, error) {
+	cfg.UserAgent = userAgent
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return newRESTAPI(cfg)
+}
+
 // scheme knows the types the node reads and writes (core/v1,
-// coordination.k8s.io/v1, authentication.k8s.io/v1's TokenRequest) and meta's (Status, WatchEvent, list and get
+// coordination.k8s.io/v1, authentication.k8s.io/v1's TokenRequest,
+// certificates.k8s.io/v1's CertificateSigningRequest) and meta's (Status, WatchEvent, list and get
 // options): all its REST clients decode, nothing else.
 var (
 	scheme         = runtime.NewScheme()
@@ -157,6 +176,7 @@ func init() {
 	utilruntime.Must(v1.AddToScheme(scheme))
 	utilruntime.Must(coordinationv1.AddToScheme(scheme))
 	utilruntime.Must(authenticationv1.AddToScheme(scheme))
+	utilruntime.Must(certificatesv1.AddToScheme(scheme))
 }
 
 // restAPI is API over the API server: one REST client per API group,

@@ -189,6 +189,12 @@ func (h host) addresses(nodeIP, hostname string) ([]v1.NodeAddress, error) {
 	}, nil
 }
 
+// NodeAddresses are the addresses the Node is registered with (see
+// addresses): the kubelet server's serving certificate names them.
+func NodeAddresses(nodeIP, hostname string) ([]v1.NodeAddress, error) {
+	return realHost.addresses(nodeIP, hostname)
+}
+
 // errNoAddress says that no usable address was found.
 var errNoAddress = errors.New("no global unicast IPv4 address on any interface that is up: give the node's address with --node-ip")
 

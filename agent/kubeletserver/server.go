@@ -43,6 +43,10 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// CertDir holds the self-signed pair (kubelet.crt, kubelet.key).
 	CertDir string
+	// GetCertificate, when set, gives the serving certificate at each
+	// handshake instead of the files or the self-signed pair (the
+	// certificate the CSR API issued: serverTLSBootstrap).
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// ClientCAFile is the PEM bundle client certificates must chain to;
 	// "" accepts no client certificate (bearer tokens only).
 	ClientCAFile string
@@ -138,19 +142,23 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		}
 		s.authn.clientCAs = pool
 	}
-	certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
-	if certFile == "" {
-		var err error
-		if certFile, keyFile, err = selfSigned(cfg.CertDir, cfg.NodeName, cfg.NodeIPs, time.Now()); err != nil {
-			return nil, fmt.Errorf("kubelet server: self-signed certificate: %w", err)
+	getCert := cfg.GetCertificate
+	if getCert == nil {
+		certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
+		if certFile == "" {
+			var err error
+			if certFile, keyFile, err = selfSigned(cfg.CertDir, cfg.NodeName, cfg.NodeIPs, time.Now()); err != nil {
+				return nil, fmt.Errorf("kubelet server: self-signed certificate: %w", err)
+			}
 		}
-	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet server: serving certificate: %w", err)
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet server: serving certificate: %w", err)
+		}
+		getCert = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil }
 	}
 	s.tls = &tls.Config{
-		Certificates: []tls.Certificate{pair},
+		GetCertificate: getCert,
 		// Asked for, verified by the authenticator: a certificate of
 		// another CA is then a 401 like a missing one, not a failed
 		// handshake, and a token may still authenticate the request.

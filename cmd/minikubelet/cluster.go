@@ -2,17 +2,24 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"path/filepath"
 	"sync"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/certificate"
 	"github.com/minikubelet/minikubelet/agent/cluster"
 )
 
@@ -21,11 +28,70 @@ import (
 type clusterFlags struct {
 	kubeconfig string
 	nodeIP     string
+	// TLS bootstrapping and client certificate rotation (the kubelet's
+	// flags; agent/certificate).
+	bootstrapKubeconfig string
+	certDir             string
+	rotateCertificates  bool
+	// rotateServerCertificates is serverTLSBootstrap: the kubelet
+	// server's certificate comes from the CSR API.
+	rotateServerCertificates bool
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "join a Kubernetes cluster: a kubeconfig with this node's credentials (client certificate with CN system:node:<node-name> and O system:nodes, or a token); the node registers there and keeps its Node status and Lease")
 	fs.StringVar(&c.nodeIP, "node-ip", "", "with --kubeconfig: the node's InternalIP address (default: the address of the default route's interface)")
+	fs.StringVar(&c.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "TLS bootstrapping: when --kubeconfig is missing or its client certificate expired, request one (CertificateSigningRequest for kubernetes.io/kube-apiserver-client-kubelet) with this kubeconfig's credentials (a bootstrap token), store it in --cert-dir and write --kubeconfig")
+	fs.StringVar(&c.certDir, "cert-dir", "", "directory of the client certificate pairs (kubelet-client-current.pem) and the kubelet server's self-signed pair (default <root-dir>/pki, as the kubelet's /var/lib/kubelet/pki)")
+	fs.BoolVar(&c.rotateServerCertificates, "rotate-server-certificates", false, "serve the kubelet server with a certificate from a CertificateSigningRequest for kubernetes.io/kubelet-serving (the node's addresses as SANs), renewed as --rotate-certificates renews the client's; someone must approve it (KubeletConfiguration serverTLSBootstrap)")
+	fs.BoolVar(&c.rotateCertificates, "rotate-certificates", false, "renew the client certificate at 70-90 % of its lifetime with a new CertificateSigningRequest, without a restart (KubeletConfiguration rotateCertificates)")
+}
+
+// check refuses the bootstrap flags without --kubeconfig.
+func (c *clusterFlags) check() error {
+	if c.kubeconfig != "" {
+		return nil
+	}
+	switch {
+	case c.bootstrapKubeconfig != "":
+		return fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig (where the node's kubeconfig is written)")
+	case c.rotateCertificates:
+		return fmt.Errorf("--rotate-certificates needs --kubeconfig (the client certificate it renews)")
+	case c.rotateServerCertificates:
+		return fmt.Errorf("--rotate-server-certificates needs --kubeconfig (the kubelet server runs in cluster mode only)")
+	}
+	return nil
+}
+
+// pkiDir is --cert-dir, by default <root-dir>/pki: the kubelet's default
+// /var/lib/kubelet/pki is its root dir's pki, and this root dir's pki
+// already holds the kubelet server's self-signed pair (kubelet.crt, as
+// the kubelet's cert dir does) and the local API's CA.
+func (c *clusterFlags) pkiDir(rootDir string) string {
+	if c.certDir != "" {
+		return c.certDir
+	}
+	return filepath.Join(rootDir, "pki")
+}
+
+// bootstrap runs TLS bootstrapping when --bootstrap-kubeconfig is given
+// (certificate.Bootstrap: nothing to do while --kubeconfig's certificate
+// is valid).
+func (c *clusterFlags) bootstrap(ctx context.Context, nodeName, rootDir string, logger *slog.Logger) error {
+	if c.bootstrapKubeconfig == "" {
+		return nil
+	}
+	_, err := certificate.Bootstrap(ctx, certificate.BootstrapConfig{
+		Kubeconfig:          c.kubeconfig,
+		BootstrapKubeconfig: c.bootstrapKubeconfig,
+		CertDir:             c.pkiDir(rootDir),
+		NodeName:            nodeName,
+		NewCSRClient: func(cfg *rest.Config) (certificate.CSRClient, error) {
+			return cluster.NewCSRClient(cfg, "minikubelet/"+version)
+		},
+		Logger: logger,
+	})
+	return err
 }
 
 // clusterClient is the API server connection serve prepared before
@@ -47,30 +113,85 @@ type clusterClient struct {
 	// kubeletPort is the kubelet server's bound port, advertised in the
 	// Node status (0 before it listens).
 	kubeletPort int32
+	// servingCert gives the kubelet server's certificate when it comes
+	// from the CSR API (--rotate-server-certificates); nil otherwise.
+	servingCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 }
 
 // dial reads the kubeconfig and checks it against the node name; nil when
-// no kubeconfig was given.
-func (c *clusterFlags) dial(nodeName string) (*clusterClient, error) {
+// no kubeconfig was given. With --rotate-certificates the client's
+// transport presents the certificate the returned manager renews (nil
+// without).
+func (c *clusterFlags) dial(nodeName, rootDir string, logger *slog.Logger) (*clusterClient, *certificate.Manager, error) {
 	if c.kubeconfig == "" {
 		if c.nodeIP != "" {
-			return nil, fmt.Errorf("--node-ip needs --kubeconfig (it is the address of the Node object)")
+			return nil, nil, fmt.Errorf("--node-ip needs --kubeconfig (it is the address of the Node object)")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
-	cs, cfg, err := cluster.NewClient(c.kubeconfig, "minikubelet/"+version)
+	cfg, err := cluster.LoadConfig(c.kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	if err := cluster.CheckNodeIdentity(cfg, nodeName); err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	var mgr *certificate.Manager
+	if c.rotateCertificates {
+		if mgr, err = c.rotation(cfg, nodeName, rootDir, logger); err != nil {
+			return nil, nil, fmt.Errorf("--rotate-certificates: %w", err)
+		}
+	}
+	cs, err := cluster.NewClientForConfig(cfg, "minikubelet/"+version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig %s: %w", c.kubeconfig, err)
 	}
 	tokens, err := cluster.NewTokenSource(cs)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
 	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, rest: cfg, services: cluster.NewServiceLister(cs, nil),
-		events: cluster.NewEventRecorder(cs, nodeName, nil, nil)}, nil
+		events: cluster.NewEventRecorder(cs, nodeName, nil, nil)}, mgr, nil
+}
+
+// rotation sets up the renewal of the kubeconfig's client certificate:
+// the manager starts from <cert-dir>/kubelet-client-current.pem, or the
+// kubeconfig's own pair, and cfg's transport presents its current one.
+// Renewals are requested with the current certificate, as the kubelet's
+// once it has one.
+func (c *clusterFlags) rotation(cfg *rest.Config, nodeName, rootDir string, logger *slog.Logger) (*certificate.Manager, error) {
+	store, err := certificate.NewStore(c.pkiDir(rootDir), certificate.ClientPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var initial *tls.Certificate
+	if tc, err := cfg.TransportConfig(); err == nil {
+		if _, err := transport.TLSConfigFor(tc); err == nil && len(tc.TLS.CertData) > 0 { // loads the files
+			if pair, err := tls.X509KeyPair(tc.TLS.CertData, tc.TLS.KeyData); err == nil {
+				initial = &pair
+			}
+		}
+	}
+	mgr, err := certificate.NewManager(certificate.ManagerConfig{
+		Store:   store,
+		Initial: initial,
+		Subject: certificate.NodeSubject(nodeName),
+		Signer:  certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Usages:  certificate.ClientUsages,
+		Logger:  logger.With("component", "certificate"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := certificate.UseRotatingCertificate(cfg, mgr); err != nil {
+		return nil, err
+	}
+	csrs, err := cluster.NewCSRClient(cfg, "minikubelet/"+version)
+	if err != nil {
+		return nil, err
+	}
+	mgr.SetClient(csrs)
+	return mgr, nil
 }
 
 // startCluster starts the node agent (Node registration, status, lease) in
@@ -162,4 +283,49 @@ func (cc *clusterClient) runServices(ctx context.Context) {
 	if cc.services != nil {
 		cc.services.Run(ctx)
 	}
+}
+
+// servingCertificates sets up the kubelet server's certificate from the
+// CSR API, as the kubelet's serverTLSBootstrap: signer
+// kubernetes.io/kubelet-serving, CN system:node:<node>, O system:nodes,
+// the node's addresses as SANs (its InternalIP as an IP, its host name as
+// a DNS name), requested with the node's credentials, stored as
+// <cert-dir>/kubelet-server-current.pem and renewed at 70-90 % of its
+// lifetime. The kubelet takes the addresses from its Node status; here
+// they are the ones the Node is registered with (cluster.NodeAddresses).
+func (c *clusterFlags) servingCertificates(cc *clusterClient, nodeName, rootDir string, logger *slog.Logger) (*certificate.Manager, error) {
+	addrs, err := cluster.NodeAddresses(c.nodeIP, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	sans := &x509.CertificateRequest{}
+	for _, a := range addrs {
+		switch a.Type {
+		case v1.NodeInternalIP, v1.NodeExternalIP:
+			if ip := net.ParseIP(a.Address); ip != nil {
+				sans.IPAddresses = append(sans.IPAddresses, ip)
+			}
+		case v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS:
+			sans.DNSNames = append(sans.DNSNames, a.Address)
+		}
+	}
+	store, err := certificate.NewStore(c.pkiDir(rootDir), certificate.ServerPrefix)
+	if err != nil {
+		return nil, err
+	}
+	csrs, err := cluster.NewCSRClient(cc.rest, "minikubelet/"+version)
+	if err != nil {
+		return nil, err
+	}
+	return certificate.NewManager(certificate.ManagerConfig{
+		Store:      store,
+		Subject:    certificate.NodeSubject(nodeName),
+		Signer:     certificatesv1.KubeletServingSignerName,
+		Usages:     certificate.ServingUsages,
+		SANs:       sans,
+		StartEmpty: true,
+		Name:       "serving",
+		Client:     csrs,
+		Logger:     logger.With("component", "certificate"),
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -33,15 +34,29 @@ func TestClusterFlagsDial(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cc, err := tt.flags.dial("node-a")
+			cc, mgr, err := tt.flags.dial("node-a", t.TempDir(), slog.New(slog.DiscardHandler))
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
 			require.Equal(t, tt.wantNil, cc == nil)
+			require.Nil(t, mgr, "no rotation without --rotate-certificates")
 		})
 	}
+}
+
+// The bootstrap and rotation flags need --kubeconfig (where the node's
+// kubeconfig is written, the certificate renewed); --cert-dir defaults to
+// <root-dir>/pki.
+func TestClusterFlagsCheck(t *testing.T) {
+	require.NoError(t, (&clusterFlags{}).check())
+	require.ErrorContains(t, (&clusterFlags{bootstrapKubeconfig: "/b"}).check(), "--bootstrap-kubeconfig needs --kubeconfig")
+	require.ErrorContains(t, (&clusterFlags{rotateCertificates: true}).check(), "--rotate-certificates needs --kubeconfig")
+	require.ErrorContains(t, (&clusterFlags{rotateServerCertificates: true}).check(), "--rotate-server-certificates needs --kubeconfig")
+	require.NoError(t, (&clusterFlags{kubeconfig: "/k", bootstrapKubeconfig: "/b", rotateCertificates: true}).check())
+	require.Equal(t, "/var/lib/minikubelet/pki", (&clusterFlags{}).pkiDir("/var/lib/minikubelet"))
+	require.Equal(t, "/etc/pki", (&clusterFlags{certDir: "/etc/pki"}).pkiDir("/var/lib/minikubelet"))
 }
 
 // TestBinaryLinksNoFullClientset guards issue #8's findings: client-go's

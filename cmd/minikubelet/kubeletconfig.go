@@ -87,6 +87,8 @@ var kubeletConfigFlags = map[string]kcMapping{
 	"allowedUnsafeSysctls":             {"allowed-unsafe-sysctls", kcList},
 	"containerLogMaxSize":              {"container-log-max-size", kcScalar},
 	"containerLogMaxFiles":             {"container-log-max-files", kcScalar},
+	"rotateCertificates":               {"rotate-certificates", kcScalar},
+	"serverTLSBootstrap":               {"rotate-server-certificates", kcScalar},
 }
 
 // kubeletConfigMatches are field values minikubelet's behaviour already
@@ -367,5 +369,4 @@ func (a *kubeadmAliases) register(fs *flag.FlagSet) {
 	// configured one (containerd's sandbox_image) is used, as with the
 	// kubelet since 1.27 where the flag only pins the image against GC.
 	ignored("pod-infra-container-image", "the runtime's sandbox image is used")
-	ignored("bootstrap-kubeconfig", "TLS bootstrapping is not implemented; give --kubeconfig with this node's credentials")
 }

@@ -197,11 +197,17 @@ authentication2: {}
 	if got := flagValue(t, fs, "cgroup-driver"); got != "systemd" {
 		t.Errorf("--cgroup-driver = %q, want systemd", got)
 	}
+	if got := flagValue(t, fs, "rotate-certificates"); got != "true" {
+		t.Errorf("--rotate-certificates = %q, want rotateCertificates' true", got)
+	}
+	if got := flagValue(t, fs, "rotate-server-certificates"); got != "true" {
+		t.Errorf("--rotate-server-certificates = %q, want serverTLSBootstrap's true", got)
+	}
 	if got := flagValue(t, fs, "resolv-conf"); got != "/run/systemd/resolve/resolv.conf" {
 		t.Errorf("--resolv-conf = %q, want kubeadm's systemd-resolved file", got)
 	}
 	notImpl := []string{"authentication.webhook.cacheTTL", "authorization.mode", "healthzBindAddress", "healthzPort",
-		"logging.verbosity", "maxPods", "rotateCertificates", "serverTLSBootstrap"}
+		"logging.verbosity", "maxPods"}
 	want := "not implemented, ignored: " + strings.Join(notImpl, ", ") +
 		"; unknown to kubelet.config.k8s.io/v1beta1, ignored: authentication2, fooBar"
 	if warning != want {
@@ -314,6 +320,8 @@ func TestKubeadmFlagAliases(t *testing.T) {
 		"node-name":        "worker-1",
 		"node-ip":          "192.0.2.7",
 		"kubeconfig":       "/etc/kubernetes/kubelet.conf",
+		// kubeadm-flags.env's TLS bootstrapping flag is implemented.
+		"bootstrap-kubeconfig": "/etc/kubernetes/bootstrap-kubelet.conf",
 	} {
 		if got := flagValue(t, fs, name); got != v {
 			t.Errorf("--%s = %q, want %q", name, got, v)
@@ -325,7 +333,6 @@ func TestKubeadmFlagAliases(t *testing.T) {
 	joined := strings.Join(ka.notices, "\n")
 	for name, want := range map[string]string{
 		"pod-infra-container-image": "--pod-infra-container-image=registry.k8s.io/pause:3.10 is not used: the runtime's sandbox image",
-		"bootstrap-kubeconfig":      "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf is not used",
 	} {
 		if !strings.HasPrefix(fs.Lookup(name).Usage, "accepted") {
 			continue // implemented by a flag of its own

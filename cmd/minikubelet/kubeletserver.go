@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +75,7 @@ func (k *kubeletServerFlags) check(fs *flag.FlagSet, cluster bool) error {
 // (the Node status advertises it), then serves until ctx ends; wait blocks
 // until it stopped.
 func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServerFlags, nodeIP string, d *agent.Daemon,
-	rt *cri.Instrumented, cg cgroups.Manager, rootDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
+	rt *cri.Instrumented, cg cgroups.Manager, rootDir, certDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
 	reviewer, err := kubeletserver.NewReviewer(cc.rest)
 	if err != nil {
 		return nil, err
@@ -94,7 +93,8 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		Port:           kf.port,
 		TLSCertFile:    kf.tlsCertFile,
 		TLSKeyFile:     kf.tlsKeyFile,
-		CertDir:        filepath.Join(rootDir, "pki"),
+		CertDir:        certDir,
+		GetCertificate: cc.servingCert,
 		ClientCAFile:   kf.clientCAFile,
 		NodeName:       nodeName,
 		NodeIPs:        ips,

@@ -49,7 +49,10 @@ It also serves the kubelet API on --port (10250) for the API server:
 kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
 /healthz, /metrics, /metrics/resource), to clients with a certificate of --client-ca-file or a
 token the API server vouches for, as the API server authorizes them.
-See the README's "Joining a cluster".
+With --bootstrap-kubeconfig (a bootstrap token, as kubeadm join writes it)
+the node first gets its client certificate through a
+CertificateSigningRequest and writes --kubeconfig; --rotate-certificates
+renews it before it expires. See the README's "Joining a cluster".
 
 Like the kubelet, the daemon removes unused images and dead containers
 (--image-gc-*, --container-gc-period) and evicts pods when the node runs
@@ -184,20 +187,40 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		logger.Warn(nf.podSecurityNotice)
 	}
 	logger.Info("Pod Security level of local pods", "level", string(nf.podSecurityLevel))
-	cc, err := cf.dial(node.Name)
-	if err != nil {
+	if err := cf.check(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if err := kf.check(fs, cc != nil); err != nil {
+	if err := kf.check(fs, cf.kubeconfig != ""); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	// One daemon per root dir and per run dir, before anything touches
-	// the runtime or the node.
+	// the runtime or the node (or asks the cluster for a certificate).
 	locks, err := lockServeDirs(nf.rootDir, sf.runDir)
 	if err != nil {
 		return err
 	}
 	defer locks.release()
+	if err := cf.bootstrap(ctx, node.Name, nf.rootDir, logger); err != nil {
+		return err
+	}
+	cc, certs, err := cf.dial(node.Name, nf.rootDir, logger)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if certs != nil {
+		go certs.Run(ctx)
+	}
+	if cf.rotateServerCertificates {
+		if kf.tlsCertFile != "" {
+			return &exitError{code: 2, err: errors.New("--rotate-server-certificates and --tls-cert-file: give one (the serving certificate comes from the CSR API, or from the file)")}
+		}
+		serving, err := cf.servingCertificates(cc, node.Name, nf.rootDir, logger)
+		if err != nil {
+			return fmt.Errorf("--rotate-server-certificates: %w", err)
+		}
+		cc.servingCert = serving.GetCertificate
+		go serving.Run(ctx)
+	}
 	setServeGC(os.Getenv)
 	if sf.profiling {
 		// The heap profile samples from here on (earlyinit).
@@ -303,7 +326,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// the Node status advertises its port.
 	waitKubeletServer := func() {}
 	if cc != nil {
-		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, cg, nf.rootDir, node.Name, logger); err != nil {
+		if waitKubeletServer, err = startKubeletServer(ctx, cc, kf, cf.nodeIP, d, inst, cg, nf.rootDir, cf.pkiDir(nf.rootDir), node.Name, logger); err != nil {
 			return err
 		}
 	}

@@ -28,7 +28,9 @@
 #   DIR/{etcd,kube-apiserver}.{log,pid}
 #
 # The apiserver runs with --authorization-mode=Node,RBAC, the NodeRestriction
-# and ServiceAccount admission plugins, and the API aggregation layer
+# and ServiceAccount admission plugins, bootstrap tokens
+# (--enable-bootstrap-token-auth: a token Secret in kube-system, as kubeadm
+# makes, authenticates TLS bootstrapping), and the API aggregation layer
 # (--requestheader-*, --proxy-client-*; --enable-aggregator-routing, since
 # no kube-proxy makes Service IPs reachable: the aggregator dials the
 # endpoints of an APIService's Service itself); what the missing controller-manager
@@ -246,7 +248,7 @@ else
 		--kubelet-preferred-address-types InternalIP \
 		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
 		--service-cluster-ip-range "$SERVICE_CIDR" \
-		--authorization-mode Node,RBAC \
+		--authorization-mode Node,RBAC --enable-bootstrap-token-auth \
 		--enable-admission-plugins NodeRestriction,ServiceAccount \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
