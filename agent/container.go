@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -157,59 +158,6 @@ func mountPropagation(m *v1.MountPropagationMode) runtimeapi.MountPropagation {
 	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
-// linuxResources converts CPU and memory requests and limits as the kubelet
-// does (kubelet-facts §5.3, §5.4). The oom_score_adj and the pod-level
-// cgroups are the QoS issue's (#4).
-func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := &runtimeapi.LinuxContainerResources{}
-	cpuReq, hasReq := c.Resources.Requests[v1.ResourceCPU]
-	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
-	switch {
-	case hasReq:
-		r.CpuShares = milliCPUToShares(cpuReq.MilliValue())
-	case hasLim:
-		r.CpuShares = milliCPUToShares(cpuLim.MilliValue())
-	default:
-		r.CpuShares = minShares
-	}
-	if hasLim {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = milliCPUToQuota(cpuLim.MilliValue(), quotaPeriod)
-	}
-	if mem, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = mem.Value()
-	}
-	return r
-}
-
-// Constants of pkg/kubelet/cm/helpers_linux.go (kubelet-facts §5.4).
-const (
-	minShares     = 2
-	maxShares     = 262144
-	sharesPerCPU  = 1024
-	milliPerCPU   = 1000
-	quotaPeriod   = 100000
-	minQuotaValue = 1000
-)
-
-func milliCPUToShares(m int64) int64 {
-	if m == 0 {
-		return minShares
-	}
-	if m > maxShares*milliPerCPU/sharesPerCPU {
-		return maxShares // before m*sharesPerCPU can overflow to a negative
-	}
-	s := m * sharesPerCPU / milliPerCPU
-	return min(max(s, minShares), maxShares)
-}
-
-func milliCPUToQuota(m, period int64) int64 {
-	if m == 0 {
-		return 0
-	}
-	return max(m*period/milliPerCPU, minQuotaValue)
-}
-
 // generateContainerConfig converts one container into its CRI config.
 func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, imageRef, podIP string, volPaths map[string]string) (*runtimeapi.ContainerConfig, error) {
 	env, envMap, _, err := a.containerEnv(pod, c, podIP) // envvars.go
@@ -240,16 +188,11 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	}
 	a.volumes().ReadOnlyDataMounts(pod, mounts) // agent/volume
 	// The effective security context (security.go).
-	sc, err := a.containerSecurityContext(pod, c)
+	sc, err := podspec.ContainerSecurityContext(pod, c, a.seccompProfileRoot())
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
-	annotations := containerAnnotations(pod, c, restartCount, ctype)
-	// TODO(minikubelet): move into containerAnnotations (labels.go) with
-	// the other restore-from-annotations keys (issue #3).
-	if h := preStopAnnotation(c); h != "" {
-		annotations[annotationPreStopHandler] = h
-	}
+	annotations := podspec.ContainerAnnotations(pod, c, restartCount, ctype)
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Stdin:       c.Stdin,
@@ -261,11 +204,11 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		WorkingDir:  c.WorkingDir,
 		Envs:        env,
 		Mounts:      mounts,
-		Labels:      containerLabels(pod, c, a.cfg.AgentID),
+		Labels:      podspec.ContainerLabels(pod, c, a.cfg.AgentID),
 		Annotations: annotations,
 		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       a.containerResources(pod, c),
+			Resources:       podspec.ContainerResources(pod, c, a.memoryCapacity()),
 			SecurityContext: sc,
 		},
 	}, nil
@@ -433,14 +376,11 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 	return nil
 }
 
-// containerResources are the container's CRI resources plus its
-// oom_score_adj from the pod's QoS class and the node's memory capacity.
-func (a *Agent) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := linuxResources(c)
-	var capacity int64
+// memoryCapacity is the node's memory capacity in bytes (0: unknown), for
+// the containers' oom_score_adj.
+func (a *Agent) memoryCapacity() int64 {
 	if m, ok := a.cfg.Node.Capacity[v1.ResourceMemory]; ok {
-		capacity = m.Value()
+		return m.Value()
 	}
-	r.OomScoreAdj = containerOOMScoreAdj(pod, c, capacity)
-	return r
+	return 0
 }

@@ -19,71 +19,6 @@ func testAgent(t *testing.T, resolv string) *Agent {
 	return New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: path, Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
 }
 
-func TestGeneratePodSandboxConfig(t *testing.T) {
-	a := testAgent(t, "# comment\nnameserver 10.0.0.2\nnameserver 10.0.0.3 ; trailing\nsearch corp.example example\noptions ndots:2 edns0\n")
-	pod := testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: shop, uid: 11111111-2222-3333-4444-555555555555, labels: {app: web}, annotations: {note: hi}}
-spec:
-  hostname: front
-  containers:
-  - name: web
-    image: reg/web:1
-    ports:
-    - {containerPort: 8080, hostPort: 18080}
-    - {containerPort: 53, hostPort: 5353, protocol: UDP, hostIP: 127.0.0.1}
-    - {containerPort: 9090}
-`)
-	cfg, err := a.generatePodSandboxConfig(pod, 3)
-	require.NoError(t, err)
-	assert.Equal(t, &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "shop", Uid: "11111111-2222-3333-4444-555555555555", Attempt: 3}, cfg.Metadata)
-	assert.Equal(t, filepath.Join(a.cfg.PodLogDir, "shop_web_11111111-2222-3333-4444-555555555555"), cfg.LogDirectory)
-	assert.Equal(t, "front", cfg.Hostname)
-	assert.Equal(t, []string{"10.0.0.2", "10.0.0.3"}, cfg.DnsConfig.Servers)
-	assert.Equal(t, []string{"corp.example", "example"}, cfg.DnsConfig.Searches)
-	assert.Equal(t, []string{"ndots:2", "edns0"}, cfg.DnsConfig.Options)
-	require.Len(t, cfg.PortMappings, 2, "only ports with a hostPort are mapped")
-	assert.Equal(t, &runtimeapi.PortMapping{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 8080, HostPort: 18080}, cfg.PortMappings[0])
-	assert.Equal(t, &runtimeapi.PortMapping{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"}, cfg.PortMappings[1])
-	assert.Equal(t, "web", cfg.Labels["app"])
-	assert.Equal(t, "minikubelet", cfg.Labels[labelManagedBy])
-	assert.Equal(t, map[string]string{"note": "hi", annotationQOSClass: "BestEffort", annotationCPURequest: "0"}, cfg.Annotations,
-		"the pod's annotations plus what the QoS tiers are computed from")
-	ns := cfg.Linux.SecurityContext.NamespaceOptions
-	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Network)
-	assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, ns.Pid, "PID namespace per container unless asked")
-	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Ipc)
-}
-
-func TestGeneratePodSandboxConfig_HostNamespaces(t *testing.T) {
-	a := testAgent(t, "nameserver 1.1.1.1\n")
-	pod := testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: host}
-spec:
-  hostNetwork: true
-  hostPID: true
-  hostIPC: true
-  containers: [{name: c, image: reg/c:1}]
-`)
-	cfg, err := a.generatePodSandboxConfig(pod, 0)
-	require.NoError(t, err)
-	ns := cfg.Linux.SecurityContext.NamespaceOptions
-	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Network)
-	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Pid)
-	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Ipc)
-	assert.Empty(t, cfg.Hostname, "a host-network pod keeps the node's hostname")
-	assert.Nil(t, cfg.DnsConfig, "a host-network pod uses the node's resolv.conf")
-}
-
-func TestPodHostname_Truncated(t *testing.T) {
-	pod := &v1.Pod{}
-	pod.Name = "a123456789b123456789c123456789d123456789e123456789f123456789g12-x"
-	assert.Equal(t, "a123456789b123456789c123456789d123456789e123456789f123456789g12", podHostname(pod))
-}
-
 func TestGenerateContainerConfig(t *testing.T) {
 	a := testAgent(t, "")
 	pod := testPod(t, `
@@ -149,37 +84,6 @@ spec:
 		labelPodName: "web", labelPodNamespace: "shop", labelPodUID: "11111111-2222-3333-4444-555555555555",
 		labelContainerName: "app", labelManagedBy: "minikubelet", labelAgent: a.cfg.AgentID,
 	}, cfg.Labels)
-}
-
-func TestLinuxResources(t *testing.T) {
-	cases := []struct {
-		name                    string
-		yaml                    string
-		shares, quota, memLimit int64
-	}{
-		{"best effort", `{}`, 2, 0, 0},
-		{"request only", `{requests: {cpu: 100m}}`, 102, 0, 0},
-		{"limit only sets shares from the limit", `{limits: {cpu: "1"}}`, 1024, 100000, 0},
-		{"tiny limit gets the minimum quota", `{limits: {cpu: 5m, memory: 1Gi}}`, 5, 1000, 1 << 30},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: r}\nspec:\n  containers: [{name: c, image: reg/c:1, resources: "+tc.yaml+"}]\n")
-			r := linuxResources(&pod.Spec.Containers[0])
-			assert.Equal(t, tc.shares, r.CpuShares, "shares")
-			assert.Equal(t, tc.quota, r.CpuQuota, "quota")
-			assert.Equal(t, tc.memLimit, r.MemoryLimitInBytes, "memory")
-		})
-	}
-}
-
-func TestMilliCPUConversions(t *testing.T) {
-	for m, want := range map[int64]int64{0: 2, 1: 2, 100: 102, 250: 256, 1000: 1024, 1000000: 262144} {
-		assert.Equal(t, want, milliCPUToShares(m), "shares(%dm)", m)
-	}
-	for m, want := range map[int64]int64{0: 0, 5: 1000, 10: 1000, 500: 50000, 2000: 200000} {
-		assert.Equal(t, want, milliCPUToQuota(m, 100000), "quota(%dm)", m)
-	}
 }
 
 func TestRestartCountFromLogs(t *testing.T) {

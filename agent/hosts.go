@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
@@ -107,7 +108,7 @@ func (a *Agent) hostsMount(pod *v1.Pod, c *v1.Container, podIP string) (*runtime
 		if podIP == "" {
 			return nil, nil
 		}
-		host, domain := podHostnameAndDomain(pod, a.cfg.ClusterDomain)
+		host, domain := podspec.PodHostnameAndDomain(pod, a.cfg.ClusterDomain)
 		content = managedHostsContent([]string{podIP}, host, domain, pod.Spec.HostAliases)
 	}
 	path := a.hostsFilePath(pod)
