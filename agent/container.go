@@ -97,68 +97,9 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	return ref, nil, nil
 }
 
-// pinFunc pins the subPath sub of the index-th volumeMount of a container
-// inside the volume at root and returns the host path to mount: the
-// agent's is agent/volume's PinSubPath (subpath_pin.go).
-type pinFunc func(index int, volume, root, sub string) (string, error)
-
-// mountsFor maps the container's volumeMounts onto host paths: subPath
-// (or subPathExpr, expanded against the container's environment) selects a
-// path inside the volume, which pin opens beneath the volume's root
-// (creating missing directories) and pins; mountPropagation becomes the
-// CRI propagation mode.
-func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]string, pin pinFunc) ([]*runtimeapi.Mount, error) {
-	var out []*runtimeapi.Mount
-	for i, m := range c.VolumeMounts {
-		hp, ok := volPaths[m.Name]
-		if !ok {
-			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
-		}
-		sub := m.SubPath
-		if m.SubPathExpr != "" {
-			sub = expandVars(m.SubPathExpr, func(name string) (string, bool) {
-				v, ok := env[name]
-				return v, ok
-			})
-			if strings.Contains(sub, "$(") {
-				return nil, fmt.Errorf("volumeMount %q: subPathExpr %q refers to an undefined variable", m.Name, m.SubPathExpr)
-			}
-		}
-		if sub != "" {
-			if err := volume.CheckSubPath(sub); err != nil {
-				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
-			}
-			p, err := pin(i, m.Name, hp, sub)
-			if err != nil {
-				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
-			}
-			hp = p
-		}
-		out = append(out, &runtimeapi.Mount{
-			ContainerPath: m.MountPath,
-			HostPath:      hp,
-			Readonly:      m.ReadOnly,
-			Propagation:   mountPropagation(m.MountPropagation),
-		})
-	}
-	return out, nil
-}
-
-// mountPropagation maps the API's mode to the CRI's (None is private).
-func mountPropagation(m *v1.MountPropagationMode) runtimeapi.MountPropagation {
-	if m == nil {
-		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
-	}
-	switch *m {
-	case v1.MountPropagationHostToContainer:
-		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
-	case v1.MountPropagationBidirectional:
-		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
-	}
-	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
-}
-
-// generateContainerConfig converts one container into its CRI config.
+// generateContainerConfig converts one container into its CRI config
+// (podspec.ContainerConfig) from the environment, the volume mounts it
+// prepares and the node's facts.
 func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, imageRef, podIP string, volPaths map[string]string) (*runtimeapi.ContainerConfig, error) {
 	env, envMap, _, err := a.containerEnv(pod, c, podIP) // envvars.go
 	if err != nil {
@@ -170,7 +111,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	// group.
 	for _, m := range c.VolumeMounts {
 		root := volPaths[m.Name]
-		if mountPropagation(m.MountPropagation) != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
+		if podspec.MountPropagation(m.MountPropagation) != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
 			if err := volume.MakeRShared(root); err != nil {
 				return nil, newReasonError(ErrCreateContainerConfig, "volumeMount %q: %v", m.Name, err)
 			}
@@ -181,37 +122,27 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	pin := func(index int, volume, root, sub string) (string, error) {
 		return a.volumes().PinSubPath(pod, c.Name, volume, root, sub, index)
 	}
-	mounts, err := mountsFor(c, volPaths, envMap, pin)
+	mounts, err := podspec.Mounts(c, volPaths, envMap, pin)
 	if err != nil {
 		_ = a.volumes().UnpinSubPaths(pod, c.Name)
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	a.volumes().ReadOnlyDataMounts(pod, mounts) // agent/volume
-	// The effective security context (security.go).
-	sc, err := podspec.ContainerSecurityContext(pod, c, a.seccompProfileRoot())
+	cfg, err := podspec.ContainerConfig(pod, c, podspec.ContainerInputs{
+		Type:           ctype,
+		RestartCount:   restartCount,
+		ImageRef:       imageRef,
+		AgentID:        a.cfg.AgentID,
+		Env:            env,
+		EnvMap:         envMap,
+		Mounts:         mounts,
+		SeccompRoot:    a.seccompProfileRoot(),
+		MemoryCapacity: a.memoryCapacity(),
+	})
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
-	annotations := podspec.ContainerAnnotations(pod, c, restartCount, ctype)
-	return &runtimeapi.ContainerConfig{
-		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
-		Stdin:       c.Stdin,
-		StdinOnce:   c.StdinOnce,
-		Tty:         c.TTY,
-		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
-		Command:     expandAll(c.Command, envMap),
-		Args:        expandAll(c.Args, envMap),
-		WorkingDir:  c.WorkingDir,
-		Envs:        env,
-		Mounts:      mounts,
-		Labels:      podspec.ContainerLabels(pod, c, a.cfg.AgentID),
-		Annotations: annotations,
-		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
-		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       podspec.ContainerResources(pod, c, a.memoryCapacity()),
-			SecurityContext: sc,
-		},
-	}, nil
+	return cfg, nil
 }
 
 // startContainer runs one container of the pod: image, config, create,

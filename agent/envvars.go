@@ -29,67 +29,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
-
-// expandVars expands $(VAR) references in s. lookup says whether a variable
-// is defined (an empty value counts as defined). The rules are the
-// kubelet's:
-//
-//   - $(NAME) becomes the value of NAME when defined, else stays literally;
-//   - $$ becomes a single $, so $$(NAME) is the literal text $(NAME);
-//   - a $ followed by anything else, a $ at the end, and a $( without a
-//     closing ) stay as written.
-func expandVars(s string, lookup func(string) (string, bool)) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i += 2
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				// No closing paren: the "$(" is literal, the rest is scanned on.
-				b.WriteString("$(")
-				i += 2
-				continue
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := lookup(name); ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			i += 2 + end + 1
-		default:
-			b.WriteByte('$')
-			b.WriteByte(s[i+1])
-			i += 2
-		}
-	}
-	return b.String()
-}
-
-// expandAll expands every string of list (command or args) against env.
-func expandAll(list []string, env map[string]string) []string {
-	if list == nil {
-		return nil
-	}
-	lookup := func(name string) (string, bool) {
-		v, ok := env[name]
-		return v, ok
-	}
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = expandVars(s, lookup)
-	}
-	return out
-}
 
 // orderedEnv is an environment that keeps the order in which names were
 // first defined, so the container sees a stable environment (the kubelet
@@ -191,7 +132,7 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 	// and the service links.
 	for _, ev := range c.Env {
 		if ev.ValueFrom == nil {
-			env.set(ev.Name, expandVars(ev.Value, lookup))
+			env.set(ev.Name, podspec.ExpandVars(ev.Value, lookup))
 			continue
 		}
 		val, ok, err := a.envValueFrom(pod, c, podIP, ev.ValueFrom)
