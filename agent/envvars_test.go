@@ -147,39 +147,6 @@ func TestContainerEnv_Errors(t *testing.T) {
 	})
 }
 
-func TestFormatMap(t *testing.T) {
-	assert.Equal(t, "a=\"1\"\nb=\"two \\\"words\\\"\"", formatMap(map[string]string{"b": `two "words"`, "a": "1"}))
-	assert.Equal(t, "", formatMap(nil))
-}
-
-func TestResourceValue_Divisors(t *testing.T) {
-	c := &v1.Container{Name: "c", Resources: v1.ResourceRequirements{
-		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1250m"), v1.ResourceMemory: resource.MustParse("64Mi")},
-		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("1M")},
-	}}
-	for _, tc := range []struct {
-		res, divisor, want string
-	}{
-		{"limits.cpu", "", "2"}, // rounded up
-		{"limits.cpu", "1m", "1250"},
-		{"requests.cpu", "1", "1"},
-		{"limits.memory", "", "67108864"},
-		{"limits.memory", "1Mi", "64"},
-		{"limits.memory", "1Gi", "1"}, // rounded up
-		{"requests.memory", "1k", "1000"},
-	} {
-		t.Run(tc.res+"/"+tc.divisor, func(t *testing.T) {
-			ref := &v1.ResourceFieldSelector{Resource: tc.res}
-			if tc.divisor != "" {
-				ref.Divisor = resource.MustParse(tc.divisor)
-			}
-			got, err := resourceValue(c, ref, nil)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-		})
-	}
-}
-
 func TestValidateEnvSources(t *testing.T) {
 	for _, tc := range []struct {
 		name, container string

@@ -36,7 +36,8 @@ func TestPodStatus_HostIPs(t *testing.T) {
 		})
 	}
 	pod := basePod()
-	v, err := a.podFieldValue(pod, "status.hostIPs", "")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "H", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}}}
+	_, env, _, err := a.containerEnv(pod, &pod.Spec.Containers[0], "")
 	require.NoError(t, err)
-	assert.Equal(t, "192.0.2.10,2001:db8::10", v)
+	assert.Equal(t, "192.0.2.10,2001:db8::10", env["H"])
 }

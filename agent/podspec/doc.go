@@ -9,15 +9,18 @@
 //     namespaces, the sandbox security context, sysctls;
 //   - the container config: security context (effective context, seccomp,
 //     masked paths, runAsNonRoot against the image's user), resources and
-//     oom_score_adj, QoS class, $(VAR) expansion of command and args,
-//     volume mounts and propagation;
+//     oom_score_adj, QoS class, the environment (envFrom, valueFrom,
+//     service links, $(VAR) expansion) and the expansion of command and
+//     args, volume mounts and propagation, the /etc/hosts content;
 //   - the CRI labels and annotations (identity, hash, restart count, grace
 //     period, ports, preStop handler, QoS).
 //
 // Everything the translation needs of the node, the runtime or the disk
-// comes in as a value or a function (SandboxInputs, ContainerInputs): the
-// node's resolv.conf content, the cluster DNS, the agent's ID, the image
-// reference and user, the prepared volume paths and the subPath pinning.
+// comes in as a value or a function (SandboxInputs, EnvInputs,
+// ContainerInputs): the node's resolv.conf content, the cluster DNS, the
+// agent's ID, the node's addresses and allocatable resources, the pod's
+// ConfigMaps, Secrets and service link variables, the image reference and
+// user, the prepared volume paths and the subPath pinning.
 // The engine (package agent) gathers them and calls this package; the
 // tests are tables, pod in, config out, with no fake runtime.
 //

@@ -1,11 +1,16 @@
 package podspec
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // TestExpandVars holds the kubelet's expansion cases (third_party/forked/
@@ -216,6 +221,138 @@ func TestServiceLinkEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, ServiceLinkEnv(tt.services, tt.ns, tt.links))
+		})
+	}
+}
+
+func TestFormatMap(t *testing.T) {
+	assert.Equal(t, "a=\"1\"\nb=\"two \\\"words\\\"\"", FormatMap(map[string]string{"b": `two "words"`, "a": "1"}))
+	assert.Equal(t, "", FormatMap(nil))
+}
+
+func TestResourceValue_Divisors(t *testing.T) {
+	c := &v1.Container{Name: "c", Resources: v1.ResourceRequirements{
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1250m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("1M")},
+	}}
+	for _, tc := range []struct {
+		res, divisor, want string
+	}{
+		{"limits.cpu", "", "2"}, // rounded up
+		{"limits.cpu", "1m", "1250"},
+		{"requests.cpu", "1", "1"},
+		{"limits.memory", "", "67108864"},
+		{"limits.memory", "1Mi", "64"},
+		{"limits.memory", "1Gi", "1"}, // rounded up
+		{"requests.memory", "1k", "1000"},
+	} {
+		t.Run(tc.res+"/"+tc.divisor, func(t *testing.T) {
+			ref := &v1.ResourceFieldSelector{Resource: tc.res}
+			if tc.divisor != "" {
+				ref.Divisor = resource.MustParse(tc.divisor)
+			}
+			got, err := resourceValue(c, ref, nil)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// envInputs are the inputs of TestEnv: one ConfigMap and one Secret in the
+// pod's namespace, a node with two addresses and 2 CPUs allocatable.
+func envInputs(svcEnv map[string]string) EnvInputs {
+	notFound := errors.New("not found")
+	return EnvInputs{
+		PodIP:       "10.88.0.7",
+		NodeName:    "node-1",
+		HostIPs:     func() []string { return []string{"192.0.2.1", "2001:db8::1"} },
+		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")},
+		ServiceEnv:  svcEnv,
+		ConfigMap: func(name string) (*v1.ConfigMap, error) {
+			if name != "settings" {
+				return nil, fmt.Errorf("configmap %q: %w", name, notFound)
+			}
+			return &v1.ConfigMap{Data: map[string]string{"MODE": "fast", "bad=key": "x", "1st": "y"}}, nil
+		},
+		Secret: func(name string) (*v1.Secret, error) {
+			if name != "creds" {
+				return nil, fmt.Errorf("secret %q: %w", name, notFound)
+			}
+			return &v1.Secret{Data: map[string][]byte{"password": []byte("s3cret")}}, nil
+		},
+		NotFound: notFound,
+	}
+}
+
+// TestEnv builds environments from a pod and explicit inputs, as the
+// kubelet's makeEnvironmentVariables: order, expansion, optional and
+// missing references, node facts, service links.
+func TestEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		c        v1.Container
+		svcEnv   map[string]string
+		want     []string // KEY=value, in order
+		warnings []string
+		wantErr  string
+	}{{
+		name: "envFrom then env; a plain value sees what came before and the service links",
+		c: v1.Container{
+			EnvFrom: []v1.EnvFromSource{
+				{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "settings"}}},
+				{Prefix: "S_", SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}}},
+				{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}, Optional: ptr.To(true)}},
+			},
+			Env: []v1.EnvVar{
+				{Name: "URL", Value: "$(MODE)://$(DB_SERVICE_HOST)/$(LATER)"},
+				{Name: "MODE", Value: "slow"},
+				{Name: "LATER", Value: "x"},
+			},
+		},
+		svcEnv:   map[string]string{"DB_SERVICE_HOST": "10.0.0.5", "MODE": "svc"},
+		want:     []string{"1st=y", "MODE=slow", "S_password=s3cret", "URL=fast://10.0.0.5/$(LATER)", "LATER=x", "DB_SERVICE_HOST=10.0.0.5"},
+		warnings: []string{"Keys [bad=key] from the EnvFrom configMap shop/settings were skipped since they are considered invalid environment variable names."},
+	}, {
+		name: "fieldRef and resourceFieldRef read the pod and the node",
+		c: v1.Container{Name: "app", Env: []v1.EnvVar{
+			{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+			{Name: "HOSTS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}},
+			{Name: "NODE", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+			{Name: "SA", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.serviceAccountName"}}},
+			{Name: "CPU", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+		}},
+		want: []string{"IP=10.88.0.7", "HOSTS=192.0.2.1,2001:db8::1", "NODE=node-1", "SA=default", "CPU=2"},
+	}, {
+		name: "an optional key that is missing sets nothing",
+		c: v1.Container{Env: []v1.EnvVar{{Name: "P", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: "creds"}, Key: "nope", Optional: ptr.To(true)}}}}},
+	}, {
+		name: "a required key that is missing is the kubelet's error",
+		c: v1.Container{Env: []v1.EnvVar{{Name: "P", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
+			LocalObjectReference: v1.LocalObjectReference{Name: "settings"}, Key: "nope"}}}}},
+		wantErr: "couldn't find key nope in ConfigMap shop/settings",
+	}, {
+		name:    "a required ConfigMap that is missing is the lookup's error",
+		c:       v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "gone"}}}}},
+		wantErr: `configmap "gone": not found`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &v1.Pod{}
+			pod.Name, pod.Namespace = "web", "shop"
+			pod.Spec.Containers = []v1.Container{tc.c}
+			kvs, m, warnings, err := Env(pod, &pod.Spec.Containers[0], envInputs(tc.svcEnv))
+			if tc.wantErr != "" {
+				require.EqualError(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			var got []string
+			for _, kv := range kvs {
+				got = append(got, kv.Key+"="+string(kv.Value))
+				assert.Equal(t, m[kv.Key], string(kv.Value))
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.warnings, warnings)
 		})
 	}
 }
