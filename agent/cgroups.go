@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,10 +16,6 @@ import (
 // Sandbox annotations that carry what the QoS tiers are computed from, so
 // the runtime stays the source of truth: any agent (a restarted one, or one
 // of several foreground `run`s) sums them from a single ListPodSandbox.
-const (
-	annotationQOSClass   = "io.minikubelet.qos-class"
-	annotationCPURequest = "io.minikubelet.cpu-request-milli"
-)
 
 // EnsureNodeCgroups creates the kubepods hierarchy with the node's
 // allocatable CPU and memory (kubelet-facts §5.6): kubepods, then the
@@ -111,15 +106,6 @@ func (a *Agent) podCgroupPath(pod *v1.Pod) string {
 		return ""
 	}
 	return a.cgroups.Path(podCgroupName(pod, podQOSClass(pod)))
-}
-
-// qosAnnotations are the sandbox annotations the tiers are computed from.
-func qosAnnotations(pod *v1.Pod) map[string]string {
-	reqs, _ := podRequestsAndLimits(pod)
-	return map[string]string{
-		annotationQOSClass:   string(podQOSClass(pod)),
-		annotationCPURequest: strconv.FormatInt(reqs.Cpu().MilliValue(), 10),
-	}
 }
 
 // updateBurstableTier sets kubepods/burstable's shares from the CPU

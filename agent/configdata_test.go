@@ -201,8 +201,10 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 				assert.ErrorIs(t, err, errConfigNotFound, "the node's Secret is not the cluster pod's")
 				ref := v1.LocalObjectReference{Name: "creds"}
 				c := &v1.Container{Name: "app"}
-				_, _, err = a.envValueFrom(p, c, "", &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: ref, Key: "password"}})
+				c.Env = []v1.EnvVar{{Name: "P", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: ref, Key: "password"}}}}
+				_, _, _, err = a.containerEnv(p, c, "")
 				assert.ErrorIs(t, err, errConfigNotFound, "env")
+				c.Env = nil
 				c.EnvFrom = []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: ref}}}
 				_, _, _, err = a.containerEnv(p, c, "")
 				assert.ErrorIs(t, err, errConfigNotFound, "envFrom")

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -96,121 +97,9 @@ func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container,
 	return ref, nil, nil
 }
 
-// pinFunc pins the subPath sub of the index-th volumeMount of a container
-// inside the volume at root and returns the host path to mount: the
-// agent's is agent/volume's PinSubPath (subpath_pin.go).
-type pinFunc func(index int, volume, root, sub string) (string, error)
-
-// mountsFor maps the container's volumeMounts onto host paths: subPath
-// (or subPathExpr, expanded against the container's environment) selects a
-// path inside the volume, which pin opens beneath the volume's root
-// (creating missing directories) and pins; mountPropagation becomes the
-// CRI propagation mode.
-func mountsFor(c *v1.Container, volPaths map[string]string, env map[string]string, pin pinFunc) ([]*runtimeapi.Mount, error) {
-	var out []*runtimeapi.Mount
-	for i, m := range c.VolumeMounts {
-		hp, ok := volPaths[m.Name]
-		if !ok {
-			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
-		}
-		sub := m.SubPath
-		if m.SubPathExpr != "" {
-			sub = expandVars(m.SubPathExpr, func(name string) (string, bool) {
-				v, ok := env[name]
-				return v, ok
-			})
-			if strings.Contains(sub, "$(") {
-				return nil, fmt.Errorf("volumeMount %q: subPathExpr %q refers to an undefined variable", m.Name, m.SubPathExpr)
-			}
-		}
-		if sub != "" {
-			if err := volume.CheckSubPath(sub); err != nil {
-				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
-			}
-			p, err := pin(i, m.Name, hp, sub)
-			if err != nil {
-				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
-			}
-			hp = p
-		}
-		out = append(out, &runtimeapi.Mount{
-			ContainerPath: m.MountPath,
-			HostPath:      hp,
-			Readonly:      m.ReadOnly,
-			Propagation:   mountPropagation(m.MountPropagation),
-		})
-	}
-	return out, nil
-}
-
-// mountPropagation maps the API's mode to the CRI's (None is private).
-func mountPropagation(m *v1.MountPropagationMode) runtimeapi.MountPropagation {
-	if m == nil {
-		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
-	}
-	switch *m {
-	case v1.MountPropagationHostToContainer:
-		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
-	case v1.MountPropagationBidirectional:
-		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
-	}
-	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
-}
-
-// linuxResources converts CPU and memory requests and limits as the kubelet
-// does (kubelet-facts §5.3, §5.4). The oom_score_adj and the pod-level
-// cgroups are the QoS issue's (#4).
-func linuxResources(c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := &runtimeapi.LinuxContainerResources{}
-	cpuReq, hasReq := c.Resources.Requests[v1.ResourceCPU]
-	cpuLim, hasLim := c.Resources.Limits[v1.ResourceCPU]
-	switch {
-	case hasReq:
-		r.CpuShares = milliCPUToShares(cpuReq.MilliValue())
-	case hasLim:
-		r.CpuShares = milliCPUToShares(cpuLim.MilliValue())
-	default:
-		r.CpuShares = minShares
-	}
-	if hasLim {
-		r.CpuPeriod = quotaPeriod
-		r.CpuQuota = milliCPUToQuota(cpuLim.MilliValue(), quotaPeriod)
-	}
-	if mem, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = mem.Value()
-	}
-	return r
-}
-
-// Constants of pkg/kubelet/cm/helpers_linux.go (kubelet-facts §5.4).
-const (
-	minShares     = 2
-	maxShares     = 262144
-	sharesPerCPU  = 1024
-	milliPerCPU   = 1000
-	quotaPeriod   = 100000
-	minQuotaValue = 1000
-)
-
-func milliCPUToShares(m int64) int64 {
-	if m == 0 {
-		return minShares
-	}
-	if m > maxShares*milliPerCPU/sharesPerCPU {
-		return maxShares // before m*sharesPerCPU can overflow to a negative
-	}
-	s := m * sharesPerCPU / milliPerCPU
-	return min(max(s, minShares), maxShares)
-}
-
-func milliCPUToQuota(m, period int64) int64 {
-	if m == 0 {
-		return 0
-	}
-	return max(m*period/milliPerCPU, minQuotaValue)
-}
-
-// generateContainerConfig converts one container into its CRI config.
+// generateContainerConfig converts one container into its CRI config
+// (podspec.ContainerConfig) from the environment, the volume mounts it
+// prepares and the node's facts.
 func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, imageRef, podIP string, volPaths map[string]string) (*runtimeapi.ContainerConfig, error) {
 	env, envMap, _, err := a.containerEnv(pod, c, podIP) // envvars.go
 	if err != nil {
@@ -222,7 +111,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	// group.
 	for _, m := range c.VolumeMounts {
 		root := volPaths[m.Name]
-		if mountPropagation(m.MountPropagation) != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
+		if podspec.MountPropagation(m.MountPropagation) != runtimeapi.MountPropagation_PROPAGATION_PRIVATE && strings.HasPrefix(root, a.podDir(pod)+"/") {
 			if err := volume.MakeRShared(root); err != nil {
 				return nil, newReasonError(ErrCreateContainerConfig, "volumeMount %q: %v", m.Name, err)
 			}
@@ -233,42 +122,27 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	pin := func(index int, volume, root, sub string) (string, error) {
 		return a.volumes().PinSubPath(pod, c.Name, volume, root, sub, index)
 	}
-	mounts, err := mountsFor(c, volPaths, envMap, pin)
+	mounts, err := podspec.Mounts(c, volPaths, envMap, pin)
 	if err != nil {
 		_ = a.volumes().UnpinSubPaths(pod, c.Name)
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	a.volumes().ReadOnlyDataMounts(pod, mounts) // agent/volume
-	// The effective security context (security.go).
-	sc, err := a.containerSecurityContext(pod, c)
+	cfg, err := podspec.ContainerConfig(pod, c, podspec.ContainerInputs{
+		Type:           ctype,
+		RestartCount:   restartCount,
+		ImageRef:       imageRef,
+		AgentID:        a.cfg.AgentID,
+		Env:            env,
+		EnvMap:         envMap,
+		Mounts:         mounts,
+		SeccompRoot:    a.seccompProfileRoot(),
+		MemoryCapacity: a.memoryCapacity(),
+	})
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
-	annotations := containerAnnotations(pod, c, restartCount, ctype)
-	// TODO(minikubelet): move into containerAnnotations (labels.go) with
-	// the other restore-from-annotations keys (issue #3).
-	if h := preStopAnnotation(c); h != "" {
-		annotations[annotationPreStopHandler] = h
-	}
-	return &runtimeapi.ContainerConfig{
-		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
-		Stdin:       c.Stdin,
-		StdinOnce:   c.StdinOnce,
-		Tty:         c.TTY,
-		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
-		Command:     expandAll(c.Command, envMap),
-		Args:        expandAll(c.Args, envMap),
-		WorkingDir:  c.WorkingDir,
-		Envs:        env,
-		Mounts:      mounts,
-		Labels:      containerLabels(pod, c, a.cfg.AgentID),
-		Annotations: annotations,
-		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", restartCount)),
-		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       a.containerResources(pod, c),
-			SecurityContext: sc,
-		},
-	}, nil
+	return cfg, nil
 }
 
 // startContainer runs one container of the pod: image, config, create,
@@ -433,14 +307,11 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 	return nil
 }
 
-// containerResources are the container's CRI resources plus its
-// oom_score_adj from the pod's QoS class and the node's memory capacity.
-func (a *Agent) containerResources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := linuxResources(c)
-	var capacity int64
+// memoryCapacity is the node's memory capacity in bytes (0: unknown), for
+// the containers' oom_score_adj.
+func (a *Agent) memoryCapacity() int64 {
 	if m, ok := a.cfg.Node.Capacity[v1.ResourceMemory]; ok {
-		capacity = m.Value()
+		return m.Value()
 	}
-	r.OomScoreAdj = containerOOMScoreAdj(pod, c, capacity)
-	return r
+	return 0
 }

@@ -1,14 +1,12 @@
 package agent
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -17,71 +15,6 @@ func testAgent(t *testing.T, resolv string) *Agent {
 	path := filepath.Join(t.TempDir(), "resolv.conf")
 	require.NoError(t, os.WriteFile(path, []byte(resolv), 0o644))
 	return New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: path, Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
-}
-
-func TestGeneratePodSandboxConfig(t *testing.T) {
-	a := testAgent(t, "# comment\nnameserver 10.0.0.2\nnameserver 10.0.0.3 ; trailing\nsearch corp.example example\noptions ndots:2 edns0\n")
-	pod := testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: web, namespace: shop, uid: 11111111-2222-3333-4444-555555555555, labels: {app: web}, annotations: {note: hi}}
-spec:
-  hostname: front
-  containers:
-  - name: web
-    image: reg/web:1
-    ports:
-    - {containerPort: 8080, hostPort: 18080}
-    - {containerPort: 53, hostPort: 5353, protocol: UDP, hostIP: 127.0.0.1}
-    - {containerPort: 9090}
-`)
-	cfg, err := a.generatePodSandboxConfig(pod, 3)
-	require.NoError(t, err)
-	assert.Equal(t, &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "shop", Uid: "11111111-2222-3333-4444-555555555555", Attempt: 3}, cfg.Metadata)
-	assert.Equal(t, filepath.Join(a.cfg.PodLogDir, "shop_web_11111111-2222-3333-4444-555555555555"), cfg.LogDirectory)
-	assert.Equal(t, "front", cfg.Hostname)
-	assert.Equal(t, []string{"10.0.0.2", "10.0.0.3"}, cfg.DnsConfig.Servers)
-	assert.Equal(t, []string{"corp.example", "example"}, cfg.DnsConfig.Searches)
-	assert.Equal(t, []string{"ndots:2", "edns0"}, cfg.DnsConfig.Options)
-	require.Len(t, cfg.PortMappings, 2, "only ports with a hostPort are mapped")
-	assert.Equal(t, &runtimeapi.PortMapping{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 8080, HostPort: 18080}, cfg.PortMappings[0])
-	assert.Equal(t, &runtimeapi.PortMapping{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"}, cfg.PortMappings[1])
-	assert.Equal(t, "web", cfg.Labels["app"])
-	assert.Equal(t, "minikubelet", cfg.Labels[labelManagedBy])
-	assert.Equal(t, map[string]string{"note": "hi", annotationQOSClass: "BestEffort", annotationCPURequest: "0"}, cfg.Annotations,
-		"the pod's annotations plus what the QoS tiers are computed from")
-	ns := cfg.Linux.SecurityContext.NamespaceOptions
-	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Network)
-	assert.Equal(t, runtimeapi.NamespaceMode_CONTAINER, ns.Pid, "PID namespace per container unless asked")
-	assert.Equal(t, runtimeapi.NamespaceMode_POD, ns.Ipc)
-}
-
-func TestGeneratePodSandboxConfig_HostNamespaces(t *testing.T) {
-	a := testAgent(t, "nameserver 1.1.1.1\n")
-	pod := testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: host}
-spec:
-  hostNetwork: true
-  hostPID: true
-  hostIPC: true
-  containers: [{name: c, image: reg/c:1}]
-`)
-	cfg, err := a.generatePodSandboxConfig(pod, 0)
-	require.NoError(t, err)
-	ns := cfg.Linux.SecurityContext.NamespaceOptions
-	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Network)
-	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Pid)
-	assert.Equal(t, runtimeapi.NamespaceMode_NODE, ns.Ipc)
-	assert.Empty(t, cfg.Hostname, "a host-network pod keeps the node's hostname")
-	assert.Nil(t, cfg.DnsConfig, "a host-network pod uses the node's resolv.conf")
-}
-
-func TestPodHostname_Truncated(t *testing.T) {
-	pod := &v1.Pod{}
-	pod.Name = "a123456789b123456789c123456789d123456789e123456789f123456789g12-x"
-	assert.Equal(t, "a123456789b123456789c123456789d123456789e123456789f123456789g12", podHostname(pod))
 }
 
 func TestGenerateContainerConfig(t *testing.T) {
@@ -151,37 +84,6 @@ spec:
 	}, cfg.Labels)
 }
 
-func TestLinuxResources(t *testing.T) {
-	cases := []struct {
-		name                    string
-		yaml                    string
-		shares, quota, memLimit int64
-	}{
-		{"best effort", `{}`, 2, 0, 0},
-		{"request only", `{requests: {cpu: 100m}}`, 102, 0, 0},
-		{"limit only sets shares from the limit", `{limits: {cpu: "1"}}`, 1024, 100000, 0},
-		{"tiny limit gets the minimum quota", `{limits: {cpu: 5m, memory: 1Gi}}`, 5, 1000, 1 << 30},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: r}\nspec:\n  containers: [{name: c, image: reg/c:1, resources: "+tc.yaml+"}]\n")
-			r := linuxResources(&pod.Spec.Containers[0])
-			assert.Equal(t, tc.shares, r.CpuShares, "shares")
-			assert.Equal(t, tc.quota, r.CpuQuota, "quota")
-			assert.Equal(t, tc.memLimit, r.MemoryLimitInBytes, "memory")
-		})
-	}
-}
-
-func TestMilliCPUConversions(t *testing.T) {
-	for m, want := range map[int64]int64{0: 2, 1: 2, 100: 102, 250: 256, 1000: 1024, 1000000: 262144} {
-		assert.Equal(t, want, milliCPUToShares(m), "shares(%dm)", m)
-	}
-	for m, want := range map[int64]int64{0: 0, 5: 1000, 10: 1000, 500: 50000, 2000: 200000} {
-		assert.Equal(t, want, milliCPUToQuota(m, 100000), "quota(%dm)", m)
-	}
-}
-
 func TestRestartCountFromLogs(t *testing.T) {
 	dir := t.TempDir()
 	assert.Equal(t, 0, restartCountFromLogs(filepath.Join(dir, "missing")))
@@ -189,34 +91,4 @@ func TestRestartCountFromLogs(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 	}
 	assert.Equal(t, 4, restartCountFromLogs(dir))
-}
-
-func TestMountsFor_SubPath(t *testing.T) {
-	vol := t.TempDir()
-	hc := v1.MountPropagationHostToContainer
-	c := &v1.Container{VolumeMounts: []v1.VolumeMount{
-		{Name: "v", MountPath: "/a", SubPath: "web/html"},
-		{Name: "v", MountPath: "/b", SubPathExpr: "logs/$(POD_NAME)", MountPropagation: &hc},
-		{Name: "v", MountPath: "/c"},
-	}}
-	var pinned []string
-	pin := func(i int, volume, root, sub string) (string, error) {
-		pinned = append(pinned, fmt.Sprintf("%d %s %s %s", i, volume, root, sub))
-		return fmt.Sprintf("/pinned/%d", i), nil
-	}
-	ms, err := mountsFor(c, map[string]string{"v": vol}, map[string]string{"POD_NAME": "web-1"}, pin)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"0 v " + vol + " web/html", "1 v " + vol + " logs/web-1"}, pinned, "only subPaths are pinned")
-	assert.Equal(t, "/pinned/0", ms[0].HostPath, "the CRI gets the pinned path")
-	assert.Equal(t, runtimeapi.MountPropagation_PROPAGATION_PRIVATE, ms[0].Propagation)
-	assert.Equal(t, "/pinned/1", ms[1].HostPath)
-	assert.Equal(t, runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, ms[1].Propagation)
-	assert.Equal(t, vol, ms[2].HostPath)
-
-	for _, sub := range []string{"../x", "/abs", "a/../../x"} {
-		_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/c", SubPath: sub}}}, map[string]string{"v": vol}, nil, pin)
-		require.ErrorContains(t, err, "relative path inside the volume", sub)
-	}
-	_, err = mountsFor(&v1.Container{VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/d", SubPathExpr: "$(NOPE)"}}}, map[string]string{"v": vol}, nil, pin)
-	require.ErrorContains(t, err, "undefined variable")
 }

@@ -10,70 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
-
-// TestExpandVars holds the kubelet's expansion cases (third_party/forked/
-// golang/expansion expand_test.go), with the same variables.
-func TestExpandVars(t *testing.T) {
-	vars := map[string]string{
-		"VAR_A":     "A",
-		"VAR_B":     "B",
-		"VAR_C":     "C",
-		"VAR_REF":   "$(VAR_A)",
-		"VAR_EMPTY": "",
-	}
-	lookup := func(n string) (string, bool) {
-		v, ok := vars[n]
-		return v, ok
-	}
-	for _, tc := range []struct {
-		name, input, want string
-	}{
-		{"whole string", "$(VAR_A)", "A"},
-		{"repeat", "$(VAR_A)-$(VAR_A)", "A-A"},
-		{"beginning", "$(VAR_A)-1", "A-1"},
-		{"middle", "___$(VAR_B)___", "___B___"},
-		{"end", "___$(VAR_C)", "___C"},
-		{"compound", "$(VAR_A)_$(VAR_B)_$(VAR_C)", "A_B_C"},
-		{"escape & expansion", "$$(VAR_B)_$(VAR_A)", "$(VAR_B)_A"},
-		{"compound escape", "$$(VAR_A)_$$(VAR_B)", "$(VAR_A)_$(VAR_B)"},
-		{"mixed in escapes", "f000-$$VAR_A", "f000-$VAR_A"},
-		{"backslash escape ignored", "foo\\$(VAR_C)bar", "foo\\Cbar"},
-		{"backslash escape ignored 2", "foo\\\\$(VAR_C)bar", "foo\\\\Cbar"},
-		{"lots of backslashes", "foo\\\\\\\\$(VAR_A)bar", "foo\\\\\\\\Abar"},
-		{"nested var references", "$(VAR_A$(VAR_B))", "$(VAR_A$(VAR_B))"},
-		{"nested var references second type", "$(VAR_A$(VAR_B)", "$(VAR_A$(VAR_B)"},
-		{"value is a reference", "$(VAR_REF)", "$(VAR_A)"},
-		{"value is a reference x 2", "%%$(VAR_REF)--$(VAR_REF)%%", "%%$(VAR_A)--$(VAR_A)%%"},
-		{"empty var", "foo$(VAR_EMPTY)bar", "foobar"},
-		{"unterminated expression", "foo$(VAR_Awhoops!", "foo$(VAR_Awhoops!"},
-		{"expression without operator", "f00__(VAR_A)__", "f00__(VAR_A)__"},
-		{"shell special vars pass through", "$?_boo_$!", "$?_boo_$!"},
-		{"bare operators are ignored", "$VAR_A", "$VAR_A"},
-		{"undefined vars are passed through", "$(VAR_DNE)", "$(VAR_DNE)"},
-		{"multiple (even) operators, var undefined", "$$$$$$(BIG_MONEY)", "$$$(BIG_MONEY)"},
-		{"multiple (even) operators, var defined", "$$$$$$(VAR_A)", "$$$(VAR_A)"},
-		{"multiple (odd) operators, var undefined", "$$$$$$$(GOOD_ODDS)", "$$$$(GOOD_ODDS)"},
-		{"multiple (odd) operators, var defined", "$$$$$$$(VAR_A)", "$$$A"},
-		{"missing open expression", "$VAR_A)", "$VAR_A)"},
-		{"shell syntax ignored", "${VAR_A}", "${VAR_A}"},
-		{"trailing incomplete expression not consumed", "$(VAR_B)_______$(A", "B_______$(A"},
-		{"trailing incomplete expression, no content, is not consumed", "$(VAR_C)_______$(", "C_______$("},
-		{"operator at end of input string is preserved", "$(VAR_A)foobarzab$", "Afoobarzab$"},
-		{"shell escaped incomplete expr", "foo-\\$(VAR_A", "foo-\\$(VAR_A"},
-		{"lots of $( in middle", "--$($($($($--", "--$($($($($--"},
-		{"lots of $( in beginning", "$($($($($--foo$(", "$($($($($--foo$("},
-		{"lots of $( at end", "foo0--$($($($(", "foo0--$($($($("},
-		{"escaped operators in variable names are not escaped", "$(foo$$var)", "$(foo$$var)"},
-		{"newline not expanded", "\n", "\n"},
-		{"empty expression", "$()", "$()"},
-		{"double escape at end", "foo$$", "foo$"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, expandVars(tc.input, lookup))
-		})
-	}
-}
 
 // envTestAgent is an agent with config data and a node, for env tests.
 func envTestAgent(t *testing.T) *Agent {
@@ -177,8 +115,8 @@ spec:
 		"Keys [CFG_bad=key] from the EnvFrom configMap shop/settings were skipped since they are considered invalid environment variable names.",
 	}, warnings)
 	c := &pod.Spec.Containers[0]
-	assert.Equal(t, []string{"sh", "-c", "echo hello admin in fast mode, $(LATER) fast $(MODE) $(NOPE)"}, expandAll(c.Command, env))
-	assert.Equal(t, []string{"3"}, expandAll(c.Args, env))
+	assert.Equal(t, []string{"sh", "-c", "echo hello admin in fast mode, $(LATER) fast $(MODE) $(NOPE)"}, podspec.ExpandAll(c.Command, env))
+	assert.Equal(t, []string{"3"}, podspec.ExpandAll(c.Args, env))
 }
 
 func TestContainerEnv_Errors(t *testing.T) {
@@ -207,39 +145,6 @@ func TestContainerEnv_Errors(t *testing.T) {
 		_, _, _, err := a.containerEnv(pod, &pod.Spec.Containers[0], "")
 		assert.EqualError(t, err, `configmap "nope" not found`)
 	})
-}
-
-func TestFormatMap(t *testing.T) {
-	assert.Equal(t, "a=\"1\"\nb=\"two \\\"words\\\"\"", formatMap(map[string]string{"b": `two "words"`, "a": "1"}))
-	assert.Equal(t, "", formatMap(nil))
-}
-
-func TestResourceValue_Divisors(t *testing.T) {
-	c := &v1.Container{Name: "c", Resources: v1.ResourceRequirements{
-		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("1250m"), v1.ResourceMemory: resource.MustParse("64Mi")},
-		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("1M")},
-	}}
-	for _, tc := range []struct {
-		res, divisor, want string
-	}{
-		{"limits.cpu", "", "2"}, // rounded up
-		{"limits.cpu", "1m", "1250"},
-		{"requests.cpu", "1", "1"},
-		{"limits.memory", "", "67108864"},
-		{"limits.memory", "1Mi", "64"},
-		{"limits.memory", "1Gi", "1"}, // rounded up
-		{"requests.memory", "1k", "1000"},
-	} {
-		t.Run(tc.res+"/"+tc.divisor, func(t *testing.T) {
-			ref := &v1.ResourceFieldSelector{Resource: tc.res}
-			if tc.divisor != "" {
-				ref.Divisor = resource.MustParse(tc.divisor)
-			}
-			got, err := resourceValue(c, ref, nil)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-		})
-	}
 }
 
 func TestValidateEnvSources(t *testing.T) {

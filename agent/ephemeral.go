@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -112,7 +113,7 @@ func (a *Agent) targetPIDNamespace(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	}
 	ns := proto.Clone(cfg.Linux.SecurityContext.GetNamespaceOptions()).(*runtimeapi.NamespaceOption)
 	if ns == nil {
-		ns = namespaceOptions(pod)
+		ns = podspec.NamespaceOptions(pod)
 	}
 	ns.Pid, ns.TargetId = runtimeapi.NamespaceMode_TARGET, ctrs[0].Id
 	cfg.Linux.SecurityContext.NamespaceOptions = ns

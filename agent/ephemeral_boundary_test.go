@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
@@ -109,7 +110,7 @@ spec:
 	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "db",
 		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "reg.local/x:1"}}}
 	cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{
-		SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(debug)}}}
+		SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podspec.NamespaceOptions(debug)}}}
 	err := h.agent.targetPIDNamespace(context.Background(), debug, manifest.EphemeralContainer(&debug.Spec.EphemeralContainers[0]), cfg)
 	require.ErrorIs(t, err, ErrCreateContainerConfig)
 	assert.Contains(t, err.Error(), `target container "db" is not running`)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // An ephemeral container added to a running pod (the API's
@@ -151,7 +152,7 @@ spec:
 	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{TargetContainerName: "app",
 		EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "reg.local/x:1"}}}
 	cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{
-		SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(debug)}}}
+		SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: podspec.NamespaceOptions(debug)}}}
 	require.NoError(t, h.agent.targetPIDNamespace(context.Background(), debug, manifest.EphemeralContainer(&debug.Spec.EphemeralContainers[0]), cfg))
 	ns := cfg.Linux.SecurityContext.NamespaceOptions
 	assert.Equal(t, runtimeapi.NamespaceMode_TARGET, ns.Pid)

@@ -33,11 +33,6 @@ import (
 // kube-lifecycle/<major>.<minor> of the Kubernetes version matched.
 const lifecycleUserAgent = "kube-lifecycle/1.36"
 
-// annotationPreStopHandler holds the JSON of the container's preStop handler,
-// so that a container whose spec is gone can still be stopped properly
-// (kubelet-facts §6.2, §6.7).
-const annotationPreStopHandler = "io.kubernetes.container.preStopHandler"
-
 // maxHookRedirects bounds the redirects a hook request follows (net/http's
 // and the kubelet's limit).
 const maxHookRedirects = 10
@@ -318,19 +313,6 @@ func resolvePort(p intstr.IntOrString, c *v1.Container) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("couldn't find port %q in container %q", p.StrVal, c.Name)
-}
-
-// preStopAnnotation is the value of annotationPreStopHandler for c, or ""
-// when c has no preStop hook.
-func preStopAnnotation(c *v1.Container) string {
-	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
-		return ""
-	}
-	b, err := json.Marshal(c.Lifecycle.PreStop)
-	if err != nil {
-		return "" // a LifecycleHandler always marshals
-	}
-	return string(b)
 }
 
 // containerFromAnnotations rebuilds the parts of a container spec that

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
@@ -27,59 +27,6 @@ const etcHostsPath = "/etc/hosts"
 // nodeHostsFile is the node's hosts file host-network pods start from; a
 // variable so that tests can point it elsewhere.
 var nodeHostsFile = etcHostsPath
-
-// Headers of the managed file, the kubelet's, so that tools that recognise
-// a Kubernetes-managed /etc/hosts recognise ours.
-const (
-	managedHostsHeader            = "# Kubernetes-managed hosts file.\n"
-	managedHostsHeaderHostNetwork = "# Kubernetes-managed hosts file (host network).\n"
-)
-
-// managedHostsContent is the hosts file of a pod on the pod network:
-// localhost lines, then "<ip>\t<hostname>.<domain>\t<hostname>" (or
-// "<ip>\t<hostname>" without a domain) for every pod IP, then the host
-// aliases.
-func managedHostsContent(podIPs []string, hostname, domain string, aliases []v1.HostAlias) []byte {
-	var b bytes.Buffer
-	b.WriteString(managedHostsHeader)
-	b.WriteString("127.0.0.1\tlocalhost\n")
-	b.WriteString("::1\tlocalhost ip6-localhost ip6-loopback\n")
-	b.WriteString("fe00::0\tip6-localnet\n")
-	b.WriteString("fe00::0\tip6-mcastprefix\n")
-	b.WriteString("fe00::1\tip6-allnodes\n")
-	b.WriteString("fe00::2\tip6-allrouters\n")
-	names := hostname
-	if domain != "" {
-		names = hostname + "." + domain + "\t" + hostname
-	}
-	for _, ip := range podIPs {
-		fmt.Fprintf(&b, "%s\t%s\n", ip, names)
-	}
-	writeHostAliases(&b, aliases)
-	return b.Bytes()
-}
-
-// hostNetworkHostsContent is the hosts file of a host-network pod: the
-// node's file, then the host aliases.
-func hostNetworkHostsContent(nodeHosts []byte, aliases []v1.HostAlias) []byte {
-	var b bytes.Buffer
-	b.WriteString(managedHostsHeaderHostNetwork)
-	b.Write(nodeHosts)
-	writeHostAliases(&b, aliases)
-	return b.Bytes()
-}
-
-// writeHostAliases appends a blank line, a comment and one line per alias
-// entry: the IP and all its hostnames, tab separated.
-func writeHostAliases(b *bytes.Buffer, aliases []v1.HostAlias) {
-	if len(aliases) == 0 {
-		return
-	}
-	b.WriteString("\n# Entries added by HostAliases.\n")
-	for _, ha := range aliases {
-		fmt.Fprintf(b, "%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
-	}
-}
 
 // hostsFilePath is <podDir>/etc-hosts.
 func (a *Agent) hostsFilePath(pod *v1.Pod) string {
@@ -102,13 +49,13 @@ func (a *Agent) hostsMount(pod *v1.Pod, c *v1.Container, podIP string) (*runtime
 		if err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("read %s: %w", nodeHostsFile, err)
 		}
-		content = hostNetworkHostsContent(node, pod.Spec.HostAliases)
+		content = podspec.HostNetworkHostsContent(node, pod.Spec.HostAliases)
 	} else {
 		if podIP == "" {
 			return nil, nil
 		}
-		host, domain := podHostnameAndDomain(pod, a.cfg.ClusterDomain)
-		content = managedHostsContent([]string{podIP}, host, domain, pod.Spec.HostAliases)
+		host, domain := podspec.PodHostnameAndDomain(pod, a.cfg.ClusterDomain)
+		content = podspec.ManagedHostsContent([]string{podIP}, host, domain, pod.Spec.HostAliases)
 	}
 	path := a.hostsFilePath(pod)
 	if err := writeFileIfChanged(path, content, 0o644); err != nil {

@@ -6,10 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/utils/ptr"
-
-	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // The node's addresses reach status.hostIP(s) and, for a host-network pod,
@@ -40,42 +36,8 @@ func TestPodStatus_HostIPs(t *testing.T) {
 		})
 	}
 	pod := basePod()
-	v, err := a.podFieldValue(pod, "status.hostIPs", "")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "H", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}}}
+	_, env, _, err := a.containerEnv(pod, &pod.Spec.Containers[0], "")
 	require.NoError(t, err)
-	assert.Equal(t, "192.0.2.10,2001:db8::10", v)
-}
-
-// seLinuxOptions are passed to the runtime as the kubelet does (which
-// applies them only where SELinux is on), not refused (issue #19).
-func TestSELinuxOptions_PassedToTheRuntime(t *testing.T) {
-	podOpts := &v1.SELinuxOptions{User: "system_u", Role: "system_r", Type: "spc_t", Level: "s0:c1,c2"}
-	pod := securedPod(&v1.PodSecurityContext{SELinuxOptions: podOpts}, nil)
-	manifest.SetPodDefaults(pod, "test.yaml", "node-1")
-	assert.Empty(t, manifest.ValidatePod(pod))
-	want := &runtimeapi.SELinuxOption{User: "system_u", Role: "system_r", Type: "spc_t", Level: "s0:c1,c2"}
-	assert.Equal(t, want, sandboxSecurityContext(pod).SelinuxOptions)
-
-	a := New(Config{RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
-	sc, err := a.containerSecurityContext(pod, &pod.Spec.Containers[0])
-	require.NoError(t, err)
-	assert.Equal(t, want, sc.SelinuxOptions, "the pod's options are the container's default")
-
-	pod.Spec.Containers[0].SecurityContext = &v1.SecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0:c3"}}
-	sc, err = a.containerSecurityContext(pod, &pod.Spec.Containers[0])
-	require.NoError(t, err)
-	assert.Equal(t, &runtimeapi.SELinuxOption{Level: "s0:c3"}, sc.SelinuxOptions, "the container's own win")
-}
-
-// spec.hostnameOverride names the pod (its kernel hostname) without a
-// domain, with the API server's validation (issue #19).
-func TestHostnameOverride(t *testing.T) {
-	pod := basePod()
-	pod.Spec.Hostname, pod.Spec.Subdomain = "h", "sub"
-	pod.Spec.HostnameOverride = ptr.To("custom.example")
-	host, err := sandboxHostname(pod, "cluster.local")
-	require.NoError(t, err)
-	assert.Equal(t, "custom.example", host)
-	h, d := podHostnameAndDomain(pod, "cluster.local")
-	assert.Equal(t, "custom.example", h)
-	assert.Empty(t, d)
+	assert.Equal(t, "192.0.2.10,2001:db8::10", env["H"])
 }

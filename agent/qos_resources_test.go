@@ -82,57 +82,6 @@ func qosPod(uid string, inits []v1.Container, ctrs ...v1.Container) *v1.Pod {
 	return p
 }
 
-func TestPodRequestsAndLimits(t *testing.T) {
-	tests := []struct {
-		name               string
-		pod                *v1.Pod
-		reqCPU, reqMem     string
-		limCPU, limMem     string
-		hasLimCPU, hasLimM bool
-	}{
-		{name: "sum of app containers",
-			pod:    qosPod("u", nil, qctr("a", qosRes("100m", "64Mi"), qosRes("200m", "128Mi")), qctr("b", qosRes("300m", "64Mi"), qosRes("", "64Mi"))),
-			reqCPU: "400m", reqMem: "128Mi", limCPU: "200m", limMem: "192Mi", hasLimCPU: true, hasLimM: true},
-		{name: "big init container dominates",
-			pod:    qosPod("u", []v1.Container{qctr("init", qosRes("2", "1Gi"), qosRes("2", "1Gi"))}, qctr("a", qosRes("100m", "64Mi"), nil)),
-			reqCPU: "2", reqMem: "1Gi", limCPU: "2", limMem: "1Gi", hasLimCPU: true, hasLimM: true},
-		// The documentation's sidecar-resources example: setup 200m/64Mi,
-		// sidecar 50m/64Mi, app 300m/128Mi → max(300+50, 200, 50) = 350m,
-		// max(128+64, 64, 64) = 192Mi.
-		{name: "sidecar adds to everything after it",
-			pod: qosPod("u", []v1.Container{
-				qctr("setup", qosRes("200m", "64Mi"), qosRes("", "64Mi")),
-				qosSidecar("log", qosRes("50m", "64Mi"), qosRes("", "64Mi")),
-			}, qctr("app", qosRes("300m", "128Mi"), qosRes("", "128Mi"))),
-			reqCPU: "350m", reqMem: "192Mi", limMem: "192Mi", hasLimM: true},
-		{name: "init after a sidecar counts the sidecar",
-			pod: qosPod("u", []v1.Container{
-				qosSidecar("log", qosRes("500m", ""), nil),
-				qctr("migrate", qosRes("1", ""), nil),
-			}, qctr("app", qosRes("100m", ""), nil)),
-			reqCPU: "1500m"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			reqs, lims := podRequestsAndLimits(tt.pod)
-			assert.Equal(t, milli(tt.reqCPU), reqs.Cpu().MilliValue(), "cpu request")
-			if tt.reqMem != "" {
-				assert.Equal(t, bytesOf(tt.reqMem), reqs.Memory().Value(), "memory request")
-			}
-			_, ok := lims[v1.ResourceCPU]
-			assert.Equal(t, tt.hasLimCPU, ok)
-			if tt.hasLimCPU {
-				assert.Equal(t, milli(tt.limCPU), lims.Cpu().MilliValue(), "cpu limit")
-			}
-			_, ok = lims[v1.ResourceMemory]
-			assert.Equal(t, tt.hasLimM, ok)
-			if tt.hasLimM {
-				assert.Equal(t, bytesOf(tt.limMem), lims.Memory().Value(), "memory limit")
-			}
-		})
-	}
-}
-
 func TestPodCgroupResources(t *testing.T) {
 	unl := int64(cgroups.Unlimited)
 	tests := []struct {
@@ -193,50 +142,6 @@ func TestShareAndQuotaConversions(t *testing.T) {
 	// cgroup v2 weights of the pod shares above (linear, the target's runc).
 	assert.Equal(t, uint64(39), cgroups.WeightLinear.SharesToWeight(uint64(milliCPUToShares(1000))))
 	assert.Equal(t, uint64(100), cgroups.WeightNonLinear.SharesToWeight(uint64(milliCPUToShares(1000))))
-}
-
-func TestContainerOOMScoreAdj(t *testing.T) {
-	const gi = int64(1) << 30
-	burst := func(ctrs ...v1.Container) *v1.Pod { return qosPod("b", nil, ctrs...) }
-	tests := []struct {
-		name     string
-		pod      *v1.Pod
-		c        int // index into containers; -1 = first init container
-		capacity int64
-		want     int64
-	}{
-		{name: "guaranteed", pod: qosPod("g", nil, qctr("a", qosRes("1", "1Gi"), qosRes("1", "1Gi"))), capacity: 16 * gi, want: -997},
-		{name: "besteffort", pod: qosPod("e", nil, qctr("a", nil, nil)), capacity: 16 * gi, want: 1000},
-		{name: "burstable 1Gi of 16Gi", pod: burst(qctr("a", qosRes("", "1Gi"), nil)), capacity: 16 * gi, want: 938},
-		{name: "burstable without memory request clamps to 999", pod: burst(qctr("a", qosRes("100m", ""), nil)), capacity: 16 * gi, want: 999},
-		{name: "burstable near capacity clamps to 3", pod: burst(qctr("a", qosRes("", "16Gi"), qosRes("", "32Gi"))), capacity: 16 * gi, want: 3},
-		{name: "burstable 998 of 1000", pod: burst(qctr("a", qosRes("", "998"), nil)), capacity: 1000, want: 3},
-		{name: "burstable 996 of 1000", pod: burst(qctr("a", qosRes("", "996"), nil)), capacity: 1000, want: 4},
-		{name: "sidecar follows the smallest app request",
-			pod: qosPod("s", []v1.Container{qosSidecar("log", qosRes("", "64Mi"), nil)},
-				qctr("a", qosRes("", "4Gi"), nil), qctr("b", qosRes("", "2Gi"), nil)),
-			c: -1, capacity: 16 * gi, want: 875},
-		{name: "sidecar with a bigger request keeps its own",
-			pod: qosPod("s", []v1.Container{qosSidecar("log", qosRes("", "8Gi"), nil)}, qctr("a", qosRes("", "1Gi"), nil)),
-			c:   -1, capacity: 16 * gi, want: 500},
-		{name: "node critical", pod: func() *v1.Pod {
-			p := burst(qctr("a", qosRes("", "1Gi"), nil))
-			p.Spec.PriorityClassName = "system-node-critical"
-			return p
-		}(), capacity: 16 * gi, want: -997},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := &tt.pod.Spec.InitContainers
-			var target *v1.Container
-			if tt.c < 0 {
-				target = &(*c)[0]
-			} else {
-				target = &tt.pod.Spec.Containers[tt.c]
-			}
-			assert.Equal(t, tt.want, containerOOMScoreAdj(tt.pod, target, tt.capacity))
-		})
-	}
 }
 
 func TestPodCgroupName(t *testing.T) {

@@ -21,7 +21,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -31,6 +30,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -118,26 +118,7 @@ func (a *Agent) admitSecurity(pod *v1.Pod) (reason, message string) {
 	return admitSysctls(pod, a.cfg.AllowedUnsafeSysctls)
 }
 
-// isPrivileged reports whether the container asks to be privileged.
-func isPrivileged(c *v1.Container) bool {
-	return c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
-}
-
 // CRI conversion.
-
-// defaultMaskedPaths and defaultReadonlyPaths are the /proc and /sys paths
-// the kubelet masks and makes read-only for procMount Default
-// (pkg/securitycontext/util.go).
-var (
-	defaultMaskedPaths = []string{
-		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
-		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-		"/sys/firmware", "/sys/devices/virtual/powercap",
-	}
-	defaultReadonlyPaths = []string{
-		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-	}
-)
 
 // seccompProfileRoot is where Localhost seccomp profiles live.
 func (a *Agent) seccompProfileRoot() string {
@@ -145,167 +126,6 @@ func (a *Agent) seccompProfileRoot() string {
 		return a.cfg.SeccompProfileRoot
 	}
 	return filepath.Join(a.cfg.RootDir, "seccomp")
-}
-
-// podSupplementalGroups is fsGroup followed by spec.securityContext's
-// supplementalGroups, the kubelet's order.
-func podSupplementalGroups(sc *v1.PodSecurityContext) []int64 {
-	if sc == nil {
-		return nil
-	}
-	var groups []int64
-	if sc.FSGroup != nil {
-		groups = append(groups, *sc.FSGroup)
-	}
-	return append(groups, sc.SupplementalGroups...)
-}
-
-// sandboxSecurityContext is the sandbox's security context, as the kubelet's
-// generatePodSandboxLinuxConfig builds it: privileged if any container is,
-// seccomp always RuntimeDefault (the pause process needs no more), the pod's
-// user, group and groups.
-func sandboxSecurityContext(pod *v1.Pod) *runtimeapi.LinuxSandboxSecurityContext {
-	sc := &runtimeapi.LinuxSandboxSecurityContext{
-		NamespaceOptions: namespaceOptions(pod),
-		Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
-	}
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			sc.Privileged = sc.Privileged || isPrivileged(&list[i])
-		}
-	}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = podSupplementalGroups(psc)
-		sc.SelinuxOptions = seLinuxOption(psc.SELinuxOptions)
-	}
-	return sc
-}
-
-// seLinuxOption converts SELinux options for the CRI (nil stays nil).
-func seLinuxOption(o *v1.SELinuxOptions) *runtimeapi.SELinuxOption {
-	if o == nil {
-		return nil
-	}
-	return &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
-}
-
-// podSysctls are the pod's sysctls in dotted form (nil when none).
-func podSysctls(pod *v1.Pod) map[string]string {
-	psc := pod.Spec.SecurityContext
-	if psc == nil || len(psc.Sysctls) == 0 {
-		return nil
-	}
-	m := make(map[string]string, len(psc.Sysctls))
-	for _, s := range psc.Sysctls {
-		m[manifest.NormalizeSysctl(s.Name)] = s.Value
-	}
-	return m
-}
-
-// effectiveSecurityContext merges the pod's security context into the
-// container's: the container's user, group, runAsNonRoot and seccomp win
-// (pkg/securitycontext DetermineEffectiveSecurityContext). The result is
-// never nil.
-func effectiveSecurityContext(pod *v1.Pod, c *v1.Container) *v1.SecurityContext {
-	eff := &v1.SecurityContext{}
-	if c.SecurityContext != nil {
-		eff = c.SecurityContext.DeepCopy()
-	}
-	psc := pod.Spec.SecurityContext
-	if psc == nil {
-		return eff
-	}
-	if eff.RunAsUser == nil {
-		eff.RunAsUser = psc.RunAsUser
-	}
-	if eff.RunAsGroup == nil {
-		eff.RunAsGroup = psc.RunAsGroup
-	}
-	if eff.RunAsNonRoot == nil {
-		eff.RunAsNonRoot = psc.RunAsNonRoot
-	}
-	if eff.SeccompProfile == nil {
-		eff.SeccompProfile = psc.SeccompProfile
-	}
-	if eff.SELinuxOptions == nil && psc.SELinuxOptions != nil {
-		eff.SELinuxOptions = psc.SELinuxOptions.DeepCopy()
-	}
-	return eff
-}
-
-// seccompProfile converts a seccomp profile (nil: Unconfined, the kubelet's
-// default without --seccomp-default).
-func (a *Agent) seccompProfile(sp *v1.SeccompProfile) (*runtimeapi.SecurityProfile, error) {
-	if sp == nil {
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
-	}
-	switch sp.Type {
-	case v1.SeccompProfileTypeRuntimeDefault:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
-	case v1.SeccompProfileTypeLocalhost:
-		if sp.LocalhostProfile == nil || *sp.LocalhostProfile == "" {
-			return nil, errors.New("localhostProfile must be set if seccompProfile type is Localhost")
-		}
-		return &runtimeapi.SecurityProfile{
-			ProfileType:  runtimeapi.SecurityProfile_Localhost,
-			LocalhostRef: filepath.Join(a.seccompProfileRoot(), *sp.LocalhostProfile),
-		}, nil
-	}
-	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
-}
-
-// containerSecurityContext converts the container's effective security
-// context into the CRI's, as the kubelet's determineEffectiveSecurityContext
-// does. The image's user is added later (applyImageUser), once known.
-func (a *Agent) containerSecurityContext(pod *v1.Pod, c *v1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	eff := effectiveSecurityContext(pod, c)
-	sc := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions:   namespaceOptions(pod),
-		SupplementalGroups: podSupplementalGroups(pod.Spec.SecurityContext),
-		MaskedPaths:        slices.Clone(defaultMaskedPaths),
-		ReadonlyPaths:      slices.Clone(defaultReadonlyPaths),
-	}
-	if eff.ProcMount != nil && *eff.ProcMount == v1.UnmaskedProcMount {
-		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
-	}
-	if caps := eff.Capabilities; caps != nil {
-		sc.Capabilities = &runtimeapi.Capability{}
-		for _, c := range caps.Add {
-			sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
-		}
-		for _, c := range caps.Drop {
-			sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
-		}
-	}
-	if eff.Privileged != nil {
-		sc.Privileged = *eff.Privileged
-	}
-	if eff.RunAsUser != nil {
-		sc.RunAsUser = &runtimeapi.Int64Value{Value: *eff.RunAsUser}
-	}
-	if eff.RunAsGroup != nil {
-		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *eff.RunAsGroup}
-	}
-	if eff.ReadOnlyRootFilesystem != nil {
-		sc.ReadonlyRootfs = *eff.ReadOnlyRootFilesystem
-	}
-	sc.SelinuxOptions = seLinuxOption(eff.SELinuxOptions)
-	// no_new_privs only when allowPrivilegeEscalation is explicitly false
-	// (pkg/securitycontext AddNoNewPrivileges).
-	if eff.AllowPrivilegeEscalation != nil {
-		sc.NoNewPrivs = !*eff.AllowPrivilegeEscalation
-	}
-	var err error
-	if sc.Seccomp, err = a.seccompProfile(eff.SeccompProfile); err != nil {
-		return nil, err
-	}
-	return sc, nil
 }
 
 // imageUser returns the user the image runs as, from the runtime's
@@ -334,53 +154,22 @@ func (a *Agent) imageUser(ctx context.Context, image string, known *runtimeapi.I
 	return &root, "", nil
 }
 
-// verifyRunAsNonRoot refuses a container with runAsNonRoot that would run
-// as root, or whose user cannot be told, with the kubelet's texts.
-func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, uid *int64, username string) error {
-	eff := effectiveSecurityContext(pod, c)
-	if eff.RunAsNonRoot == nil || !*eff.RunAsNonRoot {
-		return nil
-	}
-	podRef := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
-	if eff.RunAsUser != nil {
-		if *eff.RunAsUser == 0 {
-			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", podRef, c.Name)
-		}
-		return nil
-	}
-	switch {
-	case uid != nil && *uid == 0:
-		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podRef, c.Name)
-	case uid == nil && username != "":
-		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", username, podRef, c.Name)
-	}
-	return nil
-}
-
 // applyImageUser completes the container's CRI security context with the
-// image's user when the manifest names none (so that containerd and the
-// runAsNonRoot check agree), and runs the runAsNonRoot check. Failures are
-// CreateContainerConfigError with the kubelet's message and event. img is
-// the image's status if the caller holds it (nil: asked here).
+// image's user when the manifest names none and runs the runAsNonRoot
+// check (podspec.ApplyImageUser). Failures are CreateContainerConfigError
+// with the kubelet's message and event. img is the image's status if the
+// caller holds it (nil: asked here).
 func (a *Agent) applyImageUser(ctx context.Context, pw *podWorker, c *v1.Container, cfg *runtimeapi.ContainerConfig, img *runtimeapi.Image) error {
 	pod := pw.pod()
 	uid, username, err := a.imageUser(ctx, c.Image, img)
 	if err == nil {
-		err = verifyRunAsNonRoot(pod, c, uid, username)
+		err = podspec.ApplyImageUser(pod, c, cfg, uid, username)
 	} else {
 		err = fmt.Errorf("inspect image %q: %s", c.Image, cri.Message(err))
 	}
 	if err != nil {
 		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return newReasonError(ErrCreateContainerConfig, "%v", err)
-	}
-	sc := cfg.GetLinux().GetSecurityContext()
-	if sc != nil && sc.RunAsUser == nil {
-		if uid != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *uid}
-		} else if username != "" {
-			sc.RunAsUsername = username
-		}
 	}
 	return nil
 }

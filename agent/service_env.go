@@ -18,13 +18,10 @@ package agent
 
 import (
 	"errors"
-	"fmt"
-	"net"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
@@ -44,13 +41,6 @@ type ServiceLister interface {
 // KUBERNETES_SERVICE_HOST would be missing for good.
 var errServicesNotSynced = errors.New("services have not yet been read at least once, cannot construct envvars")
 
-// masterNamespace and masterService name the API server's Service, linked
-// into every pod.
-const (
-	masterNamespace = "default"
-	masterService   = "kubernetes"
-)
-
 // serviceEnv returns the service link variables of pod: nil without a
 // ServiceLister (standalone). Pods from the API server wait for the first
 // list (errServicesNotSynced); static and local pods take what is there,
@@ -63,86 +53,5 @@ func (a *Agent) serviceEnv(pod *v1.Pod) (map[string]string, error) {
 		return nil, errServicesNotSynced
 	}
 	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
-	return serviceLinkEnv(a.services.ListServices(), pod.Namespace, links), nil
-}
-
-// serviceLinkEnv picks the Services a pod of namespace ns sees and returns
-// their variables.
-func serviceLinkEnv(services []*v1.Service, ns string, links bool) map[string]string {
-	byName := map[string]*v1.Service{}
-	for _, svc := range services {
-		if !hasClusterIP(svc) {
-			continue
-		}
-		switch {
-		case svc.Namespace == masterNamespace && svc.Name == masterService:
-			// A same-named Service of the pod's namespace wins, whichever
-			// comes first.
-			if _, ok := byName[svc.Name]; !ok {
-				byName[svc.Name] = svc
-			}
-		case svc.Namespace == ns && links:
-			byName[svc.Name] = svc
-		}
-	}
-	env := map[string]string{}
-	for _, svc := range byName {
-		addServiceVars(env, svc)
-	}
-	return env
-}
-
-// hasClusterIP is the kubelet's IsServiceIPSet: headless Services (None)
-// and those without an address are not linked.
-func hasClusterIP(svc *v1.Service) bool {
-	return svc.Spec.ClusterIP != v1.ClusterIPNone && svc.Spec.ClusterIP != ""
-}
-
-// addServiceVars adds one Service's variables, for a Service `my-svc` at
-// 10.0.0.11 with port 443 named https over TCP:
-//
-//	MY_SVC_SERVICE_HOST=10.0.0.11
-//	MY_SVC_SERVICE_PORT=443            (the first port)
-//	MY_SVC_SERVICE_PORT_HTTPS=443      (each named port)
-//	MY_SVC_PORT=tcp://10.0.0.11:443    (the first port, Docker links style)
-//	MY_SVC_PORT_443_TCP=tcp://10.0.0.11:443
-//	MY_SVC_PORT_443_TCP_PROTO=tcp
-//	MY_SVC_PORT_443_TCP_PORT=443
-//	MY_SVC_PORT_443_TCP_ADDR=10.0.0.11
-func addServiceVars(env map[string]string, svc *v1.Service) {
-	if len(svc.Spec.Ports) == 0 {
-		// Validation requires a port of every Service with a cluster IP.
-		return
-	}
-	prefix := serviceVarName(svc.Name)
-	ip := svc.Spec.ClusterIP
-	env[prefix+"_SERVICE_HOST"] = ip
-	env[prefix+"_SERVICE_PORT"] = strconv.Itoa(int(svc.Spec.Ports[0].Port))
-	for _, p := range svc.Spec.Ports {
-		if p.Name != "" {
-			env[prefix+"_SERVICE_PORT_"+serviceVarName(p.Name)] = strconv.Itoa(int(p.Port))
-		}
-	}
-	for i, p := range svc.Spec.Ports {
-		proto := string(p.Protocol)
-		if proto == "" {
-			proto = string(v1.ProtocolTCP)
-		}
-		lower, port := strings.ToLower(proto), strconv.Itoa(int(p.Port))
-		url := lower + "://" + net.JoinHostPort(ip, port)
-		if i == 0 {
-			env[prefix+"_PORT"] = url
-		}
-		pp := fmt.Sprintf("%s_PORT_%d_%s", prefix, p.Port, strings.ToUpper(proto))
-		env[pp] = url
-		env[pp+"_PROTO"] = lower
-		env[pp+"_PORT"] = port
-		env[pp+"_ADDR"] = ip
-	}
-}
-
-// serviceVarName is a Service or port name as a variable name: upper case,
-// '-' as '_' (both are DNS labels: no other character needs mapping).
-func serviceVarName(name string) string {
-	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	return podspec.ServiceLinkEnv(a.services.ListServices(), pod.Namespace, links), nil
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
@@ -27,149 +28,6 @@ func (f *fakeServices) HasSynced() bool             { return f.synced }
 func svc(ns, name, ip string, ports ...v1.ServicePort) *v1.Service {
 	return &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1.ServiceSpec{ClusterIP: ip, Ports: ports}}
-}
-
-// TestServiceLinkEnv checks the variables against the kubelet's own
-// examples (pkg/kubelet/envvars envvars_test.go and the docs' "Discovering
-// services": a Service redis-primary at 10.0.0.11:6379 gives
-// REDIS_PRIMARY_SERVICE_HOST=10.0.0.11, REDIS_PRIMARY_PORT=tcp://10.0.0.11:6379…).
-func TestServiceLinkEnv(t *testing.T) {
-	master := svc("default", "kubernetes", "10.96.0.1", v1.ServicePort{Name: "https", Port: 443, Protocol: v1.ProtocolTCP})
-	masterVars := map[string]string{
-		"KUBERNETES_SERVICE_HOST":       "10.96.0.1",
-		"KUBERNETES_SERVICE_PORT":       "443",
-		"KUBERNETES_SERVICE_PORT_HTTPS": "443",
-		"KUBERNETES_PORT":               "tcp://10.96.0.1:443",
-		"KUBERNETES_PORT_443_TCP":       "tcp://10.96.0.1:443",
-		"KUBERNETES_PORT_443_TCP_PROTO": "tcp",
-		"KUBERNETES_PORT_443_TCP_PORT":  "443",
-		"KUBERNETES_PORT_443_TCP_ADDR":  "10.96.0.1",
-	}
-	with := func(base map[string]string, more map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range base {
-			out[k] = v
-		}
-		for k, v := range more {
-			out[k] = v
-		}
-		return out
-	}
-	tests := []struct {
-		name     string
-		services []*v1.Service
-		ns       string
-		links    bool
-		want     map[string]string
-	}{
-		{
-			name:     "the docs' example: one unnamed port, the protocol defaulted to TCP",
-			services: []*v1.Service{master, svc("shop", "redis-primary", "10.0.0.11", v1.ServicePort{Port: 6379})},
-			ns:       "shop", links: true,
-			want: with(masterVars, map[string]string{
-				"REDIS_PRIMARY_SERVICE_HOST":        "10.0.0.11",
-				"REDIS_PRIMARY_SERVICE_PORT":        "6379",
-				"REDIS_PRIMARY_PORT":                "tcp://10.0.0.11:6379",
-				"REDIS_PRIMARY_PORT_6379_TCP":       "tcp://10.0.0.11:6379",
-				"REDIS_PRIMARY_PORT_6379_TCP_PROTO": "tcp",
-				"REDIS_PRIMARY_PORT_6379_TCP_PORT":  "6379",
-				"REDIS_PRIMARY_PORT_6379_TCP_ADDR":  "10.0.0.11",
-			}),
-		},
-		{
-			name: "several named ports: each named one has its SERVICE_PORT_<NAME>, the first is also SERVICE_PORT and PORT",
-			services: []*v1.Service{master, svc("shop", "super-ultra-long-name", "9.8.7.6",
-				v1.ServicePort{Name: "u-d-p", Port: 8082, Protocol: v1.ProtocolUDP},
-				v1.ServicePort{Name: "t-c-p", Port: 8083, Protocol: v1.ProtocolTCP},
-				v1.ServicePort{Name: "sctp", Port: 8084, Protocol: v1.ProtocolSCTP})},
-			ns: "shop", links: true,
-			want: with(masterVars, map[string]string{
-				"SUPER_ULTRA_LONG_NAME_SERVICE_HOST":         "9.8.7.6",
-				"SUPER_ULTRA_LONG_NAME_SERVICE_PORT":         "8082",
-				"SUPER_ULTRA_LONG_NAME_SERVICE_PORT_U_D_P":   "8082",
-				"SUPER_ULTRA_LONG_NAME_SERVICE_PORT_T_C_P":   "8083",
-				"SUPER_ULTRA_LONG_NAME_SERVICE_PORT_SCTP":    "8084",
-				"SUPER_ULTRA_LONG_NAME_PORT":                 "udp://9.8.7.6:8082",
-				"SUPER_ULTRA_LONG_NAME_PORT_8082_UDP":        "udp://9.8.7.6:8082",
-				"SUPER_ULTRA_LONG_NAME_PORT_8082_UDP_PROTO":  "udp",
-				"SUPER_ULTRA_LONG_NAME_PORT_8082_UDP_PORT":   "8082",
-				"SUPER_ULTRA_LONG_NAME_PORT_8082_UDP_ADDR":   "9.8.7.6",
-				"SUPER_ULTRA_LONG_NAME_PORT_8083_TCP":        "tcp://9.8.7.6:8083",
-				"SUPER_ULTRA_LONG_NAME_PORT_8083_TCP_PROTO":  "tcp",
-				"SUPER_ULTRA_LONG_NAME_PORT_8083_TCP_PORT":   "8083",
-				"SUPER_ULTRA_LONG_NAME_PORT_8083_TCP_ADDR":   "9.8.7.6",
-				"SUPER_ULTRA_LONG_NAME_PORT_8084_SCTP":       "sctp://9.8.7.6:8084",
-				"SUPER_ULTRA_LONG_NAME_PORT_8084_SCTP_PROTO": "sctp",
-				"SUPER_ULTRA_LONG_NAME_PORT_8084_SCTP_PORT":  "8084",
-				"SUPER_ULTRA_LONG_NAME_PORT_8084_SCTP_ADDR":  "9.8.7.6",
-			}),
-		},
-		{
-			name: "headless (None) and address-less Services are skipped",
-			services: []*v1.Service{master,
-				svc("shop", "headless", v1.ClusterIPNone, v1.ServicePort{Port: 80}),
-				svc("shop", "no-ip", "", v1.ServicePort{Port: 80})},
-			ns: "shop", links: true,
-			want: masterVars,
-		},
-		{
-			name:     "other namespaces' Services are not linked",
-			services: []*v1.Service{master, svc("other", "db", "10.0.0.5", v1.ServicePort{Port: 5432})},
-			ns:       "shop", links: true,
-			want: masterVars,
-		},
-		{
-			name:     "enableServiceLinks false: only the master service",
-			services: []*v1.Service{master, svc("shop", "db", "10.0.0.5", v1.ServicePort{Port: 5432})},
-			ns:       "shop", links: false,
-			want: masterVars,
-		},
-		{
-			name:     "enableServiceLinks false in the default namespace: still the master service",
-			services: []*v1.Service{svc("default", "db", "10.0.0.5", v1.ServicePort{Port: 5432}), master},
-			ns:       "default", links: false,
-			want: masterVars,
-		},
-		{
-			name: "a Service of the pod's namespace named kubernetes replaces the master, in either order",
-			services: []*v1.Service{svc("shop", "kubernetes", "10.0.0.9", v1.ServicePort{Port: 8080}), master,
-				svc("shop", "kubernetes", "10.0.0.9", v1.ServicePort{Port: 8080})},
-			ns: "shop", links: true,
-			want: map[string]string{
-				"KUBERNETES_SERVICE_HOST":        "10.0.0.9",
-				"KUBERNETES_SERVICE_PORT":        "8080",
-				"KUBERNETES_PORT":                "tcp://10.0.0.9:8080",
-				"KUBERNETES_PORT_8080_TCP":       "tcp://10.0.0.9:8080",
-				"KUBERNETES_PORT_8080_TCP_PROTO": "tcp",
-				"KUBERNETES_PORT_8080_TCP_PORT":  "8080",
-				"KUBERNETES_PORT_8080_TCP_ADDR":  "10.0.0.9",
-			},
-		},
-		{
-			name:     "IPv6 cluster IPs are bracketed in URLs",
-			services: []*v1.Service{svc("shop", "v6", "fd00::10", v1.ServicePort{Port: 80})},
-			ns:       "shop", links: true,
-			want: map[string]string{
-				"V6_SERVICE_HOST":      "fd00::10",
-				"V6_SERVICE_PORT":      "80",
-				"V6_PORT":              "tcp://[fd00::10]:80",
-				"V6_PORT_80_TCP":       "tcp://[fd00::10]:80",
-				"V6_PORT_80_TCP_PROTO": "tcp",
-				"V6_PORT_80_TCP_PORT":  "80",
-				"V6_PORT_80_TCP_ADDR":  "fd00::10",
-			},
-		},
-		{
-			name: "no Services at all (a cluster without the master service yet)",
-			ns:   "shop", links: true,
-			want: map[string]string{},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, serviceLinkEnv(tt.services, tt.ns, tt.links))
-		})
-	}
 }
 
 // TestContainerEnv_ServiceLinks checks where the service links go in a
@@ -211,7 +69,7 @@ spec:
 		assert.Equal(t, []string{"DB_URL", "DB_SERVICE_PORT", "AFTER"}, order[:3], "the container's own variables come first")
 		assert.Equal(t, 1, countOf(order, "DB_SERVICE_PORT"), "no duplicate of an overridden link")
 		assert.True(t, isSortedStrings(order[3:]), "the links follow, sorted: %v", order[3:])
-		assert.Equal(t, []string{"sh", "-c", "echo 10.0.0.5"}, expandAll(pod.Spec.Containers[0].Command, m),
+		assert.Equal(t, []string{"sh", "-c", "echo 10.0.0.5"}, podspec.ExpandAll(pod.Spec.Containers[0].Command, m),
 			"command and args see the links")
 	})
 

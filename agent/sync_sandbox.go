@@ -172,7 +172,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	// limits may trim the pod's DNS config (DNSConfigForming): dns.go.
 	if _, warns, err := a.podDNS(pod); err == nil {
 		for _, wn := range warns {
-			w.event(v1.EventTypeWarning, wn.reason, "%s", wn.message)
+			w.event(v1.EventTypeWarning, wn.Reason, "%s", wn.Message)
 		}
 	}
 	// The pod cgroup first: containerd creates the sandbox and every

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
@@ -67,7 +68,7 @@ func (c configDataLookup) Secret(pod *v1.Pod, name string) (*v1.Secret, error) {
 type downwardFields struct{ a *Agent }
 
 func (d downwardFields) MetadataFieldValue(pod *v1.Pod, path string) (string, error) {
-	return metadataFieldValue(pod, path)
+	return podspec.MetadataFieldValue(pod, path)
 }
 
 func (d downwardFields) ResourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {

@@ -4,7 +4,8 @@
 # agent and probes may import k8s.io/api. Inside agent/ (issue #18):
 # manifest → nothing of the repository but its own subpackages; source →
 # volume → manifest, both below the engine (agent); nothing under agent/
-# imports cmd or test.
+# imports cmd or test. podspec (the pod → CRI config translation) is pure:
+# agent/manifest only, no CRI client, no os.
 # For the packages of agent/ split out in #18 (manifest, volume, source) test
 # files count too: their tests may not import what they may not.
 #
@@ -54,6 +55,11 @@ check "$mod/agent/eviction" "^$mod/" "pure: thresholds and ranking only, nothing
 # The manifest package is pure and at the bottom of agent/: decode,
 # defaults, validation, the support table. Everything consumes it.
 tests=1 check "$mod/agent/manifest" "^$mod/" "pure: decode, defaults, validation; nothing of the repository but its own subpackages" "^$mod/agent/manifest(/|$)"
+# The translation of a pod into CRI configs is pure (issue #30): of the
+# repository only agent/manifest; no CRI client, no runtime leaf, no engine,
+# no volume preparation; no filesystem or syscalls (what it needs of the
+# host is passed in). Its tests too.
+tests=1 check "$mod/agent/podspec" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os/|^io/ioutil$|^syscall$|^golang.org/x/sys/" "pure translation: v1.Pod + explicit inputs → CRI configs; agent/manifest only, no CRI client, no filesystem" "^$mod/agent/(manifest|podspec)(/|$)"
 # The volume preparation sits below the engine and beside the sources.
 tests=1 check "$mod/agent/volume" "^$mod/agent$|^$mod/agent/(source|api|cluster|kubeletserver|gc|eviction)(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)" "below the engine: never agent or agent/source"
 # The desired state sits below the engine; it may use agent/volume's mounts

@@ -8,18 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
 )
 
 // CheckSubPath refuses a subPath that is absolute or climbs with "..":
-// validation refuses them too, this is the last line.
-func CheckSubPath(sub string) error {
-	if filepath.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") || strings.Contains(sub, "/../") || strings.HasSuffix(sub, "/..") {
-		return fmt.Errorf("subPath %q must be a relative path inside the volume", sub)
-	}
-	return nil
-}
+// validation refuses them too, this is the last line (manifest.CheckSubPath).
+func CheckSubPath(sub string) error { return manifest.CheckSubPath(sub) }
 
 // RemoveSubPathTarget unmounts target and removes it. Removal is the proof
 // the unmount worked: a directory still mounted is busy, and one holding a

@@ -14,13 +14,14 @@ const mod = "github.com/minikubelet/minikubelet"
 type tree map[string]string
 
 // cleanTree has every package the rules name, importing only what the
-// rules allow: the engine imports manifest, source and volume; source
-// imports volume and manifest, volume imports manifest; manifest imports its
-// own subpackage.
+// rules allow: the engine imports manifest, podspec, source and volume;
+// podspec imports manifest; source imports volume and manifest, volume
+// imports manifest; manifest imports its own subpackage.
 func cleanTree() tree {
 	return tree{
 		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
-		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/podspec/podspec.go":      "package podspec\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"strings\"\n)\n",
 		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
 		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
 		"agent/source/source.go":        "package source\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
@@ -83,6 +84,12 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"source imports a runtime leaf":      {"agent/source/bad.go", imp("source", "cri"), "agent/source must not import"},
 		"agent imports cmd":                  {"agent/bad.go", imp("agent", "cmd/minikubelet"), "agent must not import"},
 		"a package under agent imports test": {"agent/volume/bad.go", imp("volume", "test/testutil"), "must not import"},
+		"podspec imports the engine":         {"agent/podspec/bad.go", imp("podspec", "agent"), "agent/podspec must not import"},
+		"podspec imports the CRI client":     {"agent/podspec/bad.go", imp("podspec", "cri"), "agent/podspec must not import"},
+		"podspec imports volume":             {"agent/podspec/bad.go", imp("podspec", "agent/volume"), "agent/podspec must not import"},
+		"podspec imports safepath":           {"agent/podspec/bad.go", imp("podspec", "agent/safepath"), "agent/podspec must not import"},
+		"podspec reads files":                {"agent/podspec/bad.go", "package podspec\n\nimport _ \"os\"\n", "agent/podspec must not import"},
+		"podspec's test imports the engine":  {"agent/podspec/bad_test.go", imp("podspec_test", "agent"), "agent/podspec must not import"},
 		"safepath imports manifest":          {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package agent
+package podspec
 
 import (
 	"fmt"
@@ -65,11 +65,11 @@ func TestPodDNSConfig(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{DNSPolicy: tc.policy, HostNetwork: tc.hostNetwork, DNSConfig: tc.dnsConfig}}
-			got, warns := podDNSConfig(pod, []byte(testHostResolv), clusterDNSConfig{Domain: "cluster.local"})
+			got, warns := PodDNSConfig(pod, []byte(testHostResolv), ClusterDNS{Domain: "cluster.local"})
 			assert.Equal(t, tc.want, got)
 			var reasons []string
 			for _, w := range warns {
-				reasons = append(reasons, w.reason)
+				reasons = append(reasons, w.Reason)
 			}
 			assert.Equal(t, tc.wantWarn, reasons)
 		})
@@ -79,7 +79,7 @@ func TestPodDNSConfig(t *testing.T) {
 // TestPodDNSConfig_ClusterDNS covers the kubelet's cases with a cluster
 // DNS (pkg/kubelet/network/dns TestGetPodDNS, TestGetPodDNSCustom).
 func TestPodDNSConfig_ClusterDNS(t *testing.T) {
-	cluster := clusterDNSConfig{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"}
+	cluster := ClusterDNS{Servers: []string{"10.96.0.10"}, Domain: "cluster.local"}
 	clusterSearch := []string{"shop.svc.cluster.local", "svc.cluster.local", "cluster.local"}
 	hostCfg := &runtimeapi.DNSConfig{Servers: []string{"10.0.0.2"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:2", "edns0"}}
 	for _, tc := range []struct {
@@ -87,7 +87,7 @@ func TestPodDNSConfig_ClusterDNS(t *testing.T) {
 		policy      v1.DNSPolicy
 		hostNetwork bool
 		dnsConfig   *v1.PodDNSConfig
-		cluster     clusterDNSConfig
+		cluster     ClusterDNS
 		hostResolv  string
 		want        *runtimeapi.DNSConfig
 	}{{
@@ -124,7 +124,7 @@ func TestPodDNSConfig_ClusterDNS(t *testing.T) {
 	}, {
 		name:    "several cluster nameservers, no cluster domain: the host's searches",
 		policy:  v1.DNSClusterFirst,
-		cluster: clusterDNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11"}},
+		cluster: ClusterDNS{Servers: []string{"10.96.0.10", "10.96.0.11"}},
 		want:    &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11"}, Searches: []string{"corp.example", "example"}, Options: []string{"ndots:5"}},
 	}, {
 		name:      "dnsConfig merges into the cluster configuration",
@@ -134,7 +134,7 @@ func TestPodDNSConfig_ClusterDNS(t *testing.T) {
 	}, {
 		name:      "the nameserver limit applies to cluster servers plus the pod's",
 		policy:    v1.DNSClusterFirst,
-		cluster:   clusterDNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11"}, Domain: "cluster.local"},
+		cluster:   ClusterDNS{Servers: []string{"10.96.0.10", "10.96.0.11"}, Domain: "cluster.local"},
 		dnsConfig: &v1.PodDNSConfig{Nameservers: []string{"192.0.2.1", "192.0.2.2"}},
 		want:      &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10", "10.96.0.11", "192.0.2.1"}, Searches: append(clusterSearch, "corp.example", "example"), Options: []string{"ndots:5"}},
 	}} {
@@ -149,10 +149,10 @@ func TestPodDNSConfig_ClusterDNS(t *testing.T) {
 			if tc.hostResolv != "" {
 				resolv = tc.hostResolv
 			}
-			got, warns := podDNSConfig(pod, []byte(resolv), c)
+			got, warns := PodDNSConfig(pod, []byte(resolv), c)
 			assert.Equal(t, tc.want, got)
 			for _, w := range warns {
-				assert.NotEqual(t, "MissingClusterDNS", w.reason, "a node with cluster DNS never warns MissingClusterDNS")
+				assert.NotEqual(t, "MissingClusterDNS", w.Reason, "a node with cluster DNS never warns MissingClusterDNS")
 			}
 		})
 	}
@@ -185,8 +185,8 @@ func TestFitDNSLimits_Searches(t *testing.T) {
 			assert.Equal(t, tc.want, cfg.Searches)
 			if tc.warn {
 				require.Len(t, warns, 1)
-				assert.Equal(t, "DNSConfigForming", warns[0].reason)
-				assert.Contains(t, warns[0].message, "the applied search line is: "+strings.Join(tc.want, " "))
+				assert.Equal(t, "DNSConfigForming", warns[0].Reason)
+				assert.Contains(t, warns[0].Message, "the applied search line is: "+strings.Join(tc.want, " "))
 			} else {
 				assert.Empty(t, warns)
 			}
@@ -211,7 +211,7 @@ func TestSandboxHostname(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &v1.Pod{Spec: v1.PodSpec{Hostname: tc.hostname, Subdomain: tc.subdomain, SetHostnameAsFQDN: ptr.To(tc.fqdn)}}
 			pod.Name, pod.Namespace = "web", "shop"
-			got, err := sandboxHostname(pod, "cluster.local")
+			got, err := SandboxHostname(pod, "cluster.local")
 			if tc.wantErr != "" {
 				assert.ErrorContains(t, err, tc.wantErr)
 				return
@@ -222,8 +222,7 @@ func TestSandboxHostname(t *testing.T) {
 	}
 }
 
-func TestGeneratePodSandboxConfig_DNSNone(t *testing.T) {
-	a := testAgent(t, testHostResolv)
+func TestSandboxConfig_DNSNone(t *testing.T) {
 	pod := testPod(t, `
 apiVersion: v1
 kind: Pod
@@ -242,7 +241,7 @@ spec:
   containers:
   - {name: web, image: reg/web:1}
 `)
-	cfg, err := a.generatePodSandboxConfig(pod, 0)
+	cfg, _, err := SandboxConfig(pod, 0, testInputs(testHostResolv))
 	require.NoError(t, err)
 	assert.Equal(t, "front.sub.shop.svc.cluster.local", cfg.Hostname)
 	assert.Equal(t, &runtimeapi.DNSConfig{Servers: []string{"192.0.2.1"}, Searches: []string{"ns1.svc.cluster-domain.example", "my.dns.search.suffix"}, Options: []string{"ndots:2", "edns0"}}, cfg.DnsConfig)

@@ -1,0 +1,130 @@
+package podspec
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
+)
+
+// ContainerInputs are what a container's config needs beside the pod and
+// the container: the engine's facts and what it prepared.
+type ContainerInputs struct {
+	// Type is the AnnotationContainerType value (ContainerTypeInit,
+	// ContainerTypeRegular, or the engine's ephemeral type).
+	Type string
+	// RestartCount is the container's attempt and restart count.
+	RestartCount int
+	// ImageRef is the image to create the container from (its ID or
+	// digest, from the runtime); c.Image stays the user's.
+	ImageRef string
+	// AgentID is the LabelAgent value.
+	AgentID string
+	// Env is the container's environment, in order, and EnvMap the same as
+	// a map, which command and args are expanded against.
+	Env    []*runtimeapi.KeyValue
+	EnvMap map[string]string
+	// Mounts are the container's volume mounts as prepared (Mounts, then
+	// the engine's read-only data mounts).
+	Mounts []*runtimeapi.Mount
+	// SeccompRoot is the directory of Localhost seccomp profiles.
+	SeccompRoot string
+	// MemoryCapacity is the node's memory in bytes (0: unknown), for the
+	// oom_score_adj.
+	MemoryCapacity int64
+}
+
+// ContainerConfig converts one container into its CRI config. The image's
+// user (ApplyImageUser) and the /etc/hosts and termination-log mounts are
+// added by the engine afterwards.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, in ContainerInputs) (*runtimeapi.ContainerConfig, error) {
+	// The effective security context (security.go).
+	sc, err := ContainerSecurityContext(pod, c, in.SeccompRoot)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Image:       &runtimeapi.ImageSpec{Image: in.ImageRef, UserSpecifiedImage: c.Image},
+		Command:     ExpandAll(c.Command, in.EnvMap),
+		Args:        ExpandAll(c.Args, in.EnvMap),
+		WorkingDir:  c.WorkingDir,
+		Envs:        in.Env,
+		Mounts:      in.Mounts,
+		Labels:      ContainerLabels(pod, c, in.AgentID),
+		Annotations: ContainerAnnotations(pod, c, in.RestartCount, in.Type),
+		LogPath:     filepath.Join(c.Name, fmt.Sprintf("%d.log", in.RestartCount)),
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       ContainerResources(pod, c, in.MemoryCapacity),
+			SecurityContext: sc,
+		},
+	}, nil
+}
+
+// PinFunc pins the subPath sub of the index-th volumeMount of a container
+// inside the volume at root and returns the host path to mount: the
+// engine's is agent/volume's PinSubPath (subpath_pin.go).
+type PinFunc func(index int, volume, root, sub string) (string, error)
+
+// Mounts maps the container's volumeMounts onto host paths: subPath
+// (or subPathExpr, expanded against the container's environment) selects a
+// path inside the volume, which pin opens beneath the volume's root
+// (creating missing directories) and pins; mountPropagation becomes the
+// CRI propagation mode.
+func Mounts(c *v1.Container, volPaths map[string]string, env map[string]string, pin PinFunc) ([]*runtimeapi.Mount, error) {
+	var out []*runtimeapi.Mount
+	for i, m := range c.VolumeMounts {
+		hp, ok := volPaths[m.Name]
+		if !ok {
+			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
+		}
+		sub := m.SubPath
+		if m.SubPathExpr != "" {
+			sub = ExpandVars(m.SubPathExpr, func(name string) (string, bool) {
+				v, ok := env[name]
+				return v, ok
+			})
+			if strings.Contains(sub, "$(") {
+				return nil, fmt.Errorf("volumeMount %q: subPathExpr %q refers to an undefined variable", m.Name, m.SubPathExpr)
+			}
+		}
+		if sub != "" {
+			if err := manifest.CheckSubPath(sub); err != nil {
+				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
+			}
+			p, err := pin(i, m.Name, hp, sub)
+			if err != nil {
+				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
+			}
+			hp = p
+		}
+		out = append(out, &runtimeapi.Mount{
+			ContainerPath: m.MountPath,
+			HostPath:      hp,
+			Readonly:      m.ReadOnly,
+			Propagation:   MountPropagation(m.MountPropagation),
+		})
+	}
+	return out, nil
+}
+
+// MountPropagation maps the API's mode to the CRI's (None is private).
+func MountPropagation(m *v1.MountPropagationMode) runtimeapi.MountPropagation {
+	if m == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	}
+	switch *m {
+	case v1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
+	case v1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+	}
+	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+}
