@@ -101,6 +101,8 @@ func fakeCSRs() *fake.Clientset {
 type controller struct {
 	deny     bool
 	lifetime time.Duration
+	// longer, once set, replaces lifetime for the requests after it.
+	longer   atomic.Int64
 	approved atomic.Int32
 	seen     sync.Map
 }
@@ -124,7 +126,11 @@ func (c *controller) run(t *testing.T, cs *fake.Clientset, ca *testCA) {
 					} else {
 						csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 							Type: certificatesv1.CertificateApproved, Status: "True", Reason: "AutoApproved"})
-						csr.Status.Certificate = ca.sign(t, csr.Spec.Request, time.Now().Add(-time.Second), c.lifetime)
+						lifetime := c.lifetime
+						if l := c.longer.Load(); l != 0 {
+							lifetime = time.Duration(l)
+						}
+						csr.Status.Certificate = ca.sign(t, csr.Spec.Request, time.Now().Add(-time.Second), lifetime)
 					}
 					_, _ = cs.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, &csr, metav1.UpdateOptions{})
 					c.approved.Add(1)

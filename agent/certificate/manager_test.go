@@ -51,7 +51,7 @@ func TestManager_WrongSubjectRenewsNow(t *testing.T) {
 func TestManager_RotatesAndTheTransportFollows(t *testing.T) {
 	ca := newTestCA(t)
 	cs := fakeCSRs()
-	ctl := &controller{lifetime: 2 * time.Second}
+	ctl := &controller{lifetime: 3 * time.Second}
 	ctl.run(t, cs, ca)
 
 	pool := x509.NewCertPool()
@@ -65,7 +65,9 @@ func TestManager_RotatesAndTheTransportFollows(t *testing.T) {
 
 	store, err := NewStore(t.TempDir(), ClientPrefix)
 	require.NoError(t, err)
-	certPEM, keyPEM := ca.pair(t, NodeSubject("worker-1"), time.Now().Add(-time.Second), 2*time.Second)
+	// Valid for 10 s more (the first request below must not race its
+	// end under -race on a loaded machine), due for renewal within 4 s.
+	certPEM, keyPEM := ca.pair(t, NodeSubject("worker-1"), time.Now().Add(-50*time.Second), time.Minute)
 	initial, err := parsePair(certPEM, keyPEM)
 	require.NoError(t, err)
 	m, err := NewManager(ManagerConfig{Store: store, Initial: initial, Subject: NodeSubject("worker-1"),
@@ -96,8 +98,12 @@ func TestManager_RotatesAndTheTransportFollows(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
 	defer cancel()
-	// Each 2 s certificate is renewed 1.4-1.8 s into its life.
-	require.Eventually(t, func() bool { return rotations.Load() >= 2 }, 15*time.Second, 20*time.Millisecond)
+	// Each 3 s certificate is renewed 2.1-2.7 s into its life. Then the
+	// controller issues hour-long ones, so that the certificate checked
+	// below cannot expire before the request, however slow the machine.
+	require.Eventually(t, func() bool { return rotations.Load() >= 2 }, 20*time.Second, 20*time.Millisecond)
+	ctl.longer.Store(int64(time.Hour))
+	require.Eventually(t, func() bool { return m.Current().Leaf.NotAfter.After(time.Now().Add(time.Minute)) }, 20*time.Second, 20*time.Millisecond)
 	// Stopped, so that no renewal closes the connection of the request
 	// below (an in-flight request fails then, as with the kubelet).
 	cancel()

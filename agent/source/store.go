@@ -256,7 +256,9 @@ func (s *PodStore) storedForm(pod *v1.Pod) (p *v1.Pod, data []byte, prepared *v1
 	if err != nil {
 		// The YAML encoder fails on some of what validation refuses (a
 		// label key of more than 1 024 bytes): report that instead.
-		if _, verr := s.preparePod(p.DeepCopy()); verr != nil {
+		q := p.DeepCopy()
+		q.Generation = 0 // the store's, never the pod's fault
+		if _, verr := s.preparePod(q); verr != nil {
 			return nil, nil, nil, verr
 		}
 		return nil, nil, nil, err
