@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,16 +95,54 @@ func configNames(u source.SourceUpdate) (cms, secrets []string) {
 }
 
 // stopRecordingWatches makes the fake clientset's watches of resource
-// report, on stopped, the field selector of each watch stopped.
-func stopRecordingWatches(client *fake.Clientset, resource string, stopped chan<- string) {
+// report, on stopped, the field selector of each watch stopped, and keep
+// in started the field selectors of the watches started.
+func stopRecordingWatches(client *fake.Clientset, resource string, stopped chan<- string) *startedWatches {
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: resource}
+	started := &startedWatches{}
 	client.PrependWatchReactor(resource, func(a k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := client.Tracker().Watch(gvr, a.GetNamespace())
 		if err != nil {
 			return true, nil, err
 		}
-		return true, &recordedWatch{Interface: w, sel: a.(k8stesting.WatchAction).GetWatchRestrictions().Fields.String(), stopped: stopped}, nil
+		sel := a.(k8stesting.WatchAction).GetWatchRestrictions().Fields.String()
+		started.add(sel)
+		return true, &recordedWatch{Interface: w, sel: sel, stopped: stopped}, nil
 	})
+	return started
+}
+
+// startedWatches are the field selectors of the watches started so far.
+type startedWatches struct {
+	mu   sync.Mutex
+	sels map[string]int
+}
+
+func (s *startedWatches) add(sel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sels == nil {
+		s.sels = map[string]int{}
+	}
+	s.sels[sel]++
+}
+
+// wait waits until a watch whose field selector contains part has
+// started: the fake clientset's watches replay nothing, so a change made
+// between the source's list and its watch would be lost (an API server
+// replays it from the list's resource version).
+func (s *startedWatches) wait(t *testing.T, part string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for sel := range s.sels {
+			if strings.Contains(sel, part) {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "a watch of %s", part)
 }
 
 type recordedWatch struct {
@@ -121,7 +161,7 @@ func TestPodSource_CarriesTheReferencedConfigMapsAndSecrets(t *testing.T) {
 	unrelated := configMap("unrelated", "1", map[string]string{"x": "y"})
 	client := fake.NewClientset(configPod("web", "cfg", "sec", true), configMap("cfg", "1", map[string]string{"a": "1"}), sec, unrelated)
 	stopped := make(chan string, 10)
-	stopRecordingWatches(client, "configmaps", stopped)
+	watches := stopRecordingWatches(client, "configmaps", stopped)
 	src := NewPodSource(fromClientset(client), "node-a", nil)
 	next := runSource(t, src)
 	ctx := context.Background()
@@ -137,6 +177,7 @@ func TestPodSource_CarriesTheReferencedConfigMapsAndSecrets(t *testing.T) {
 	require.Equal(t, []byte("s3cret"), u.Secrets[0].Data["password"])
 
 	// A referenced object changes: the set is sent again.
+	watches.wait(t, "cfg")
 	_, err := client.CoreV1().ConfigMaps("default").Update(ctx, configMap("cfg", "2", map[string]string{"a": "2"}), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	u = next()
