@@ -11,8 +11,12 @@
 # spaces) is added too; `make bench BENCH_FLAGS=--update-docs` rewrites
 # the results table of docs/performance.md. Results: bench-results.json and
 # bench-results.md in the repository root.
+# The manifest scenarios' kubelet column runs the kubelet of the pinned
+# k8s.io/kubernetes module, built and cached by hack/conformance/build.sh
+# kubelet (the first time several minutes; it waits for another build.sh).
 # Env: REGISTRY (default 127.0.0.1:5000), BENCH_PROFILE_DIR (capture the
-# daemon's pprof profiles and keep its log there).
+# daemon's pprof profiles and keep its log there), KUBELET_BIN (a kubelet
+# binary to use instead), BENCH_KUBELET=0 (no kubelet column).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -66,6 +70,14 @@ step "building bin/minikubelet and the benchmark"
 CGO_ENABLED=0 go build -o bin/minikubelet ./cmd/minikubelet
 go build -o "$DIR/bench" ./test/bench
 
+kubelet=(--kubelet "${KUBELET_BIN:-}")
+if [[ -z ${KUBELET_BIN:-} && ${BENCH_KUBELET:-1} != 0 ]]; then
+	step "the kubelet for the kubelet column (hack/conformance/build.sh kubelet, cached per machine)"
+	"$HACK/conformance/build.sh" kubelet | tee "$DIR/build-kubelet.log" ||
+		die "building the kubelet failed (see above); BENCH_KUBELET=0 runs the bench without the kubelet column"
+	kubelet=(--kubelet "$(tail -n1 "$DIR/build-kubelet.log")/kubelet")
+fi
+
 profile=()
 if [[ -n ${BENCH_PROFILE_DIR:-} ]]; then
 	profile=(--profile-dir "$BENCH_PROFILE_DIR")
@@ -84,4 +96,4 @@ step "running the benchmark (several minutes; keep the machine quiet)"
 	--json "$REPO/bench-results.json" \
 	--md "$REPO/bench-results.md" \
 	--perf-doc "$REPO/docs/performance.md" \
-	"${profile[@]}" ${BENCH_FLAGS:-} "$@"
+	"${kubelet[@]}" "${profile[@]}" ${BENCH_FLAGS:-} "$@"
