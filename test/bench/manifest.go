@@ -286,7 +286,10 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 		return fmt.Errorf("%s warm-up: %w", tag, err)
 	}
 	if b.want("manifest-steady") && b.o.steadyDuration > 0 {
-		progress("manifest steady: %s with 0 pods, %s window", tag, b.o.steadyDuration)
+		progress("manifest steady: %s with 0 pods; settling %s, then a %s window", tag, b.o.settle, b.o.steadyDuration)
+		// The agent's own start (the kubelet's cAdvisor, its first
+		// housekeeping) is not its idle state.
+		time.Sleep(b.o.settle)
 		u, err := measure(ctx, a.pid(), b.o.steadyDuration)
 		if err != nil {
 			return fmt.Errorf("%s steady 0 pods: %w", tag, err)
@@ -512,22 +515,34 @@ func (b *bench) manifestRows(raw, mkl, kub *agentRun) {
 	row := func(metric, unit string, r, m, k *Stat) Row {
 		return newRow(sc, metric, unit, r, m).withKubelet(k)
 	}
+	// The target of issue #27 on every scenario: at least as good as the
+	// kubelet (less time, memory or CPU; more pods/s).
+	atMost := func(r Row) Row {
+		if r.KubeletRatio == 0 {
+			return r
+		}
+		return r.target("≤ kubelet", r.KubeletRatio <= 1)
+	}
 	var rows []Row
 	if b.want("manifest-start") {
-		rows = append(rows, row("manifest written → container running (raw: StartContainer returned)", "ms",
-			summarize(ms(raw.started)), summarize(ms(mkl.started)), summarize(ms(kub.started))))
+		rows = append(rows, atMost(row("manifest written → container running (raw: StartContainer returned)", "ms",
+			summarize(ms(raw.started)), summarize(ms(mkl.started)), summarize(ms(kub.started)))))
 	}
 	rounds := fmt.Sprintf("median of %d rounds", b.o.rounds)
 	if b.want("manifest-density") {
+		tp := row(fmt.Sprintf("throughput, %d pods at once (%s)", n, rounds), "pods/s", summarize(tput(raw.total)), summarize(tput(mkl.total)), summarize(tput(kub.total)))
+		if tp.KubeletRatio != 0 {
+			tp = tp.target("≥ kubelet", tp.KubeletRatio >= 1)
+		}
 		rows = append(rows,
 			row(fmt.Sprintf("all %d running (%s)", n, rounds), "s", summarize(secs(raw.total)), summarize(secs(mkl.total)), summarize(secs(kub.total))),
-			row(fmt.Sprintf("throughput, %d pods at once (%s)", n, rounds), "pods/s", summarize(tput(raw.total)), summarize(tput(mkl.total)), summarize(tput(kub.total))),
+			tp,
 			row("per pod: manifest written → running (all rounds)", "ms", summarize(ms(raw.lat)), summarize(ms(mkl.lat)), summarize(ms(kub.lat))))
 	}
 	if b.want("manifest-delete") {
 		rows = append(rows,
-			row(fmt.Sprintf("%d manifests removed, grace %d s: stopped, not ready, IPs released (%s; raw: gone)", n, b.o.grace, rounds), "s",
-				summarize(secs(raw.down)), summarize(secs(mkl.down)), summarize(secs(kub.down))),
+			atMost(row(fmt.Sprintf("%d manifests removed, grace %d s: stopped, not ready, IPs released (%s; raw: gone)", n, b.o.grace, rounds), "s",
+				summarize(secs(raw.down)), summarize(secs(mkl.down)), summarize(secs(kub.down)))),
 			row("… and the runtime lists none of their objects", "s", summarize(secs(raw.gone)), summarize(secs(mkl.gone)), summarize(secs(kub.gone))))
 	}
 	if b.want("manifest-steady") {
@@ -558,14 +573,14 @@ func (b *bench) manifestRows(raw, mkl, kub *agentRun) {
 				probes = " × 2 probes"
 			}
 			rows = append(rows,
-				row(fmt.Sprintf("agent RSS, %d pods%s (1 s samples)", w.pods, probes), "MiB", nil,
-					get(mkl, func(u usage) *Stat { return summarize(u.rss) }), get(kub, func(u usage) *Stat { return summarize(u.rss) })),
+				atMost(row(fmt.Sprintf("agent RSS, %d pods%s (1 s samples)", w.pods, probes), "MiB", nil,
+					get(mkl, func(u usage) *Stat { return summarize(u.rss) }), get(kub, func(u usage) *Stat { return summarize(u.rss) }))),
 				row(fmt.Sprintf("agent RssAnon, %d pods%s", w.pods, probes), "MiB", nil,
 					get(mkl, func(u usage) *Stat { return summarize(u.anon) }), get(kub, func(u usage) *Stat { return summarize(u.anon) })),
 				row(fmt.Sprintf("agent RssFile, %d pods%s", w.pods, probes), "MiB", nil,
 					get(mkl, func(u usage) *Stat { return summarize(u.file) }), get(kub, func(u usage) *Stat { return summarize(u.file) })),
-				row(fmt.Sprintf("agent CPU, %d pods%s (mean over %s; raw: the probe floor)", w.pods, probes, b.o.steadyDuration), "% of a core", floor,
-					get(mkl, func(u usage) *Stat { return single(u.cpu) }), get(kub, func(u usage) *Stat { return single(u.cpu) })))
+				atMost(row(fmt.Sprintf("agent CPU, %d pods%s (mean over %s; raw: the probe floor)", w.pods, probes, b.o.steadyDuration), "% of a core", floor,
+					get(mkl, func(u usage) *Stat { return single(u.cpu) }), get(kub, func(u usage) *Stat { return single(u.cpu) }))))
 		}
 	}
 	b.rep.Rows = append(b.rep.Rows, rows...)

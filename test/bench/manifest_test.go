@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -76,4 +77,50 @@ func TestKubeletConfig(t *testing.T) {
 	for _, k := range []string{"syncFrequency", "fileCheckFrequency", "housekeepingInterval"} {
 		require.NotContains(t, cfg, k)
 	}
+}
+
+func TestManifestRows(t *testing.T) {
+	b := &bench{
+		o:   options{scenarios: "manifest-start,manifest-density,manifest-delete,manifest-steady", agents: "minikubelet,kubelet", manifestPods: 10, rounds: 1, grace: 1, steadyDuration: time.Minute},
+		rep: &Report{Settings: map[string]string{}},
+	}
+	raw := &agentRun{started: []time.Duration{100 * time.Millisecond}, total: []time.Duration{5 * time.Second}, down: []time.Duration{4 * time.Second},
+		gone: []time.Duration{4 * time.Second}, steadyFloor: &usage{cpu: 1}}
+	mkl := &agentRun{started: []time.Duration{110 * time.Millisecond}, total: []time.Duration{4 * time.Second}, down: []time.Duration{3 * time.Second},
+		steadyRan: true, steadyTotal: 6 * time.Second, steady: &usage{rss: []float64{30}, anon: []float64{10}, file: []float64{20}, cpu: 2}}
+	kub := &agentRun{started: []time.Duration{220 * time.Millisecond}, total: []time.Duration{8 * time.Second}, down: []time.Duration{2 * time.Second},
+		gone: []time.Duration{10 * time.Second}, steadyRan: true, steadyTotal: 9 * time.Second, steady: &usage{rss: []float64{60}, anon: []float64{40}, file: []float64{20}, cpu: 4}}
+	b.manifestRows(raw, mkl, kub)
+	byMetric := map[string]Row{}
+	for _, r := range b.rep.Rows {
+		require.Equal(t, "5 manifest", r.Scenario)
+		byMetric[r.Metric] = r
+	}
+	start := byMetric["manifest written → container running (raw: StartContainer returned)"]
+	require.InDelta(t, 1.1, start.Ratio, 1e-9)
+	require.InDelta(t, 0.5, start.KubeletRatio, 1e-9)
+	require.Equal(t, "≤ kubelet", start.Target)
+	require.True(t, *start.Met)
+
+	tp := byMetric["throughput, 10 pods at once (median of 1 rounds)"]
+	require.InDelta(t, 2.5, tp.Minikubelet.Median, 1e-9)
+	require.InDelta(t, 1.25, tp.Kubelet.Median, 1e-9)
+	require.Equal(t, "≥ kubelet", tp.Target)
+	require.True(t, *tp.Met)
+
+	down := byMetric["10 manifests removed, grace 1 s: stopped, not ready, IPs released (median of 1 rounds; raw: gone)"]
+	require.InDelta(t, 1.5, down.KubeletRatio, 1e-9)
+	require.False(t, *down.Met, "slower than the kubelet is not met")
+	// minikubelet's pods were never gone within the wait: no figure, no ratio.
+	gone := byMetric["… and the runtime lists none of their objects"]
+	require.Nil(t, gone.Minikubelet)
+	require.Zero(t, gone.KubeletRatio)
+
+	cpu := byMetric["agent CPU, 10 pods × 2 probes (mean over 1m0s; raw: the probe floor)"]
+	require.InDelta(t, 2, cpu.Ratio, 1e-9)
+	require.InDelta(t, 0.5, cpu.KubeletRatio, 1e-9)
+	require.InDelta(t, 0.25, byMetric["agent RssAnon, 10 pods × 2 probes"].KubeletRatio, 1e-9)
+	// No idle window was measured: its rows say n/a, not 0.
+	require.Nil(t, byMetric["agent RSS, 0 pods (1 s samples)"].Minikubelet)
+	require.Equal(t, "10", b.rep.Settings["manifest pods"])
 }
