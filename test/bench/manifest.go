@@ -20,12 +20,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -441,6 +443,13 @@ func (b *bench) manifestScenarios(ctx context.Context, work string) error {
 		rawDone = true
 	}
 	if b.wantAgent(agentKubelet) {
+		if !rawDone {
+			// The floor cannot run beside the kubelet (it would kill the
+			// floor's pods): its block comes first.
+			if err := b.rawManifest(ctx, &raw); err != nil {
+				return err
+			}
+		}
 		if b.o.kubelet == "" {
 			progress("manifest scenarios: no --kubelet binary, no kubelet column (hack/bench.sh builds it with hack/conformance/build.sh kubelet)")
 		} else {
@@ -451,11 +460,7 @@ func (b *bench) manifestScenarios(ctx context.Context, work string) error {
 				return err
 			}
 			a := manifestAgent{name: agentKubelet, dir: k.manifests, pid: k.pid, log: k.logPath}
-			var rawp *agentRun
-			if !rawDone {
-				rawp = &raw
-			}
-			err = b.manifestAgentRun(ctx, a, &kub, rawp)
+			err = b.manifestAgentRun(ctx, a, &kub, nil)
 			if err != nil {
 				b.clearManifests(ctx, a)
 			}
@@ -468,6 +473,73 @@ func (b *bench) manifestScenarios(ctx context.Context, work string) error {
 		}
 	}
 	b.manifestRows(&raw, &mkl, &kub)
+	return nil
+}
+
+// rawManifest is the floor's part of the manifest scenarios when
+// minikubelet's block, which interleaves it, does not run (--agents
+// kubelet): the same starts and rounds, and the probe floor on as many
+// floor pods (the same server, so the same probes).
+func (b *bench) rawManifest(ctx context.Context, raw *agentRun) error {
+	if b.want("manifest-start") {
+		for i := range b.o.reps {
+			t0 := time.Now()
+			p, err := b.raw.start(ctx, b.name("mstart-raw"))
+			d := time.Since(t0)
+			if rerr := b.raw.remove(ctx, p); err == nil {
+				err = rerr
+			}
+			if err != nil {
+				return fmt.Errorf("manifest start raw #%d: %w", i+1, err)
+			}
+			raw.started = append(raw.started, d)
+			progress("manifest start %d/%d: raw %s", i+1, b.o.reps, d.Round(100*time.Microsecond))
+		}
+	}
+	n := b.o.manifestPods
+	if b.want("manifest-density") || b.want("manifest-delete") {
+		for r := range b.o.rounds {
+			total, lat, gone, err := b.rawRound(ctx, fmt.Sprintf("mdensity-raw-%d", r), n, fmt.Sprintf("manifest round %d/%d", r+1, b.o.rounds))
+			if err != nil {
+				return err
+			}
+			raw.total, raw.lat, raw.gone, raw.down = append(raw.total, total), append(raw.lat, lat...), append(raw.gone, gone), append(raw.down, gone)
+		}
+	}
+	if b.want("manifest-steady") {
+		pods := make([]*rawPod, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pods[i], errs[i] = b.raw.start(ctx, fmt.Sprintf("msteady-raw-%d", i))
+			}()
+		}
+		wg.Wait()
+		err := errors.Join(errs...)
+		var ips []string
+		for _, p := range nonNil(pods) {
+			if err == nil {
+				err = waitTCP(ctx, p.ip, tcpPort)
+			}
+			ips = append(ips, p.ip)
+		}
+		if err == nil {
+			var fu usage
+			if fu, err = probeFloor(ctx, ips, b.o.steadyDuration); err == nil {
+				raw.steadyFloor = &fu
+				progress("manifest steady: probe floor of %d floor pods: CPU %.2f %% of a core", len(ips), fu.cpu)
+			}
+		}
+		if rerr := b.raw.removeAll(ctx, nonNil(pods)); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return fmt.Errorf("manifest steady raw: %w", err)
+		}
+	}
 	return nil
 }
 
