@@ -145,9 +145,10 @@ const manifestGoneWait = 3 * time.Minute
 
 // waitDown polls the runtime and host-local's store until the sandboxes
 // in ids have no running container, none is ready and none holds an IP
-// (down), and then until the runtime lists none of them nor their
-// containers (gone; 0 when that took longer than manifestGoneWait).
-func (b *bench) waitDown(ctx context.Context, t0 time.Time, ids map[string]bool) (down, gone time.Duration, err error) {
+// (down), and then, with wantGone, until the runtime lists none of them
+// nor their containers (gone; 0 when that took longer than
+// manifestGoneWait).
+func (b *bench) waitDown(ctx context.Context, t0 time.Time, ids map[string]bool, wantGone bool) (down, gone time.Duration, err error) {
 	sel := map[string]string{labelPodNS: manifestNS}
 	for {
 		sbs, err := b.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
@@ -187,6 +188,9 @@ func (b *bench) waitDown(ctx context.Context, t0 time.Time, ids map[string]bool)
 		}
 		if down == 0 && ready == 0 && running == 0 && ips == 0 {
 			down = now
+			if !wantGone {
+				return down, 0, nil
+			}
 		}
 		if down != 0 && listed == 0 {
 			return down, now, nil
@@ -216,15 +220,17 @@ func (b *bench) manifestStart(ctx context.Context, a manifestAgent, name string,
 }
 
 // manifestDelete removes the named manifests at once and waits until the
-// pods are down and gone.
-func (b *bench) manifestDelete(ctx context.Context, a manifestAgent, names []string, ids map[string]bool) (down, gone time.Duration, err error) {
+// pods are down and, with wantGone, gone. Without, the objects left are
+// the agent's to remove while the bench goes on (the kubelet removes a
+// deleted pod's stopped sandbox only in its container GC, a minute apart).
+func (b *bench) manifestDelete(ctx context.Context, a manifestAgent, names []string, ids map[string]bool, wantGone bool) (down, gone time.Duration, err error) {
 	t0 := time.Now()
 	for _, n := range names {
 		if err := os.Remove(filepath.Join(a.dir, n+".json")); err != nil {
 			return 0, 0, err
 		}
 	}
-	return b.waitDown(ctx, t0, ids)
+	return b.waitDown(ctx, t0, ids, wantGone)
 }
 
 // manifestMany writes the manifests of n pods at once and waits until all
@@ -268,7 +274,7 @@ func (b *bench) clearManifests(ctx context.Context, a manifestAgent) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if _, _, err := b.waitDown(wctx, time.Now(), ids); err != nil {
+	if _, _, err := b.waitDown(wctx, time.Now(), ids, false); err != nil {
 		progress("cleanup: %s's manifest pods: %v", a.name, err)
 	}
 }
@@ -282,7 +288,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 	warm := b.name("mwarm-" + tag)
 	_, ids, err := b.manifestStart(ctx, a, warm, kindStart)
 	if err == nil {
-		_, _, err = b.manifestDelete(ctx, a, []string{warm}, ids)
+		_, _, err = b.manifestDelete(ctx, a, []string{warm}, ids, false)
 	}
 	if err != nil {
 		return fmt.Errorf("%s warm-up: %w", tag, err)
@@ -319,7 +325,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			if err != nil {
 				return fmt.Errorf("manifest start %s #%d: %w", tag, i+1, err)
 			}
-			if _, _, err := b.manifestDelete(ctx, a, []string{name}, ids); err != nil {
+			if _, _, err := b.manifestDelete(ctx, a, []string{name}, ids, false); err != nil {
 				return fmt.Errorf("manifest start %s #%d, deletion: %w", tag, i+1, err)
 			}
 			res.started = append(res.started, d)
@@ -347,7 +353,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			if err := b.waitServers(ctx, ids); err != nil {
 				return err
 			}
-			down, gone, err := b.manifestDelete(ctx, a, names, ids)
+			down, gone, err := b.manifestDelete(ctx, a, names, ids, true)
 			if err != nil {
 				return fmt.Errorf("manifest delete %s: %w", tag, err)
 			}
@@ -388,7 +394,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			raw.steadyFloor = &fu
 			progress("manifest steady: probe floor of %d pods: CPU %.2f %% of a core", len(ips), fu.cpu)
 		}
-		if _, _, err := b.manifestDelete(ctx, a, names, ids); err != nil {
+		if _, _, err := b.manifestDelete(ctx, a, names, ids, false); err != nil {
 			return fmt.Errorf("manifest steady %s, deletion: %w", tag, err)
 		}
 		res.steadyRan = true
