@@ -15,7 +15,7 @@
 # k8s.io/kubernetes module, built and cached by hack/conformance/build.sh
 # kubelet (the first time several minutes; it waits for another build.sh).
 # Env: REGISTRY (default 127.0.0.1:5000), BENCH_PROFILE_DIR (capture the
-# daemon's pprof profiles and keep its log there), KUBELET_BIN (a kubelet
+# daemon's pprof profiles and keep its log and the kubelet's there), KUBELET_BIN (a kubelet
 # binary to use instead), BENCH_KUBELET=0 (no kubelet column).
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -52,6 +52,9 @@ cleanup() {
 	if [[ -n ${BENCH_PROFILE_DIR:-} && -f $DIR/work/daemon/minikubelet.log ]]; then
 		cp "$DIR/work/daemon/minikubelet.log" "$BENCH_PROFILE_DIR/" || true
 	fi
+	if [[ -n ${BENCH_PROFILE_DIR:-} && -f $DIR/work/kubelet/kubelet.log ]]; then
+		cp "$DIR/work/kubelet/kubelet.log" "$BENCH_PROFILE_DIR/" || true
+	fi
 	"$HACK/stop-containerd.sh" "$CTR" || warn "stopping the private containerd failed"
 	ip link del "$BRIDGE" 2>/dev/null || true
 	# The daemon's Secrets tmpfs (and anything else it mounted under its
@@ -62,14 +65,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "private containerd in $CTR, pod network $CIDR on bridge $BRIDGE"
-SOCK=$("$HACK/start-containerd.sh" "$CTR" | tail -n1)
-
-cd "$REPO"
-step "building bin/minikubelet and the benchmark"
-CGO_ENABLED=0 go build -o bin/minikubelet ./cmd/minikubelet
-go build -o "$DIR/bench" ./test/bench
-
+# Before the private containerd: the first build takes minutes.
 kubelet=(--kubelet "${KUBELET_BIN:-}")
 if [[ -z ${KUBELET_BIN:-} && ${BENCH_KUBELET:-1} != 0 ]]; then
 	step "the kubelet for the kubelet column (hack/conformance/build.sh kubelet, cached per machine)"
@@ -77,6 +73,14 @@ if [[ -z ${KUBELET_BIN:-} && ${BENCH_KUBELET:-1} != 0 ]]; then
 		die "building the kubelet failed (see above); BENCH_KUBELET=0 runs the bench without the kubelet column"
 	kubelet=(--kubelet "$(tail -n1 "$DIR/build-kubelet.log")/kubelet")
 fi
+
+step "private containerd in $CTR, pod network $CIDR on bridge $BRIDGE"
+SOCK=$("$HACK/start-containerd.sh" "$CTR" | tail -n1)
+
+cd "$REPO"
+step "building bin/minikubelet and the benchmark"
+CGO_ENABLED=0 go build -o bin/minikubelet ./cmd/minikubelet
+go build -o "$DIR/bench" ./test/bench
 
 profile=()
 if [[ -n ${BENCH_PROFILE_DIR:-} ]]; then
