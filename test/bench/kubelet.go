@@ -107,11 +107,9 @@ func startKubelet(ctx context.Context, bin, endpoint, dir string, maxPods int) (
 	}
 	// The cgroupfs driver wants the cgroup root to exist in every v1
 	// hierarchy (hack/conformance/run.sh does the same).
-	if hs, err := filepath.Glob("/sys/fs/cgroup/*/"); err == nil {
-		for _, h := range hs {
-			if filepath.Base(h) != "unified" {
-				_ = os.Mkdir(filepath.Join(h, kubeletCgroupRoot), 0o755)
-			}
+	for _, h := range cgroupHierarchies() {
+		if err := os.Mkdir(filepath.Join(h, kubeletCgroupRoot), 0o755); err != nil && !os.IsExist(err) {
+			return nil, fmt.Errorf("the kubelet's cgroup root: %w", err)
 		}
 	}
 	port, err := freePort()
@@ -199,10 +197,8 @@ func (k *kubelet) stop() {
 		<-k.done
 	}
 	k.restoreSysctls()
-	if hs, err := filepath.Glob("/sys/fs/cgroup/*/"); err == nil {
-		for _, h := range hs {
-			removeEmptyCgroups(filepath.Join(h, kubeletCgroupRoot))
-		}
+	for _, h := range cgroupHierarchies() {
+		removeEmptyCgroups(filepath.Join(h, kubeletCgroupRoot))
 	}
 }
 
@@ -212,6 +208,23 @@ func (k *kubelet) restoreSysctls() {
 			progress("kubelet: cannot restore %s=%s: %v", strings.ReplaceAll(s, "/", "."), v, err)
 		}
 	}
+}
+
+// cgroupHierarchies lists the mounted v1 hierarchies under /sys/fs/cgroup
+// (their directories; not the v2 "unified" one, nor symlinks such as
+// cpu,cpuacct).
+func cgroupHierarchies() []string {
+	entries, err := os.ReadDir("/sys/fs/cgroup")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "unified" {
+			out = append(out, filepath.Join("/sys/fs/cgroup", e.Name()))
+		}
+	}
+	return out
 }
 
 // removeEmptyCgroups removes a cgroup directory tree, deepest first
