@@ -197,7 +197,9 @@ func (k *kubelet) stop() {
 		<-k.done
 	}
 	k.restoreSysctls()
-	for _, h := range cgroupHierarchies() {
+	// The kubelet also makes its cgroup root in the v2 "unified"
+	// hierarchy of a hybrid host.
+	for _, h := range append(cgroupHierarchies(), "/sys/fs/cgroup/unified") {
 		removeEmptyCgroups(filepath.Join(h, kubeletCgroupRoot))
 	}
 }
