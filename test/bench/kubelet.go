@@ -31,6 +31,9 @@ const kubeletNode = "bench-kubelet"
 // /kubepods.
 const kubeletCgroupRoot = "/mklb-kubelet"
 
+// kubeletContainerLogs is where the kubelet links its containers' logs.
+const kubeletContainerLogs = "/var/log/containers"
+
 // kubeletSysctls are what the kubelet sets at start
 // (protectKernelDefaults false: setupKernelTunables); stop puts the
 // machine's values back.
@@ -197,6 +200,16 @@ func (k *kubelet) stop() {
 		<-k.done
 	}
 	k.restoreSysctls()
+	// The kubelet links each container's log into /var/log/containers (a
+	// fixed path); the links of containers removed after it stopped stay.
+	if entries, err := os.ReadDir(kubeletContainerLogs); err == nil {
+		for _, e := range entries {
+			l := filepath.Join(kubeletContainerLogs, e.Name())
+			if t, err := os.Readlink(l); err == nil && strings.HasPrefix(t, k.dir+"/") {
+				_ = os.Remove(l)
+			}
+		}
+	}
 	// The kubelet also makes its cgroup root in the v2 "unified"
 	// hierarchy of a hybrid host.
 	for _, h := range append(cgroupHierarchies(), "/sys/fs/cgroup/unified") {
