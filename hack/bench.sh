@@ -11,8 +11,12 @@
 # spaces) is added too; `make bench BENCH_FLAGS=--update-docs` rewrites
 # the results table of docs/performance.md. Results: bench-results.json and
 # bench-results.md in the repository root.
+# The manifest scenarios' kubelet column runs the kubelet of the pinned
+# k8s.io/kubernetes module, built and cached by hack/conformance/build.sh
+# kubelet (the first time several minutes; it waits for another build.sh).
 # Env: REGISTRY (default 127.0.0.1:5000), BENCH_PROFILE_DIR (capture the
-# daemon's pprof profiles and keep its log there).
+# daemon's pprof profiles and keep its log and the kubelet's there), KUBELET_BIN (a kubelet
+# binary to use instead), BENCH_KUBELET=0 (no kubelet column).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -48,6 +52,9 @@ cleanup() {
 	if [[ -n ${BENCH_PROFILE_DIR:-} && -f $DIR/work/daemon/minikubelet.log ]]; then
 		cp "$DIR/work/daemon/minikubelet.log" "$BENCH_PROFILE_DIR/" || true
 	fi
+	if [[ -n ${BENCH_PROFILE_DIR:-} && -f $DIR/work/kubelet/kubelet.log ]]; then
+		cp "$DIR/work/kubelet/kubelet.log" "$BENCH_PROFILE_DIR/" || true
+	fi
 	"$HACK/stop-containerd.sh" "$CTR" || warn "stopping the private containerd failed"
 	ip link del "$BRIDGE" 2>/dev/null || true
 	# The daemon's Secrets tmpfs (and anything else it mounted under its
@@ -57,6 +64,15 @@ cleanup() {
 	rm -rf --one-file-system "$DIR"
 }
 trap cleanup EXIT
+
+# Before the private containerd: the first build takes minutes.
+kubelet=(--kubelet "${KUBELET_BIN:-}")
+if [[ -z ${KUBELET_BIN:-} && ${BENCH_KUBELET:-1} != 0 ]]; then
+	step "the kubelet for the kubelet column (hack/conformance/build.sh kubelet, cached per machine)"
+	"$HACK/conformance/build.sh" kubelet | tee "$DIR/build-kubelet.log" ||
+		die "building the kubelet failed (see above); BENCH_KUBELET=0 runs the bench without the kubelet column"
+	kubelet=(--kubelet "$(tail -n1 "$DIR/build-kubelet.log")/kubelet")
+fi
 
 step "private containerd in $CTR, pod network $CIDR on bridge $BRIDGE"
 SOCK=$("$HACK/start-containerd.sh" "$CTR" | tail -n1)
@@ -84,4 +100,4 @@ step "running the benchmark (several minutes; keep the machine quiet)"
 	--json "$REPO/bench-results.json" \
 	--md "$REPO/bench-results.md" \
 	--perf-doc "$REPO/docs/performance.md" \
-	"${profile[@]}" ${BENCH_FLAGS:-} "$@"
+	"${kubelet[@]}" "${profile[@]}" ${BENCH_FLAGS:-} "$@"

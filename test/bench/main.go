@@ -20,6 +20,17 @@
 //	delete   --pods pods deleted at once with grace period 1 s: time until
 //	         every CRI object and IP reservation is gone
 //
+// and scenario 5, the manifest route (manifest.go), on --manifest-pods
+// pods, for each agent of --agents (minikubelet's --manifest-dir, and the
+// kubelet of --kubelet standalone with staticPodPath, kubelet.go):
+//
+//	manifest-start    one pod's manifest written → its container running in
+//	                  the runtime, --reps times
+//	manifest-density  the pods' manifests written at once → all running
+//	manifest-delete   the same pods' manifests removed → down, then gone
+//	manifest-steady   the agent's RSS and CPU with 0 pods and with the pods,
+//	                  two probes each; the floor prober beside it
+//
 // minikubelet's times are what a user observes through the daemon's API:
 // from just before the POST to the first event of the API's pod watch
 // (GET pods?watch=true, opened before the POST) that shows the state. With
@@ -80,6 +91,11 @@ type options struct {
 	profileDir     string
 	cgroupsPerQOS  bool
 	timeout        time.Duration
+	// The manifest route (scenario 5).
+	kubelet      string
+	agents       string
+	manifestPods int
+	manifestPoll time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -92,7 +108,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.bridge, "cni-bridge", "mklbench0", "bridge of the benchmark's network")
 	fs.StringVar(&o.cniConfDir, "cni-conf-dir", "", "the private containerd's CNI conf dir (required)")
 	fs.StringVar(&o.workDir, "work-dir", "", "scratch directory for the daemon's and the floor's state (required)")
-	fs.StringVar(&o.scenarios, "scenarios", "start,ready,density,steady,delete", "scenarios to run, comma-separated")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated")
 	fs.IntVar(&o.reps, "reps", 20, "repetitions of the sequential scenarios (start, ready), per side")
 	fs.IntVar(&o.pods, "pods", 100, "pods of the density, steady and delete scenarios")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the density and delete scenarios (the steady scenario runs in the last)")
@@ -113,7 +129,11 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.updateDoc, "update-readme", false, "old name of --update-docs")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "also capture the daemon's CPU profiles (density, steady) and heap profile (steady) into this directory")
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "pods in the kubepods hierarchy (both sides), as the daemon's default")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Minute, "give up after this long")
+	fs.StringVar(&o.kubelet, "kubelet", "", "the kubelet binary of the manifest scenarios' kubelet column (hack/bench.sh: hack/conformance/build.sh kubelet); empty: no kubelet column")
+	fs.StringVar(&o.agents, "agents", agentMinikubelet+","+agentKubelet, "agents of the manifest scenarios, comma-separated: minikubelet, kubelet")
+	fs.IntVar(&o.manifestPods, "manifest-pods", 110, "pods of the manifest density, delete and steady scenarios (the kubelet's default maxPods; above it the kubelet's maxPods is raised to match)")
+	fs.DurationVar(&o.manifestPoll, "manifest-poll", 5*time.Millisecond, "how often the manifest scenarios list the runtime's running containers (their resolution, both agents)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -135,16 +155,23 @@ func parseFlags(args []string) (options, error) {
 	if o.observe != "watch" && o.observe != "poll" {
 		return o, fmt.Errorf("--observe must be watch or poll, not %q", o.observe)
 	}
-	if o.reps < 1 || o.pods < 1 || o.rounds < 1 {
-		return o, errors.New("--reps, --pods and --rounds must be at least 1")
+	if o.reps < 1 || o.pods < 1 || o.rounds < 1 || o.manifestPods < 1 {
+		return o, errors.New("--reps, --pods, --manifest-pods and --rounds must be at least 1")
 	}
-	if sc := strings.Split(o.scenarios, ","); !slices.Contains(sc, "density") && !slices.Contains(sc, "delete") {
+	for _, a := range strings.Split(o.agents, ",") {
+		if a != agentMinikubelet && a != agentKubelet {
+			return o, fmt.Errorf("--agents: unknown agent %q (want minikubelet, kubelet or both)", a)
+		}
+	}
+	if sc := strings.Split(o.scenarios, ","); !slices.ContainsFunc(sc, func(s string) bool {
+		return s == "density" || s == "delete" || s == "manifest-density" || s == "manifest-delete"
+	}) {
 		o.rounds = 1 // the steady scenario alone
 	}
 	return o, nil
 }
 
-var allScenarios = []string{"start", "ready", "density", "steady", "delete"}
+var allScenarios = []string{"start", "ready", "density", "steady", "delete", "manifest-start", "manifest-density", "manifest-delete", "manifest-steady"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == probeFloorCommand {
@@ -314,6 +341,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if b.want("manifest-start") || b.want("manifest-density") || b.want("manifest-delete") || b.want("manifest-steady") {
+		if err := b.manifestScenarios(ctx, work); err != nil {
+			return err
+		}
+	}
 	b.rep.Machine.Duration = time.Since(began).Seconds()
 	return b.write()
 }
@@ -365,6 +397,7 @@ func (b *bench) cleanup() {
 			progress("cleanup: %v", err)
 		}
 	}
+	b.removeManifestPods(ctx)
 }
 
 // warmUp runs one pod on each side, unmeasured: the first sandbox brings
@@ -555,62 +588,10 @@ type manyResult struct {
 func (b *bench) manyPodsRound(ctx context.Context, r int, m *manyResult) error {
 	n := b.o.pods
 	tag := fmt.Sprintf("round %d/%d", r+1, b.o.rounds)
-	// Raw: n concurrent starts.
-	progress("density %s: %d raw pods at once", tag, n)
-	rawPods := make([]*rawPod, n)
-	rawLat := make([]time.Duration, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rawPods[i], errs[i] = b.raw.start(ctx, fmt.Sprintf("density-raw-%d-%d", r, i))
-			rawLat[i] = time.Since(t0)
-		}()
-	}
-	wg.Wait()
-	rawTotal := time.Since(t0)
-	if err := errors.Join(errs...); err != nil {
-		_ = b.raw.removeAll(ctx, nonNil(rawPods))
-		return fmt.Errorf("density raw: %w", err)
-	}
-	progress("density %s: raw %d pods started in %s (%.1f pods/s)", tag, n, rawTotal.Round(time.Millisecond), float64(n)/rawTotal.Seconds())
-	// Every raw server must answer before the deletion, as the
-	// minikubelet pods are Ready before theirs.
-	for _, p := range rawPods {
-		if err := waitTCP(ctx, p.ip, tcpPort); err != nil {
-			return err
-		}
-	}
-
-	// Raw: deletion.
-	progress("delete %s: %d raw pods at once, grace %d s", tag, n, b.o.grace)
-	ids := map[string]bool{}
-	for _, p := range rawPods {
-		ids[p.sandboxID] = true
-	}
-	t0 = time.Now()
-	for i, p := range rawPods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.raw.stop(ctx, p, b.o.grace)
-		}()
-	}
-	rawGone, err := b.waitGone(ctx, t0, ids)
-	wg.Wait()
-	if err == nil {
-		err = errors.Join(errs...)
-	}
-	for _, p := range rawPods {
-		err = errors.Join(err, b.raw.release(p))
-	}
+	rawTotal, rawLat, rawGone, err := b.rawRound(ctx, fmt.Sprintf("density-raw-%d", r), n, tag)
 	if err != nil {
-		return fmt.Errorf("delete raw: %w", err)
+		return err
 	}
-	progress("delete %s: raw pods gone from CRI and IPAM in %s", tag, rawGone.Round(time.Millisecond))
 
 	// minikubelet: n pods submitted at once.
 	progress("density %s: %d pods submitted at once to minikubelet", tag, n)
@@ -645,6 +626,71 @@ func (b *bench) manyPodsRound(ctx context.Context, r int, m *manyResult) error {
 	m.rawLat, m.mklLat = append(m.rawLat, rawLat...), append(m.mklLat, mklLat...)
 	m.rawGone, m.mklGone, m.apiGone = append(m.rawGone, rawGone), append(m.mklGone, mklGone), append(m.apiGone, apiGone)
 	return nil
+}
+
+// rawRound is one round of the floor on n pods: n concurrent starts (each
+// pod's server answering before the deletion, as an agent's pods are
+// Ready), then all deleted at once. It returns the time until all started,
+// each pod's start, and the time until every CRI object and IP is gone.
+func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) (time.Duration, []time.Duration, time.Duration, error) {
+	// Raw: n concurrent starts.
+	progress("density %s: %d raw pods at once", tag, n)
+	rawPods := make([]*rawPod, n)
+	rawLat := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rawPods[i], errs[i] = b.raw.start(ctx, fmt.Sprintf("%s-%d", prefix, i))
+			rawLat[i] = time.Since(t0)
+		}()
+	}
+	wg.Wait()
+	rawTotal := time.Since(t0)
+	if err := errors.Join(errs...); err != nil {
+		_ = b.raw.removeAll(ctx, nonNil(rawPods))
+		return 0, nil, 0, fmt.Errorf("density raw: %w", err)
+	}
+	progress("density %s: raw %d pods started in %s (%.1f pods/s)", tag, n, rawTotal.Round(time.Millisecond), float64(n)/rawTotal.Seconds())
+	// Every raw server must answer before the deletion, as the
+	// minikubelet pods are Ready before theirs.
+	for _, p := range rawPods {
+		if err := waitTCP(ctx, p.ip, tcpPort); err != nil {
+			return 0, nil, 0, err
+		}
+	}
+
+	// Raw: deletion.
+	progress("delete %s: %d raw pods at once, grace %d s", tag, n, b.o.grace)
+	ids := map[string]bool{}
+	for _, p := range rawPods {
+		ids[p.sandboxID] = true
+	}
+	t0 = time.Now()
+	for i, p := range rawPods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.raw.stop(ctx, p, b.o.grace)
+		}()
+	}
+	rawGone, err := b.waitGone(ctx, t0, ids)
+	wg.Wait()
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	for _, p := range rawPods {
+		err = errors.Join(err, b.raw.release(p))
+	}
+	if err != nil {
+		return 0, nil, 0, fmt.Errorf("delete raw: %w", err)
+	}
+	progress("delete %s: raw pods gone from CRI and IPAM in %s", tag, rawGone.Round(time.Millisecond))
+
+	return rawTotal, rawLat, rawGone, nil
 }
 
 // mklDeleteAll deletes the named pods at once through the API and returns

@@ -48,6 +48,11 @@ func TestNewRowRatioAndTarget(t *testing.T) {
 	noFloor := newRow("3 steady", "rss", "MiB", nil, single(30))
 	require.Zero(t, noFloor.Ratio)
 	require.Nil(t, noFloor.Met)
+
+	k := newRow("5 manifest", "start", "ms", single(100), single(120)).withKubelet(single(240))
+	require.InDelta(t, 1.2, k.Ratio, 1e-9)
+	require.InDelta(t, 0.5, k.KubeletRatio, 1e-9)
+	require.Zero(t, newRow("5 manifest", "start", "ms", nil, single(120)).withKubelet(nil).KubeletRatio)
 }
 
 func TestMarkdown(t *testing.T) {
@@ -56,11 +61,14 @@ func TestMarkdown(t *testing.T) {
 		Rows: []Row{
 			newRow("1 start", "submit → container started", "ms", &Stat{N: 20, Median: 100, P99: 150}, &Stat{N: 20, Median: 103.456, P99: 160}).target("≤ 1.05 × raw", true),
 			newRow("3 steady", "agent RSS", "MiB", nil, &Stat{N: 60, Median: 35.25, P99: 36}).target("max ≤ 40 MiB", false),
+			newRow("5 manifest", "density", "pods/s", single(10), single(9)).withKubelet(&Stat{N: 3, Median: 4.5, P99: 5}),
 		},
 	}
 	md := rep.markdown()
-	require.Contains(t, md, "| 1 start | submit → container started | ms | 100 | 150 | 103 | 160 | 1.03 | ≤ 1.05 × raw | ✓ |")
-	require.Contains(t, md, "| 3 steady | agent RSS | MiB | n/a | n/a | 35.2 | 36.0 | – | max ≤ 40 MiB | ✗ |")
+	require.Contains(t, md, "| 1 start | submit → container started | ms | 100 | 150 | 103 | 160 | n/a | n/a | 1.03 | – | ≤ 1.05 × raw | ✓ |")
+	require.Contains(t, md, "| 3 steady | agent RSS | MiB | n/a | n/a | 35.2 | 36.0 | n/a | n/a | – | – | max ≤ 40 MiB | ✗ |")
+	// The kubelet column and minikubelet's ratio to it.
+	require.Contains(t, md, "| 5 manifest | density | pods/s | 10.0 | – | 9.00 | – | 4.50 | 5.00 | 0.90 | 2.00 |  |  |")
 	require.Contains(t, md, "Machine: Test CPU, 2 cores, kernel 6.1.0, containerd 1.6.20, go1.24")
 }
 
