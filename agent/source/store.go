@@ -688,16 +688,21 @@ func (s *PodStore) prepare(data []byte) (*v1.Pod, error) {
 // store writes it (it plays the API server's part, which sets it), while a
 // manifest may not carry it (manifest.DecodeManifest refuses the field).
 // It returns the generation (0 if none) and the document without it.
+// Anything but one YAML mapping is returned as it is, for
+// manifest.DecodeManifest to refuse with its line or document.
 func splitGeneration(data []byte) (int64, []byte, error) {
+	if bytes.Contains(data, []byte("\n---")) || bytes.HasPrefix(data, []byte("---")) {
+		return 0, data, nil
+	}
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return 0, nil, fmt.Errorf("decode stored pod: %w", err)
+		return 0, data, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber() // keep int64 fields exact
 	var obj map[string]any
 	if err := dec.Decode(&obj); err != nil {
-		return 0, nil, fmt.Errorf("decode stored pod: %w", err)
+		return 0, data, nil
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	raw, ok := meta["generation"]
