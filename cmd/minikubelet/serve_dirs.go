@@ -90,11 +90,17 @@ func (sf *serveFlags) protectedPaths(cf clusterFlags, kf kubeletServerFlags) []s
 		filepath.Dir(sf.adminKubecfg),
 		sf.config,
 		cf.kubeconfig,
+		// The node's own key pairs (TLS bootstrapping writes them there;
+		// inside the root dir when --cert-dir is not given) and the
+		// bootstrap token that can request more.
+		cf.certDir,
+		cf.bootstrapKubeconfig,
 		kf.tlsCertFile,
 		kf.tlsKeyFile,
 		kf.clientCAFile,
 	}
 	paths = append(paths, kubeconfigFiles(cf.kubeconfig)...)
+	paths = append(paths, kubeconfigFiles(cf.bootstrapKubeconfig)...)
 	var abs []string
 	for _, p := range paths {
 		if p == "" {

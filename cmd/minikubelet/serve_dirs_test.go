@@ -55,8 +55,11 @@ current-context: x
 		adminKubecfg: filepath.Join(conf, "admin.kubeconfig"),
 		config:       configFile,
 	}
-	paths := sf.protectedPaths(clusterFlags{kubeconfig: kubeconfig}, kubeletServerFlags{tlsCertFile: filepath.Join(host, "srv.crt")})
+	certDir, bootstrap := mk("srv", "node-pki"), filepath.Join(host, "bootstrap-kubelet.conf")
+	paths := sf.protectedPaths(clusterFlags{kubeconfig: kubeconfig, certDir: certDir, bootstrapKubeconfig: bootstrap}, kubeletServerFlags{tlsCertFile: filepath.Join(host, "srv.crt")})
 	assert.Contains(t, paths, filepath.Join(pki, "ca.crt"), "a relative path of the kubeconfig, resolved against its directory")
+	assert.Contains(t, paths, certDir, "--cert-dir: the node's key pairs")
+	assert.Contains(t, paths, bootstrap, "--bootstrap-kubeconfig: the token that requests them")
 	m := volume.NewManager(volume.Config{RootDir: mk("var", "lib", "minikubelet"), PodLogDir: mk("var", "log", "pods"), ProtectedPaths: paths}, volume.Deps{})
 
 	pod := func(i int, path string, readOnly bool) *v1.Pod {
@@ -91,6 +94,8 @@ spec:
 		{"cluster kubeconfig's dir", kube, true, true},
 		{"cluster client key", pki + "/client.key", true, true},
 		{"kubelet server certificate", host + "/srv.crt", true, true},
+		{"--cert-dir (the node's client key)", certDir + "/kubelet-client-current.pem", true, true},
+		{"--bootstrap-kubeconfig", bootstrap, true, true},
 		{"a sibling under /etc", other, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
