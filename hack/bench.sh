@@ -98,6 +98,8 @@ step "running the benchmark (several minutes; keep the machine quiet)"
 	--cni-conf-dir "$CTR/net.d" \
 	--work-dir "$DIR/work" \
 	--json "$REPO/bench-results.json" \
+	--commit "$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)" \
+	--history-dir "$REPO/docs/bench" \
 	--md "$REPO/bench-results.md" \
 	--perf-doc "$REPO/docs/performance.md" \
 	"${kubelet[@]}" "${profile[@]}" ${BENCH_FLAGS:-} "$@"

@@ -86,6 +86,8 @@ type options struct {
 	grace          int64
 	jsonOut        string
 	mdOut          string
+	commit         string
+	historyDir     string
 	perfDoc        string
 	updateDoc      bool
 	profileDir     string
@@ -121,6 +123,8 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.grace, "grace", 1, "grace period of the delete scenario, seconds")
 	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "write the results as JSON here")
 	fs.StringVar(&o.mdOut, "md", "bench-results.md", "write the results as a Markdown table here")
+	fs.StringVar(&o.commit, "commit", "", "the minikubelet commit measured, recorded in the JSON")
+	fs.StringVar(&o.historyDir, "history-dir", "docs/bench", "with --update-docs, also keep the JSON here as <date>-<commit>.json, for hack/bench-compare")
 	fs.StringVar(&o.perfDoc, "perf-doc", "docs/performance.md", "the document whose results table --update-docs rewrites")
 	fs.BoolVar(&o.updateDoc, "update-docs", false, "replace the --perf-doc section between <!-- BEGIN PERFORMANCE --> and <!-- END PERFORMANCE --> with the results")
 	// The names of the days the table lived in the README, kept so that old
@@ -247,6 +251,7 @@ func run(ctx context.Context, o options) error {
 			"CRI poll": o.criPoll.String(), "delete grace": fmt.Sprintf("%ds", o.grace),
 		},
 	}
+	b.rep.Machine.Commit = o.commit
 	if o.observe == "watch" {
 		b.rep.Settings["minikubelet observed by"] = "the API's pod watch"
 	} else {
@@ -367,6 +372,13 @@ func (b *bench) write() error {
 			return err
 		}
 		progress("updated the results table of %s", b.o.perfDoc)
+		if b.o.historyDir != "" {
+			path, err := b.rep.keep(b.o.historyDir)
+			if err != nil {
+				return err
+			}
+			progress("kept the figures in %s (compare two runs: go run ./hack/bench-compare OLD.json NEW.json)", path)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -111,6 +112,10 @@ type Machine struct {
 	Load       string  `json:"loadavg_at_start"`
 	Date       string  `json:"date"`
 	Duration   float64 `json:"duration_seconds"`
+	// Commit is the minikubelet commit measured (bench.sh passes `git
+	// describe --always --dirty`), so hack/bench-compare can name the runs
+	// it compares.
+	Commit string `json:"commit,omitempty"`
 }
 
 // detectMachine reads the CPU model, cores, kernel and load from /proc.
@@ -142,6 +147,25 @@ type Report struct {
 	Settings map[string]string `json:"settings"`
 	Rows     []Row             `json:"results"`
 	Notes    []string          `json:"notes,omitempty"`
+}
+
+// keep writes the report into dir as <date>-<commit>.json (the date of
+// the run, UTC; "unknown" without a commit) and returns the path: the
+// figures per commit that hack/bench-compare diffs.
+func (r *Report) keep(dir string) (string, error) {
+	date := "undated"
+	if t, err := time.Parse(time.RFC3339, r.Machine.Date); err == nil {
+		date = t.Format("20060102-1504")
+	}
+	commit := r.Machine.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, date+"-"+commit+".json")
+	return path, r.writeJSON(path)
 }
 
 func (r *Report) writeJSON(path string) error {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,4 +150,18 @@ func TestPerfDocHasResultsSection(t *testing.T) {
 	out, err := replaceSection(doc, body)
 	require.NoError(t, err)
 	require.Equal(t, s, string(out))
+}
+
+func TestReportKeep_NamedByDateAndCommit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bench")
+	r := &Report{Machine: Machine{Date: "2026-11-28T23:40:00Z", Commit: "5c7e4e2"}, Rows: []Row{newRow("start", "x", "ms", single(1), single(2))}}
+	path, err := r.keep(dir)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "20261128-2340-5c7e4e2.json"), path)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var back Report
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, "5c7e4e2", back.Machine.Commit)
+	require.Equal(t, 2.0, back.Rows[0].Ratio)
 }
