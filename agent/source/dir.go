@@ -36,7 +36,11 @@ const (
 	// case a file notification is lost (the kubelet's fileCheckFrequency).
 	dirRescanPeriod = 20 * time.Second
 	// dirDebounce coalesces the burst of events an editor's save makes
-	// (write temp, rename, chmod) into one scan.
+	// (write temp, rename, chmod) into one scan. A file that appears
+	// (created, or renamed into place: the atomic-write idiom) after a
+	// quiet spell is read at once, before the window (see Run): the
+	// kubelet reads a static pod file as soon as inotify reports it, and
+	// the window alone would add its 100 ms to every new pod's start.
 	dirDebounce = 100 * time.Millisecond
 )
 
@@ -162,14 +166,18 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		last      SourceUpdate
 		lastFiles []fileSum
 	)
-	scan := func() {
+	// scan reads the directory; leading is the scan at a quiet spell's
+	// first Create event, before the debounce window, which leaves out
+	// files still empty (created, not yet written: the window's scan
+	// reads them).
+	scan := func(leading bool) {
 		// Create the directory before watching it, watch it before reading
 		// it: no change falls between.
 		s.ensureDir()
 		if w != nil {
 			w.ensure(s.dir)
 		}
-		u, files := s.scanFiles()
+		u, files := s.scanFiles(leading)
 		if len(u.Errors) > 0 && u.Errors[0].Path == s.dir {
 			// The same (shared, read-only) objects as last time.
 			u.Pods, u.ConfigMaps, u.Secrets = last.Pods, last.ConfigMaps, last.Secrets
@@ -192,7 +200,7 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		}
 	}
 
-	scan()
+	scan(false)
 	for {
 		var (
 			sendC   chan<- SourceUpdate
@@ -214,9 +222,17 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		case sendC <- next:
 			sent, sentFP, pending = true, pendingFP, nil
 		case ev := <-w.events():
-			if w.relevant(ev, s.dir) && window == nil {
-				window = s.clock.NewTimer(dirDebounce)
+			if !w.relevant(ev, s.dir) || window != nil {
+				break
 			}
+			if ev.Has(fsnotify.Create) && filepath.Clean(ev.Name) != s.dir {
+				// A new file after a quiet spell: read now. Writes and
+				// removals wait for the window (a file rewritten in
+				// place may be half written); so does the rest of
+				// this burst, and the window's scan sees its end.
+				scan(true)
+			}
+			window = s.clock.NewTimer(dirDebounce)
 		case err := <-w.errors():
 			// Most likely the event queue overflowed: events were lost.
 			s.logger.Warn("Manifest directory notification failed; rescanning", "err", err)
@@ -225,11 +241,18 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 			}
 		case <-windowC:
 			window = nil
-			scan()
+			scan(false)
 		case <-ticker.C():
-			scan()
+			scan(false)
 		}
 	}
+}
+
+// isEmptyFile reports whether path is a regular file of size 0 (following
+// symlinks, as readFile does).
+func isEmptyFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
 }
 
 // fileSum names a manifest file's content: its path and SHA-256.
@@ -240,7 +263,7 @@ type fileSum struct {
 
 // Scan reads the directory once and returns its complete pod set.
 func (s *DirSource) Scan() SourceUpdate {
-	u, _ := s.scanFiles()
+	u, _ := s.scanFiles(false)
 	return u
 }
 
@@ -249,7 +272,7 @@ func (s *DirSource) Scan() SourceUpdate {
 // again by a later file makes that later file an error naming both. An
 // unchanged file's objects are the same (shared) objects as at the last
 // scan: consumers must not modify them (the agent does not).
-func (s *DirSource) scanFiles() (SourceUpdate, []fileSum) {
+func (s *DirSource) scanFiles(skipEmpty bool) (SourceUpdate, []fileSum) {
 	u := SourceUpdate{Source: SourceFile}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -275,8 +298,24 @@ func (s *DirSource) scanFiles() (SourceUpdate, []fileSum) {
 			continue
 		}
 		path := filepath.Join(s.dir, e.Name())
+		var (
+			pods    []*v1.Pod
+			cms     []*v1.ConfigMap
+			secrets []*v1.Secret
+			sum     [sha256.Size]byte
+			err     error
+		)
+		if f := s.files[path]; skipEmpty && isEmptyFile(path) {
+			if f == nil {
+				continue // created, not yet written
+			}
+			// Truncated to be written again: what it held until
+			// the window's scan reads it.
+			pods, cms, secrets, sum, err = f.pods, f.cms, f.secrets, f.sum, f.err
+		} else {
+			pods, cms, secrets, sum, err = s.readFile(path)
+		}
 		seen[path] = true
-		pods, cms, secrets, sum, err := s.readFile(path)
 		if errors.Is(err, errNotAFile) {
 			continue // a directory, or a symlink to one
 		}

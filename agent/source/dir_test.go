@@ -459,12 +459,12 @@ func TestDirSource_RescanDecodesOnlyChangedFiles(t *testing.T) {
 	assert.Len(t, src.files, 2)
 
 	// The fingerprint follows the content, not the objects' identity.
-	_, f1 := src.scanFiles()
+	_, f1 := src.scanFiles(false)
 	src.files = nil
-	_, f2 := src.scanFiles()
+	_, f2 := src.scanFiles(false)
 	assert.Equal(t, fingerprint(f1, nil), fingerprint(f2, nil))
 	write("b.yaml", manifestYAML("b", "3"))
-	_, f3 := src.scanFiles()
+	_, f3 := src.scanFiles(false)
 	assert.NotEqual(t, fingerprint(f1, nil), fingerprint(f3, nil))
 }
 
@@ -479,18 +479,92 @@ func BenchmarkDirSource_Rescan(b *testing.B) {
 	for _, cached := range []bool{false, true} {
 		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
 			src := NewDirSource(dir, "node-1", nil, nil)
-			src.scanFiles()
+			src.scanFiles(false)
 			b.ReportAllocs()
 			for b.Loop() {
 				if !cached {
 					src.files = nil
 				}
-				u, files := src.scanFiles()
+				u, files := src.scanFiles(false)
 				if len(u.Pods) != 100 {
 					b.Fatalf("%d pods", len(u.Pods))
 				}
 				_ = fingerprint(files, u.Errors)
 			}
 		})
+	}
+}
+
+// TestDirSource_NewFileReadBeforeTheWindow: a file renamed into place
+// after a quiet spell is delivered without the fake clock moving at all:
+// the debounce window adds nothing to a new static pod's start (the
+// kubelet reads it at the notification too). An edit of an existing file
+// still waits for the window.
+func TestDirSource_NewFileReadBeforeTheWindow(t *testing.T) {
+	h := newDirHarness(t, t.TempDir())
+	h.src.rescanPeriod = time.Hour
+	h.write(t, "a.yaml", manifestYAML("a", "x"))
+	h.start(t)
+	require.Equal(t, []string{"default/a"}, podNames(h.first(t)))
+
+	start := h.clock.Now()
+	h.write(t, "b.yaml", manifestYAML("b", "x"))
+	select {
+	case u := <-h.out:
+		require.Equal(t, []string{"default/a", "default/b"}, podNames(u))
+	case <-time.After(5 * time.Second):
+		t.Fatal("a new file was not read before the debounce window ended")
+	}
+	require.Equal(t, start, h.clock.Now(), "no fake time passed")
+
+	// Let the window close (its scan finds nothing new), then edit in
+	// place: that waits for the window.
+	drainScans(h)
+	h.clock.Step(dirDebounce)
+	h.waitScan(t)
+	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "a.yaml"), []byte(manifestYAML("a", "y")), 0o644))
+	select {
+	case u := <-h.out:
+		t.Fatalf("an in-place edit was read before its window: %v", podNames(u))
+	case <-time.After(300 * time.Millisecond):
+	}
+	u := h.until(t, dirDebounce, 30*time.Minute, func(u SourceUpdate) bool {
+		return len(u.Pods) == 2 && u.Pods[0].Spec.Containers[0].Env[0].Value == "y"
+	})
+	require.Equal(t, []string{"default/a", "default/b"}, podNames(u))
+}
+
+// TestDirSource_LeadingScanSkipsUnwrittenFiles: the scan at a Create reads
+// no file that is still empty. A new empty file is left out (no error for
+// a file about to be written; the window's scan reports it if it stays
+// empty); a known file truncated to be rewritten keeps its pods instead
+// of losing them for the instant between truncate and write.
+func TestDirSource_LeadingScanSkipsUnwrittenFiles(t *testing.T) {
+	dir := t.TempDir()
+	src := NewDirSource(dir, "node-1", nil, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(manifestYAML("a", "x")), 0o644))
+	u, _ := src.scanFiles(false)
+	require.Equal(t, []string{"default/a"}, podNames(u))
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), nil, 0o644)) // truncated
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yaml"), nil, 0o644)) // created
+	u, _ = src.scanFiles(true)
+	require.Equal(t, []string{"default/a"}, podNames(u), "the truncated file keeps its pods, the new empty one is not read yet")
+	require.Empty(t, u.Errors)
+
+	// The window's scan reads both as they are.
+	u, _ = src.scanFiles(false)
+	require.Empty(t, podNames(u))
+	require.Equal(t, []string{"a.yaml", "b.yaml"}, errorPaths(u))
+}
+
+// drainScans empties the harness's scan signals.
+func drainScans(h *dirHarness) {
+	for {
+		select {
+		case <-h.scans:
+		default:
+			return
+		}
 	}
 }
