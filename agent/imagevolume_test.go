@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
 
@@ -174,6 +176,8 @@ func TestAgent_ImageVolume_NeverPull(t *testing.T) {
 // field and what to do; a pod without one runs.
 func TestAgent_ImageVolume_RefusedOnOldContainerd(t *testing.T) {
 	h, _ := newImageVolumeHarness(t, "v1.6.38")
+	cg := cgroupstest.NewFake()
+	h.agent.cgroups = cg
 	pod := testPod(t, imageVolumePod)
 	h.agent.SetPods([]*v1.Pod{pod})
 	p := h.rec.waitStatus(t, "Failed", phaseIs(v1.PodFailed))
@@ -185,6 +189,9 @@ func TestAgent_ImageVolume_RefusedOnOldContainerd(t *testing.T) {
 		for _, verb := range []string{"RunPodSandbox", "PullImage", "CreateContainer"} {
 			assert.False(t, strings.HasPrefix(c, verb), "nothing is created: %s", c)
 		}
+	}
+	for _, c := range cg.Calls() {
+		assert.NotContains(t, strings.ReplaceAll(fmt.Sprint(c.Name), "_", "-"), string(pod.UID), "no pod cgroup either: %+v", c)
 	}
 
 	plain := testPod(t, `
