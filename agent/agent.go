@@ -242,6 +242,9 @@ type Agent struct {
 	// eviction is the eviction manager (eviction_manager.go); nil
 	// without EnableEviction.
 	eviction *evictionManager
+	// runtimeVer is the runtime's name and version, asked once
+	// (imagevolume.go).
+	runtimeVer runtimeVersionCache
 }
 
 // New builds an agent. Nothing runs until Run.

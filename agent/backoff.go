@@ -94,5 +94,12 @@ func crashBackoffKey(pod *v1.Pod, c *v1.Container) string {
 }
 
 func imageBackoffKey(pod *v1.Pod, c *v1.Container) string {
-	return fmt.Sprintf("%s_%s", pod.UID, c.Image)
+	return imageRefBackoffKey(pod, c.Image)
+}
+
+// imageRefBackoffKey is the kubelet's image pull back-off key, the pod and
+// the image: a container's and an image volume's pulls of the same image
+// share it.
+func imageRefBackoffKey(pod *v1.Pod, image string) string {
+	return fmt.Sprintf("%s_%s", pod.UID, image)
 }

@@ -61,46 +61,64 @@ func reasonAndMessage(err error) (string, string) {
 // user comes from it: applyImageUser). Events follow the kubelet's image
 // manager.
 func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
-	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
-	if c.ImagePullPolicy != v1.PullAlways {
+	event := func(typ, reason, format string, args ...any) { pw.containerEvent(c.Name, typ, reason, format, args...) }
+	return a.ensurePulled(ctx, pw, imagePull{image: c.Image, policy: c.ImagePullPolicy, event: event}, sandboxCfg)
+}
+
+// imagePull is one image ensurePulled makes present: a container's, or an
+// image volume's (imagevolume.go).
+type imagePull struct {
+	image  string
+	policy v1.PullPolicy
+	// event records an event of the pull: on the container, or for an
+	// image volume on the pod, as the kubelet's image manager does.
+	event func(typ, reason, format string, args ...any)
+}
+
+// ensurePulled makes an image present according to its pull policy, with
+// the pod's pull secrets: see ensureImage.
+func (a *Agent) ensurePulled(ctx context.Context, pw *podWorker, p imagePull, sandboxCfg *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
+	spec := &runtimeapi.ImageSpec{Image: p.image, UserSpecifiedImage: p.image}
+	if p.policy != v1.PullAlways {
 		st, err := a.images.ImageStatus(ctx, spec, false)
 		if err != nil {
-			return "", nil, newReasonError(ErrImagePull, "inspect image %q: %s", c.Image, cri.Message(err))
+			return "", nil, newReasonError(ErrImagePull, "inspect image %q: %s", p.image, cri.Message(err))
 		}
 		if img := st.GetImage(); img != nil {
-			pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
-			pw.step(stepImage, 0, fmt.Sprintf("%s already present", c.Image))
+			p.event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", p.image)
+			pw.step(stepImage, 0, fmt.Sprintf("%s already present", p.image))
 			return img.GetId(), img, nil
 		}
-		if c.ImagePullPolicy == v1.PullNever {
-			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-			pw.containerEvent(c.Name, v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
+		if p.policy == v1.PullNever {
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", p.image)
+			p.event(v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
 			return "", nil, newReasonError(ErrImageNeverPull, "%s", msg)
 		}
 	}
-	pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	p.event(v1.EventTypeNormal, "Pulling", "Pulling image %q", p.image)
 	start := a.clock.Now()
 	ref, err := a.pullImage(ctx, pw, spec, sandboxCfg)
 	if err != nil && ctx.Err() != nil {
 		// Cancelled (the pod is being terminated, or the agent stops):
 		// no failure to report, and no pull back-off.
-		return "", nil, fmt.Errorf("pull of image %q abandoned: %w", c.Image, context.Cause(ctx))
+		return "", nil, fmt.Errorf("pull of image %q abandoned: %w", p.image, context.Cause(ctx))
 	}
 	if err != nil {
 		msg := cri.Message(err)
-		pw.containerEvent(c.Name, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, msg)
+		p.event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", p.image, msg)
 		return "", nil, newReasonError(ErrImagePull, "%s", msg)
 	}
 	d := a.clock.Since(start)
-	pw.containerEvent(c.Name, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, d.Round(time.Millisecond))
-	pw.step(stepImage, d, fmt.Sprintf("%s pulled", c.Image))
+	p.event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", p.image, d.Round(time.Millisecond))
+	pw.step(stepImage, d, fmt.Sprintf("%s pulled", p.image))
 	return ref, nil, nil
 }
 
 // generateContainerConfig converts one container into its CRI config
 // (podspec.ContainerConfig) from the environment, the volume mounts it
-// prepares and the node's facts.
-func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, imageRef, podIP string, volPaths map[string]string) (*runtimeapi.ContainerConfig, error) {
+// prepares (volPaths: host paths by volume; images: the pulled images of
+// the image volumes it mounts) and the node's facts.
+func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype string, restartCount int, imageRef, podIP string, volPaths map[string]string, images map[string]*runtimeapi.ImageSpec) (*runtimeapi.ContainerConfig, error) {
 	env, envMap, _, err := a.containerEnv(pod, c, podIP) // envvars.go
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
@@ -122,7 +140,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	pin := func(index int, volume, root, sub string) (string, error) {
 		return a.volumes().PinSubPath(pod, c.Name, volume, root, sub, index)
 	}
-	mounts, err := podspec.Mounts(c, volPaths, envMap, pin)
+	mounts, err := podspec.Mounts(c, volPaths, images, envMap, pin)
 	if err != nil {
 		_ = a.volumes().UnpinSubPaths(pod, c.Name)
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
@@ -151,8 +169,9 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 // non-empty, and img the image's status if it was present (nil: asked
 // again for the image's user). A failed postStart hook kills the container
 // and returns ErrPostStartHook; the container then follows its restart
-// policy. The container's ID is returned once it was created.
-func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxInfo, c *v1.Container, ctype string, restartCount int, imageRef string, img *runtimeapi.Image) (string, error) {
+// policy. The container's ID is returned once it was created. images are
+// the pulled images of the image volumes c mounts (imagevolume.go).
+func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxInfo, c *v1.Container, ctype string, restartCount int, imageRef string, img *runtimeapi.Image, images map[string]*runtimeapi.ImageSpec) (string, error) {
 	pod := pw.pod()
 	var err error
 	if imageRef == "" {
@@ -175,7 +194,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	for _, msg := range a.envWarnings(pod, c) { // envvars.go
 		pw.containerEvent(c.Name, v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
 	}
-	cfg, err := a.generateContainerConfig(pod, c, ctype, restartCount, imageRef, sb.ip, volPaths)
+	cfg, err := a.generateContainerConfig(pod, c, ctype, restartCount, imageRef, sb.ip, volPaths, images)
 	if err != nil {
 		return "", err
 	}

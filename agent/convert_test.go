@@ -51,7 +51,7 @@ spec:
 `)
 	c := &pod.Spec.Containers[0]
 	vols := map[string]string{"scratch": "/var/lib/mkl/pods/u/volumes/kubernetes.io~empty-dir/scratch", "host": "/srv/data"}
-	cfg, err := a.generateContainerConfig(pod, c, containerTypeRegular, 2, "sha256:abc", "10.88.0.9", vols)
+	cfg, err := a.generateContainerConfig(pod, c, containerTypeRegular, 2, "sha256:abc", "10.88.0.9", vols, nil)
 	require.NoError(t, err)
 	assert.Equal(t, &runtimeapi.ContainerMetadata{Name: "app", Attempt: 2}, cfg.Metadata)
 	assert.Equal(t, "sha256:abc", cfg.Image.Image)

@@ -13,6 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // updateGolden rewrites testdata/podspec-golden.json from the current code:
@@ -23,7 +26,8 @@ var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/podspec-g
 // hostnames and FQDNs, host namespaces, pod and container security
 // contexts, sysctls, DNS policies, QoS (resources, sidecars, critical
 // priority), the environment (envFrom, valueFrom, service-less expansion
-// into command and args), mounts and propagation, hooks and annotations.
+// into command and args), mounts and propagation, image volumes, hooks and
+// annotations.
 var goldenPods = []string{`
 apiVersion: v1
 kind: Pod
@@ -35,6 +39,7 @@ spec:
   volumes:
   - {name: scratch, emptyDir: {}}
   - {name: host, hostPath: {path: /srv/data}}
+  - {name: model, image: {reference: "reg/model:v2"}}
   containers:
   - name: web
     image: reg/web:1
@@ -65,6 +70,8 @@ spec:
     volumeMounts:
     - {name: scratch, mountPath: /scratch}
     - {name: host, mountPath: /data, readOnly: true, mountPropagation: HostToContainer}
+    - {name: model, mountPath: /model}
+    - {name: model, mountPath: /weights, readOnly: false, subPathExpr: "$(MODE)/w"}
     resources:
       requests: {cpu: 250m, memory: 64Mi}
       limits: {memory: 128Mi}
@@ -224,12 +231,18 @@ func TestPodSpecGolden(t *testing.T) {
 		require.NoError(t, err, pod.Name)
 		out := podOut{Pod: pod.Name, Sandbox: pj(sb)}
 		vols := map[string]string{}
+		images := map[string]*runtimeapi.ImageSpec{}
 		for _, v := range pod.Spec.Volumes {
+			if v.Image != nil {
+				// What the pull of an image volume returns: the image ID.
+				images[v.Name] = podspec.ImageVolumeSpec(v.Image.Reference, "sha256:"+v.Name)
+				continue
+			}
 			vols[v.Name] = "/volumes/" + v.Name // outside the pod's directory: no rshared mount
 		}
 		add := func(list []v1.Container, ctype string) {
 			for i := range list {
-				cfg, err := a.generateContainerConfig(pod, &list[i], ctype, 2, "sha256:"+list[i].Name, "10.88.0.9", vols)
+				cfg, err := a.generateContainerConfig(pod, &list[i], ctype, 2, "sha256:"+list[i].Name, "10.88.0.9", vols, images)
 				co := containerOut{Type: ctype, Config: pj(cfg)}
 				if err != nil {
 					co.Err = err.Error()

@@ -122,7 +122,7 @@ spec:
 	}, mounter.Mounts)
 
 	// Data volumes are mounted read-only whatever the mount says.
-	cfgCRI, err := a.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "", paths)
+	cfgCRI, err := a.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "", paths, nil)
 	require.NoError(t, err)
 	ro := map[string]bool{}
 	for _, m := range cfgCRI.Mounts {

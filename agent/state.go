@@ -26,6 +26,10 @@ type sandboxInfo struct {
 	// config is the config the sandbox was (or would have been) created
 	// with; regenerated from the pod for observed sandboxes.
 	config *runtimeapi.PodSandboxConfig
+	// imageVolumes are this sync's pulls of the pod's image volumes, by
+	// volume name (imagevolume.go); nil when it has none or starts
+	// nothing.
+	imageVolumes map[string]pullResult
 }
 
 // containerInfo is one observed container instance.

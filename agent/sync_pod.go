@@ -108,7 +108,10 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //  1. Observe the pod's sandboxes and containers in the runtime.
 //  2. Plan with computePodActions.
 //  3. Kill what must go: the whole pod, or single containers.
-//  4. Create the sandbox when needed, pulling the pod's images meanwhile.
+//  4. Create the sandbox when needed, pulling the pod's images meanwhile;
+//     then, when containers are to start, the images of its image volumes
+//     (a pod whose image volumes the runtime cannot mount is failed before
+//     step 1, as a pod past its deadline).
 //  5. Start the next init container.
 //  6. Start the app containers, concurrently.
 //  7. Prune dead instances and publish the status from a fresh observation
@@ -138,6 +141,11 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	// A pod with an active deadline is synced again when it falls due,
 	// whatever else the requeue says (deadline.go).
 	failed, due := a.checkActiveDeadline(w, pod)
+	if !failed {
+		// Image volumes the runtime cannot mount fail the pod before
+		// anything of it is created (imagevolume.go).
+		failed = a.refuseImageVolumes(ctx, w, pod)
+	}
 	if due > 0 {
 		defer func() {
 			if next > due {
@@ -150,7 +158,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	// new pod) will most likely create its sandbox next: what that needs
 	// first is looked after while the pod is observed (sandboxPrelude).
 	var pre *sandboxPrelude
-	if w.observedNothing() {
+	if w.observedNothing() && !failed {
 		pre = a.startSandboxPrelude(ctx, pod)
 		defer pre.wait()
 	}
@@ -221,6 +229,11 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	}
 	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res, pre)
 
+	if sb != nil && startsContainers(act) {
+		// Step 4b: the images of the image volumes, before any container
+		// that may mount them is created (imagevolume.go).
+		sb.imageVolumes = a.pullImageVolumes(ctx, w, pod, sb.config, res)
+	}
 	if sb != nil {
 		// Step 5: next init container.
 		if i := act.NextInitContainer; i >= 0 {
@@ -517,7 +530,15 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		res.retryAfter(left)
 		return
 	}
-	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref, pr.image)
+	images, err := containerImageVolumes(w, pod, c, sb.imageVolumes) // imagevolume.go
+	if err != nil {
+		w.setReason(c.Name, err)
+		if !errors.Is(err, ErrImagePullBackOff) { // back-off: requeued when it ends
+			res.fail()
+		}
+		return
+	}
+	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref, pr.image, images)
 	if id != "" {
 		res.touch(id, sb.id)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/cri"
 )
 
 // The kubelet's image GC defaults (pkg/kubelet/apis/config/v1beta1
@@ -63,9 +65,12 @@ type ImageService interface {
 	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
 }
 
-// ContainerLister lists the runtime's containers (cri-api's signature).
+// ContainerLister lists the runtime's containers and tells of one
+// (cri-api's signatures): a container's status lists its mounts, whose
+// Image is the image an image volume mounts.
 type ContainerLister interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
 }
 
 // FsStats is the size of a filesystem, from statfs(2).
@@ -130,7 +135,8 @@ type ImageManagerConfig struct {
 	// Images is the runtime's image service.
 	Images ImageService
 	// Containers lists every container on the runtime, whoever made it:
-	// an image any of them uses is in use (as the kubelet counts).
+	// an image any of them uses, or mounts as an image volume, is in use
+	// (as the kubelet counts).
 	Containers ContainerLister
 	// StatFS measures the image filesystem; nil is statfs(2).
 	StatFS StatFS
@@ -372,6 +378,9 @@ func (m *ImageManager) detectLocked(ctx context.Context, now time.Time) ([]candi
 			}
 		}
 	}
+	if err := m.addImageVolumes(ctx, images, ctrs, inUse); err != nil {
+		return nil, err
+	}
 	present := make(map[string]bool, len(images))
 	var out []candidate
 	for _, img := range images {
@@ -411,6 +420,33 @@ func (m *ImageManager) detectLocked(ctx context.Context, now time.Time) ([]candi
 		return cmp.Compare(a.id, b.id)
 	})
 	return out, nil
+}
+
+// addImageVolumes adds to inUse the images the containers mount as image
+// volumes (their status's Mount.Image), as the kubelet's handleImageVolumes
+// does: an image a live pod mounts is in use, and containerd's snapshot of
+// it would go with it. It asks for each container's status (the list does
+// not carry mounts) only when some image would otherwise be a candidate
+// for removal. A container gone meanwhile is skipped.
+func (m *ImageManager) addImageVolumes(ctx context.Context, images []*runtimeapi.Image, ctrs []*runtimeapi.Container, inUse map[string]bool) error {
+	if !slices.ContainsFunc(images, func(img *runtimeapi.Image) bool { return !img.GetPinned() && !imageUsed(img, inUse) }) {
+		return nil
+	}
+	for _, c := range ctrs {
+		resp, err := m.cfg.Containers.ContainerStatus(ctx, c.GetId(), false)
+		if cri.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("status of container %s: %w", c.GetId(), err)
+		}
+		for _, mnt := range resp.GetStatus().GetMounts() {
+			if ref := mnt.GetImage().GetImage(); ref != "" {
+				inUse[ref] = true
+			}
+		}
+	}
+	return nil
 }
 
 // imageUsed reports whether any container refers to img by ID, tag or

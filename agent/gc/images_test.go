@@ -14,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -39,6 +41,10 @@ type fakeImages struct {
 	other      uint64
 	removed    []string
 	removeErr  map[string]error
+	// mounts are the mounts ContainerStatus reports, by container ID.
+	mounts map[string][]*runtimeapi.Mount
+	// statusCalls counts ContainerStatus calls.
+	statusCalls int
 }
 
 func (f *fakeImages) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
@@ -72,6 +78,29 @@ func (f *fakeImages) ListContainers(context.Context, *runtimeapi.ContainerFilter
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.containers), nil
+}
+
+func (f *fakeImages) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statusCalls++
+	if !slices.ContainsFunc(f.containers, func(c *runtimeapi.Container) bool { return c.Id == id }) {
+		return nil, status.Errorf(codes.NotFound, "container %q: not found", id)
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: id, Mounts: f.mounts[id]}}, nil
+}
+
+// mountAsVolume makes a container of another image mount image name as an
+// image volume (CRI Mount.Image, by ID as the agent passes it).
+func (f *fakeImages) mountAsVolume(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := "iv-" + name
+	f.containers = append(f.containers, &runtimeapi.Container{Id: id, ImageRef: "sha256:app", State: runtimeapi.ContainerState_CONTAINER_RUNNING})
+	if f.mounts == nil {
+		f.mounts = map[string][]*runtimeapi.Mount{}
+	}
+	f.mounts[id] = []*runtimeapi.Mount{{ContainerPath: "/data", Image: &runtimeapi.ImageSpec{Image: "sha256:" + name}, Readonly: true}}
 }
 
 func (f *fakeImages) statfs(path string) (FsStats, error) {
@@ -427,4 +456,40 @@ func TestImageManager_RunCollectsUnderPressure(t *testing.T) {
 	step(DefaultPressureCheckPeriod)
 	time.Sleep(50 * time.Millisecond)
 	assert.Equal(t, 2, fx.m.Status().Runs, "pressure checks wait for the next period after a fruitless run")
+}
+
+// An image a container mounts as an image volume (its status's
+// Mount.Image) is in use, as the kubelet's handleImageVolumes counts it,
+// and stays when space must be freed; once no container mounts it, it
+// goes. No container status is asked for when the list alone shows every
+// image in use.
+func TestImageManager_ImageVolumeIsInUse(t *testing.T) {
+	fx := newFixture(t, DefaultImagePolicy())
+	ctx := context.Background()
+	fx.rt.add("app", 100, false)
+	fx.rt.use("app", false)
+	fx.rt.mountAsVolume("app")
+	require.NoError(t, fx.m.Detect(ctx))
+	assert.Zero(t, fx.rt.statusCalls, "every image in use by the list: no status asked for")
+
+	fx.rt.add("data", 400, false)
+	fx.rt.add("old", 100, false)
+	fx.rt.mountAsVolume("data")
+	fx.rt.other = 250 // 850 of 1000: at the high threshold
+	require.NoError(t, fx.m.Detect(ctx))
+	fx.clock.Step(time.Hour)
+	res, err := fx.m.Collect(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"old"}, res.Removed, "data is mounted by a live container")
+	assert.Equal(t, []string{"old"}, fx.rt.removedNames())
+
+	// The pod is gone: data is no longer mounted and goes.
+	fx.rt.mu.Lock()
+	fx.rt.containers = slices.DeleteFunc(fx.rt.containers, func(c *runtimeapi.Container) bool { return c.Id == "iv-data" })
+	fx.rt.mu.Unlock()
+	fx.rt.other = 450
+	fx.clock.Step(time.Hour)
+	res, err = fx.m.Collect(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"data"}, res.Removed)
 }

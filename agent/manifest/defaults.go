@@ -23,6 +23,7 @@ import (
 //   - spec: restartPolicy Always, terminationGracePeriodSeconds 30, dnsPolicy
 //     ClusterFirst, schedulerName default-scheduler, enableServiceLinks true;
 //     a volume without a source becomes an emptyDir; hostPath type "";
+//     an image volume's pullPolicy as a container's imagePullPolicy;
 //   - every (init) container: imagePullPolicy Always for an untagged or
 //     :latest image, else IfNotPresent; terminationMessagePath
 //     /dev/termination-log and policy File; port protocol TCP, and with
@@ -101,11 +102,20 @@ func SetPodDefaults(pod *v1.Pod, source, nodeName string) {
 	}
 }
 
-// setVolumeDefaults defaults one volume: no source means emptyDir, and a
-// hostPath without type means no check ("").
+// setVolumeDefaults defaults one volume: no source means emptyDir, a
+// hostPath without type means no check (""), and an image volume's
+// pullPolicy follows its reference's tag (the API server's
+// SetDefaults_Volume; an empty reference, which validation refuses, gets
+// IfNotPresent there as here).
 func setVolumeDefaults(vol *v1.Volume) {
 	if vol.VolumeSource == (v1.VolumeSource{}) {
 		vol.EmptyDir = &v1.EmptyDirVolumeSource{}
+	}
+	if iv := vol.Image; iv != nil && iv.PullPolicy == "" {
+		iv.PullPolicy = v1.PullIfNotPresent
+		if iv.Reference != "" {
+			iv.PullPolicy = defaultPullPolicy(iv.Reference)
+		}
 	}
 	if vol.HostPath != nil && vol.HostPath.Type == nil {
 		t := v1.HostPathUnset

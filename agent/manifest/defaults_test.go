@@ -235,6 +235,30 @@ func TestDefaultPullPolicy(t *testing.T) {
 	}
 }
 
+// TestSetPodDefaults_ImageVolume: an image volume's pullPolicy defaults as
+// the API server's SetDefaults_Volume does; a set one stays.
+func TestSetPodDefaults_ImageVolume(t *testing.T) {
+	for _, tc := range []struct {
+		ref  string
+		set  v1.PullPolicy
+		want v1.PullPolicy
+	}{
+		{"reg:5000/data", "", v1.PullAlways},
+		{"reg:5000/data:latest", "", v1.PullAlways},
+		{"reg:5000/data:1", "", v1.PullIfNotPresent},
+		{"data@sha256:4bcff63911fcb4448bd4fdacec207030997caf25e9bea4045fa6c8c44de311d1", "", v1.PullIfNotPresent},
+		{"", "", v1.PullIfNotPresent}, // the API server's parse error gives no tag
+		{"reg:5000/data", v1.PullNever, v1.PullNever},
+	} {
+		t.Run(tc.ref+"/"+string(tc.set), func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: tc.ref, PullPolicy: tc.set}}}}}}
+			SetPodDefaults(pod, "test.yaml", "node1")
+			assert.Equal(t, tc.want, pod.Spec.Volumes[0].Image.PullPolicy)
+			assert.Nil(t, pod.Spec.Volumes[0].EmptyDir, "an image volume has a source")
+		})
+	}
+}
+
 // uuidRE is the 8-4-4-4-12 shape, version 8, RFC variant.
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 

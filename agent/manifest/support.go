@@ -109,7 +109,7 @@ var metaRules = ruleTable{typ: reflect.TypeFor[metav1.ObjectMeta](), path: "meta
 
 // Fields of spec.
 var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rules: map[string]fieldRule{
-	"volumes":                       ruleLimited("emptyDir, hostPath, configMap, secret, downwardAPI and projected"),
+	"volumes":                       ruleLimited("emptyDir, hostPath, configMap, secret, downwardAPI, projected and image (containerd 2.1 or later)"),
 	"initContainers":                ruleLimited("same fields as spec.containers[*], plus restartPolicy: Always for native sidecars"),
 	"containers":                    ruleOK,
 	"ephemeralContainers":           ruleLimited("added to a running pod through the API (kubectl debug): started once in the pod's sandbox (in the PID namespace of targetContainerName when set), never restarted, reported in status.ephemeralContainerStatuses; held to the node's --pod-security level (a local pod's)"),
@@ -235,7 +235,13 @@ var volumeRules = ruleTable{typ: reflect.TypeFor[v1.Volume](), path: "spec.volum
 	"storageos":             ruleRefused(reasonNever),
 	"csi":                   ruleRefused(reasonNever),
 	"ephemeral":             ruleRefused(reasonNever),
-	"image":                 ruleRefused(reasonNotYet),
+	"image":                 ruleLimited("an OCI image mounted read-only by the runtime (containerd 2.1 or later: a pod with one is failed, reason ImageVolumeNotSupported, on an older runtime); pulled before the containers start, with the pod's pull secrets"),
+}}
+
+// Fields of spec.volumes[*].image (the kubelet's ImageVolume, GA in v1.36).
+var imageVolumeRules = ruleTable{typ: reflect.TypeFor[v1.ImageVolumeSource](), path: "spec.volumes[*].image", rules: map[string]fieldRule{
+	"reference":  ruleLimited("required; pulled as a container image is, ImagePullBackOff on the containers that mount it"),
+	"pullPolicy": ruleLimited("Always, IfNotPresent or Never; defaults as the API server's: Always for :latest or no tag, else IfNotPresent"),
 }}
 
 // Fields of spec.volumes[*].emptyDir.
@@ -254,10 +260,10 @@ var hostPathRules = ruleTable{typ: reflect.TypeFor[v1.HostPathVolumeSource](), p
 // Fields of spec.containers[*].volumeMounts[*].
 var volumeMountRules = ruleTable{typ: reflect.TypeFor[v1.VolumeMount](), path: "spec.containers[*].volumeMounts[*]", rules: map[string]fieldRule{
 	"name":              ruleOK,
-	"readOnly":          ruleOK,
+	"readOnly":          ruleLimited("an image volume is mounted read-only whatever it says, as by the kubelet"),
 	"recursiveReadOnly": ruleRefused(reasonNotYet),
 	"mountPath":         ruleLimited("absolute, unique per container"),
-	"subPath":           ruleLimited("a relative path inside the volume, created as a directory when missing; it may not leave the volume, even through symlinks"),
+	"subPath":           ruleLimited("a relative path inside the volume, created as a directory when missing; it may not leave the volume, even through symlinks; in an image volume it must be an existing directory of the image (the runtime checks it)"),
 	"mountPropagation":  ruleLimited("None, HostToContainer; Bidirectional only in privileged containers"),
 	"subPathExpr":       ruleLimited("expanded with the container's environment, $(VAR) style"),
 	"bindMountOptions":  ruleRefused(reasonNotYet),
@@ -299,7 +305,7 @@ var resourcesRules = ruleTable{typ: reflect.TypeFor[v1.ResourceRequirements](), 
 var ruleTables = []*ruleTable{
 	&podRules, &metaRules, &specRules, &containerRules, &lifecycleRules, &lifecycleHandlerRules,
 	&portRules, &envVarRules, &envVarSourceRules,
-	&resourcesRules, &volumeMountRules, &volumeRules, &emptyDirRules, &hostPathRules,
+	&resourcesRules, &volumeMountRules, &volumeRules, &emptyDirRules, &hostPathRules, &imageVolumeRules,
 	&envFromRules, &configMapVolumeRules, &secretVolumeRules, &downwardAPIVolumeRules, &projectedVolumeRules, &volumeProjectionRules, // datasupport.go
 	&keyToPathRules, &downwardAPIFileRules, &serviceAccountTokenRules, // datasupport.go
 	&podSecurityContextRules, &securityContextRules, &capabilitiesRules, &seccompProfileRules, // security.go
@@ -458,6 +464,9 @@ func checkSupport(pod *v1.Pod) field.ErrorList {
 		}
 		if vol.HostPath != nil {
 			errs = append(errs, refuseSet(reflect.ValueOf(*vol.HostPath), &hostPathRules, nil, p.Child("hostPath"))...)
+		}
+		if vol.Image != nil {
+			errs = append(errs, refuseSet(reflect.ValueOf(*vol.Image), &imageVolumeRules, nil, p.Child("image"))...)
 		}
 		errs = append(errs, checkDataVolumeSupport(vol, p)...) // datasupport.go
 	}

@@ -278,6 +278,20 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (map[string]bool,
 			errs = append(errs, field.Forbidden(idxPath.Child("emptyDir", "medium"),
 				fmt.Sprintf("%s: medium %q", reasonNotYet, ed.Medium)))
 		}
+		if iv := vol.Image; iv != nil {
+			// The API server's validateImageVolumeSource.
+			rp := idxPath.Child("image", "reference")
+			if iv.Reference == "" {
+				errs = append(errs, field.Required(rp, ""))
+			} else if strings.ContainsFunc(iv.Reference, unicode.IsSpace) {
+				errs = append(errs, field.Invalid(rp, iv.Reference, "must not contain whitespace"))
+			}
+			if p := iv.PullPolicy; p == "" {
+				errs = append(errs, field.Required(idxPath.Child("image", "pullPolicy"), ""))
+			} else if !slices.Contains(supportedPullPolicies, string(p)) {
+				errs = append(errs, field.NotSupported(idxPath.Child("image", "pullPolicy"), p, supportedPullPolicies))
+			}
+		}
 		if hp := vol.HostPath; hp != nil {
 			p := idxPath.Child("hostPath", "path")
 			switch {

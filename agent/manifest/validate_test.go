@@ -152,6 +152,34 @@ func TestValidatePod(t *testing.T) {
 			want: []string{`spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always`},
 		},
 		{
+			name: "image volume: the API server's rules, errors at the field",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Volumes = []v1.Volume{
+					{Name: "ok", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "reg/data:1", PullPolicy: v1.PullNever}}},
+					{Name: "noref", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{PullPolicy: v1.PullAlways}}},
+					{Name: "badpolicy", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "reg/data:1", PullPolicy: "Sometimes"}}},
+					{Name: "nopolicy", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "reg/data :1"}}},
+					{Name: "two", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "reg/data:1", PullPolicy: v1.PullAlways}, EmptyDir: &v1.EmptyDirVolumeSource{}}},
+				}
+				// readOnly false is accepted (the mount is read-only
+				// anyway, as the kubelet's), subPath and subPathExpr too.
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+					{Name: "ok", MountPath: "/a"},
+					{Name: "ok", MountPath: "/b", ReadOnly: true, SubPath: "etc"},
+					{Name: "ok", MountPath: "/c", SubPathExpr: "$(POD)"},
+					{Name: "ok", MountPath: "/d", SubPath: "../x"},
+				}
+			},
+			want: []string{
+				`spec.volumes[1].image.reference: Required value`,
+				`spec.volumes[2].image.pullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"`,
+				`spec.volumes[3].image.reference: Invalid value: "reg/data :1": must not contain whitespace`,
+				`spec.volumes[3].image.pullPolicy: Required value`,
+				`spec.volumes[4].image: Forbidden: may not specify more than 1 volume type`,
+				`spec.containers[0].volumeMounts[3].subPath: Invalid value: "../x": must not contain '..'`,
+			},
+		},
+		{
 			name: "not defaulted: no panic, required values",
 			mutate: func(p *v1.Pod) {
 				*p = v1.Pod{}

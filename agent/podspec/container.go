@@ -78,11 +78,19 @@ type PinFunc func(index int, volume, root, sub string) (string, error)
 // path inside the volume, which pin opens beneath the volume's root
 // (creating missing directories) and pins; mountPropagation becomes the
 // CRI propagation mode.
-func Mounts(c *v1.Container, volPaths map[string]string, env map[string]string, pin PinFunc) ([]*runtimeapi.Mount, error) {
+//
+// A mount of an image volume (images: its name → the image the engine
+// pulled for it) has no host path: the runtime mounts the image itself
+// (CRI Mount.Image, containerd 2.1 or later), read-only whatever the
+// volumeMount says (the kubelet's image plugin is ReadOnly), and resolves
+// subPath inside it as Mount.ImageSubPath, never on the host, so nothing
+// is pinned.
+func Mounts(c *v1.Container, volPaths map[string]string, images map[string]*runtimeapi.ImageSpec, env map[string]string, pin PinFunc) ([]*runtimeapi.Mount, error) {
 	var out []*runtimeapi.Mount
 	for i, m := range c.VolumeMounts {
+		img, isImage := images[m.Name]
 		hp, ok := volPaths[m.Name]
-		if !ok {
+		if !ok && !isImage {
 			return nil, fmt.Errorf("volumeMount %q: no such volume", m.Name)
 		}
 		sub := m.SubPath
@@ -99,6 +107,18 @@ func Mounts(c *v1.Container, volPaths map[string]string, env map[string]string, 
 			if err := manifest.CheckSubPath(sub); err != nil {
 				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
 			}
+		}
+		if isImage {
+			out = append(out, &runtimeapi.Mount{
+				ContainerPath: m.MountPath,
+				Image:         img,
+				ImageSubPath:  sub,
+				Readonly:      true,
+				Propagation:   MountPropagation(m.MountPropagation),
+			})
+			continue
+		}
+		if sub != "" {
 			p, err := pin(i, m.Name, hp, sub)
 			if err != nil {
 				return nil, fmt.Errorf("volumeMount %q: %w", m.Name, err)
@@ -113,6 +133,15 @@ func Mounts(c *v1.Container, volPaths map[string]string, env map[string]string, 
 		})
 	}
 	return out, nil
+}
+
+// ImageVolumeSpec is the CRI image of an image volume: ref is what the
+// pull returned (the image's ID), reference the user's, as the kubelet's
+// getImageVolumes passes them (it adds the pod's annotations, which
+// containerd reads only when it pulls: minikubelet passes none, as for
+// container images).
+func ImageVolumeSpec(reference, ref string) *runtimeapi.ImageSpec {
+	return &runtimeapi.ImageSpec{Image: ref, UserSpecifiedImage: reference}
 }
 
 // MountPropagation maps the API's mode to the CRI's (None is private).

@@ -39,7 +39,8 @@ func (a *Manager) EmptyDirPath(pod *v1.Pod, name string) string {
 
 // SetupVolumes prepares every volume of the pod on the host: emptyDir
 // directories (mode 0777 like the kubelet's) and hostPath type checks. It is
-// idempotent and returns the host path per volume name.
+// idempotent and returns the host path per volume name (none for an image
+// volume, which the runtime mounts).
 func (a *Manager) SetupVolumes(pod *v1.Pod) (map[string]string, error) {
 	paths := make(map[string]string, len(pod.Spec.Volumes))
 	for i := range pod.Spec.Volumes {
@@ -85,6 +86,10 @@ func (a *Manager) SetupVolumes(pod *v1.Pod) (map[string]string, error) {
 			if err := a.setupDataVolume(pod, vol, p); err != nil {
 				return nil, err
 			}
+		case vol.Image != nil:
+			// The runtime mounts the image itself (CRI Mount.Image): it
+			// has no host path (agent/podspec Mounts).
+			continue
 		default:
 			// Validation refuses every other source before we get here.
 			return nil, fmt.Errorf("volume %q: unsupported source", vol.Name)

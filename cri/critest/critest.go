@@ -106,6 +106,9 @@ type Fake struct {
 	// stuck holds containers with a task left behind (StickTask): their
 	// removal, and their sandbox's, fails until RemoveStuckTask.
 	stuck map[string]bool
+	// runtimeName and runtimeVersion replace RuntimeName and
+	// RuntimeVersion in Version when set (SetVersion).
+	runtimeName, runtimeVersion string
 }
 
 // exitPlan is a container's scripted exit from AnnotationExitAfterMs.
@@ -405,12 +408,27 @@ func (r *FakeRuntime) Version(_ context.Context, apiVersion string) (*runtimeapi
 	if err := r.f.record("Version", "Version"); err != nil {
 		return nil, err
 	}
-	return &runtimeapi.VersionResponse{
+	resp := &runtimeapi.VersionResponse{
 		Version:           "0.1.0",
 		RuntimeName:       RuntimeName,
 		RuntimeVersion:    RuntimeVersion,
 		RuntimeApiVersion: "v1",
-	}, nil
+	}
+	r.f.mu.Lock()
+	if r.f.runtimeName != "" {
+		resp.RuntimeName, resp.RuntimeVersion = r.f.runtimeName, r.f.runtimeVersion
+	}
+	r.f.mu.Unlock()
+	return resp, nil
+}
+
+// SetVersion makes Version report the given runtime name and version (a
+// containerd too old for a feature, say) instead of RuntimeName and
+// RuntimeVersion.
+func (r *FakeRuntime) SetVersion(name, version string) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	r.f.runtimeName, r.f.runtimeVersion = name, version
 }
 
 // Status implements cri.Runtime, returning a copy of the conditions.
