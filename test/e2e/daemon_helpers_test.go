@@ -174,6 +174,11 @@ func (d *daemon) args() []string {
 	if slices.Contains(d.extra, "--kubeconfig") && !slices.Contains(d.extra, "--port") {
 		args = append(args, "--port", "0")
 	}
+	// Its healthz endpoint, 127.0.0.1:10248 by default, likewise: off
+	// unless the test chooses a port.
+	if slices.Contains(d.extra, "--kubeconfig") && !slices.Contains(d.extra, "--healthz-port") {
+		args = append(args, "--healthz-port", "0")
+	}
 	return args
 }
 
