@@ -39,11 +39,24 @@ type Reviewer interface {
 // accepts: 401.
 var errUnauthenticated = errors.New("unauthorized")
 
+// The anonymous user and group, as the API server and the kubelet name
+// them (k8s.io/apiserver's user.Anonymous and user.AllUnauthenticated).
+const (
+	anonymousUser  = "system:anonymous"
+	anonymousGroup = "system:unauthenticated"
+)
+
 // authenticator decides who sent a request: the subject of a client
 // certificate that chains to the client CA (CN the user, O the groups), or
 // else the user of a bearer token the API server's TokenReview accepts.
-// Anything else is anonymous, and anonymous requests are refused.
+// A request with no credentials at all is anonymous: refused, or with
+// --anonymous-auth the user system:anonymous. Credentials that fail (a
+// refused token, a certificate of another CA) are never anonymous, as in
+// the kubelet (a union authenticator that fails on error before the
+// anonymous one).
 type authenticator struct {
+	// anonymous lets requests without credentials in as anonymousUser.
+	anonymous bool
 	// clientCAs verifies client certificates; nil accepts none.
 	clientCAs *x509.CertPool
 	// reviewer checks bearer tokens; nil accepts none.
@@ -67,6 +80,9 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 		return u, nil
 	}
 	token, ok := bearerToken(r)
+	if !ok && a.anonymous && !a.presentedCert(r) {
+		return &User{Name: anonymousUser, Groups: []string{anonymousGroup}}, nil
+	}
 	if !ok || a.reviewer == nil {
 		return nil, errUnauthenticated
 	}
@@ -143,6 +159,12 @@ func (a *authenticator) certUser(r *http.Request) *User {
 	return &User{Name: leaf.Subject.CommonName, Groups: append([]string(nil), leaf.Subject.Organization...)}
 }
 
+// presentedCert reports whether the request carries a client certificate
+// the server would check (one that fails is an error, not anonymous).
+func (a *authenticator) presentedCert(r *http.Request) bool {
+	return a.clientCAs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0
+}
+
 // bearerToken is the token of an "Authorization: Bearer" header.
 func bearerToken(r *http.Request) (string, bool) {
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
@@ -155,15 +177,20 @@ func bearerToken(r *http.Request) (string, bool) {
 }
 
 // attributes is what a request asks to do to the node, in the terms of a
-// SubjectAccessReview's ResourceAttributes.
+// SubjectAccessReview's ResourceAttributes: one verb, and the nodes
+// subresources that each allow it, asked in order until one does.
 type attributes struct {
-	Verb, Subresource string
+	Verb         string
+	Subresources []string
 }
 
 // requestAttributes maps a request to the kubelet's authorization
-// attributes: the verb from the HTTP method, the nodes subresource from the
-// path (stats, metrics, log; proxy for everything else, exec and logs of
-// containers included, as the kubelet does).
+// attributes (pkg/kubelet/server/auth.go, with KubeletFineGrainedAuthz,
+// GA and locked on since 1.36): the verb from the HTTP method, the nodes
+// subresource from the path: /pods and /runningpods/ pods, /healthz
+// healthz, /configz configz, each then proxy; /stats stats, /metrics
+// metrics, /logs log; proxy for everything else, exec and logs of
+// containers included.
 //
 // One deviation: exec, attach and port-forward are always verb create,
 // whatever the method. The kubelet takes the method's verb, so a
@@ -175,19 +202,29 @@ type attributes struct {
 // exec goes through, holds create on nodes/proxy (system:kubelet-api-admin)
 // and is not affected.
 func requestAttributes(r *http.Request) attributes {
-	a := attributes{Verb: verbFor(r.Method), Subresource: "proxy"}
+	a := attributes{Verb: verbFor(r.Method)}
 	p := r.URL.Path
 	under := func(prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
 	if under("/exec") || under("/attach") || under("/portForward") {
 		a.Verb = "create"
 	}
 	switch {
+	case under("/pods"), under("/runningpods"):
+		a.Subresources = append(a.Subresources, "pods")
+	case under("/healthz"):
+		a.Subresources = append(a.Subresources, "healthz")
+	case under("/configz"):
+		a.Subresources = append(a.Subresources, "configz")
+	}
+	switch {
 	case under("/stats"):
-		a.Subresource = "stats"
+		a.Subresources = append(a.Subresources, "stats")
 	case under("/metrics"):
-		a.Subresource = "metrics"
+		a.Subresources = append(a.Subresources, "metrics")
 	case under("/logs"):
-		a.Subresource = "log"
+		a.Subresources = append(a.Subresources, "log")
+	default:
+		a.Subresources = append(a.Subresources, "proxy")
 	}
 	return a
 }
@@ -209,18 +246,18 @@ func verbFor(method string) string {
 	return ""
 }
 
-// accessReview is the SubjectAccessReview asking whether u may do a to the
-// node.
-func accessReview(u *User, node string, a attributes) *authzv1.SubjectAccessReview {
+// accessReview is the SubjectAccessReview asking whether u may do verb to
+// the node's subresource.
+func accessReview(u *User, node, verb, subresource string) *authzv1.SubjectAccessReview {
 	return &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User:   u.Name,
 		UID:    u.UID,
 		Groups: u.Groups,
 		Extra:  u.Extra,
 		ResourceAttributes: &authzv1.ResourceAttributes{
-			Verb:        a.Verb,
+			Verb:        verb,
 			Resource:    "nodes",
-			Subresource: a.Subresource,
+			Subresource: subresource,
 			Name:        node,
 		},
 	}}

@@ -17,11 +17,14 @@
 //   - the listener and its TLS: the serving certificate from files, or a
 //     self-signed one it creates under its certificate directory;
 //   - authentication: a client certificate signed by the client CA, or a
-//     bearer token the API server vouches for (TokenReview); anonymous
-//     requests are refused with 401;
-//   - authorization: a SubjectAccessReview per request, with the
-//     kubelet's mapping of path and method to the nodes/<subresource>
-//     resource and verb (attributes in auth.go); the API server's answers
+//     bearer token the API server vouches for (TokenReview); requests
+//     without credentials are refused with 401, or with AnonymousAuth are
+//     system:anonymous;
+//   - authorization: a SubjectAccessReview per request (Webhook, the
+//     default; AlwaysAllow asks nothing), with the kubelet's mapping of
+//     path and method to the nodes/<subresource> resource and verb, its
+//     fine-grained subresources (pods, healthz, configz) falling back to
+//     proxy (attributes in auth.go); the API server's answers
 //     are cached as the kubelet caches them (cache.go: tokens 2 minutes,
 //     allowed 5 minutes, denied 30 seconds);
 //   - the endpoints: the log endpoint's parameters (the reading itself is
@@ -38,6 +41,11 @@
 // daemon's cluster view, agent/api's log reader, agent/stats,
 // cri.Instrumented and /proc satisfy in cmd's wiring.
 //
-// Not served: /metrics/cadvisor, /configz, /checkpoint and /logs (the
-// node's own logs).
+//   - /configz, the configuration in effect as cmd gives it (Configz);
+//   - the read-only port's handler (readonly.go: the kubelet's
+//     unauthenticated endpoints only, plain HTTP) and the healthz
+//     endpoint's (/healthz, which kubeadm join polls).
+//
+// Not served: /metrics/cadvisor, /checkpoint and /logs (the node's own
+// logs).
 package kubeletserver

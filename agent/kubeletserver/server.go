@@ -15,8 +15,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
@@ -60,7 +62,22 @@ type Config struct {
 	// (--api-audiences, by default its service account issuer), which is
 	// what the kubelet asks for: it leaves APIAudiences unset.
 	TokenAudiences []string
+	// AnonymousAuth lets requests without credentials in as
+	// system:anonymous (group system:unauthenticated), which the
+	// authorizer then decides about (--anonymous-auth; default off).
+	AnonymousAuth bool
+	// AuthorizationMode is AuthorizationWebhook (a SubjectAccessReview
+	// per request; "" means it) or AuthorizationAlwaysAllow (every
+	// authenticated request is allowed, anonymous ones too with
+	// AnonymousAuth).
+	AuthorizationMode string
 }
+
+// The kubelet's authorization modes (--authorization-mode).
+const (
+	AuthorizationWebhook     = "Webhook"
+	AuthorizationAlwaysAllow = "AlwaysAllow"
+)
 
 // Pods is what the server needs of the daemon's pods, under the names the
 // API server knows them by (agent.ClusterView).
@@ -92,6 +109,9 @@ type Deps struct {
 	Summary Summary
 	// Clock times the review caches (nil: the real clock).
 	Clock clock.PassiveClock
+	// Configz is the configuration in effect, served as /configz under
+	// the key "kubeletconfig" (nil: not served).
+	Configz func() any
 }
 
 // Server is the kubelet server.
@@ -124,12 +144,19 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return nil, errors.New("kubelet server: give both --tls-cert-file and --tls-private-key-file, or neither")
 	}
+	switch cfg.AuthorizationMode {
+	case "":
+		cfg.AuthorizationMode = AuthorizationWebhook
+	case AuthorizationWebhook, AuthorizationAlwaysAllow:
+	default:
+		return nil, fmt.Errorf("kubelet server: --authorization-mode %q: use %s or %s", cfg.AuthorizationMode, AuthorizationWebhook, AuthorizationAlwaysAllow)
+	}
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}
 	s := &Server{cfg: cfg, deps: deps, logger: deps.Logger.With("component", "kubelet-server"),
 		decisions: newTTLCache[decision](deps.Clock), idleTimeout: defaultIdleTimeout}
-	s.authn = &authenticator{reviewer: deps.Reviewer, audiences: slices.Clone(cfg.TokenAudiences),
+	s.authn = &authenticator{anonymous: cfg.AnonymousAuth, reviewer: deps.Reviewer, audiences: slices.Clone(cfg.TokenAudiences),
 		tokens: newTTLCache[*User](deps.Clock), refused: newTTLCache[struct{}](deps.Clock)}
 	if cfg.ClientCAFile != "" {
 		pem, err := os.ReadFile(cfg.ClientCAFile)
@@ -190,9 +217,16 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve serves HTTPS on the listener until ctx ends.
 func (s *Server) Serve(ctx context.Context) error {
+	s.logger.Info("Serving the kubelet API", "address", s.ln.Addr().String())
+	return s.serve(ctx, s.ln, s.handler, s.tls)
+}
+
+// serve serves handler on ln until ctx ends: HTTPS with tlsConfig, plain
+// HTTP without.
+func (s *Server) serve(ctx context.Context, ln net.Listener, handler http.Handler, tlsConfig *tls.Config) error {
 	srv := &http.Server{
-		Handler:           s.handler,
-		TLSConfig:         s.tls,
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       s.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
@@ -205,8 +239,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		_ = srv.Close() // streams (exec, follow) do not end on Shutdown
 	})
 	defer stop()
-	s.logger.Info("Serving the kubelet API", "address", s.ln.Addr().String())
-	err := srv.ServeTLS(s.ln, "", "")
+	var err error
+	if tlsConfig != nil {
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -216,21 +254,10 @@ func (s *Server) Serve(ctx context.Context) error {
 // routes are the endpoints, without authentication.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok")
-	})
-	mux.HandleFunc("GET /pods", s.pods)
+	s.readOnlyRoutes(mux)
 	mux.HandleFunc("GET /runningpods/", s.runningPods)
-	if s.deps.Metrics != nil {
-		mux.HandleFunc("GET /metrics", s.metrics)
-		mux.HandleFunc("GET /metrics/probes", s.probeMetrics)
-	}
-	if s.deps.Summary != nil {
-		mux.HandleFunc("GET /stats/summary", s.statsSummary)
-	}
-	if s.deps.ContainerStats != nil {
-		mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
+	if s.deps.Configz != nil {
+		mux.HandleFunc("GET /configz", s.configz)
 	}
 	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
 	for _, p := range []string{"/exec/{ns}/{pod}/{container}", "/exec/{ns}/{pod}/{uid}/{container}"} {
@@ -243,6 +270,31 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc(p, s.portForward)
 	}
 	return mux
+}
+
+// readOnlyRoutes are the endpoints the kubelet serves without
+// authentication on its read-only port (its InstallAuthNotRequiredHandlers):
+// /healthz, /pods, /stats/summary and the /metrics family. The kubelet
+// server serves them too, behind authentication.
+func (s *Server) readOnlyRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /pods", s.pods)
+	if s.deps.Metrics != nil {
+		mux.HandleFunc("GET /metrics", s.metrics)
+		mux.HandleFunc("GET /metrics/probes", s.probeMetrics)
+	}
+	if s.deps.Summary != nil {
+		mux.HandleFunc("GET /stats/summary", s.statsSummary)
+	}
+	if s.deps.ContainerStats != nil {
+		mux.HandleFunc("GET /metrics/resource", s.resourceMetrics)
+	}
+}
+
+// healthz answers "ok": the process serves (the kubelet's ping check).
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok")
 }
 
 // withAuth authenticates each request (401 when nobody is), then asks the
@@ -261,13 +313,14 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		}
 		a := requestAttributes(r)
 		allowed, reason, err := s.authorize(r.Context(), u, a)
+		subs := strings.Join(a.Subresources, ",")
 		if err != nil {
 			s.logger.Warn("Authorization failed", "err", err, "user", u.Name, "path", r.URL.Path)
-			http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, a.Verb, a.Subresource), http.StatusInternalServerError)
+			http.Error(w, fmt.Sprintf("Authorization error (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, a.Verb, subs), http.StatusInternalServerError)
 			return
 		}
 		if !allowed {
-			msg := fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, a.Verb, a.Subresource)
+			msg := fmt.Sprintf("Forbidden (user=%s, verb=%s, resource=nodes, subresource=%s)", u.Name, a.Verb, subs)
 			if reason != "" {
 				msg += ": " + reason
 			}
@@ -278,20 +331,39 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 	})
 }
 
-// authorize asks the API server with a SubjectAccessReview. Without a
-// reviewer nothing is allowed.
+// authorize decides whether u may do a: with AuthorizationAlwaysAllow
+// always; else a SubjectAccessReview to the API server per subresource of
+// a, in order, until one allows it. Without a reviewer nothing is allowed.
 func (s *Server) authorize(ctx context.Context, u *User, a attributes) (bool, string, error) {
+	if s.cfg.AuthorizationMode == AuthorizationAlwaysAllow {
+		return true, "", nil
+	}
 	if s.deps.Reviewer == nil {
 		return false, "no authorizer", nil
 	}
-	sar := accessReview(u, s.cfg.NodeName, a)
+	var reason string
+	for _, sub := range a.Subresources {
+		d, err := s.review(ctx, accessReview(u, s.cfg.NodeName, a.Verb, sub))
+		if err != nil {
+			return false, "", err
+		}
+		if d.allowed {
+			return true, "", nil
+		}
+		reason = d.reason
+	}
+	return false, reason, nil
+}
+
+// review answers one SubjectAccessReview, from the cache when it can.
+func (s *Server) review(ctx context.Context, sar *authzv1.SubjectAccessReview) (decision, error) {
 	key := reviewKey(sar)
 	if d, ok := s.decisions.get(key); ok {
-		return d.allowed, d.reason, nil
+		return d, nil
 	}
 	res, err := s.deps.Reviewer.ReviewAccess(ctx, sar)
 	if err != nil {
-		return false, "", fmt.Errorf("subject access review: %w", err)
+		return decision{}, fmt.Errorf("subject access review: %w", err)
 	}
 	d := decision{allowed: res.Status.Allowed && !res.Status.Denied, reason: res.Status.Reason}
 	ttl := allowedCacheTTL
@@ -299,7 +371,14 @@ func (s *Server) authorize(ctx context.Context, u *User, a attributes) (bool, st
 		ttl = deniedCacheTTL
 	}
 	s.decisions.put(key, d, ttl)
-	return d.allowed, d.reason, nil
+	return d, nil
+}
+
+// configz serves the configuration in effect as the kubelet's /configz
+// does (component-base/configz): a JSON object of its one registered
+// configuration, "kubeletconfig".
+func (s *Server) configz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]any{"kubeletconfig": s.deps.Configz()})
 }
 
 // pods serves the node's pods as a v1.PodList.

@@ -181,6 +181,8 @@ type harness struct {
 	url  string
 	// summary serves /stats/summary.
 	summary *fakeSummary
+	// server is the kubelet server under test.
+	server *Server
 }
 
 func newHarness(t *testing.T) *harness {
@@ -191,6 +193,13 @@ func newHarness(t *testing.T) *harness {
 // newHarnessWithClock is newHarness with the review caches on clk.
 func newHarnessWithClock(t *testing.T, clk clock.PassiveClock) *harness {
 	t.Helper()
+	return newHarnessWith(t, clk, nil)
+}
+
+// newHarnessWith is newHarnessWithClock with the server's Config and Deps
+// changed by edit (nil: as they are) before New.
+func newHarnessWith(t *testing.T, clk clock.PassiveClock, edit func(*Config, *Deps)) *harness {
+	t.Helper()
 	h := &harness{api: &fakeAPIServer{}, logs: &fakeLogs{content: "one\ntwo\nthree\n"}, ca: newTestCA(t, "client-ca"), summary: &fakeSummary{}}
 	apiSrv := httptest.NewServer(h.api)
 	t.Cleanup(apiSrv.Close)
@@ -199,9 +208,14 @@ func newHarnessWithClock(t *testing.T, clk clock.PassiveClock) *harness {
 	dir := t.TempDir()
 	caFile := filepath.Join(dir, "ca.crt")
 	require.NoError(t, os.WriteFile(caFile, h.ca.pem, 0o600))
-	s, err := New(Config{NodeName: "node-a", CertDir: filepath.Join(dir, "pki"), ClientCAFile: caFile},
-		Deps{Pods: fakePods{}, Logs: h.logs, Reviewer: reviewer, Clock: clk, Summary: h.summary, Metrics: fakeMetrics{}})
+	cfg := Config{NodeName: "node-a", CertDir: filepath.Join(dir, "pki"), ClientCAFile: caFile}
+	deps := Deps{Pods: fakePods{}, Logs: h.logs, Reviewer: reviewer, Clock: clk, Summary: h.summary, Metrics: fakeMetrics{}}
+	if edit != nil {
+		edit(&cfg, &deps)
+	}
+	s, err := New(cfg, deps)
 	require.NoError(t, err)
+	h.server = s
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.TLS = s.tls
 	srv.StartTLS()
@@ -259,7 +273,7 @@ func TestServer_Authentication(t *testing.T) {
 				require.Equal(t, tt.wantUser, h.api.lastSAR().User)
 			}
 			if code == 403 {
-				require.Contains(t, body, "Forbidden (user=bob, verb=get, resource=nodes, subresource=proxy)")
+				require.Contains(t, body, "Forbidden (user=bob, verb=get, resource=nodes, subresource=healthz,proxy)")
 			}
 		})
 	}
@@ -472,10 +486,12 @@ func TestServer_CachesReviews(t *testing.T) {
 	bob := h.ca.client(t, "bob")
 	require.Equal(t, 403, get(&bob, ""))
 	require.Equal(t, 403, get(&bob, ""))
+	// Denied, /healthz asks for nodes/healthz, then nodes/proxy: two
+	// reviews, each cached.
 	_, sars = reviews()
-	require.Equal(t, 3, sars, "a denied decision is cached")
+	require.Equal(t, 4, sars, "a denied decision is cached")
 	clk.SetTime(clk.Now().Add(31 * time.Second))
 	require.Equal(t, 403, get(&bob, ""))
 	_, sars = reviews()
-	require.Equal(t, 4, sars, "for 30 seconds")
+	require.Equal(t, 6, sars, "for 30 seconds")
 }

@@ -48,13 +48,15 @@ type kcMapping struct {
 }
 
 // kubeletConfigFlags are the fields minikubelet implements, by field path.
-// A flag not registered on serve's flag set (cluster-dns, anonymous-auth,
-// authorization-mode, max-pods, read-only-port) makes its field
-// unimplemented, unless the value is in kubeletConfigMatches.
+// A flag not registered on serve's flag set (max-pods) makes its field
+// unimplemented, unless the value is in kubeletConfigMatches. /configz
+// (configz.go) fills these fields back from their flags.
 var kubeletConfigFlags = map[string]kcMapping{
 	"address":                          {"address", kcScalar},
 	"port":                             {"port", kcScalar},
 	"readOnlyPort":                     {"read-only-port", kcScalar},
+	"healthzPort":                      {"healthz-port", kcScalar},
+	"healthzBindAddress":               {"healthz-bind-address", kcScalar},
 	"tlsCertFile":                      {"tls-cert-file", kcScalar},
 	"tlsPrivateKeyFile":                {"tls-private-key-file", kcScalar},
 	"authentication.x509.clientCAFile": {"client-ca-file", kcScalar},
@@ -95,13 +97,14 @@ var kubeletConfigFlags = map[string]kcMapping{
 // has (the kubelet's defaults, mostly): no flag, no warning. Any other
 // value of these fields warns.
 var kubeletConfigMatches = map[string]string{
-	"enableServer":                     "true",
-	"registerNode":                     "true",
-	"seccompDefault":                   "false",
-	"authentication.anonymous.enabled": "false",   // the kubelet server answers 401 without credentials
-	"authentication.webhook.enabled":   "true",    // bearer tokens go to TokenReview
-	"authorization.mode":               "Webhook", // requests go to SubjectAccessReview
-	"readOnlyPort":                     "0",
+	"enableServer":                   "true",
+	"registerNode":                   "true",
+	"seccompDefault":                 "false",
+	"authentication.webhook.enabled": "true", // bearer tokens go to TokenReview
+	// The kubelet server's review caches (agent/kubeletserver/cache.go).
+	"authentication.webhook.cacheTTL":            "2m0s",
+	"authorization.webhook.cacheAuthorizedTTL":   "5m0s",
+	"authorization.webhook.cacheUnauthorizedTTL": "30s",
 }
 
 // kubeletConfigAPIVersion and kind identify a KubeletConfiguration.

@@ -206,8 +206,7 @@ authentication2: {}
 	if got := flagValue(t, fs, "resolv-conf"); got != "/run/systemd/resolve/resolv.conf" {
 		t.Errorf("--resolv-conf = %q, want kubeadm's systemd-resolved file", got)
 	}
-	notImpl := []string{"authentication.webhook.cacheTTL", "authorization.mode", "healthzBindAddress", "healthzPort",
-		"logging.verbosity", "maxPods"}
+	notImpl := []string{"authentication.webhook.cacheTTL", "logging.verbosity", "maxPods"}
 	want := "not implemented, ignored: " + strings.Join(notImpl, ", ") +
 		"; unknown to kubelet.config.k8s.io/v1beta1, ignored: authentication2, fooBar"
 	if warning != want {

@@ -11,10 +11,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
@@ -34,6 +36,18 @@ type kubeletServerFlags struct {
 	clientCAFile string
 	// tokenAudiences is --token-audiences, comma-separated.
 	tokenAudiences string
+	// anonymousAuth and authorizationMode are the kubelet's
+	// --anonymous-auth and --authorization-mode.
+	anonymousAuth     bool
+	authorizationMode string
+	// readOnlyPort serves the kubelet's unauthenticated endpoints (0: off).
+	readOnlyPort int
+	// healthzPort and healthzBindAddress are the kubelet's healthz
+	// endpoint (0: off).
+	healthzPort        int
+	healthzBindAddress string
+	// fs is serve's flag set, read for /configz (the settings in effect).
+	fs *flag.FlagSet
 }
 
 func (k *kubeletServerFlags) register(fs *flag.FlagSet) {
@@ -44,6 +58,12 @@ func (k *kubeletServerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.clientCAFile, "client-ca-file", "", "with --kubeconfig: clients of the kubelet server may authenticate with a certificate this CA bundle signed (the API server's --kubelet-client-certificate); bearer tokens are checked with TokenReview")
 	// Not a kubelet flag: the kubelet leaves the audience to the API
 	// server (APIAudiences unset), which is this flag's default.
+	fs.BoolVar(&k.anonymousAuth, "anonymous-auth", false, "with --kubeconfig: requests to the kubelet server without credentials are let in as system:anonymous (group system:unauthenticated), for the authorizer to decide; by default they get 401 (KubeletConfiguration authentication.anonymous.enabled)")
+	fs.StringVar(&k.authorizationMode, "authorization-mode", kubeletserver.AuthorizationWebhook, "with --kubeconfig: how the kubelet server authorizes requests: Webhook (a SubjectAccessReview to the API server) or AlwaysAllow (every authenticated request, anonymous ones too with --anonymous-auth) (KubeletConfiguration authorization.mode)")
+	fs.IntVar(&k.readOnlyPort, "read-only-port", 0, fmt.Sprintf("with --kubeconfig: serve /healthz, /pods, /stats/summary and /metrics on this port of --address over plain HTTP without authentication, as the kubelet's read-only port (%d); 0: off", kubeletserver.DefaultReadOnlyPort))
+	fs.IntVar(&k.healthzPort, "healthz-port", kubeletserver.DefaultHealthzPort, "with --kubeconfig: the port of the kubelet's healthz endpoint (http://<healthz-bind-address>:<port>/healthz, which kubeadm join waits on); 0: off")
+	fs.StringVar(&k.healthzBindAddress, "healthz-bind-address", kubeletserver.DefaultHealthzBindAddress, "with --kubeconfig: the IP address the healthz endpoint listens on")
+	k.fs = fs
 	fs.StringVar(&k.tokenAudiences, "token-audiences", "", "with --kubeconfig: comma-separated audiences a bearer token sent to the kubelet server must be for (the TokenReview's spec.audiences; the node also checks the answer's status.audiences). Default: the API server's own (its --api-audiences), as the kubelet")
 }
 
@@ -58,8 +78,12 @@ func (k *kubeletServerFlags) audiences() []string {
 	return out
 }
 
-// check refuses the server's file flags outside cluster mode.
+// check refuses a bad --authorization-mode, and the server's flags
+// outside cluster mode.
 func (k *kubeletServerFlags) check(fs *flag.FlagSet, cluster bool) error {
+	if err := k.validate(); err != nil {
+		return err
+	}
 	if cluster {
 		return nil
 	}
@@ -68,7 +92,48 @@ func (k *kubeletServerFlags) check(fs *flag.FlagSet, cluster bool) error {
 			return fmt.Errorf("--%s needs --kubeconfig (the kubelet server runs in cluster mode only)", name)
 		}
 	}
+	// These only when they leave their defaults: a KubeletConfiguration
+	// (kubeadm's) names them with their default values.
+	for _, name := range []string{"anonymous-auth", "authorization-mode", "read-only-port", "healthz-port", "healthz-bind-address"} {
+		if f := fs.Lookup(name); f != nil && f.Value.String() != f.DefValue {
+			return fmt.Errorf("--%s=%s needs --kubeconfig (the kubelet server runs in cluster mode only)", name, f.Value)
+		}
+	}
 	return nil
+}
+
+// validate refuses a bad --authorization-mode before anything starts.
+func (k *kubeletServerFlags) validate() error {
+	switch k.authorizationMode {
+	case kubeletserver.AuthorizationWebhook, kubeletserver.AuthorizationAlwaysAllow:
+		return nil
+	}
+	return fmt.Errorf("--authorization-mode (KubeletConfiguration authorization.mode) %q: use %s or %s", k.authorizationMode, kubeletserver.AuthorizationWebhook, kubeletserver.AuthorizationAlwaysAllow)
+}
+
+// warnings are the lines logged at start for each setting that weakens
+// the kubelet server's defaults.
+func (k *kubeletServerFlags) warnings() []string {
+	var out []string
+	if k.anonymousAuth {
+		out = append(out, "--anonymous-auth: requests to the kubelet server without credentials are served as system:anonymous")
+	}
+	if k.authorizationMode == kubeletserver.AuthorizationAlwaysAllow {
+		who := "every authenticated request"
+		if k.anonymousAuth {
+			who = "every request, anonymous ones included,"
+		}
+		out = append(out, "--authorization-mode=AlwaysAllow: "+who+" to the kubelet server is allowed (exec, attach, port-forward, logs) without asking the API server")
+	}
+	if k.readOnlyPort > 0 {
+		out = append(out, fmt.Sprintf("--read-only-port=%d: /pods, /stats/summary and /metrics are served on %s without authentication (pod specs and environment variables included)", k.readOnlyPort, net.JoinHostPort(k.address, strconv.Itoa(k.readOnlyPort))))
+	}
+	if k.healthzPort > 0 {
+		if ip := net.ParseIP(k.healthzBindAddress); ip == nil || !ip.IsLoopback() {
+			out = append(out, fmt.Sprintf("--healthz-bind-address=%s: the healthz endpoint answers other machines, not only this one", k.healthzBindAddress))
+		}
+	}
+	return out
 }
 
 // startKubeletServer binds the kubelet server and records its port in cc
@@ -88,17 +153,24 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 	// a static pod under its mirror's name (agent.ClusterView).
 	view := d.ClusterView(nodeName)
 	logs := daemonLogs{view: view}
+	for _, w := range kf.warnings() {
+		logger.Warn(w)
+	}
+	// /configz: the settings in effect, once the port is known.
+	var configz *kubeletv1beta1.KubeletConfiguration
 	srv, err := kubeletserver.New(kubeletserver.Config{
-		Address:        kf.address,
-		Port:           kf.port,
-		TLSCertFile:    kf.tlsCertFile,
-		TLSKeyFile:     kf.tlsKeyFile,
-		CertDir:        certDir,
-		GetCertificate: cc.servingCert,
-		ClientCAFile:   kf.clientCAFile,
-		NodeName:       nodeName,
-		NodeIPs:        ips,
-		TokenAudiences: kf.audiences(),
+		Address:           kf.address,
+		Port:              kf.port,
+		TLSCertFile:       kf.tlsCertFile,
+		TLSKeyFile:        kf.tlsKeyFile,
+		CertDir:           certDir,
+		GetCertificate:    cc.servingCert,
+		ClientCAFile:      kf.clientCAFile,
+		NodeName:          nodeName,
+		NodeIPs:           ips,
+		TokenAudiences:    kf.audiences(),
+		AnonymousAuth:     kf.anonymousAuth,
+		AuthorizationMode: kf.authorizationMode,
 	}, kubeletserver.Deps{
 		Pods:     view,
 		Logs:     logs,
@@ -111,6 +183,7 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		NodeUsage:      procNodeUsage,
 		// /stats/summary: the Summary API, of the pods of the view only.
 		Summary: clusterSummary(view, rt, stats.NewHostFS(cg), rootDir, nodeName, logger),
+		Configz: func() any { return configz },
 	})
 	if err != nil {
 		return nil, err
@@ -119,14 +192,58 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		return nil, err
 	}
 	cc.kubeletPort = int32(srv.Addr().(*net.TCPAddr).Port)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	if configz, err = effectiveKubeletConfiguration(kf.fs); err != nil {
+		return nil, err
+	}
+	configz.Port = cc.kubeletPort
+	var wg sync.WaitGroup
+	// The read-only port: a failure to bind stops the start, as the
+	// kubelet exits when it cannot serve it.
+	if kf.readOnlyPort > 0 {
+		ln, err := kubeletserver.ListenPlain(kf.address, kf.readOnlyPort)
+		if err != nil {
+			return nil, fmt.Errorf("--read-only-port: %w", err)
+		}
+		wg.Go(func() {
+			if err := srv.ServeReadOnly(ctx, ln); err != nil {
+				logger.Warn("Read-only port stopped with an error", "err", err)
+			}
+		})
+	}
+	if kf.healthzPort > 0 {
+		wg.Go(func() { serveHealthz(ctx, srv, kf.healthzBindAddress, kf.healthzPort, logger) })
+	}
+	wg.Go(func() {
 		if err := srv.Serve(ctx); err != nil {
 			logger.Warn("Kubelet server stopped with an error", "err", err)
 		}
-	}()
-	return func() { <-done }, nil
+	})
+	return wg.Wait, nil
+}
+
+// serveHealthz serves the healthz endpoint until ctx ends. A port it
+// cannot bind is tried again every 5 seconds, as the kubelet does (a
+// failure there does not stop the node agent); the first failure is a
+// warning, the others debug lines.
+func serveHealthz(ctx context.Context, srv *kubeletserver.Server, address string, port int, logger *slog.Logger) {
+	warned := false
+	for ctx.Err() == nil {
+		ln, err := kubeletserver.ListenPlain(address, port)
+		if err == nil {
+			if err := srv.ServeHealthz(ctx, ln); err != nil {
+				logger.Warn("Healthz endpoint stopped with an error", "err", err)
+			}
+		} else if !warned {
+			logger.Warn("Healthz endpoint cannot listen; retrying every 5s (set --healthz-port, or 0 to turn it off)", "err", err)
+			warned = true
+		} else {
+			logger.Debug("Healthz endpoint cannot listen", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // Compile-time check: the instrumented CRI client has the streaming and

@@ -47,8 +47,9 @@ schedules to it (with their ConfigMaps, Secrets and service-account
 tokens), reports their status, and shows its static pods as mirror pods.
 It also serves the kubelet API on --port (10250) for the API server:
 kubectl logs, exec, attach and port-forward, and the node proxy (/pods,
-/healthz, /metrics, /metrics/resource), to clients with a certificate of --client-ca-file or a
-token the API server vouches for, as the API server authorizes them.
+/healthz, /metrics, /metrics/resource, /configz), to clients with a certificate of --client-ca-file or a
+token the API server vouches for, as the API server authorizes them
+(--anonymous-auth, --authorization-mode; --read-only-port, --healthz-port).
 With --bootstrap-kubeconfig (a bootstrap token, as kubeadm join writes it)
 the node first gets its client certificate through a
 CertificateSigningRequest and writes --kubeconfig; --rotate-certificates

@@ -46,8 +46,11 @@ type daemon struct {
 	logDir    string // --pod-log-dir
 	manifests string // --manifest-dir
 	extra     []string
-	node      []string    // node flags; agentArgs() when nil
-	rt        *cri.Client // runtime for cleanup checks; suite.rt when nil
+	// wrap runs the daemon through a command: wrap[0] with wrap[1:], then
+	// minikubelet and its arguments (nil: minikubelet directly).
+	wrap []string
+	node []string    // node flags; agentArgs() when nil
+	rt   *cri.Client // runtime for cleanup checks; suite.rt when nil
 	// deleteClusterPod deletes a pod of the cluster source where it lives
 	// (the API server) at cleanup; the local API refuses to.
 	deleteClusterPod func(ctx context.Context, namespace, name string) error
@@ -174,6 +177,11 @@ func (d *daemon) args() []string {
 	if slices.Contains(d.extra, "--kubeconfig") && !slices.Contains(d.extra, "--port") {
 		args = append(args, "--port", "0")
 	}
+	// Its healthz endpoint, 127.0.0.1:10248 by default, likewise: off
+	// unless the test chooses a port.
+	if slices.Contains(d.extra, "--kubeconfig") && !slices.Contains(d.extra, "--healthz-port") {
+		args = append(args, "--healthz-port", "0")
+	}
 	return args
 }
 
@@ -183,7 +191,11 @@ func (d *daemon) start(t *testing.T) {
 	t.Helper()
 	require.False(t, d.running(), "daemon already running")
 	fmt.Fprintf(d.out, "==== %s: minikubelet %s\n", time.Now().Format(time.TimeOnly), strings.Join(d.args(), " "))
-	d.cmd = exec.Command(suite.bin, d.args()...)
+	name, args := suite.bin, d.args()
+	if len(d.wrap) > 0 {
+		name, args = d.wrap[0], append(append(slices.Clone(d.wrap[1:]), suite.bin), args...)
+	}
+	d.cmd = exec.Command(name, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	require.NoError(t, d.cmd.Start())
 	done := make(chan struct{})
