@@ -3,8 +3,9 @@
 # caches the later parts of make test need, so that a cold machine does not
 # pay for them one after another in the foreground:
 #
-#   1. the control plane (hack/cluster/build.sh), then metrics-server and
-#      the pinned containerd 2.x: the e2e suite's, needed ~15 min in;
+#   1. the control plane (hack/cluster/build.sh), then metrics-server,
+#      the pinned containerd 2.x and kubeadm (TestCluster_KubeadmJoin):
+#      the e2e suite's, needed ~15 min in;
 #   2. e2e.test, kube-controller-manager, kube-scheduler, ginkgo, agnhost,
 #      nnp (hack/conformance/build.sh): make test-conformance's, the
 #      slowest (15+ min cold), needed after the e2e suite;
@@ -40,6 +41,7 @@ build() {
 build "control plane (hack/cluster/build.sh)" "$HACK/cluster/build.sh"
 build "metrics-server (hack/metrics-server/build.sh)" "$HACK/metrics-server/build.sh"
 build "containerd $(containerd2_version) (hack/install-containerd2.sh)" "$HACK/install-containerd2.sh"
+build "kubeadm (hack/cluster/build-kubeadm.sh)" "$HACK/cluster/build-kubeadm.sh"
 build "conformance binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp
 build "cgroup v2 guest image (hack/vm/image.sh)" "$HACK/vm/image.sh"
 step "all done"
