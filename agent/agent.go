@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
@@ -239,9 +240,9 @@ type Agent struct {
 	// services lists the cluster's Services (Deps.Services); nil
 	// standalone.
 	services ServiceLister
-	// eviction is the eviction manager (eviction_manager.go); nil
+	// eviction is the eviction manager (agent/eviction, built by EnableEviction: eviction_engine.go); nil
 	// without EnableEviction.
-	eviction *evictionManager
+	eviction *eviction.Manager
 }
 
 // New builds an agent. Nothing runs until Run.
@@ -377,7 +378,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			a.reject(p, reason, msg)
 			continue
 		}
-		if reason, msg := a.admitPressure(p); reason != "" { // eviction_manager.go
+		if reason, msg := a.admitPressure(p); reason != "" { // eviction_engine.go
 			a.reject(p, reason, msg)
 			continue
 		}

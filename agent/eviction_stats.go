@@ -1,6 +1,6 @@
 package agent
 
-// The eviction manager's measurements of the real host (EvictionStats),
+// The eviction manager's measurements of the real host (eviction.StatsProvider),
 // as the kubelet's summary provider computes them:
 //
 //   - memory.available: node capacity minus the root cgroup's working set
@@ -53,7 +53,8 @@ type ContainerStatsLister interface {
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 }
 
-// hostEvictionStats is the real EvictionStats.
+// hostEvictionStats is the real eviction.StatsProvider, the engine's:
+// it reads the agent's pods, cgroups and runtime.
 type hostEvictionStats struct {
 	a     *Agent
 	stats ContainerStatsLister
@@ -100,8 +101,8 @@ func (h *hostEvictionStats) files() *podFilesCache {
 	return h.filesCache
 }
 
-// beginCycle gives the walks of the pods' files a new cycle's budget.
-func (h *hostEvictionStats) beginCycle() {
+// BeginCycle (eviction.CycleStats) gives the walks of the pods' files a new cycle's budget.
+func (h *hostEvictionStats) BeginCycle() {
 	h.files().cycle()
 }
 
@@ -138,20 +139,20 @@ func (h *hostEvictionStats) configureWalks(period, cyclePeriod time.Duration, re
 	return nil
 }
 
-// stopMeasuring ends the background measurements (the eviction loop
+// StopMeasuring (eviction.CycleStats) ends the background measurements (the eviction loop
 // stopped).
-func (h *hostEvictionStats) stopMeasuring() {
+func (h *hostEvictionStats) StopMeasuring() {
 	h.files().stop()
 }
 
 // NewEvictionStats measures this host for the eviction manager.
-func (a *Agent) NewEvictionStats(stats ContainerStatsLister) EvictionStats {
+func (a *Agent) NewEvictionStats(stats ContainerStatsLister) eviction.StatsProvider {
 	return &hostEvictionStats{a: a, stats: stats, cgroupRoot: cgroups.DefaultRoot, procRoot: "/proc"}
 }
 
-// Observe implements EvictionStats.
-func (h *hostEvictionStats) Observe(ctx context.Context) EvictionObservation {
-	obs := EvictionObservation{Signals: map[eviction.Signal]eviction.Observation{}, NodeFsPath: h.a.cfg.RootDir}
+// Observe implements eviction.StatsProvider.
+func (h *hostEvictionStats) Observe(ctx context.Context) eviction.NodeObservation {
+	obs := eviction.NodeObservation{Signals: map[eviction.Signal]eviction.Observation{}, NodeFsPath: h.a.cfg.RootDir}
 	fail := func(s eviction.Signal, err error) {
 		obs.Errors = append(obs.Errors, fmt.Sprintf("%s: %v", s, err))
 	}
@@ -327,7 +328,7 @@ func (h *hostEvictionStats) pids() (used, limit int64, err error) {
 	return used, limit, nil
 }
 
-// PodStats implements EvictionStats.
+// PodStats implements eviction.StatsProvider.
 func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk bool) map[types.UID]*eviction.PodStats {
 	out := map[types.UID]*eviction.PodStats{}
 	if h.stats == nil {
@@ -479,7 +480,7 @@ func (h *hostEvictionStats) addPodFiles(p *v1.Pod, ps *eviction.PodStats, f *pod
 	}
 }
 
-// LocalStorage implements EvictionStats: for each pod, what its local
+// LocalStorage implements eviction.StatsProvider: for each pod, what its local
 // storage limits are checked against (eviction.LocalStorageViolation):
 // the disk emptyDirs that have a sizeLimit; the writable layer and log
 // directory of the containers with an ephemeral-storage limit; the pod's

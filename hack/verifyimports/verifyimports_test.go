@@ -14,19 +14,21 @@ const mod = "github.com/minikubelet/minikubelet"
 type tree map[string]string
 
 // cleanTree has every package the rules name, importing only what the
-// rules allow: the engine imports manifest, podspec, source and volume;
+// rules allow: the engine imports eviction, manifest, podspec, source and
+// volume; eviction imports podspec and source;
 // podspec imports manifest; source imports volume and manifest, volume
 // imports manifest; manifest imports its own subpackage.
 func cleanTree() tree {
 	return tree{
 		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
-		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/podspec/podspec.go":      "package podspec\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"strings\"\n)\n",
 		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
 		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
 		"agent/source/source.go":        "package source\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/volume/volume.go":        "package volume\n\nimport _ \"" + mod + "/agent/manifest\"\n",
 		"agent/api/api.go":              "package api\n",
+		"agent/eviction/eviction.go":    "package eviction\n\nimport (\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n)\n",
 		"agent/safepath/safepath.go":    "package safepath\n",
 		"test/testutil/testutil.go":     "package testutil\n",
 		"cri/cri.go":                    "package cri\n",
@@ -90,6 +92,9 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"podspec imports safepath":           {"agent/podspec/bad.go", imp("podspec", "agent/safepath"), "agent/podspec must not import"},
 		"podspec reads files":                {"agent/podspec/bad.go", "package podspec\n\nimport _ \"os\"\n", "agent/podspec must not import"},
 		"podspec's test imports the engine":  {"agent/podspec/bad_test.go", imp("podspec_test", "agent"), "agent/podspec must not import"},
+		"eviction imports the engine":        {"agent/eviction/bad.go", imp("eviction", "agent"), "agent/eviction must not import"},
+		"eviction imports the CRI client":    {"agent/eviction/bad.go", imp("eviction", "cri"), "agent/eviction must not import"},
+		"eviction's test imports the engine": {"agent/eviction/bad_test.go", imp("eviction_test", "agent"), "agent/eviction must not import"},
 		"safepath imports manifest":          {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {
