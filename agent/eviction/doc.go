@@ -10,7 +10,7 @@
 //     reason and message (ranking.go), and which local storage limit
 //     (emptyDir sizeLimit, ephemeral-storage limits) a pod exceeds
 //     (local.go);
-//   - the manager (manager.go, manager_local.go): its loop (observe every
+//   - the manager (manager.go, manager_local.go, config.go): its loop (observe every
 //     Period, reclaim node-level resources for disk, evict one pod per
 //     cycle, wait for its cleanup), the pressure conditions and their
 //     transition period, the eviction records and metrics, and the answer
