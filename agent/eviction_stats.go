@@ -43,6 +43,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
@@ -233,11 +234,11 @@ func (h *hostEvictionStats) rootWorkingSet(v2 bool) (int64, error) {
 	if !v2 {
 		return h.cgroupWorkingSet("/", false)
 	}
-	mi, err := os.ReadFile(filepath.Join(h.procRoot, "meminfo"))
+	mi, err := node.MeminfoFile(filepath.Join(h.procRoot, "meminfo"))()
 	if err != nil {
 		return 0, err
 	}
-	total, free := meminfoField(mi, "MemTotal"), meminfoField(mi, "MemFree")
+	total, free := node.MeminfoField(mi, "MemTotal"), node.MeminfoField(mi, "MemFree")
 	if total <= 0 {
 		return 0, fmt.Errorf("no MemTotal in meminfo")
 	}
@@ -279,27 +280,6 @@ func statField(b []byte, key string) int64 {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return n
 		}
-	}
-	return 0
-}
-
-// meminfoField is a /proc/meminfo field in bytes.
-func meminfoField(b []byte, key string) int64 {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != key {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			return 0
-		}
-		n, _ := strconv.ParseInt(f[0], 10, 64)
-		if len(f) > 1 && f[1] == "kB" {
-			n *= 1024
-		}
-		return n
 	}
 	return 0
 }

@@ -68,6 +68,12 @@ tests=1 check "$mod/agent/manifest" "^$mod/" "pure: decode, defaults, validation
 # no volume preparation; no filesystem or syscalls (what it needs of the
 # host is passed in). Its tests too.
 tests=1 check "$mod/agent/podspec" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os/|^io/ioutil$|^syscall$|^golang.org/x/sys/" "pure translation: v1.Pod + explicit inputs → CRI configs; agent/manifest only, no CRI client, no filesystem" "^$mod/agent/(manifest|podspec)(/|$)"
+# Node facts and admission (issue #30): capacity, identity, the admit
+# chain, the one reader of /proc/meminfo. Below the engine: never the
+# engine, the daemon, a runtime leaf or the CRI client. Its tests too.
+tests=1 check "$mod/agent/node" "^$mod/agent$|^$mod/agent/(daemon|api|cluster|kubeletserver|gc|volume|source|stats)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)|^google.golang.org/grpc(/|$)" "node facts and admission: below the engine, which asks it; no engine, no daemon, no CRI client"
+# The engine never imports the daemon, which sits above it (issue #30).
+only=1 check "$mod/agent" "^$mod/agent/daemon(/|$)" "the engine: the daemon sits above it"
 # The volume preparation sits below the engine and beside the sources.
 tests=1 check "$mod/agent/volume" "^$mod/agent$|^$mod/agent/(source|api|cluster|kubeletserver|gc|eviction)(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)" "below the engine: never agent or agent/source"
 # The desired state sits below the engine; it may use agent/volume's mounts

@@ -1,6 +1,6 @@
 package cluster
 
-// What the Node object says about the machine beyond agent.NodeInfo: its
+// What the Node object says about the machine beyond node.Info (agent/node): its
 // addresses, its system info (kernel, OS image, machine and boot IDs) and
 // the readings behind the pressure conditions. Everything is read through a
 // host value so that tests can give their own files.
