@@ -1,11 +1,13 @@
 package node
 
 // The node's one reader of /proc/meminfo: Detect's memory capacity
-// (MemTotal) and the eviction manager's memory.available on cgroup v2
-// (agent/eviction_stats.go: MemTotal − MemFree) read it through
-// MeminfoFile, with the path injected (RealHost's is ProcMeminfo; the
-// eviction stats' is under their proc root), so that unit tests never
-// read the host.
+// (MemTotal), the eviction manager's memory.available on cgroup v2
+// (agent/eviction_stats.go: MemTotal − MemFree), the cluster Node's
+// MemAvailable (agent/cluster/host.go) and the local API's node memory
+// (agent/api/discovery.go) read it through MeminfoFile or their own
+// injected file reader and parse it here, so that unit tests never read
+// the host. agent/stats (which imports nothing of agent/) and
+// cmd/minikubelet's kubelet server keep their own.
 
 import (
 	"bufio"
@@ -28,23 +30,33 @@ func MeminfoFile(path string) func() ([]byte, error) {
 // MeminfoField is a meminfo field in bytes ("kB" is KiB), 0 when absent
 // or malformed.
 func MeminfoField(b []byte, key string) int64 {
+	n, _ := MeminfoValue(b, key)
+	return n
+}
+
+// MeminfoValue is a meminfo field in bytes ("kB" is KiB); ok is false
+// when it is absent or its number malformed.
+func MeminfoValue(b []byte, key string) (n int64, ok bool) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		k, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != key {
+		k, rest, found := strings.Cut(sc.Text(), ":")
+		if !found || k != key {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) == 0 {
-			return 0
+			return 0, false
 		}
-		n, _ := strconv.ParseInt(f[0], 10, 64)
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
 		if len(f) > 1 && f[1] == "kB" {
 			n *= 1024
 		}
-		return n
+		return n, true
 	}
-	return 0
+	return 0, false
 }
 
 // parseMemTotal returns MemTotal from /proc/meminfo content, in bytes.

@@ -296,6 +296,12 @@ func TestMeminfo(t *testing.T) {
 	assert.Equal(t, int64(3), MeminfoField(b, "HugePages_Total"), "no unit: a count")
 	assert.Zero(t, MeminfoField(b, "Bogus"), "malformed")
 	assert.Zero(t, MeminfoField(b, "SwapTotal"), "absent")
+	n, ok := MeminfoValue(b, "MemFree")
+	assert.Equal(t, []any{int64(1000000 * 1024), true}, []any{n, ok})
+	_, ok = MeminfoValue(b, "Bogus")
+	assert.False(t, ok, "malformed")
+	_, ok = MeminfoValue(b, "SwapTotal")
+	assert.False(t, ok, "absent")
 	_, err = MeminfoFile(filepath.Join(t.TempDir(), "none"))()
 	require.Error(t, err)
 }
