@@ -1,5 +1,11 @@
 package agent
 
+// Over 600 lines: the one stats provider the eviction manager asks
+// (eviction.StatsProvider), the node's signals and the pods' usage side by
+// side because both read the engine's pods, cgroups and runtime; the pods'
+// background walks are in eviction_podfs.go, the sandbox files in
+// eviction_sandboxfiles.go.
+//
 // The eviction manager's measurements of the real host (eviction.StatsProvider),
 // as the kubelet's summary provider computes them:
 //
