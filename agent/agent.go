@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
@@ -72,8 +74,8 @@ type Config struct {
 	// hostPath. Empty: DefaultPodSecurity.
 	PodSecurity PodSecurityLevel
 	// AgentID names this agent among the minikubelets sharing the runtime
-	// (label io.minikubelet.agent): ServeAgentID(RootDir) by default, the
-	// daemon's; ForegroundAgentID for a foreground `run`.
+	// (label io.minikubelet.agent): node.ServeAgentID(RootDir) by default, the
+	// daemon's; node.ForegroundAgentID for a foreground `run`.
 	AgentID string
 	// ProtectedPaths are host paths pods may not mount unless PodSecurity
 	// is privileged, besides RootDir (e.g. the API socket's directory).
@@ -89,10 +91,10 @@ type Config struct {
 	PodPidsLimit int64
 	// NodePidsLimit is pids.max of kubepods (0: unlimited).
 	NodePidsLimit int64
-	// Node describes this node (DetectNode); new pods are admitted against
-	// it (admission.go). A nil Node.Allocatable turns admission off (unit
+	// Node describes this node (node.Detect); new pods are admitted against
+	// it (agent/node/admission.go). A nil Node.Allocatable turns admission off (unit
 	// tests only).
-	Node NodeInfo
+	Node node.Info
 	// HostIPs are the node's addresses, the first its primary one, for
 	// status.hostIP(s), the fieldRef of the same paths and the pod IPs of
 	// host-network pods (cluster mode: the Node's InternalIP). Empty: the
@@ -143,7 +145,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Network = c.Network.WithDefaults()
 	if c.AgentID == "" {
-		c.AgentID = ServeAgentID(c.RootDir)
+		c.AgentID = node.ServeAgentID(c.RootDir)
 	}
 	if c.PodSecurity == "" {
 		c.PodSecurity = DefaultPodSecurity
@@ -239,9 +241,9 @@ type Agent struct {
 	// services lists the cluster's Services (Deps.Services); nil
 	// standalone.
 	services ServiceLister
-	// eviction is the eviction manager (eviction_manager.go); nil
+	// eviction is the eviction manager (agent/eviction, built by EnableEviction: eviction_engine.go); nil
 	// without EnableEviction.
-	eviction *evictionManager
+	eviction *eviction.Manager
 	// runtimeVer is the runtime's name and version, asked once
 	// (imagevolume.go).
 	runtimeVer runtimeVersionCache
@@ -364,7 +366,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			a.startFinishedWorkerLocked(p, st) // final_status.go
 			continue
 		}
-		if reason, msg := admitPodOS(p); reason != "" {
+		if reason, msg := node.AdmitOS(p); reason != "" {
 			a.reject(p, reason, msg)
 			continue
 		}
@@ -380,7 +382,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			a.reject(p, reason, msg)
 			continue
 		}
-		if reason, msg := a.admitPressure(p); reason != "" { // eviction_manager.go
+		if reason, msg := a.admitPressure(p); reason != "" { // eviction_engine.go
 			a.reject(p, reason, msg)
 			continue
 		}
@@ -391,7 +393,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 				}
 				admittedBuilt = true
 			}
-			if ok, reason, msg := admitPod(a.cfg.Node, p, admitted); !ok {
+			if ok, reason, msg := node.Admit(a.cfg.Node, p, admitted); !ok {
 				a.reject(p, reason, msg)
 				continue
 			}
@@ -419,7 +421,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 	now := a.clock.Now()
 	rp := p.DeepCopy()
-	rp.Status = rejectedStatus(p, reason, msg, now)
+	rp.Status = node.RejectedStatus(p, reason, msg, now)
 	a.rejected[p.UID] = rp
 	a.logger.Warn("Pod rejected", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "reason", reason, "message", msg)
 	a.observer.PodEvent(rp, Event{Type: v1.EventTypeWarning, Reason: reason, Message: truncateMessage(msg, maxEventMessageBytes), Count: 1, FirstTimestamp: now, LastTimestamp: now})

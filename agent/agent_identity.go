@@ -19,46 +19,24 @@ package agent
 // server's UID), so two agents want one UID only when given the same
 // source, and then it is the same pod (a `run` of the same file again
 // takes over what an earlier, killed `run` left).
+//
+// The identities (ServeAgentID, ForegroundAgentID) and how they read are
+// agent/node's (identity.go).
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 )
-
-// Prefixes of agent IDs.
-const (
-	agentIDServe = "serve-"
-	agentIDRun   = "run-"
-)
-
-// ServeAgentID is the identity of the daemon with root dir rootDir:
-// "serve-" and a hash of the clean path, so a restarted daemon is the same
-// agent and two daemons with different root dirs are not.
-func ServeAgentID(rootDir string) string {
-	sum := sha256.Sum256([]byte(filepath.Clean(rootDir)))
-	return agentIDServe + hex.EncodeToString(sum[:6])
-}
-
-// ForegroundAgentID is the identity of a foreground `minikubelet run`
-// with process ID pid.
-func ForegroundAgentID(pid int) string {
-	return agentIDRun + strconv.Itoa(pid)
-}
 
 // ownsObject reports whether a sandbox or container, by its labels, was
 // created by this agent; objects without an agent label (older versions)
@@ -70,7 +48,7 @@ func (a *Agent) ownsObject(labels map[string]string) bool {
 	self := a.agentID()
 	id := labels[labelAgent]
 	if id == "" {
-		return strings.HasPrefix(self, agentIDServe)
+		return node.IsServeAgentID(self)
 	}
 	return id == self
 }
@@ -79,22 +57,9 @@ func (a *Agent) ownsObject(labels map[string]string) bool {
 // struct literal in tests has no defaults applied).
 func (a *Agent) agentID() string {
 	if a.cfg.AgentID == "" {
-		return ServeAgentID(a.cfg.RootDir)
+		return node.ServeAgentID(a.cfg.RootDir)
 	}
 	return a.cfg.AgentID
-}
-
-// describeAgent names the owner of objects labelled with agent ID id.
-func describeAgent(id string) string {
-	switch {
-	case id == "":
-		return "an older minikubelet daemon, no agent label"
-	case strings.HasPrefix(id, agentIDRun):
-		return "foreground run, pid " + strings.TrimPrefix(id, agentIDRun)
-	case strings.HasPrefix(id, agentIDServe):
-		return "minikubelet serve " + id
-	}
-	return id
 }
 
 // foreignPods counts, by owner, the pods (distinct UIDs) of sbs that
@@ -116,21 +81,6 @@ func (a *Agent) foreignPods(sbs []*runtimeapi.PodSandbox) map[string]int {
 	return byOwner
 }
 
-// foreignPodNotices are one sentence per other minikubelet with pods on
-// the runtime, in a stable order.
-func foreignPodNotices(byOwner map[string]int) []string {
-	var out []string
-	for _, id := range slices.Sorted(maps.Keys(byOwner)) {
-		n := byOwner[id]
-		what := "pods on this runtime belong"
-		if n == 1 {
-			what = "pod on this runtime belongs"
-		}
-		out = append(out, fmt.Sprintf("%d %s to another minikubelet (%s): left alone", n, what, describeAgent(id)))
-	}
-	return out
-}
-
 // ForeignPods lists the pods of other minikubelets on the runtime, one
 // sentence per owner, for `run` to print at start (the daemon logs them
 // at orphan collection).
@@ -141,7 +91,7 @@ func (a *Agent) ForeignPods(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	return foreignPodNotices(a.foreignPods(sbs)), nil
+	return node.ForeignPodNotices(a.foreignPods(sbs)), nil
 }
 
 // podDirOwnerFile is the file in a pod's directory that names the agent

@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/node"
 )
 
 // syncWriter is a bytes.Buffer safe for a logger and a test.
@@ -35,8 +37,8 @@ func (w *syncWriter) String() string {
 }
 
 func TestOwnsObject(t *testing.T) {
-	serve := &Agent{cfg: Config{AgentID: ServeAgentID("/var/lib/minikubelet")}}
-	run := &Agent{cfg: Config{AgentID: ForegroundAgentID(4242), Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}}
+	serve := &Agent{cfg: Config{AgentID: node.ServeAgentID("/var/lib/minikubelet")}}
+	run := &Agent{cfg: Config{AgentID: node.ForegroundAgentID(4242), Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}}
 	labels := func(agent string) map[string]string {
 		l := map[string]string{labelManagedBy: managedByValue}
 		if agent != "" {
@@ -49,12 +51,12 @@ func TestOwnsObject(t *testing.T) {
 		labels     map[string]string
 		serve, run bool
 	}{
-		{"the daemon's", labels(ServeAgentID("/var/lib/minikubelet/")), true, false},
-		{"the run's", labels(ForegroundAgentID(4242)), false, true},
-		{"another run's", labels(ForegroundAgentID(7)), false, false},
-		{"another daemon's", labels(ServeAgentID("/srv/mk")), false, false},
+		{"the daemon's", labels(node.ServeAgentID("/var/lib/minikubelet/")), true, false},
+		{"the run's", labels(node.ForegroundAgentID(4242)), false, true},
+		{"another run's", labels(node.ForegroundAgentID(7)), false, false},
+		{"another daemon's", labels(node.ServeAgentID("/srv/mk")), false, false},
 		{"older version: the daemon's", labels(""), true, false},
-		{"not minikubelet's", map[string]string{labelAgent: ForegroundAgentID(4242)}, false, false},
+		{"not minikubelet's", map[string]string{labelAgent: node.ForegroundAgentID(4242)}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.serve, serve.ownsObject(tc.labels), "serve")
@@ -72,7 +74,7 @@ func TestOwnsObject(t *testing.T) {
 func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
 	h := newHarness(t)
 	run := New(Config{NodeName: "node-1", RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
-		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(4242)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: node.ForegroundAgentID(4242)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
 	t.Cleanup(run.stopWorkers)
 
 	ours, fg := clusterPod(t, "ours", "uid-ours"), clusterPod(t, "fg", "uid-fg")
@@ -100,7 +102,7 @@ func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
 	require.NoError(t, err)
 	ctrs, err := h.fake.Runtime.ListContainers(ctx, nil)
 	require.NoError(t, err)
-	want := map[string]string{"uid-ours": h.agent.cfg.AgentID, "uid-fg": ForegroundAgentID(4242), "uid-legacy": ""}
+	want := map[string]string{"uid-ours": h.agent.cfg.AgentID, "uid-fg": node.ForegroundAgentID(4242), "uid-legacy": ""}
 	for _, sb := range sbs {
 		assert.Equal(t, want[sb.Labels[labelPodUID]], sb.Labels[labelAgent], "sandbox of %s", sb.Labels[labelPodUID])
 	}
@@ -167,7 +169,7 @@ func TestRelister_SeesAdoptedPods(t *testing.T) {
 	h := newHarness(t)
 	newRun := func(pid int) *Agent {
 		a := New(Config{NodeName: "node-1", RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
-			Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(pid)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+			Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: node.ForegroundAgentID(pid)}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
 		t.Cleanup(a.stopWorkers)
 		return a
 	}
@@ -191,7 +193,7 @@ func TestRelister_SeesAdoptedPods(t *testing.T) {
 	ctrs, err := h.fake.Runtime.ListContainers(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, ctrs, 1, "adopted, not recreated")
-	require.Equal(t, ForegroundAgentID(4242), ctrs[0].Labels[labelAgent])
+	require.Equal(t, node.ForegroundAgentID(4242), ctrs[0].Labels[labelAgent])
 
 	// The relister compares again next time when the worker is busy (it
 	// may still be finishing the sync that published Running).

@@ -17,6 +17,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri/critest"
@@ -252,7 +253,7 @@ func TestAgent_RunsPodThroughCRI(t *testing.T) {
 		"io.kubernetes.pod.namespace": "demo",
 		"io.kubernetes.pod.uid":       string(pod.UID),
 		"io.minikubelet.managed-by":   "minikubelet",
-		"io.minikubelet.agent":        ServeAgentID(h.agent.cfg.RootDir),
+		"io.minikubelet.agent":        node.ServeAgentID(h.agent.cfg.RootDir),
 	}, sbs[0].Labels)
 
 	// Containers: identity labels only, hash and restart count annotations,
@@ -263,7 +264,7 @@ func TestAgent_RunsPodThroughCRI(t *testing.T) {
 	for _, c := range ctrs {
 		assert.Equal(t, "demo", c.Labels["io.kubernetes.pod.namespace"])
 		assert.Equal(t, "minikubelet", c.Labels["io.minikubelet.managed-by"])
-		assert.Equal(t, ServeAgentID(h.agent.cfg.RootDir), c.Labels["io.minikubelet.agent"])
+		assert.Equal(t, node.ServeAgentID(h.agent.cfg.RootDir), c.Labels["io.minikubelet.agent"])
 		assert.NotContains(t, c.Labels, "app", "pod labels are not copied onto containers")
 		assert.Equal(t, "0", c.Annotations["io.kubernetes.container.restartCount"])
 		assert.NotEmpty(t, c.Annotations["io.kubernetes.container.hash"])
@@ -555,9 +556,9 @@ spec:
 // the kubelet's reason and message, and nothing reaches the runtime.
 func TestAgent_AdmissionRejectsOutOfMemory(t *testing.T) {
 	h := newHarness(t)
-	node, err := detectNode(fakeHost(2, "MemTotal: 1048576 kB\n"), "node-1", nil, nil, nil, nil)
+	ni, err := node.DetectOn(node.Host{NumCPU: func() int { return 2 }, Meminfo: func() ([]byte, error) { return []byte("MemTotal: 1048576 kB\n"), nil }}, "node-1", nil, nil, nil, nil)
 	require.NoError(t, err)
-	h.agent.cfg.Node = node
+	h.agent.cfg.Node = ni
 	pod := testPod(t, `
 apiVersion: v1
 kind: Pod

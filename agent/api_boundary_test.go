@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
@@ -117,7 +118,7 @@ func TestEviction_CriticalCannotBeForgedThroughTheAPI(t *testing.T) {
 	assert.False(t, isCritical(got), "a forged static pod is not critical")
 
 	prio := manifesttest.APIPod("default", "prio", "x")
-	prio.Spec.Priority = ptr.To(int32(criticalPriority))
+	prio.Spec.Priority = ptr.To(int32(eviction.CriticalPriority))
 	_, err = d.CreatePod(context.Background(), prio)
 	require.Error(t, err, "spec.priority is refused")
 

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -391,7 +392,7 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
-	for _, n := range foreignPodNotices(a.foreignPods(sbs)) {
+	for _, n := range node.ForeignPodNotices(a.foreignPods(sbs)) {
 		a.logger.Info(n)
 	}
 	orphans := map[types.UID]*v1.Pod{}

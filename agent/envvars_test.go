@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // envTestAgent is an agent with config data and a node, for env tests.
 func envTestAgent(t *testing.T) *Agent {
 	t.Helper()
-	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}, Node: NodeInfo{
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}, Node: node.Info{
 		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")},
 	}}, Deps{})
 	a.SetConfigData([]*v1.ConfigMap{{

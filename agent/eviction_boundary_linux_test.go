@@ -216,7 +216,7 @@ func TestEviction_TerminationFilesTrimmedKeepsMessage(t *testing.T) {
 	before, err := readTerminationMessageFile(big)
 	require.NoError(t, err)
 
-	require.NoError(t, h.agent.trimTerminationMessageFiles(p))
+	require.NoError(t, eviction.TrimTerminationMessageFiles(filepath.Join(h.agent.podDir(p), "containers"), maxTerminationMessageBytes))
 
 	st, err := os.Stat(big)
 	require.NoError(t, err)

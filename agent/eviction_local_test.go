@@ -86,7 +86,7 @@ func TestEviction_LocalStorageLimits(t *testing.T) {
 			}
 			m := h.agent.eviction
 
-			evicted := m.synchronize(context.Background())
+			evicted := m.Synchronize(context.Background())
 			require.Len(t, evicted, 1)
 			assert.Equal(t, "offender", evicted[0].Name)
 			assert.Equal(t, []int{2}, st.localAsked, "only the pods with limits are measured")
@@ -111,7 +111,7 @@ func TestEviction_LocalStorageLimits(t *testing.T) {
 			for _, c := range m.Conditions() {
 				assert.False(t, c.Status, "%s: nothing else of the node changes", c.Type)
 			}
-			_, _, recs := m.snapshot()
+			_, _, recs := m.Snapshot()
 			require.Len(t, recs, 1)
 			assert.Equal(t, tc.wantSignal, recs[0].Signal)
 			var metrics strings.Builder
@@ -120,7 +120,7 @@ func TestEviction_LocalStorageLimits(t *testing.T) {
 
 			// The next cycle: the evicted pod is not measured again, the
 			// bystander stays within its limits.
-			assert.Empty(t, m.synchronize(context.Background()))
+			assert.Empty(t, m.Synchronize(context.Background()))
 			assert.Equal(t, []int{2, 1}, st.localAsked)
 		})
 	}
@@ -142,12 +142,12 @@ func TestEviction_LocalStorageImageFs(t *testing.T) {
 	st.mu.Lock()
 	st.obs.ImageFsPath, st.obs.SameFs = "/var/lib/containerd", false
 	st.mu.Unlock()
-	assert.Empty(t, m.synchronize(context.Background()), "dedicated imagefs: 1Mi of logs is within 20Mi")
+	assert.Empty(t, m.Synchronize(context.Background()), "dedicated imagefs: 1Mi of logs is within 20Mi")
 
 	st.mu.Lock()
 	st.obs.ImageFsPath = "" // unknown: the layer counts
 	st.mu.Unlock()
-	evicted := m.synchronize(context.Background())
+	evicted := m.Synchronize(context.Background())
 	require.Len(t, evicted, 1)
 	assert.Equal(t, `Container app exceeded its local ephemeral storage limit "20Mi". `, waitEvicted(t, h, p).Status.Message)
 }
@@ -156,11 +156,11 @@ func TestEviction_LocalStorageImageFs(t *testing.T) {
 // evicted for local storage either.
 func TestEviction_LocalStorageSkipsCriticalPods(t *testing.T) {
 	p := localStoragePod(t, "critical", "{}", "10Mi")
-	prio := int32(criticalPriority)
+	prio := int32(eviction.CriticalPriority)
 	p.Spec.Priority = &prio
 	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", p)
 	st.local = map[string]*eviction.LocalStorageUsage{"critical": {EmptyDirs: map[string]int64{"data": 1 << 30}, ContainerRootfs: map[string]int64{"app": 0}}}
-	assert.Empty(t, h.agent.eviction.synchronize(context.Background()))
+	assert.Empty(t, h.agent.eviction.Synchronize(context.Background()))
 	assert.Empty(t, st.localAsked, "not even measured")
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, p).Status.Phase)
 }

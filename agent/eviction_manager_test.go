@@ -21,7 +21,7 @@ import (
 // fakeEvictionStats returns what the test sets.
 type fakeEvictionStats struct {
 	mu   sync.Mutex
-	obs  EvictionObservation
+	obs  eviction.NodeObservation
 	pods map[string]*eviction.PodStats // by pod name
 	// diskAsked counts PodStats calls that asked for disk usage.
 	diskAsked int
@@ -40,7 +40,7 @@ func (f *fakeEvictionStats) set(sig eviction.Signal, avail, capacity int64) {
 	f.obs.Signals[sig] = eviction.Observation{Available: avail, Capacity: capacity}
 }
 
-func (f *fakeEvictionStats) Observe(context.Context) EvictionObservation {
+func (f *fakeEvictionStats) Observe(context.Context) eviction.NodeObservation {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o := f.obs
@@ -126,7 +126,7 @@ func evictionHarness(t *testing.T, hard, soft, grace string, pods ...*v1.Pod) (*
 	require.NoError(t, err)
 	st := &fakeEvictionStats{pods: map[string]*eviction.PodStats{}}
 	rc := &fakeReclaimer{}
-	require.NoError(t, h.agent.EnableEviction(EvictionConfig{Thresholds: ths, Stats: st, Reclaim: rc, MaxPodGracePeriod: 5,
+	require.NoError(t, h.agent.EnableEviction(eviction.Config{Thresholds: ths, Stats: st, Reclaim: rc, MaxPodGracePeriod: 5,
 		PressureTransitionPeriod: time.Minute}))
 	h.agent.SetPods(pods)
 	for _, p := range pods {
@@ -178,7 +178,7 @@ func TestEviction_MemoryEvictsRankedPodOnePerCycle(t *testing.T) {
 	st.pods["guaranteed"] = &eviction.PodStats{Memory: 150 * mi, ContainerMemory: map[string]int64{"app": 150 * mi}}
 
 	m := h.agent.eviction
-	evicted := m.synchronize(context.Background())
+	evicted := m.Synchronize(context.Background())
 	require.Len(t, evicted, 1)
 	assert.Equal(t, "besteffort", evicted[0].Name)
 	assert.Empty(t, rc.calls, "memory: nothing to reclaim")
@@ -191,7 +191,7 @@ func TestEviction_MemoryEvictsRankedPodOnePerCycle(t *testing.T) {
 	assert.Equal(t, []string{"StopContainer app timeout=2"}, stopCalls(h, "app")[:1])
 	assert.Contains(t, h.rec.reasons(), "Evicted")
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, g).Status.Phase, "one pod per cycle")
-	assert.True(t, m.underPressure(v1.NodeMemoryPressure))
+	assert.True(t, m.UnderPressure(v1.NodeMemoryPressure))
 
 	// Never started again, however often it is synced.
 	before := len(h.fake.Calls())
@@ -203,16 +203,16 @@ func TestEviction_MemoryEvictsRankedPodOnePerCycle(t *testing.T) {
 	assert.Equal(t, eviction.Reason, podStatus(t, h, be).Status.Reason)
 
 	// Still under pressure: the next cycle takes the next pod.
-	evicted = m.synchronize(context.Background())
+	evicted = m.Synchronize(context.Background())
 	require.Len(t, evicted, 1)
 	assert.Equal(t, "guaranteed", evicted[0].Name)
 	waitEvicted(t, h, g)
-	assert.Empty(t, m.synchronize(context.Background()), "nothing left to evict")
+	assert.Empty(t, m.Synchronize(context.Background()), "nothing left to evict")
 	var metrics strings.Builder
 	require.NoError(t, h.agent.WriteMetrics(&metrics))
 	assert.Contains(t, metrics.String(), `kubelet_evictions{eviction_signal="memory.available"} 2`)
 	assert.Contains(t, metrics.String(), `minikubelet_node_pressure{condition="MemoryPressure"} 1`)
-	_, _, recs := m.snapshot()
+	_, _, recs := m.Snapshot()
 	require.Len(t, recs, 2)
 	assert.Equal(t, "default/besteffort", recs[0].Pod)
 	assert.Equal(t, "memory.available", recs[0].Signal)
@@ -233,10 +233,10 @@ func TestEviction_DiskReclaimsBeforeEvicting(t *testing.T) {
 		}
 	}
 	m := h.agent.eviction
-	assert.Empty(t, m.synchronize(context.Background()), "reclaim was enough")
+	assert.Empty(t, m.Synchronize(context.Background()), "reclaim was enough")
 	assert.Equal(t, []string{"containers", "images"}, rc.calls)
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, p).Status.Phase)
-	assert.True(t, m.underPressure(v1.NodeDiskPressure), "the condition is up all the same")
+	assert.True(t, m.UnderPressure(v1.NodeDiskPressure), "the condition is up all the same")
 
 	// Reclaim frees nothing now.
 	rc.free = nil
@@ -245,7 +245,7 @@ func TestEviction_DiskReclaimsBeforeEvicting(t *testing.T) {
 	vol := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "data")
 	require.NoError(t, os.MkdirAll(vol, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(vol, "fill"), []byte("x"), 0o644))
-	evicted := m.synchronize(context.Background())
+	evicted := m.Synchronize(context.Background())
 	require.Len(t, evicted, 1)
 	assert.Equal(t, []string{"containers", "images"}, rc.calls)
 	assert.Equal(t, 1, st.diskAsked, "disk usage is measured only to rank for disk")
@@ -259,7 +259,7 @@ func TestEviction_DiskReclaimsBeforeEvicting(t *testing.T) {
 	// A separate image filesystem: nodefs reclaims dead containers only.
 	rc.calls = nil
 	st.obs.SameFs = false
-	m.synchronize(context.Background())
+	m.Synchronize(context.Background())
 	assert.Equal(t, []string{"containers"}, rc.calls)
 }
 
@@ -271,12 +271,12 @@ func TestEviction_SoftThresholdGracePeriods(t *testing.T) {
 	h, st, _ := evictionHarness(t, "memory.available<0", "memory.available<1Gi", "memory.available=30s", p)
 	st.set(eviction.SignalMemoryAvailable, 512*mi, 4096*mi)
 	m := h.agent.eviction
-	assert.Empty(t, m.synchronize(context.Background()), "grace period not over")
-	assert.True(t, m.underPressure(v1.NodeMemoryPressure))
+	assert.Empty(t, m.Synchronize(context.Background()), "grace period not over")
+	assert.True(t, m.UnderPressure(v1.NodeMemoryPressure))
 	h.clock.Step(29 * time.Second)
-	assert.Empty(t, m.synchronize(context.Background()))
+	assert.Empty(t, m.Synchronize(context.Background()))
 	h.clock.Step(time.Second)
-	require.NotEmpty(t, m.synchronize(context.Background()))
+	require.NotEmpty(t, m.Synchronize(context.Background()))
 	waitEvicted(t, h, p)
 	// The pod's 20 s, capped by the maximum of 5 s.
 	assert.Equal(t, "StopContainer app timeout=5", stopCalls(h, "app")[0])
@@ -292,7 +292,7 @@ func TestEviction_SkipsCriticalPods(t *testing.T) {
 	crit.Spec.Priority = &prio
 	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", static, crit)
 	st.set(eviction.SignalMemoryAvailable, 10*mi, 4096*mi)
-	assert.Empty(t, h.agent.eviction.synchronize(context.Background()))
+	assert.Empty(t, h.agent.eviction.Synchronize(context.Background()))
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, static).Status.Phase)
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, crit).Status.Phase)
 }
@@ -306,9 +306,9 @@ func TestEviction_ConditionTransitionAndAdmission(t *testing.T) {
 	m := h.agent.eviction
 	st.set(eviction.SignalMemoryAvailable, 50*mi, 4096*mi)
 	st.set(eviction.SignalNodeFsAvailable, 50*mi, 100*mi)
-	m.synchronize(context.Background())
-	assert.True(t, m.underPressure(v1.NodeMemoryPressure))
-	assert.False(t, m.underPressure(v1.NodeDiskPressure))
+	m.Synchronize(context.Background())
+	assert.True(t, m.UnderPressure(v1.NodeMemoryPressure))
+	assert.False(t, m.UnderPressure(v1.NodeDiskPressure))
 	mem, disk, pid, ok := h.agent.NodePressure()
 	assert.Equal(t, []bool{true, false, false, true}, []bool{mem, disk, pid, ok})
 
@@ -324,11 +324,11 @@ func TestEviction_ConditionTransitionAndAdmission(t *testing.T) {
 	// Recovered: the condition holds for the transition period (1 min).
 	st.set(eviction.SignalMemoryAvailable, 2048*mi, 4096*mi)
 	h.clock.Step(59 * time.Second)
-	m.synchronize(context.Background())
-	assert.True(t, m.underPressure(v1.NodeMemoryPressure))
+	m.Synchronize(context.Background())
+	assert.True(t, m.UnderPressure(v1.NodeMemoryPressure))
 	h.clock.Step(time.Second)
-	m.synchronize(context.Background())
-	assert.False(t, m.underPressure(v1.NodeMemoryPressure))
+	m.Synchronize(context.Background())
+	assert.False(t, m.UnderPressure(v1.NodeMemoryPressure))
 	conds := m.Conditions()
 	require.Len(t, conds, 3)
 	assert.Equal(t, v1.NodeMemoryPressure, conds[1].Type)
@@ -336,31 +336,13 @@ func TestEviction_ConditionTransitionAndAdmission(t *testing.T) {
 
 	// Disk pressure refuses every pod but critical ones.
 	st.set(eviction.SignalNodeFsAvailable, 5*mi, 100*mi)
-	m.synchronize(context.Background())
+	m.Synchronize(context.Background())
 	late := evictionPod(t, "late-guaranteed", "{requests: {cpu: 10m, memory: 10Mi}, limits: {cpu: 10m, memory: 10Mi}}")
 	static := evictionPod(t, "late-static", "{}")
 	static.Annotations = map[string]string{source.AnnotationConfigSource: source.SourceFile}
 	h.agent.SetPods([]*v1.Pod{be, bu, late, static})
 	assert.Contains(t, podStatus(t, h, late).Status.Message, "The node had condition: [DiskPressure].")
 	assert.NotEqual(t, "Evicted", podStatus(t, h, static).Status.Reason)
-}
-
-// Minimum reclaim: a met threshold stays met until the signal is back
-// above its level plus the minimum reclaim.
-func TestEviction_MinimumReclaim(t *testing.T) {
-	p1 := evictionPod(t, "first", "{}")
-	p2 := evictionPod(t, "second", "{}")
-	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", p1, p2)
-	mr, err := eviction.ParseMinimumReclaim("memory.available=200Mi")
-	require.NoError(t, err)
-	m := h.agent.eviction
-	m.cfg.MinimumReclaim = mr
-	st.set(eviction.SignalMemoryAvailable, 50*mi, 4096*mi)
-	require.NotEmpty(t, m.synchronize(context.Background()))
-	st.set(eviction.SignalMemoryAvailable, 250*mi, 4096*mi) // above 100Mi, below 300Mi
-	require.NotEmpty(t, m.synchronize(context.Background()), "not resolved before the minimum reclaim")
-	st.set(eviction.SignalMemoryAvailable, 350*mi, 4096*mi)
-	assert.Empty(t, m.synchronize(context.Background()))
 }
 
 // The loop waits for the evicted pod's cleanup before it observes again
@@ -371,16 +353,16 @@ func TestEviction_WaitsForCleanup(t *testing.T) {
 	h, st, _ := evictionHarness(t, "memory.available<100Mi", "", "", p)
 	st.set(eviction.SignalMemoryAvailable, 10*mi, 4096*mi)
 	m := h.agent.eviction
-	require.NotEmpty(t, m.synchronize(context.Background()))
+	require.NotEmpty(t, m.Synchronize(context.Background()))
 	done := make(chan struct{})
 	go func() {
-		m.waitCleanup(context.Background(), []*v1.Pod{p})
+		m.WaitCleanup(context.Background(), []*v1.Pod{p})
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("waitCleanup did not return after the evicted pod was cleaned up")
+		t.Fatal("WaitCleanup did not return after the evicted pod was cleaned up")
 	}
 	assert.NotEmpty(t, stopCalls(h, "app"), "cleaned up only once its container was stopped")
 	_, err := os.Stat(filepath.Join(h.agent.podDir(p), "volumes"))
@@ -401,8 +383,8 @@ func TestEviction_EvictedPodContentCollected(t *testing.T) {
 	require.False(t, h.agent.podGoneForGC(string(p.UID)), "a running pod's content stays")
 	st.set(eviction.SignalMemoryAvailable, 10*mi, 4096*mi)
 	m := h.agent.eviction
-	require.NotEmpty(t, m.synchronize(context.Background()))
-	m.waitCleanup(context.Background(), []*v1.Pod{p})
+	require.NotEmpty(t, m.Synchronize(context.Background()))
+	m.WaitCleanup(context.Background(), []*v1.Pod{p})
 	require.True(t, h.agent.podGoneForGC(string(p.UID)), "an evicted, cleaned-up pod's content is the GC's")
 	before := waitEvicted(t, h, p)
 	require.Len(t, before.Status.ContainerStatuses, 1)

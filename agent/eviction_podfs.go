@@ -55,9 +55,6 @@ const (
 	// for it (an evicted pod's, a pod's measured under disk pressure
 	// only); a pod gone from the agent is dropped at the next call.
 	podFilesIdle = time.Minute
-	// DefaultVolumeStatsAggPeriod is the kubelet's volumeStatsAggPeriod:
-	// a pod's files are walked again 1 to 2 periods after the last walk.
-	DefaultVolumeStatsAggPeriod = time.Minute
 	// podFilesJitter is the kubelet's jitter factor of that period
 	// (volumeStatCalculator's wait.JitterUntil(..., 1.0, ...)).
 	podFilesJitter = 1.0

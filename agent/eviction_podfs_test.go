@@ -26,8 +26,8 @@ type fixedObservation struct {
 	*hostEvictionStats
 }
 
-func (fixedObservation) Observe(context.Context) EvictionObservation {
-	return EvictionObservation{Signals: map[eviction.Signal]eviction.Observation{
+func (fixedObservation) Observe(context.Context) eviction.NodeObservation {
+	return eviction.NodeObservation{Signals: map[eviction.Signal]eviction.Observation{
 		eviction.SignalMemoryAvailable: {Available: 4000 * mi, Capacity: 4096 * mi},
 	}}
 }
@@ -70,7 +70,7 @@ func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
 		}
 		return s.measurePodFiles(ctx, p, pace)
 	}
-	require.NoError(t, h.agent.EnableEviction(EvictionConfig{Thresholds: ths, Stats: fixedObservation{s}, PressureTransitionPeriod: time.Minute}))
+	require.NoError(t, h.agent.EnableEviction(eviction.Config{Thresholds: ths, Stats: fixedObservation{s}, PressureTransitionPeriod: time.Minute}))
 	h.agent.SetPods([]*v1.Pod{slow, over})
 	for _, p := range []*v1.Pod{slow, over} {
 		require.Eventually(t, func() bool {
@@ -85,7 +85,7 @@ func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
 
 	start := time.Now()
 	cycle := make(chan []*v1.Pod, 1)
-	go func() { cycle <- m.synchronize(context.Background()) }()
+	go func() { cycle <- m.Synchronize(context.Background()) }()
 	var evicted []*v1.Pod
 	select {
 	case evicted = <-cycle:
@@ -101,7 +101,7 @@ func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
 
 	// The next cycles: the slow walk still runs, is not started again,
 	// and the pod without a figure stays unjudged (not evicted).
-	assert.Empty(t, m.synchronize(context.Background()))
+	assert.Empty(t, m.Synchronize(context.Background()))
 	assert.Equal(t, int32(1), slowWalks.Load())
 	assert.Equal(t, v1.PodRunning, podStatus(t, h, slow).Status.Phase)
 

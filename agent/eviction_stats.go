@@ -1,6 +1,12 @@
 package agent
 
-// The eviction manager's measurements of the real host (EvictionStats),
+// Over 600 lines: the one stats provider the eviction manager asks
+// (eviction.StatsProvider), the node's signals and the pods' usage side by
+// side because both read the engine's pods, cgroups and runtime; the pods'
+// background walks are in eviction_podfs.go, the sandbox files in
+// eviction_sandboxfiles.go.
+//
+// The eviction manager's measurements of the real host (eviction.StatsProvider),
 // as the kubelet's summary provider computes them:
 //
 //   - memory.available: node capacity minus the root cgroup's working set
@@ -43,6 +49,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
@@ -53,7 +60,8 @@ type ContainerStatsLister interface {
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 }
 
-// hostEvictionStats is the real EvictionStats.
+// hostEvictionStats is the real eviction.StatsProvider, the engine's:
+// it reads the agent's pods, cgroups and runtime.
 type hostEvictionStats struct {
 	a     *Agent
 	stats ContainerStatsLister
@@ -100,8 +108,8 @@ func (h *hostEvictionStats) files() *podFilesCache {
 	return h.filesCache
 }
 
-// beginCycle gives the walks of the pods' files a new cycle's budget.
-func (h *hostEvictionStats) beginCycle() {
+// BeginCycle (eviction.CycleStats) gives the walks of the pods' files a new cycle's budget.
+func (h *hostEvictionStats) BeginCycle() {
 	h.files().cycle()
 }
 
@@ -138,20 +146,20 @@ func (h *hostEvictionStats) configureWalks(period, cyclePeriod time.Duration, re
 	return nil
 }
 
-// stopMeasuring ends the background measurements (the eviction loop
+// StopMeasuring (eviction.CycleStats) ends the background measurements (the eviction loop
 // stopped).
-func (h *hostEvictionStats) stopMeasuring() {
+func (h *hostEvictionStats) StopMeasuring() {
 	h.files().stop()
 }
 
 // NewEvictionStats measures this host for the eviction manager.
-func (a *Agent) NewEvictionStats(stats ContainerStatsLister) EvictionStats {
+func (a *Agent) NewEvictionStats(stats ContainerStatsLister) eviction.StatsProvider {
 	return &hostEvictionStats{a: a, stats: stats, cgroupRoot: cgroups.DefaultRoot, procRoot: "/proc"}
 }
 
-// Observe implements EvictionStats.
-func (h *hostEvictionStats) Observe(ctx context.Context) EvictionObservation {
-	obs := EvictionObservation{Signals: map[eviction.Signal]eviction.Observation{}, NodeFsPath: h.a.cfg.RootDir}
+// Observe implements eviction.StatsProvider.
+func (h *hostEvictionStats) Observe(ctx context.Context) eviction.NodeObservation {
+	obs := eviction.NodeObservation{Signals: map[eviction.Signal]eviction.Observation{}, NodeFsPath: h.a.cfg.RootDir}
 	fail := func(s eviction.Signal, err error) {
 		obs.Errors = append(obs.Errors, fmt.Sprintf("%s: %v", s, err))
 	}
@@ -232,11 +240,11 @@ func (h *hostEvictionStats) rootWorkingSet(v2 bool) (int64, error) {
 	if !v2 {
 		return h.cgroupWorkingSet("/", false)
 	}
-	mi, err := os.ReadFile(filepath.Join(h.procRoot, "meminfo"))
+	mi, err := node.MeminfoFile(filepath.Join(h.procRoot, "meminfo"))()
 	if err != nil {
 		return 0, err
 	}
-	total, free := meminfoField(mi, "MemTotal"), meminfoField(mi, "MemFree")
+	total, free := node.MeminfoField(mi, "MemTotal"), node.MeminfoField(mi, "MemFree")
 	if total <= 0 {
 		return 0, fmt.Errorf("no MemTotal in meminfo")
 	}
@@ -282,27 +290,6 @@ func statField(b []byte, key string) int64 {
 	return 0
 }
 
-// meminfoField is a /proc/meminfo field in bytes.
-func meminfoField(b []byte, key string) int64 {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != key {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			return 0
-		}
-		n, _ := strconv.ParseInt(f[0], 10, 64)
-		if len(f) > 1 && f[1] == "kB" {
-			n *= 1024
-		}
-		return n
-	}
-	return 0
-}
-
 // pids is the threads running and kernel.pid_max.
 func (h *hostEvictionStats) pids() (used, limit int64, err error) {
 	b, err := os.ReadFile(filepath.Join(h.procRoot, "loadavg"))
@@ -327,7 +314,7 @@ func (h *hostEvictionStats) pids() (used, limit int64, err error) {
 	return used, limit, nil
 }
 
-// PodStats implements EvictionStats.
+// PodStats implements eviction.StatsProvider.
 func (h *hostEvictionStats) PodStats(ctx context.Context, pods []*v1.Pod, disk bool) map[types.UID]*eviction.PodStats {
 	out := map[types.UID]*eviction.PodStats{}
 	if h.stats == nil {
@@ -479,7 +466,7 @@ func (h *hostEvictionStats) addPodFiles(p *v1.Pod, ps *eviction.PodStats, f *pod
 	}
 }
 
-// LocalStorage implements EvictionStats: for each pod, what its local
+// LocalStorage implements eviction.StatsProvider: for each pod, what its local
 // storage limits are checked against (eviction.LocalStorageViolation):
 // the disk emptyDirs that have a sizeLimit; the writable layer and log
 // directory of the containers with an ephemeral-storage limit; the pod's

@@ -70,7 +70,7 @@ func reclaimHarness(t *testing.T, annotate map[string]map[string]string) (*harne
 	require.NoError(t, err)
 	st := &fakeEvictionStats{pods: map[string]*eviction.PodStats{}}
 	rc := freeingReclaimer{Reclaimer: gc.Reclaimer{Containers: g}, freed: func() { st.set(eviction.SignalNodeFsAvailable, 50*mi, 100*mi) }}
-	require.NoError(t, h.agent.EnableEviction(EvictionConfig{Thresholds: ths, Stats: st, Reclaim: rc, PressureTransitionPeriod: time.Minute}))
+	require.NoError(t, h.agent.EnableEviction(eviction.Config{Thresholds: ths, Stats: st, Reclaim: rc, PressureTransitionPeriod: time.Minute}))
 	return h, st, g
 }
 
@@ -143,7 +143,7 @@ spec:
 
 	// Disk pressure: the reclaim removes everything of the terminated pod.
 	st.set(eviction.SignalNodeFsAvailable, 5*mi, 100*mi)
-	assert.Empty(t, h.agent.eviction.synchronize(context.Background()), "reclaim was enough: nothing evicted")
+	assert.Empty(t, h.agent.eviction.Synchronize(context.Background()), "reclaim was enough: nothing evicted")
 	ctrs, sbs = podObjects(t, h, string(pod.UID))
 	assert.Empty(t, ctrs, "the terminated pod's dead containers were reclaimed")
 	assert.Empty(t, sbs, "and its sandbox")
@@ -189,7 +189,7 @@ spec:
 	require.Equal(t, []string{"READY"}, sbs)
 
 	st.set(eviction.SignalNodeFsAvailable, 5*mi, 100*mi)
-	assert.Empty(t, h.agent.eviction.synchronize(context.Background()), "reclaim was enough: nothing evicted")
+	assert.Empty(t, h.agent.eviction.Synchronize(context.Background()), "reclaim was enough: nothing evicted")
 	ctrs, sbs = podObjects(t, h, string(pod.UID))
 	assert.Equal(t, []string{"app/EXITED", "app/RUNNING"}, ctrs, "a live pod's last dead instance stays")
 	assert.Equal(t, []string{"READY"}, sbs)

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 )
@@ -40,7 +41,7 @@ func TestCollectOrphans_PodCgroups(t *testing.T) {
 	}
 	require.NoError(t, h.agent.markPodDir(pod("ours-marked")))
 	run := New(Config{RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
-		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(4242)}, Deps{})
+		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: node.ForegroundAgentID(4242)}, Deps{})
 	require.NoError(t, run.markPodDir(pod("run-starting")))
 	// What the stale subPath cleanup would take: the run's pins.
 	runPins := filepath.Join(h.agent.podDir(pod("run-starting")), "volume-subpaths", "v", "c")
@@ -72,7 +73,7 @@ func TestEnsurePodCgroup_MarksPodDir(t *testing.T) {
 	assert.Equal(t, h.agent.agentID(), string(id))
 	assert.False(t, h.agent.foreignPodDir(pod.UID))
 	other := New(Config{RootDir: h.agent.cfg.RootDir, PodLogDir: h.agent.cfg.PodLogDir, ResolvConf: "/nonexistent",
-		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: ForegroundAgentID(7)}, Deps{})
+		Network: h.agent.cfg.Network, HostIPs: h.agent.cfg.HostIPs, AgentID: node.ForegroundAgentID(7)}, Deps{})
 	assert.True(t, other.foreignPodDir(pod.UID), "another agent on the same root dir")
 	_, err = other.ensurePodCgroup(pod) // no cgroups: nothing marked
 	require.NoError(t, err)

@@ -80,7 +80,7 @@ type podWorker struct {
 	observedOnce bool
 	busy         bool
 	// evicted is set once the eviction manager evicted the pod; never
-	// unset: the pod is killed and never started again (eviction_manager.go).
+	// unset: the pod is killed and never started again (eviction_engine.go).
 	evicted *podEviction
 	// finished is closed once the pod is over: it reached a terminal phase
 	// (syncPod, failPod) or was evicted (syncEvicted), nothing of it runs

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
@@ -190,7 +191,7 @@ func TestPodSpecGolden(t *testing.T) {
 		NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: "/var/log/pods", ResolvConf: resolv,
 		ClusterDNS: []string{"10.96.0.10"}, ClusterDomain: "cluster.local", AgentID: "golden",
 		SeccompProfileRoot: "/var/lib/seccomp", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"},
-		Node: NodeInfo{
+		Node: node.Info{
 			Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")},
 			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("7Gi")},
 		},

@@ -134,7 +134,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	ev := w.evicted
 	w.mu.Unlock()
 	if ev != nil {
-		return a.syncEvicted(ctx, w, ev) // eviction_manager.go
+		return a.syncEvicted(ctx, w, ev) // eviction_engine.go
 	}
 	pod := w.pod()
 	res := &syncResult{}

@@ -26,7 +26,10 @@ imports() {
 check() { # package, forbidden import regexp, reason[, allowed import regexp]
   local pkg=$1 re=$2 why=$3 allow=${4:-} bad
   [ -d "${pkg#"$mod"/}" ] || return 0
-  bad=$(imports "$pkg/..." | grep -E "$re" || true)
+  # only=1: the package alone, not the packages under it.
+  local pat="$pkg/..."
+  [ "${only:-0}" = 1 ] && pat=$pkg
+  bad=$(imports "$pat" | grep -E "$re" || true)
   if [ -n "$allow" ] && [ -n "$bad" ]; then
     bad=$(grep -vE "$allow" <<<"$bad" || true)
   fi
@@ -48,10 +51,15 @@ for p in $(go list ./... | grep -v "^$mod/test/"); do
     echo "import rule broken: $p imports test/ (only test/ may)"; fail=1
   fi
 done
-# The garbage collector and the eviction rules sit below agent, which
-# wires them.
+# The garbage collector sits below agent, which wires it.
 check "$mod/agent/gc" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)|^k8s.io/api/" "below agent: the agent wires it; CRI only, no k8s.io/api"
-check "$mod/agent/eviction" "^$mod/" "pure: thresholds and ranking only, nothing of the repo"
+# The eviction manager and its rules sit below the engine (issue #30): the
+# engine builds the manager, runs its loop and implements its narrow
+# interfaces (the pods, the stats provider, the reclaimer); the manager
+# never imports the engine, a runtime leaf or the CRI client, the daemon or
+# the node package. Of the repository it uses agent/podspec (QoS) and
+# agent/source (which pods are static: critical). Its tests too.
+tests=1 check "$mod/agent/eviction" "^$mod/agent$|^$mod/agent/(daemon|node|api|cluster|kubeletserver|gc|volume|stats)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)|^google.golang.org/grpc(/|$)" "below the engine: the engine implements its interfaces; no engine, no CRI client, no daemon"
 # The manifest package is pure and at the bottom of agent/: decode,
 # defaults, validation, the support table. Everything consumes it.
 tests=1 check "$mod/agent/manifest" "^$mod/" "pure: decode, defaults, validation; nothing of the repository but its own subpackages" "^$mod/agent/manifest(/|$)"
@@ -60,6 +68,12 @@ tests=1 check "$mod/agent/manifest" "^$mod/" "pure: decode, defaults, validation
 # no volume preparation; no filesystem or syscalls (what it needs of the
 # host is passed in). Its tests too.
 tests=1 check "$mod/agent/podspec" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os/|^io/ioutil$|^syscall$|^golang.org/x/sys/" "pure translation: v1.Pod + explicit inputs → CRI configs; agent/manifest only, no CRI client, no filesystem" "^$mod/agent/(manifest|podspec)(/|$)"
+# Node facts and admission (issue #30): capacity, identity, the admit
+# chain, the one reader of /proc/meminfo. Below the engine: never the
+# engine, the daemon, a runtime leaf or the CRI client. Its tests too.
+tests=1 check "$mod/agent/node" "^$mod/agent$|^$mod/agent/(daemon|api|cluster|kubeletserver|gc|volume|source|stats)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)|^google.golang.org/grpc(/|$)" "node facts and admission: below the engine, which asks it; no engine, no daemon, no CRI client"
+# The engine never imports the daemon, which sits above it (issue #30).
+only=1 check "$mod/agent" "^$mod/agent/daemon(/|$)" "the engine: the daemon sits above it"
 # The volume preparation sits below the engine and beside the sources.
 tests=1 check "$mod/agent/volume" "^$mod/agent$|^$mod/agent/(source|api|cluster|kubeletserver|gc|eviction)(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)" "below the engine: never agent or agent/source"
 # The desired state sits below the engine; it may use agent/volume's mounts

@@ -24,7 +24,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -32,6 +31,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/node"
 )
 
 // coreResources is /api/v1's list. Verbs are those the routes serve.
@@ -292,13 +293,7 @@ func memTotalKiB() int64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return node.MeminfoField(b, "MemTotal") / 1024 // agent/node parses meminfo
 }
 
 // notFound is the API server's 404 for a named object of a core resource.

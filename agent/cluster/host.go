@@ -1,6 +1,6 @@
 package cluster
 
-// What the Node object says about the machine beyond agent.NodeInfo: its
+// What the Node object says about the machine beyond node.Info (agent/node): its
 // addresses, its system info (kernel, OS image, machine and boot IDs) and
 // the readings behind the pressure conditions. Everything is read through a
 // host value so that tests can give their own files.
@@ -21,6 +21,8 @@ import (
 	"syscall"
 
 	v1 "k8s.io/api/core/v1"
+
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
 // host reads the machine. realHost reads this one.
@@ -274,23 +276,7 @@ func (h host) memAvailable() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || k != "MemAvailable" {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			break
-		}
-		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			break
-		}
-		if len(f) > 1 && f[1] == "kB" {
-			n *= 1024
-		}
+	if n, ok := agentnode.MeminfoValue(b, "MemAvailable"); ok {
 		return n, nil
 	}
 	return 0, errors.New("no MemAvailable in /proc/meminfo")

@@ -14,7 +14,7 @@
 // keep retrying, and log the recovery.
 //
 // It lives in its own package so that k8s.io/client-go is needed only here
-// and in cmd/minikubelet; it imports agent for agent.NodeInfo, the numbers
+// and in cmd/minikubelet; it imports agent/node for node.Info, the numbers
 // admission uses, so the Node's capacity and allocatable are exactly what
 // pods are admitted against.
 package cluster
@@ -37,7 +37,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/minikubelet/minikubelet/agent"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
 // The kubelet's defaults (kubelet-facts §8.4).
@@ -79,9 +79,9 @@ type RuntimeStatus interface {
 
 // NodeConfig says what the Node object holds and how often it is updated.
 type NodeConfig struct {
-	// Node is the agent's description of this node (agent.DetectNode):
+	// Node is the agent's description of this node (agentnode.Detect):
 	// name, labels, capacity, allocatable.
-	Node agent.NodeInfo
+	Node agentnode.Info
 	// NodeIP is the InternalIP address (--node-ip); "" picks the address of
 	// the default route's interface.
 	NodeIP string

@@ -4,7 +4,7 @@ package cluster
 // DiskPressure when one of its hard eviction thresholds is crossed, and
 // keeps them raised for the pressure transition period after the last
 // crossing (so a node hovering at the edge does not flap). serve's
-// eviction manager (agent/eviction_manager.go) decides the conditions from
+// eviction manager (agent/eviction) decides the conditions from
 // its own thresholds and hands them over (NodeConfig.Pressure); without
 // one, this file applies the kubelet's default thresholds and period and
 // only reports. The kubelet has no default PID threshold; minikubelet

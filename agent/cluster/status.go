@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/minikubelet/minikubelet/agent"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
 // Condition reasons and messages, the kubelet's (pkg/kubelet/nodestatus).
@@ -95,7 +95,7 @@ func (r runtimeState) problems() []string {
 type statusInputs struct {
 	// node is the agent's description: capacity, allocatable (the
 	// numbers admission uses).
-	node agent.NodeInfo
+	node agentnode.Info
 	// addresses and system are fixed at start.
 	addresses []v1.NodeAddress
 	system    v1.NodeSystemInfo

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/minikubelet/minikubelet/agent"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
 // criStatus is a CRI Status answer with the two conditions.
@@ -28,8 +28,8 @@ func criStatus(runtimeReady, networkReady bool) *runtimeapi.StatusResponse {
 }
 
 // testNodeInfo is a 2-CPU, 4 GiB node with 256Mi reserved.
-func testNodeInfo() agent.NodeInfo {
-	return agent.NodeInfo{
+func testNodeInfo() agentnode.Info {
+	return agentnode.Info{
 		Name:   "node-a",
 		Labels: map[string]string{v1.LabelHostname: "node-a", v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64", "tier": "edge"},
 		Capacity: v1.ResourceList{

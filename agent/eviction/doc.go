@@ -1,19 +1,33 @@
-// Package eviction is the pure half of the kubelet's eviction manager
-// (pkg/kubelet/eviction, issue #21): eviction signals and thresholds (the
-// --eviction-hard and --eviction-soft syntax and the kubelet's default hard
-// thresholds), which thresholds an observation of the node meets (soft ones
-// only after their grace period), and the order in which pods are evicted
-// under memory or disk pressure, with the kubelet's reason and message,
-// and which local storage limit (emptyDir sizeLimit, ephemeral-storage
-// limits) a pod exceeds (local.go), checked with or without pressure.
+// Package eviction is the kubelet's eviction manager (pkg/kubelet/eviction,
+// issues #21 and #30): the rules and the manager that applies them.
 //
-// It owns no state beyond the first-observed times of soft thresholds
-// (Tracker) and does no I/O: the agent observes the node (meminfo,
-// statfs, pod cgroups) and evicts the pods this package picks. It must not
-// import package agent.
+// It owns:
+//   - the rules, pure: eviction signals and thresholds (the --eviction-hard
+//     and --eviction-soft syntax and the kubelet's default hard
+//     thresholds), which thresholds an observation of the node meets (soft
+//     ones only after their grace period; Tracker), the order in which pods
+//     are evicted under memory, disk or PID pressure with the kubelet's
+//     reason and message (ranking.go), and which local storage limit
+//     (emptyDir sizeLimit, ephemeral-storage limits) a pod exceeds
+//     (local.go);
+//   - the manager (manager.go, manager_local.go, config.go): its loop (observe every
+//     Period, reclaim node-level resources for disk, evict one pod per
+//     cycle, wait for its cleanup), the pressure conditions and their
+//     transition period, the eviction records and metrics, and the answer
+//     to the engine's one question at admission (Manager.Admit);
+//   - the trimming of an evicted pod's termination-message files
+//     (trim.go).
 //
-// The agent's eviction manager (agent/eviction_manager.go) wires it: it
-// observes every 10 s, reclaims dead containers and unused images before
-// evicting for disk pressure, evicts one pod per cycle and marks it
-// Failed/Evicted (issue #21).
+// It sees the engine through narrow interfaces the engine implements:
+// Pods (the pods it may rank, a way to evict one, whether an evicted one
+// was cleaned up), StatsProvider (the node's signals and the pods' usage:
+// agent/eviction_stats.go reads the host, the pods' cgroups and the
+// runtime) and Reclaimer (agent/gc). The engine (package agent) builds the
+// manager (EnableEviction), runs its loop and kills the pods it evicts.
+//
+// It must not import the engine (package agent), the CRI client or any
+// runtime leaf (cri, cni, cgroups, probes), agent/daemon, agent/node,
+// agent/api, agent/cluster or cmd; of the repository it uses agent/podspec
+// (a pod's QoS class and resources) and agent/source (which pods are
+// static). hack/verify-imports.sh enforces it, for its tests too.
 package eviction

@@ -26,6 +26,6 @@
 // engine's: spec.securityContext and sysctls (security.go; the engine's
 // security.go turns them into CRI config and admits them), the resolver
 // configuration (dns.go), node selectors and affinity (nodeaffinity.go;
-// the engine's admission.go evaluates them). A pod is refused as a whole
+// agent/node/admission.go evaluates them). A pod is refused as a whole
 // before anything runs, so every rule the API server checks is here.
 package manifest

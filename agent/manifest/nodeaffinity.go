@@ -1,7 +1,7 @@
 package manifest
 
 // The API server's rules for spec.nodeSelector and spec.affinity. Admission
-// evaluates them against the node (agent/admission.go).
+// evaluates them against the node (agent/node/admission.go).
 
 import (
 	"slices"

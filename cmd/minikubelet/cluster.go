@@ -21,6 +21,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/certificate"
 	"github.com/minikubelet/minikubelet/agent/cluster"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
 // clusterFlags are serve's cluster-mode settings: with a kubeconfig the
@@ -197,7 +198,7 @@ func (c *clusterFlags) rotation(cfg *rest.Config, nodeName, rootDir string, logg
 // startCluster starts the node agent (Node registration, status, lease) in
 // the background; the returned wait blocks until it stopped after ctx
 // ended. With cc nil it does nothing.
-func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node agent.NodeInfo, rootDir string,
+func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node agentnode.Info, rootDir string,
 	rt cluster.RuntimeStatus, runtimeName, runtimeVersion string, pressure func() (memory, disk, pid, ok bool), logger *slog.Logger) (wait func(), err error) {
 	if cc == nil {
 		return func() {}, nil

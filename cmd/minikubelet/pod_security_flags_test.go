@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/minikubelet/minikubelet/agent"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
 // --pod-security sets the level of local pods (baseline by default);
@@ -57,7 +58,7 @@ func TestPodSecurityFlags(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, f.podSecurityLevel)
-			assert.Equal(t, tc.want, f.agentConfig(agent.NodeInfo{}, "containerd").PodSecurity)
+			assert.Equal(t, tc.want, f.agentConfig(agentnode.Info{}, "containerd").PodSecurity)
 			if tc.wantNotice {
 				assert.Contains(t, f.podSecurityNotice, "--allow-privileged is deprecated: use --pod-security=privileged")
 			} else {

@@ -21,6 +21,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
@@ -118,26 +119,26 @@ func (f *nodeFlags) allowedUnsafeSysctls() []string {
 // flags that need it). thresholds are the eviction thresholds (none for
 // run, which does not evict): the hard nodefs.available one is kept from
 // the allocatable ephemeral-storage.
-func (f *nodeFlags) node(thresholds []eviction.Threshold) (agent.NodeInfo, error) {
-	kube, err := agent.ParseResourceList(f.kubeReserved)
+func (f *nodeFlags) node(thresholds []eviction.Threshold) (agentnode.Info, error) {
+	kube, err := agentnode.ParseResourceList(f.kubeReserved)
 	if err != nil {
-		return agent.NodeInfo{}, fmt.Errorf("--kube-reserved: %w", err)
+		return agentnode.Info{}, fmt.Errorf("--kube-reserved: %w", err)
 	}
-	system, err := agent.ParseResourceList(f.systemReserved)
+	system, err := agentnode.ParseResourceList(f.systemReserved)
 	if err != nil {
-		return agent.NodeInfo{}, fmt.Errorf("--system-reserved: %w", err)
+		return agentnode.Info{}, fmt.Errorf("--system-reserved: %w", err)
 	}
-	labels, err := agent.ParseLabels(f.nodeLabels)
+	labels, err := agentnode.ParseLabels(f.nodeLabels)
 	if err != nil {
-		return agent.NodeInfo{}, fmt.Errorf("--node-labels: %w", err)
+		return agentnode.Info{}, fmt.Errorf("--node-labels: %w", err)
 	}
 	if err := manifest.ValidateAllowedUnsafeSysctls(f.allowedUnsafeSysctls()); err != nil {
-		return agent.NodeInfo{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+		return agentnode.Info{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 	}
 	if err := f.checkPodSecurity(); err != nil {
-		return agent.NodeInfo{}, err
+		return agentnode.Info{}, err
 	}
-	return agent.DetectNode(f.nodeName, labels, kube, system, &agent.NodeStorage{RootDir: f.rootDir, Thresholds: thresholds})
+	return agentnode.Detect(f.nodeName, labels, kube, system, &agentnode.Storage{RootDir: f.rootDir, Thresholds: thresholds})
 }
 
 // checkPodSecurity settles the level of local pods from --pod-security and
@@ -162,7 +163,7 @@ func (f *nodeFlags) checkPodSecurity() error {
 
 // agentConfig is the agent's configuration from the node flags, shared by
 // run and serve.
-func (f *nodeFlags) agentConfig(node agent.NodeInfo, runtimeName string) agent.Config {
+func (f *nodeFlags) agentConfig(node agentnode.Info, runtimeName string) agent.Config {
 	return agent.Config{
 		NodeName:       f.nodeName,
 		RootDir:        f.rootDir,
@@ -355,7 +356,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Its own identity on the runtime: a daemon sharing it leaves this
 	// run's pods alone, and this run leaves the daemon's.
 	acfg := nf.agentConfig(node, client.RuntimeName())
-	acfg.AgentID = agent.ForegroundAgentID(os.Getpid())
+	acfg.AgentID = agentnode.ForegroundAgentID(os.Getpid())
 	// A daemon's control files at their default places (the run does not
 	// know another's flags): a pod of this run that writes a static
 	// manifest or reads the admin kubeconfig controls the daemon.

@@ -14,19 +14,24 @@ const mod = "github.com/minikubelet/minikubelet"
 type tree map[string]string
 
 // cleanTree has every package the rules name, importing only what the
-// rules allow: the engine imports manifest, podspec, source and volume;
+// rules allow: the engine imports eviction, manifest, podspec, source and
+// volume; eviction imports podspec and source; node imports eviction,
+// manifest and podspec; the daemon imports the engine and node;
 // podspec imports manifest; source imports volume and manifest, volume
 // imports manifest; manifest imports its own subpackage.
 func cleanTree() tree {
 	return tree{
 		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
-		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/podspec/podspec.go":      "package podspec\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"strings\"\n)\n",
 		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
 		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
 		"agent/source/source.go":        "package source\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/volume/volume.go":        "package volume\n\nimport _ \"" + mod + "/agent/manifest\"\n",
 		"agent/api/api.go":              "package api\n",
+		"agent/node/node.go":            "package node\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n)\n",
+		"agent/daemon/daemon.go":        "package daemon\n\nimport (\n\t_ \"" + mod + "/agent\"\n\t_ \"" + mod + "/agent/node\"\n)\n",
+		"agent/eviction/eviction.go":    "package eviction\n\nimport (\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n)\n",
 		"agent/safepath/safepath.go":    "package safepath\n",
 		"test/testutil/testutil.go":     "package testutil\n",
 		"cri/cri.go":                    "package cri\n",
@@ -90,6 +95,15 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"podspec imports safepath":           {"agent/podspec/bad.go", imp("podspec", "agent/safepath"), "agent/podspec must not import"},
 		"podspec reads files":                {"agent/podspec/bad.go", "package podspec\n\nimport _ \"os\"\n", "agent/podspec must not import"},
 		"podspec's test imports the engine":  {"agent/podspec/bad_test.go", imp("podspec_test", "agent"), "agent/podspec must not import"},
+		"eviction imports the engine":        {"agent/eviction/bad.go", imp("eviction", "agent"), "agent/eviction must not import"},
+		"eviction imports the CRI client":    {"agent/eviction/bad.go", imp("eviction", "cri"), "agent/eviction must not import"},
+		"eviction's test imports the engine": {"agent/eviction/bad_test.go", imp("eviction_test", "agent"), "agent/eviction must not import"},
+		"eviction imports the daemon":        {"agent/eviction/bad.go", imp("eviction", "agent/daemon"), "agent/eviction must not import"},
+		"node imports the engine":            {"agent/node/bad.go", imp("node", "agent"), "agent/node must not import"},
+		"node imports the daemon":            {"agent/node/bad.go", imp("node", "agent/daemon"), "agent/node must not import"},
+		"node imports the CRI client":        {"agent/node/bad.go", imp("node", "cri"), "agent/node must not import"},
+		"node's test imports the engine":     {"agent/node/bad_test.go", imp("node_test", "agent"), "agent/node must not import"},
+		"the engine imports the daemon":      {"agent/bad.go", imp("agent", "agent/daemon"), "agent must not import"},
 		"safepath imports manifest":          {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {

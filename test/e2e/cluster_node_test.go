@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/test/controlplane"
 )
@@ -100,7 +100,7 @@ func TestCluster_NodeRegistersBecomesReadyAndRenewsItsLease(t *testing.T) {
 	// nodefs.available threshold of serveHostFlags (1%).
 	ths, err := eviction.ParseThresholds("nodefs.available<1%", "", "")
 	require.NoError(t, err)
-	want, err := agent.DetectNode(node, map[string]string{"minikubelet.io/e2e": "cluster"}, nil, nil, &agent.NodeStorage{RootDir: d.root, Thresholds: ths})
+	want, err := agentnode.Detect(node, map[string]string{"minikubelet.io/e2e": "cluster"}, nil, nil, &agentnode.Storage{RootDir: d.root, Thresholds: ths})
 	require.NoError(t, err)
 	require.Equal(t, want.Labels, n.Labels)
 	require.Positive(t, want.Capacity.StorageEphemeral().Value())

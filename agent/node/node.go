@@ -1,18 +1,15 @@
-package agent
+package node
 
 // The node's description: name, labels, capacity and allocatable, computed
 // once at start. Admission (admission.go) checks pods against it; the Node
 // object, when there is one, will publish it.
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -28,8 +25,8 @@ import (
 // node's "pods" capacity.
 const defaultMaxPods = 110
 
-// NodeInfo is what admission (and later the Node object) knows about this node.
-type NodeInfo struct {
+// Info is what admission (and later the Node object) knows about this node.
+type Info struct {
 	// Name is the node's name (--node-name); spec.nodeName must be empty or
 	// equal to it.
 	Name string
@@ -39,8 +36,8 @@ type NodeInfo struct {
 	Labels map[string]string
 	// Capacity is what the host has: cpu (CPUs usable by this process, in
 	// millicores), memory (MemTotal of /proc/meminfo, in bytes), pods
-	// (110, the kubelet's maxPods) and, when DetectNode was given a
-	// NodeStorage, ephemeral-storage (the size of the root dir's
+	// (110, the kubelet's maxPods) and, when Detect was given a
+	// Storage, ephemeral-storage (the size of the root dir's
 	// filesystem, in bytes, as the kubelet's cadvisor RootFsInfo).
 	Capacity v1.ResourceList
 	// Allocatable is Capacity minus kube-reserved minus system-reserved, the
@@ -54,9 +51,9 @@ type NodeInfo struct {
 	Allocatable v1.ResourceList
 }
 
-// NodeStorage says where the node's ephemeral storage is and what of it
+// Storage says where the node's ephemeral storage is and what of it
 // the eviction manager keeps free.
-type NodeStorage struct {
+type Storage struct {
 	// RootDir is the agent's root dir (emptyDirs live under it); the size
 	// of its filesystem is the ephemeral-storage capacity. It need not
 	// exist yet: its nearest existing parent is on the same filesystem.
@@ -66,23 +63,23 @@ type NodeStorage struct {
 	Thresholds []eviction.Threshold
 }
 
-// hostProbe reads what the host offers. DetectNode uses the real host;
-// tests use detectNode with fakes.
-type hostProbe struct {
-	// numCPU returns the number of CPUs this process may run on.
-	numCPU func() int
-	// meminfo opens /proc/meminfo.
-	meminfo func() (io.ReadCloser, error)
-	// fsSize is the size in bytes of the filesystem holding path.
-	fsSize func(path string) (int64, error)
+// Host is what Detect reads of the machine: RealHost is this one; tests
+// pass fakes, so that a unit test never reads the host.
+type Host struct {
+	// NumCPU returns the number of CPUs this process may run on.
+	NumCPU func() int
+	// Meminfo reads /proc/meminfo (MeminfoFile).
+	Meminfo func() ([]byte, error)
+	// FsSize is the size in bytes of the filesystem holding path.
+	FsSize func(path string) (int64, error)
 }
 
-// realHost is the machine the agent runs on. runtime.NumCPU honours the
+// RealHost is the machine the agent runs on. runtime.NumCPU honours the
 // process's CPU affinity mask (taskset, cpuset) as of process start.
-var realHost = hostProbe{
-	numCPU:  runtime.NumCPU,
-	meminfo: func() (io.ReadCloser, error) { return os.Open("/proc/meminfo") },
-	fsSize:  fsSize,
+var RealHost = Host{
+	NumCPU:  runtime.NumCPU,
+	Meminfo: MeminfoFile(ProcMeminfo),
+	FsSize:  fsSize,
 }
 
 // fsSize is the size of the filesystem holding path (blocks times block
@@ -104,24 +101,24 @@ func fsSize(path string) (int64, error) {
 	}
 }
 
-// DetectNode describes this node: name, labels (the well-known ones plus
+// Detect describes this node: name, labels (the well-known ones plus
 // extraLabels), capacity from the host, and allocatable = capacity −
 // kubeReserved − systemReserved (− the hard nodefs.available eviction
 // threshold for ephemeral-storage). Like the kubelet, it refuses
 // reservations larger than the capacity, so allocatable is never
 // negative. Without storage the node has no ephemeral-storage capacity.
-func DetectNode(name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList, storage *NodeStorage) (NodeInfo, error) {
-	return detectNode(realHost, name, extraLabels, kubeReserved, systemReserved, storage)
+func Detect(name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList, storage *Storage) (Info, error) {
+	return DetectOn(RealHost, name, extraLabels, kubeReserved, systemReserved, storage)
 }
 
-// detectNode is DetectNode reading the host through probe.
-func detectNode(probe hostProbe, name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList, storage *NodeStorage) (NodeInfo, error) {
+// DetectOn is Detect reading the host through probe.
+func DetectOn(probe Host, name string, extraLabels map[string]string, kubeReserved, systemReserved v1.ResourceList, storage *Storage) (Info, error) {
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return NodeInfo{}, fmt.Errorf("node name %q: %s", name, strings.Join(msgs, "; "))
+		return Info{}, fmt.Errorf("node name %q: %s", name, strings.Join(msgs, "; "))
 	}
 	// The name doubles as the hostname label, whose values are shorter.
 	if msgs := validation.IsValidLabelValue(name); len(msgs) > 0 {
-		return NodeInfo{}, fmt.Errorf("node name %q as label %s: %s", name, v1.LabelHostname, strings.Join(msgs, "; "))
+		return Info{}, fmt.Errorf("node name %q as label %s: %s", name, v1.LabelHostname, strings.Join(msgs, "; "))
 	}
 
 	labels := map[string]string{
@@ -133,18 +130,17 @@ func detectNode(probe hostProbe, name string, extraLabels map[string]string, kub
 		labels[k] = v
 	}
 
-	cpus := probe.numCPU()
+	cpus := probe.NumCPU()
 	if cpus < 1 {
-		return NodeInfo{}, fmt.Errorf("detect node cpus: got %d", cpus)
+		return Info{}, fmt.Errorf("detect node cpus: got %d", cpus)
 	}
-	f, err := probe.meminfo()
+	mi, err := probe.Meminfo()
 	if err != nil {
-		return NodeInfo{}, fmt.Errorf("detect node memory: %w", err)
+		return Info{}, fmt.Errorf("detect node memory: %w", err)
 	}
-	mem, err := parseMemTotal(f)
-	f.Close()
+	mem, err := parseMemTotal(bytes.NewReader(mi))
 	if err != nil {
-		return NodeInfo{}, fmt.Errorf("detect node memory: %w", err)
+		return Info{}, fmt.Errorf("detect node memory: %w", err)
 	}
 
 	capacity := v1.ResourceList{
@@ -154,9 +150,9 @@ func detectNode(probe hostProbe, name string, extraLabels map[string]string, kub
 	}
 	reserved := []v1.ResourceList{kubeReserved, systemReserved}
 	if storage != nil {
-		size, err := probe.fsSize(storage.RootDir)
+		size, err := probe.FsSize(storage.RootDir)
 		if err != nil {
-			return NodeInfo{}, fmt.Errorf("detect node ephemeral-storage of root dir %s: %w", storage.RootDir, err)
+			return Info{}, fmt.Errorf("detect node ephemeral-storage of root dir %s: %w", storage.RootDir, err)
 		}
 		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(size, resource.BinarySI)
 		// The kubelet's hardEvictionReservation: the hard nodefs.available
@@ -170,9 +166,9 @@ func detectNode(probe hostProbe, name string, extraLabels map[string]string, kub
 	}
 	allocatable, err := allocatableFrom(capacity, reserved...)
 	if err != nil {
-		return NodeInfo{}, err
+		return Info{}, err
 	}
-	return NodeInfo{Name: name, Labels: labels, Capacity: capacity, Allocatable: allocatable}, nil
+	return Info{Name: name, Labels: labels, Capacity: capacity, Allocatable: allocatable}, nil
 }
 
 // allocatableFrom subtracts the reservations from capacity, resource by
@@ -224,37 +220,6 @@ func allocatableFrom(capacity v1.ResourceList, reserved ...v1.ResourceList) (v1.
 // refuses rather than ignores it.
 func reservable(r v1.ResourceName) bool {
 	return r == v1.ResourceCPU || r == v1.ResourceMemory || r == v1.ResourceEphemeralStorage
-}
-
-// parseMemTotal returns MemTotal from /proc/meminfo content, in bytes.
-func parseMemTotal(r io.Reader) (int64, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		key, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || key != "MemTotal" {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 || len(fields) > 2 {
-			return 0, fmt.Errorf("malformed MemTotal line %q", sc.Text())
-		}
-		n, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("malformed MemTotal line %q", sc.Text())
-		}
-		if len(fields) == 2 {
-			// The kernel writes "kB" and means KiB.
-			if fields[1] != "kB" {
-				return 0, fmt.Errorf("malformed MemTotal line %q: unknown unit", sc.Text())
-			}
-			n *= 1024
-		}
-		return n, nil
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("no MemTotal in meminfo")
 }
 
 // ParseResourceList parses a --kube-reserved / --system-reserved value in

@@ -1,4 +1,4 @@
-package agent
+package eviction
 
 import (
 	"errors"
@@ -7,23 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-
-	v1 "k8s.io/api/core/v1"
 )
 
-// trimTerminationMessageFiles cuts each termination-message file of an
+// TrimTerminationMessageFiles cuts each termination-message file of an
 // evicted pod, once its containers are dead, to the part its status reads
-// (the last maxTerminationMessageBytes): the message stays what it was,
-// and a pod that filled the node filesystem through /dev/termination-log
+// (the last keep bytes; root is the pod's containers directory, one
+// directory per container holding its files): the message stays what it
+// was, and a pod that filled the node filesystem through /dev/termination-log
 // (a writable bind mount of a file under its pod directory, counted as its
-// usage: eviction_stats.go) gives the space back with its eviction
+// usage: agent/eviction_stats.go) gives the space back with its eviction
 // instead of keeping the node under pressure until the next pod is
 // evicted. The kubelet keeps these files until the pod is deleted (and
 // does not count them). The directories are the agent's; the files'
 // contents are the pod's, and only their contents: each is opened
 // O_NOFOLLOW|O_NONBLOCK and must be a regular file.
-func (a *Agent) trimTerminationMessageFiles(pod *v1.Pod) error {
-	root := filepath.Join(a.podDir(pod), "containers")
+func TrimTerminationMessageFiles(root string, keep int64) error {
 	ctrs, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -44,7 +42,7 @@ func (a *Agent) trimTerminationMessageFiles(pod *v1.Pod) error {
 		}
 		for _, f := range files {
 			if f.Type().IsRegular() {
-				errs = append(errs, trimToTail(filepath.Join(dir, f.Name()), maxTerminationMessageBytes))
+				errs = append(errs, trimToTail(filepath.Join(dir, f.Name()), keep))
 			}
 		}
 	}

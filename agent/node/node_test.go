@@ -1,8 +1,8 @@
-package agent
+package node
 
 import (
 	"errors"
-	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,10 +17,10 @@ import (
 )
 
 // fakeHost is a host with cpus CPUs and the given /proc/meminfo content.
-func fakeHost(cpus int, meminfo string) hostProbe {
-	return hostProbe{
-		numCPU:  func() int { return cpus },
-		meminfo: func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(meminfo)), nil },
+func fakeHost(cpus int, meminfo string) Host {
+	return Host{
+		NumCPU:  func() int { return cpus },
+		Meminfo: func() ([]byte, error) { return []byte(meminfo), nil },
 	}
 }
 
@@ -49,7 +49,7 @@ func TestDetectNode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n, err := detectNode(fakeHost(2, meminfo4G), "node1", map[string]string{"disk": "ssd"}, tc.kube, tc.system, nil)
+			n, err := DetectOn(fakeHost(2, meminfo4G), "node1", map[string]string{"disk": "ssd"}, tc.kube, tc.system, nil)
 			if tc.wantErrContain != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErrContain)
@@ -72,7 +72,7 @@ func TestDetectNode(t *testing.T) {
 }
 
 func TestDetectNode_Labels(t *testing.T) {
-	n, err := detectNode(fakeHost(1, meminfo4G), "node1", map[string]string{"disk": "ssd", v1.LabelHostname: "other"}, nil, nil, nil)
+	n, err := DetectOn(fakeHost(1, meminfo4G), "node1", map[string]string{"disk": "ssd", v1.LabelHostname: "other"}, nil, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		// --node-labels win over the defaults, as in the kubelet.
@@ -82,27 +82,27 @@ func TestDetectNode_Labels(t *testing.T) {
 		"disk":             "ssd",
 	}, n.Labels)
 
-	n, err = detectNode(fakeHost(1, meminfo4G), "node1", nil, nil, nil, nil)
+	n, err = DetectOn(fakeHost(1, meminfo4G), "node1", nil, nil, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "node1", n.Labels[v1.LabelHostname])
 }
 
 func TestDetectNode_Errors(t *testing.T) {
-	_, err := detectNode(fakeHost(1, meminfo4G), "Bad_Name", nil, nil, nil, nil)
+	_, err := DetectOn(fakeHost(1, meminfo4G), "Bad_Name", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, `node name "Bad_Name"`)
 
-	_, err = detectNode(fakeHost(1, meminfo4G), strings.Repeat("a", 64), nil, nil, nil, nil)
+	_, err = DetectOn(fakeHost(1, meminfo4G), strings.Repeat("a", 64), nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "as label kubernetes.io/hostname")
 
-	_, err = detectNode(fakeHost(0, meminfo4G), "node1", nil, nil, nil, nil)
+	_, err = DetectOn(fakeHost(0, meminfo4G), "node1", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "cpus")
 
-	_, err = detectNode(fakeHost(1, "MemFree: 1 kB\n"), "node1", nil, nil, nil, nil)
+	_, err = DetectOn(fakeHost(1, "MemFree: 1 kB\n"), "node1", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "no MemTotal")
 
 	broken := fakeHost(1, "")
-	broken.meminfo = func() (io.ReadCloser, error) { return nil, errors.New("no proc") }
-	_, err = detectNode(broken, "node1", nil, nil, nil, nil)
+	broken.Meminfo = func() ([]byte, error) { return nil, errors.New("no proc") }
+	_, err = DetectOn(broken, "node1", nil, nil, nil, nil)
 	assert.ErrorContains(t, err, "detect node memory: no proc")
 }
 
@@ -133,7 +133,7 @@ func TestParseMemTotal(t *testing.T) {
 	}
 }
 
-// TestDetectNode_EphemeralStorage: with a NodeStorage the node's
+// TestDetectNode_EphemeralStorage: with a Storage the node's
 // ephemeral-storage capacity is the size of the root dir's filesystem, and
 // allocatable takes off the reservations and the hard nodefs.available
 // threshold (the kubelet's hardEvictionReservation); soft thresholds and
@@ -169,8 +169,8 @@ func TestDetectNode_EphemeralStorage(t *testing.T) {
 			require.NoError(t, err)
 			host := fakeHost(2, meminfo4G)
 			var asked string
-			host.fsSize = func(path string) (int64, error) { asked = path; return size, nil }
-			n, err := detectNode(host, "node1", nil, kube, system, &NodeStorage{RootDir: "/var/lib/mk", Thresholds: tc.thresholds})
+			host.FsSize = func(path string) (int64, error) { asked = path; return size, nil }
+			n, err := DetectOn(host, "node1", nil, kube, system, &Storage{RootDir: "/var/lib/mk", Thresholds: tc.thresholds})
 			if tc.wantErrContain != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.wantErrContain)
@@ -184,19 +184,19 @@ func TestDetectNode_EphemeralStorage(t *testing.T) {
 		})
 	}
 
-	// Without a NodeStorage: no ephemeral-storage, and reserving it is
+	// Without a Storage: no ephemeral-storage, and reserving it is
 	// refused rather than dropped.
-	n, err := detectNode(fakeHost(2, meminfo4G), "node1", nil, nil, nil, nil)
+	n, err := DetectOn(fakeHost(2, meminfo4G), "node1", nil, nil, nil, nil)
 	require.NoError(t, err)
 	_, ok := n.Capacity[v1.ResourceEphemeralStorage]
 	assert.False(t, ok)
-	_, err = detectNode(fakeHost(2, meminfo4G), "node1", nil, v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}, nil, nil)
+	_, err = DetectOn(fakeHost(2, meminfo4G), "node1", nil, v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}, nil, nil)
 	require.ErrorContains(t, err, `cannot reserve "ephemeral-storage": the node's capacity of it is unknown`)
 
 	// A root dir that cannot be measured is an error naming it.
 	host := fakeHost(2, meminfo4G)
-	host.fsSize = func(string) (int64, error) { return 0, errors.New("permission denied") }
-	_, err = detectNode(host, "node1", nil, nil, nil, &NodeStorage{RootDir: "/var/lib/mk"})
+	host.FsSize = func(string) (int64, error) { return 0, errors.New("permission denied") }
+	_, err = DetectOn(host, "node1", nil, nil, nil, &Storage{RootDir: "/var/lib/mk"})
 	require.ErrorContains(t, err, "detect node ephemeral-storage of root dir /var/lib/mk: permission denied")
 }
 
@@ -282,4 +282,26 @@ func TestParseLabels(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// MeminfoField and MeminfoFile: the one reader of meminfo, from a path
+// the caller gives (never the host's in a test).
+func TestMeminfo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meminfo")
+	require.NoError(t, os.WriteFile(path, []byte(meminfo4G+"Bogus:\nHugePages_Total:       3\n"), 0o644))
+	b, err := MeminfoFile(path)()
+	require.NoError(t, err)
+	assert.Equal(t, int64(4194304*1024), MeminfoField(b, "MemTotal"))
+	assert.Equal(t, int64(1000000*1024), MeminfoField(b, "MemFree"))
+	assert.Equal(t, int64(3), MeminfoField(b, "HugePages_Total"), "no unit: a count")
+	assert.Zero(t, MeminfoField(b, "Bogus"), "malformed")
+	assert.Zero(t, MeminfoField(b, "SwapTotal"), "absent")
+	n, ok := MeminfoValue(b, "MemFree")
+	assert.Equal(t, []any{int64(1000000 * 1024), true}, []any{n, ok})
+	_, ok = MeminfoValue(b, "Bogus")
+	assert.False(t, ok, "malformed")
+	_, ok = MeminfoValue(b, "SwapTotal")
+	assert.False(t, ok, "absent")
+	_, err = MeminfoFile(filepath.Join(t.TempDir(), "none"))()
+	require.Error(t, err)
 }

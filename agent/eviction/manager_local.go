@@ -1,12 +1,12 @@
-package agent
+package eviction
 
 // Local storage eviction (the kubelet's localStorageEviction), step 3 of
 // the eviction manager's cycle: every cycle, whether or not the node is
 // under pressure, the pods with local storage limits (a disk emptyDir
 // with a sizeLimit, an ephemeral-storage limit) are measured
-// (EvictionStats.LocalStorage) and each pod past one is evicted at once
-// with the kubelet's message (eviction.LocalStorageViolation). The
-// decision is package eviction's; this file measures, evicts and records.
+// (StatsProvider.LocalStorage) and each pod past one is evicted at once
+// with the kubelet's message (LocalStorageViolation, local.go: the
+// decision); this file measures, evicts and records.
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // localStorageEviction evicts every evictable pod past one of its local
@@ -23,10 +23,10 @@ import (
 // immediateEvictionGracePeriodSeconds whatever the pod asks (killContainer's
 // 2 s minimum applies), critical pods are never evicted, and the status
 // gets no DisruptionTarget condition.
-func (m *evictionManager) localStorageEviction(ctx context.Context, obs EvictionObservation, now time.Time) []*v1.Pod {
+func (m *Manager) localStorageEviction(ctx context.Context, obs NodeObservation, now time.Time) []*v1.Pod {
 	var pods []*v1.Pod
-	for _, p := range m.a.evictablePods() {
-		if eviction.HasLocalStorageLimits(p) {
+	for _, p := range m.pods.Evictable() {
+		if HasLocalStorageLimits(p) {
 			pods = append(pods, p)
 		}
 	}
@@ -41,16 +41,16 @@ func (m *evictionManager) localStorageEviction(ctx context.Context, obs Eviction
 	dedicated := obs.ImageFsPath != "" && !obs.SameFs
 	var evicted []*v1.Pod
 	for _, p := range pods {
-		_, limits := podRequestsAndLimits(p)
+		_, limits := podspec.PodRequestsAndLimits(p)
 		var podLimit *resource.Quantity
 		if q, ok := limits[v1.ResourceEphemeralStorage]; ok {
 			podLimit = &q
 		}
-		signal, msg := eviction.LocalStorageViolation(p, usage[p.UID], podLimit, dedicated)
+		signal, msg := LocalStorageViolation(p, usage[p.UID], podLimit, dedicated)
 		if msg == "" {
 			continue
 		}
-		if !m.a.evictPod(p.UID, immediateEvictionGracePeriodSeconds, msg, false) {
+		if !m.pods.Evict(p.UID, immediateEvictionGracePeriodSeconds, msg, false) {
 			continue
 		}
 		m.record(p, signal, immediateEvictionGracePeriodSeconds, msg, now)

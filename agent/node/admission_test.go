@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"runtime"
@@ -13,13 +13,13 @@ import (
 )
 
 // admNode is a 2-CPU, 4 GiB node with room for 110 pods.
-func admNode() NodeInfo {
+func admNode() Info {
 	alloc := v1.ResourceList{
 		v1.ResourceCPU:    resource.MustParse("2"),
 		v1.ResourceMemory: resource.MustParse("4Gi"),
 		v1.ResourcePods:   resource.MustParse("110"),
 	}
-	return NodeInfo{
+	return Info{
 		Name: "node1",
 		Labels: map[string]string{
 			v1.LabelHostname: "node1", v1.LabelOSStable: runtime.GOOS, v1.LabelArchStable: runtime.GOARCH,
@@ -82,7 +82,7 @@ func TestAdmitPod(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		node     func(*NodeInfo)
+		node     func(*Info)
 		pod      *v1.Pod
 		admitted []*v1.Pod
 		reason   string
@@ -117,14 +117,14 @@ func TestAdmitPod(t *testing.T) {
 		},
 		{
 			name: "OutOfpods",
-			node: func(n *NodeInfo) { n.Allocatable[v1.ResourcePods] = resource.MustParse("2") },
+			node: func(n *Info) { n.Allocatable[v1.ResourcePods] = resource.MustParse("2") },
 			pod:  cpuPod("new", ""), admitted: []*v1.Pod{cpuPod("a", ""), cpuPod("b", "")},
 			reason:  "OutOfpods",
 			message: "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2",
 		},
 		{
 			name: "pod count is reported before cpu",
-			node: func(n *NodeInfo) { n.Allocatable[v1.ResourcePods] = resource.MustParse("1") },
+			node: func(n *Info) { n.Allocatable[v1.ResourcePods] = resource.MustParse("1") },
 			pod:  cpuPod("new", "3"), admitted: []*v1.Pod{cpuPod("a", "")},
 			reason: "OutOfpods", message: "Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1",
 		},
@@ -147,7 +147,7 @@ func TestAdmitPod(t *testing.T) {
 		},
 		{
 			name: "terminal pods do not count toward the pod limit",
-			node: func(n *NodeInfo) { n.Allocatable[v1.ResourcePods] = resource.MustParse("1") },
+			node: func(n *Info) { n.Allocatable[v1.ResourcePods] = resource.MustParse("1") },
 			pod:  cpuPod("new", ""), admitted: []*v1.Pod{withPhase(cpuPod("a", ""), v1.PodSucceeded)},
 		},
 		{
@@ -352,7 +352,7 @@ func TestAdmitPod(t *testing.T) {
 			if tc.node != nil {
 				tc.node(&node)
 			}
-			ok, reason, message := admitPod(node, tc.pod, tc.admitted)
+			ok, reason, message := Admit(node, tc.pod, tc.admitted)
 			assert.Equal(t, tc.reason == "", ok)
 			assert.Equal(t, tc.reason, reason)
 			assert.Equal(t, tc.message, message)
@@ -399,7 +399,7 @@ func TestAdmitPod_NodeAffinity(t *testing.T) {
 			p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{NodeSelectorTerms: tc.terms},
 			}}
-			ok, reason, _ := admitPod(admNode(), p, nil)
+			ok, reason, _ := Admit(admNode(), p, nil)
 			assert.Equal(t, tc.want, ok)
 			if !tc.want {
 				assert.Equal(t, "NodeAffinity", reason)
@@ -424,7 +424,7 @@ func TestRejectedStatus(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := admPod("p", admContainer("c", "1", "1Gi"))
 	p.Spec.InitContainers = []v1.Container{admContainer("i1", "", ""), admContainer("i2", "", "")}
-	st := rejectedStatus(p, "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000", now)
+	st := RejectedStatus(p, "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000", now)
 
 	assert.Equal(t, v1.PodFailed, st.Phase)
 	assert.Equal(t, "OutOfcpu", st.Reason)
@@ -450,7 +450,7 @@ func TestRejectedStatus(t *testing.T) {
 	assert.Equal(t, v1.ConditionTrue, conds[v1.PodScheduled].Status)
 
 	// Without init containers the pod counts as initialized.
-	st = rejectedStatus(admPod("q", admContainer("c", "", "")), "NodePorts", "x", now)
+	st = RejectedStatus(admPod("q", admContainer("c", "", "")), "NodePorts", "x", now)
 	for _, c := range st.Conditions {
 		if c.Type == v1.PodInitialized {
 			assert.Equal(t, v1.ConditionTrue, c.Status)
@@ -475,10 +475,10 @@ func TestAdmitPod_EphemeralStorage(t *testing.T) {
 	}
 	running := []*v1.Pod{storagePod("a", "4Gi"), withPhase(storagePod("done", "8Gi"), v1.PodSucceeded)}
 
-	ok, _, _ := admitPod(node, storagePod("fits", "5Gi"), running)
+	ok, _, _ := Admit(node, storagePod("fits", "5Gi"), running)
 	assert.True(t, ok, "4Gi + 5Gi fit in 9Gi allocatable")
 
-	ok, reason, msg := admitPod(node, storagePod("big", "6Gi"), running)
+	ok, reason, msg := Admit(node, storagePod("big", "6Gi"), running)
 	require.False(t, ok)
 	assert.Equal(t, "OutOfephemeral-storage", reason)
 	assert.Equal(t, "Node didn't have enough resource: ephemeral-storage, requested: 6442450944, used: 4294967296, capacity: 9663676416", msg)
@@ -488,17 +488,17 @@ func TestAdmitPod_EphemeralStorage(t *testing.T) {
 	initC := admContainer("init", "", "")
 	initC.Resources.Requests = v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("6Gi")}
 	p.Spec.InitContainers = []v1.Container{initC}
-	ok, reason, _ = admitPod(node, p, running)
+	ok, reason, _ = Admit(node, p, running)
 	assert.False(t, ok)
 	assert.Equal(t, "OutOfephemeral-storage", reason)
 
 	// cpu is reported first when both are short.
 	both := storagePod("both", "100Gi")
 	both.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("3")
-	_, reason, _ = admitPod(node, both, nil)
+	_, reason, _ = Admit(node, both, nil)
 	assert.Equal(t, "OutOfcpu", reason)
 
 	// No ephemeral-storage capacity known: not checked.
-	ok, _, _ = admitPod(admNode(), storagePod("unknown", "100Gi"), nil)
+	ok, _, _ = Admit(admNode(), storagePod("unknown", "100Gi"), nil)
 	assert.True(t, ok)
 }

@@ -1,4 +1,4 @@
-package agent
+package node
 
 // Node admission: the kubelet's last word on a pod before any of it is
 // created (k8s pkg/kubelet/lifecycle/predicate.go, which runs the scheduler's
@@ -32,6 +32,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // Admission failure reasons, the kubelet's (pkg/kubelet/lifecycle/predicate.go
@@ -56,14 +59,14 @@ const (
 	errReasonNodePorts    = "node(s) didn't have free ports for the requested pod ports"
 )
 
-// admitPod decides whether pod may run next to the already admitted pods. On rejection it returns the kubelet's reason and message.
+// Admit decides whether pod may run next to the already admitted pods. On rejection it returns the kubelet's reason and message.
 //
 // admitted are the pods accepted earlier whose workers still run (including
 // pods being torn down, which the kubelet also counts); those in phase
 // Succeeded or Failed, and pod itself (same UID: an update), do not count.
-// The message is the kubelet's admission message; rejectedStatus adds the
+// The message is the kubelet's admission message; RejectedStatus adds the
 // "Pod was rejected: " prefix the pod's status carries.
-func admitPod(node NodeInfo, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, message string) {
+func Admit(node Info, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, message string) {
 	// Step 1: OS label. The kubelet compares the pod's (not its
 	// nodeSelector's) kubernetes.io/os label with its own OS.
 	if osLabel, set := pod.Labels[v1.LabelOSStable]; set && osLabel != runtime.GOOS {
@@ -101,11 +104,11 @@ func admitPod(node NodeInfo, pod *v1.Pod, admitted []*v1.Pod) (ok bool, reason, 
 	return true, "", ""
 }
 
-// admitPodOS refuses a pod whose spec.os.name is not this node's OS, with
+// AdmitOS refuses a pod whose spec.os.name is not this node's OS, with
 // the kubelet's reason and message (pkg/kubelet/lifecycle/predicate.go
 // rejectPodAdmissionBasedOnOSField). Unlike the resource predicates it
 // holds without node allocatable too: a Windows pod never runs here.
-func admitPodOS(pod *v1.Pod) (reason, message string) {
+func AdmitOS(pod *v1.Pod) (reason, message string) {
 	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != runtime.GOOS {
 		return admitReasonOSField, "Failed to admit pod as the OS field doesn't match node OS"
 	}
@@ -127,8 +130,8 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) string 
 // fitsResources checks pod count, cpu, memory and ephemeral-storage, and
 // returns the first shortage's reason and message (fail = true) in the
 // scheduler's order. A node without an ephemeral-storage capacity (no
-// NodeStorage given to DetectNode) does not check it.
-func fitsResources(node NodeInfo, pod *v1.Pod, others []*v1.Pod) (reason, message string, fail bool) {
+// Storage given to Detect) does not check it.
+func fitsResources(node Info, pod *v1.Pod, others []*v1.Pod) (reason, message string, fail bool) {
 	maxPods := node.Allocatable.Pods().Value()
 	if int64(len(others))+1 > maxPods {
 		return admitReasonOutOfPods, insufficient(v1.ResourcePods, 1, int64(len(others)), maxPods), true
@@ -203,7 +206,7 @@ func effectivePodRequests(pod *v1.Pod) podRequests {
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		req := requestsOf(c)
-		if isSidecar(c) {
+		if manifest.IsSidecar(c) {
 			sum = sum.plus(req)
 			sidecars = sidecars.plus(req)
 			req = sidecars
@@ -219,7 +222,7 @@ func effectivePodRequests(pod *v1.Pod) podRequests {
 // (component-helpers GetRequiredNodeAffinity): every nodeSelector pair is a
 // node label, and, when required node affinity is set, at least one term
 // matches.
-func matchesNodeSelectorAndAffinity(pod *v1.Pod, node NodeInfo) bool {
+func matchesNodeSelectorAndAffinity(pod *v1.Pod, node Info) bool {
 	for k, v := range pod.Spec.NodeSelector {
 		if got, ok := node.Labels[k]; !ok || got != v {
 			return false
@@ -240,7 +243,7 @@ func matchesNodeSelectorAndAffinity(pod *v1.Pod, node NodeInfo) bool {
 
 // matchesNodeSelectorTerm ANDs a term's requirements; a term without any
 // matches nothing, and so does a malformed requirement.
-func matchesNodeSelectorTerm(term v1.NodeSelectorTerm, node NodeInfo) bool {
+func matchesNodeSelectorTerm(term v1.NodeSelectorTerm, node Info) bool {
 	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
 		return false
 	}
@@ -320,7 +323,7 @@ func podHostPorts(pod *v1.Pod) map[hostPortKey][]netip.Addr {
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if manifest.IsSidecar(&pod.Spec.InitContainers[i]) {
 			add(&pod.Spec.InitContainers[i])
 		}
 	}
@@ -363,7 +366,7 @@ func hostPortsConflict(pod *v1.Pod, others []*v1.Pod) bool {
 	return false
 }
 
-// rejectedStatus is the status of a pod admission refused, as the kubelet's
+// RejectedStatus is the status of a pod admission refused, as the kubelet's
 // rejectPod sets it: phase Failed, the admission reason, the message
 // prefixed with "Pod was rejected: ", the QoS class, and the start time the
 // status manager stamps. No container ran, so there are no container
@@ -375,7 +378,7 @@ func hostPortsConflict(pod *v1.Pod, others []*v1.Pod) bool {
 // carries the same five conditions. Initialized reads as the kubelet's
 // generator would with no container status: "containers with unknown
 // status: [...]".
-func rejectedStatus(pod *v1.Pod, reason, message string, now time.Time) v1.PodStatus {
+func RejectedStatus(pod *v1.Pod, reason, message string, now time.Time) v1.PodStatus {
 	t := metav1.NewTime(now)
 	cond := func(typ v1.PodConditionType, s v1.ConditionStatus, reason, msg string) v1.PodCondition {
 		return v1.PodCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: t, ObservedGeneration: pod.Generation}
@@ -395,7 +398,7 @@ func rejectedStatus(pod *v1.Pod, reason, message string, now time.Time) v1.PodSt
 		Phase:              v1.PodFailed,
 		Reason:             reason,
 		Message:            "Pod was rejected: " + message,
-		QOSClass:           podQOSClass(pod),
+		QOSClass:           podspec.QOSClass(pod),
 		StartTime:          &t,
 		Conditions: []v1.PodCondition{
 			cond(v1.PodReadyToStartContainers, v1.ConditionFalse, "", ""),

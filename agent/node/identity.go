@@ -1,0 +1,87 @@
+package node
+
+// Several minikubelets may share one container runtime: the daemon
+// (`serve`) and foreground `run`s, or daemons with different root dirs.
+// Every sandbox and container carries the creating agent's identity
+// (labelAgent); orphan collection, relist (and the metrics it feeds) and
+// log rotation take only this agent's own objects, and each agent reports
+// what the others own instead of removing it.
+//
+// Objects from versions before the label (managed-by only) are the
+// daemon's, as they always were: a `serve` adopts and collects them as
+// before, a foreground run leaves them alone. Shared node state stays
+// shared: the burstable QoS tier sums every minikubelet's pods, and IP
+// leak repair and pod cgroup cleanup treat every sandbox on the runtime
+// as live.
+//
+// Adoption of a wanted pod is by pod UID (state.go), not by agent: UIDs
+// derive from a pod's source (the file path, api:<ns>/<name>, the API
+// server's UID), so two agents want one UID only when given the same
+// source, and then it is the same pod (a `run` of the same file again
+// takes over what an earlier, killed `run` left).
+//
+// This file holds the identities and how they read; the engine (package
+// agent, agent_identity.go) labels its objects with its own and checks
+// whose an object is.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Prefixes of agent IDs.
+const (
+	agentIDServe = "serve-"
+	agentIDRun   = "run-"
+)
+
+// ServeAgentID is the identity of the daemon with root dir rootDir:
+// "serve-" and a hash of the clean path, so a restarted daemon is the same
+// agent and two daemons with different root dirs are not.
+func ServeAgentID(rootDir string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(rootDir)))
+	return agentIDServe + hex.EncodeToString(sum[:6])
+}
+
+// ForegroundAgentID is the identity of a foreground `minikubelet run`
+// with process ID pid.
+func ForegroundAgentID(pid int) string {
+	return agentIDRun + strconv.Itoa(pid)
+}
+
+// IsServeAgentID reports whether id is a daemon's (serve) identity.
+func IsServeAgentID(id string) bool { return strings.HasPrefix(id, agentIDServe) }
+
+// DescribeAgent names the owner of objects labelled with agent ID id.
+func DescribeAgent(id string) string {
+	switch {
+	case id == "":
+		return "an older minikubelet daemon, no agent label"
+	case strings.HasPrefix(id, agentIDRun):
+		return "foreground run, pid " + strings.TrimPrefix(id, agentIDRun)
+	case strings.HasPrefix(id, agentIDServe):
+		return "minikubelet serve " + id
+	}
+	return id
+}
+
+// ForeignPodNotices are one sentence per other minikubelet with pods on
+// the runtime, in a stable order.
+func ForeignPodNotices(byOwner map[string]int) []string {
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(byOwner)) {
+		n := byOwner[id]
+		what := "pods on this runtime belong"
+		if n == 1 {
+			what = "pod on this runtime belongs"
+		}
+		out = append(out, fmt.Sprintf("%d %s to another minikubelet (%s): left alone", n, what, DescribeAgent(id)))
+	}
+	return out
+}
