@@ -280,7 +280,7 @@ var (
 // keys pods by namespace and name.
 //
 // Nothing else reads this Collector: eviction measures the node through
-// agent.EvictionStats over the daemon's full set of pods, and the local
+// eviction.StatsProvider (agent.NewEvictionStats) over the daemon's full set of pods, and the local
 // API and CLI serve the node's own names.
 func clusterSummary(view *agent.ClusterView, rt stats.Runtime, host stats.Host, rootDir, nodeName string, logger *slog.Logger) *stats.Collector {
 	return stats.New(stats.Config{
