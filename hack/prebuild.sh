@@ -6,10 +6,14 @@
 #   1. the control plane (hack/cluster/build.sh), then metrics-server,
 #      the pinned containerd 2.x and kubeadm (TestCluster_KubeadmJoin):
 #      the e2e suite's, needed ~15 min in;
-#   2. e2e.test, kube-controller-manager, kube-scheduler, ginkgo, agnhost,
+#   2. kube-controller-manager, kube-scheduler, kube-proxy and coredns
+#      (hack/conformance/build.sh): the system-pods e2e test's (a few
+#      minutes; built before e2e.test, which holds the builder's lock for
+#      15+ minutes);
+#   3. e2e.test, kube-controller-manager, kube-scheduler, ginkgo, agnhost,
 #      nnp (hack/conformance/build.sh): make test-conformance's, the
 #      slowest (15+ min cold), needed after the e2e suite;
-#   3. the cgroup v2 guest image (hack/vm/image.sh; mostly downloads from
+#   4. the cgroup v2 guest image (hack/vm/image.sh; mostly downloads from
 #      the apt mirror), needed last.
 #
 # Each builder holds its cache's lock while it builds, so the part that
@@ -42,6 +46,7 @@ build "control plane (hack/cluster/build.sh)" "$HACK/cluster/build.sh"
 build "metrics-server (hack/metrics-server/build.sh)" "$HACK/metrics-server/build.sh"
 build "containerd $(containerd2_version) (hack/install-containerd2.sh)" "$HACK/install-containerd2.sh"
 build "kubeadm (hack/cluster/build-kubeadm.sh)" "$HACK/cluster/build-kubeadm.sh"
+build "system-pod binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" kube-controller-manager kube-scheduler kube-proxy coredns
 build "conformance binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp
 build "cgroup v2 guest image (hack/vm/image.sh)" "$HACK/vm/image.sh"
 step "all done"

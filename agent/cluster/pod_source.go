@@ -388,7 +388,7 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 	// (its Priority admission plugin): kept, it ranks the pod for eviction
 	// and makes system-critical pods critical, as on the kubelet.
 	manifest.SetPodDefaults(c, podSourcePath(p), nodeName)
-	errs := manifest.ValidatePod(c)
+	errs := scheduledPodErrors(manifest.ValidatePod(c))
 	if c.Spec.NodeName != nodeName {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "nodeName"), c.Spec.NodeName,
 			fmt.Sprintf("must be the name of this node (%q)", nodeName)))
@@ -430,4 +430,22 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 		}
 	}
 	return c, nil
+}
+
+// scheduledPodErrors drops from a cluster pod's problems the refusal of
+// spec.affinity.podAffinity and podAntiAffinity: those are the scheduler's
+// to evaluate, and it placed the pod here already. The kubelet does not
+// look at them either (its admission checks node name, host ports,
+// resources, node selector and required node affinity, and taints);
+// kubeadm's CoreDNS Deployment carries a preferred podAntiAffinity. A
+// local pod, which no scheduler places, still has them refused.
+func scheduledPodErrors(errs field.ErrorList) field.ErrorList {
+	out := errs[:0:0]
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeForbidden && (e.Field == "spec.affinity.podAffinity" || e.Field == "spec.affinity.podAntiAffinity") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }

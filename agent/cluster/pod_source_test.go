@@ -239,3 +239,46 @@ func TestPodSource_KeepsFinishedPodsTheAgentHolds(t *testing.T) {
 	require.Empty(t, errs)
 	require.Equal(t, []string{"held", "web"}, pods)
 }
+
+// A scheduled cluster pod with inter-pod (anti-)affinity, as kubeadm's
+// CoreDNS Deployment makes it, is run: the scheduler evaluated those terms
+// before binding it here, and the kubelet ignores them. The same pod from
+// a manifest is refused (no scheduler places it), and a cluster pod's
+// other problems are still reported.
+func TestPreparePod_InterPodAffinityIsTheSchedulers(t *testing.T) {
+	term := v1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+		TopologyKey:   "kubernetes.io/hostname",
+	}
+	pod := func() *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "coredns-1", Namespace: "kube-system", UID: "u-1"},
+			Spec: v1.PodSpec{
+				NodeName:   "node-a",
+				Containers: []v1.Container{{Name: "coredns", Image: "registry.k8s.io/coredns/coredns:v1.15.0"}},
+				Affinity: &v1.Affinity{
+					PodAntiAffinity: &v1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: term}}},
+					PodAffinity:     &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term}},
+				},
+			},
+		}
+	}
+	got, err := PreparePod(pod(), "node-a")
+	require.NoError(t, err)
+	require.NotNil(t, got.Spec.Affinity.PodAntiAffinity)
+
+	local := pod()
+	manifest.SetPodDefaults(local, "file:coredns.yaml", "node-a")
+	errs := manifest.ValidatePod(local)
+	require.Len(t, errs, 2, "%v", errs)
+	require.Equal(t, "spec.affinity.podAffinity", errs[0].Field)
+	require.Equal(t, "spec.affinity.podAntiAffinity", errs[1].Field)
+
+	bad := pod()
+	bad.Spec.Containers[0].Name = "Bad_Name"
+	_, err = PreparePod(bad, "node-a")
+	var me *manifest.ManifestError
+	require.ErrorAs(t, err, &me)
+	require.Len(t, me.Problems, 1, "%v", me.Problems)
+	require.Contains(t, me.Problems[0], "spec.containers[0].name")
+}

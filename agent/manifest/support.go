@@ -130,7 +130,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"imagePullSecrets":              ruleLimited("Secrets of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg from the same manifest input or the API, tried before the node's --pull-secret-file, as CRI AuthConfig"),
 	"hostname":                      ruleOK,
 	"subdomain":                     ruleLimited("names the pod <hostname>.<subdomain>.<namespace>.svc.<--cluster-domain> in its /etc/hosts"),
-	"affinity":                      ruleLimited("nodeAffinity only: requiredDuringSchedulingIgnoredDuringExecution is checked at admission (reason NodeAffinity); preferredDuringSchedulingIgnoredDuringExecution has no effect without a scheduler; podAffinity and podAntiAffinity are refused"),
+	"affinity":                      ruleLimited("nodeAffinity only: requiredDuringSchedulingIgnoredDuringExecution is checked at admission (reason NodeAffinity); preferredDuringSchedulingIgnoredDuringExecution has no effect without a scheduler; podAffinity and podAntiAffinity are refused on local pods (a cluster pod comes placed by the scheduler, which evaluated them)"),
 	"schedulerName":                 ruleInert("there is no scheduler on a lone node"),
 	"tolerations":                   ruleInert("there is no scheduler or taint manager on a lone node"),
 	"hostAliases":                   ruleLimited("appended to the pod's managed /etc/hosts"),

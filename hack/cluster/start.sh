@@ -43,7 +43,13 @@
 # apiserver outage); a NODE without credentials gets them. Waits until
 # /readyz answers ok, then prints DIR/admin.kubeconfig as the last line.
 # Env: READY_TIMEOUT (seconds, default 180), CLUSTER_BIN (default: the
-# pinned build), SERVICE_CIDR (default 10.96.0.0/16).
+# pinned build), SERVICE_CIDR (default 10.96.0.0/16), ADVERTISE_ADDRESS
+# (default none: loopback only). With ADVERTISE_ADDRESS, an address of this
+# machine (the test node's own dummy interface), the apiserver listens on
+# it instead of 127.0.0.1, the kubeconfigs name it, and it is the
+# `kubernetes` Service's endpoint (--endpoint-reconciler-type lease, as
+# kubeadm's clusters have it): what pods need to reach the API server
+# through kube-proxy (the CoreDNS add-on, hack/cluster/addons).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -96,7 +102,14 @@ if [[ ! -f $DIR/ports ]]; then
 fi
 # shellcheck source=/dev/null
 source "$DIR/ports"
-SERVER=https://127.0.0.1:$APISERVER_PORT
+ADVERTISE_ADDRESS=${ADVERTISE_ADDRESS:-}
+API_ADDR=127.0.0.1
+if [[ -n $ADVERTISE_ADDRESS ]]; then
+	[[ $ADVERTISE_ADDRESS =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] || die "ADVERTISE_ADDRESS=$ADVERTISE_ADDRESS: not an IPv4 address"
+	[[ -n $(ip -4 -o addr show to "$ADVERTISE_ADDRESS/32") ]] || die "ADVERTISE_ADDRESS=$ADVERTISE_ADDRESS is no address of this machine: add it to an interface first (ip addr add)"
+	API_ADDR=$ADVERTISE_ADDRESS
+fi
+SERVER=https://$API_ADDR:$APISERVER_PORT
 
 # --- certificates ---------------------------------------------------------
 # ECDSA P-256 keys: generated in milliseconds, accepted everywhere here.
@@ -148,7 +161,7 @@ sign() {
 # The first address of the service range is the `kubernetes` service's.
 svc_ip=$(SERVICE_CIDR=$SERVICE_CIDR awk 'BEGIN { split(ENVIRON["SERVICE_CIDR"], a, "[./]"); printf "%d.%d.%d.%d", a[1], a[2], a[3], a[4] + 1 }')
 sign apiserver "/CN=kube-apiserver" serverAuth \
-	"IP:127.0.0.1,IP:$svc_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+	"IP:127.0.0.1,IP:$svc_ip${ADVERTISE_ADDRESS:+,IP:$ADVERTISE_ADDRESS},DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 sign admin "/O=system:masters/CN=minikubelet-test-admin" clientAuth
 # The apiserver's client certificate towards the nodes' kubelet servers
 # (logs, exec, attach, port-forward, node proxy); the node asks the
@@ -238,10 +251,12 @@ if pid=$(pidfile_alive "$DIR/kube-apiserver.pid"); then
 	step "kube-apiserver: already running (pid $pid, $SERVER)"
 else
 	port_free "$APISERVER_PORT" || die "127.0.0.1:$APISERVER_PORT (kube-apiserver) is taken by another process; remove $DIR/ports to choose new ports"
-	# --endpoint-reconciler-type=none: the `kubernetes` Endpoints would hold
-	# 127.0.0.1, which Endpoints validation refuses (loopback).
+	# --endpoint-reconciler-type=none on loopback: the `kubernetes`
+	# Endpoints would hold 127.0.0.1, which Endpoints validation refuses.
+	reconciler=none
+	[[ -z $ADVERTISE_ADDRESS ]] || reconciler=lease
 	start_bg kube-apiserver "$BIN/kube-apiserver" \
-		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+		--bind-address "$API_ADDR" --advertise-address "$API_ADDR" --secure-port "$APISERVER_PORT" \
 		--cert-dir "$PKI" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
 		--client-ca-file "$PKI/ca.crt" \
 		--kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
@@ -257,7 +272,7 @@ else
 		--requestheader-extra-headers-prefix X-Remote-Extra- \
 		--proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key" \
 		--enable-aggregator-routing=true \
-		--allow-privileged=true --endpoint-reconciler-type none --profiling=false \
+		--allow-privileged=true --endpoint-reconciler-type "$reconciler" --profiling=false \
 		--v 1
 	if ! wait_for "$READY_TIMEOUT" "kube-apiserver /readyz at $SERVER" readyz; then
 		tail -n 30 "$DIR/kube-apiserver.log" >&2 || true

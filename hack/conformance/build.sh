@@ -11,6 +11,14 @@
 #                            k8s.io/kubernetes requires)
 #   agnhost, nnp             test/images/agnhost and test/images/nonewprivs,
 #                            the programs of the e2e images (hack/images --e2e)
+#   kube-proxy               k8s.io/kubernetes/cmd/kube-proxy at the same
+#                            version, from the module hack/kubeproxy (its own
+#                            go.mod: kube-proxy's netlink and nftables modules
+#                            in hack/cluster's would change that module's hash
+#                            and so every stamp here)
+#   coredns                  hack/coredns (CoreDNS with a cluster's plugins)
+#   (kube-proxy and coredns are the programs of the cluster add-on images,
+#   hack/images --system; hack/cluster/addons)
 #
 # into /var/lib/minikubelet/conformance-<kube>/bin (lib.sh's conformance_bin).
 # Each binary has a stamp (its name, the Kubernetes and Go versions, a hash
@@ -30,6 +38,11 @@ command -v go >/dev/null || die "go missing; install Go 1.26+ into /usr/local/go
 
 KUBE=$(cluster_kube_version)
 BIN=$(conformance_bin)
+REPO_HACK=$(dirname "$CONFORMANCE_DIR")
+# kube-proxy's module must pin the same Kubernetes as hack/cluster's.
+kp=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$REPO_HACK/kubeproxy/go.mod")
+[[ $kp == "$KUBE" ]] || die "hack/kubeproxy/go.mod pins k8s.io/kubernetes $kp, hack/cluster/go.mod $KUBE: make them equal (copy hack/cluster/go.mod's versions, go mod tidy)"
+
 NICE=${NICE:-10}
 SUM=$(cat "$CLUSTER_MOD/go.mod" "$CLUSTER_MOD/go.sum" | sha256sum | cut -c1-16)
 GOV=$(go env GOVERSION)
@@ -54,7 +67,23 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
-stamp_of() { printf '%s %s %s mod=%s\n' "$1" "$KUBE" "$GOV" "$SUM"; }
+# modules: the module directory of a binary not built in hack/cluster; its
+# stamp hashes that module's go.mod and go.sum instead.
+declare -A modules=(
+	[kube-proxy]=$REPO_HACK/kubeproxy
+	[coredns]=$REPO_HACK/coredns
+)
+mod_of() { printf '%s\n' "${modules[$1]:-$CLUSTER_MOD}"; }
+sum_of() {
+	local m
+	m=$(mod_of "$1")
+	if [[ $m == "$CLUSTER_MOD" ]]; then
+		printf '%s\n' "$SUM"
+	else
+		cat "$m/go.mod" "$m/go.sum" | sha256sum | cut -c1-16
+	fi
+}
+stamp_of() { printf '%s %s %s mod=%s\n' "$1" "$KUBE" "$GOV" "$(sum_of "$1")"; }
 built() { [[ -x $BIN/$1 && -f $BIN/$1.stamp && $(<"$BIN/$1.stamp") == "$(stamp_of "$1")" ]]; }
 
 # build NAME PACKAGE [test]: build PACKAGE into BIN/NAME unless its stamp
@@ -72,7 +101,7 @@ build() {
 	fi
 	step "$name: building $pkg ($GOV, nice -n $NICE; a line a minute meanwhile)"
 	rm -f "$BIN/$name.stamp"
-	(cd "$CLUSTER_MOD" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg") &
+	(cd "$(mod_of "$name")" && CGO_ENABLED=0 nice -n "$NICE" "${cmd[@]}" -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg") &
 	local pid=$! rc=0 hb
 	# Without fd 9: its sleep would hold the build lock for up to a minute
 	# after this script ends.
@@ -97,10 +126,13 @@ declare -A pkgs=(
 	[ginkgo]=github.com/onsi/ginkgo/v2/ginkgo
 	[agnhost]=k8s.io/kubernetes/test/images/agnhost
 	[nnp]=k8s.io/kubernetes/test/images/nonewprivs
+	[kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+	[coredns]=github.com/minikubelet/minikubelet/hack/coredns
 )
-order=(kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp)
+order=(kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp kube-proxy coredns)
 want=("$@")
-((${#want[@]})) || want=(e2e.test "${order[@]}")
+# Without arguments: what the conformance run needs (not the add-ons).
+((${#want[@]})) || want=(e2e.test kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp)
 for n in "${want[@]}"; do
 	[[ -n ${pkgs[$n]:-} ]] || die "build.sh: unknown binary $n (known: e2e.test ${order[*]})"
 done

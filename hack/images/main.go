@@ -59,6 +59,9 @@ type options struct {
 	e2eList, e2eBin string
 	// e2eAgnhostExtra is a directory tree layered on top of agnhost (e2e.go).
 	e2eAgnhostExtra string
+	// system, systemIptables and the versions select the cluster add-on
+	// images instead (system.go).
+	system, systemIptables, kubeVersion, corednsVersion string
 }
 
 // imageSpec describes one image to build.
@@ -90,6 +93,10 @@ func main() {
 	flag.StringVar(&o.e2eList, "e2e", "", "build only the e2e suite's images named in this file (e2e.test --list-images; see e2e.go)")
 	flag.StringVar(&o.e2eBin, "e2e-bin", "", "directory with the agnhost and nnp binaries for --e2e")
 	flag.StringVar(&o.e2eAgnhostExtra, "e2e-agnhost-extra", "", "with --e2e: a directory tree added as a layer on top of the agnhost image (see e2e.go)")
+	flag.StringVar(&o.system, "system", "", "build only the cluster add-on images (kube-proxy, coredns) from the binaries in this directory (see system.go)")
+	flag.StringVar(&o.systemIptables, "system-iptables", "", "with --system: the iptables tree layered into the kube-proxy image")
+	flag.StringVar(&o.kubeVersion, "kube-version", "", "with --system: the kube-proxy image's tag")
+	flag.StringVar(&o.corednsVersion, "coredns-version", "", "with --system: the coredns image's tag")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -126,6 +133,13 @@ func run(ctx context.Context, o options) error {
 	bb := layerSpec{what: "busybox with " + fmt.Sprint(len(applets)) + " applets", entries: busyboxEntries(busybox, applets)}
 	if o.e2eList != "" {
 		return runE2E(ctx, o, bb, pause, standinBin)
+	}
+	if o.system != "" {
+		if err := runSystem(ctx, o, bb); err != nil {
+			return err
+		}
+		fmt.Printf("[images] system: done in %v\n", time.Since(start).Round(time.Millisecond))
+		return nil
 	}
 	specs := []imageSpec{
 		{

@@ -2,10 +2,14 @@
 // the etcd and kube-apiserver that hack/cluster/build.sh builds from the Go
 // module proxy (pinned in hack/cluster/go.mod), started on loopback by
 // hack/cluster/start.sh with their own directory, ports and certificates.
-// There is no controller-manager and no scheduler: tests bind pods to a
-// node themselves (spec.nodeName), and start.sh creates the default
-// ServiceAccount and kube-root-ca.crt ConfigMap of the default namespace
-// (CreateNamespace does the same for others).
+// By default there is no controller-manager and no scheduler: tests bind
+// pods to a node themselves (spec.nodeName), and start.sh creates the
+// default ServiceAccount and kube-root-ca.crt ConfigMap of the default
+// namespace (CreateNamespace does the same for others). With
+// Options.Controllers, StartWith also starts kube-controller-manager and
+// kube-scheduler, built (or found cached) by hack/conformance/build.sh:
+// DaemonSets, Deployments, EndpointSlices and scheduling then work as in a
+// real cluster.
 //
 // Tests that use it run only with MINIKUBELET_E2E=1 (Enabled), as root (the
 // build cache lives in /var/lib/minikubelet).
@@ -20,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,6 +61,33 @@ type ControlPlane struct {
 	StartupTime time.Duration
 
 	repo string
+	opts Options
+}
+
+// Options choose what StartWith starts beside etcd and kube-apiserver.
+type Options struct {
+	// ServiceCIDR is the apiserver's --service-cluster-ip-range (start.sh's
+	// default 10.96.0.0/16 when empty).
+	ServiceCIDR string
+	// AdvertiseAddress, an address of this machine, is where the apiserver
+	// listens instead of loopback and the `kubernetes` Service's endpoint
+	// (start.sh's ADVERTISE_ADDRESS): pods reach the API server through
+	// kube-proxy only so.
+	AdvertiseAddress string
+	// Controllers starts kube-controller-manager and kube-scheduler.
+	Controllers bool
+}
+
+// env is start.sh's environment for the options.
+func (o Options) env() []string {
+	var env []string
+	if o.ServiceCIDR != "" {
+		env = append(env, "SERVICE_CIDR="+o.ServiceCIDR)
+	}
+	if o.AdvertiseAddress != "" {
+		env = append(env, "ADVERTISE_ADDRESS="+o.AdvertiseAddress)
+	}
+	return env
 }
 
 // RepoRoot finds the repository root: the nearest parent of the working
@@ -82,7 +114,7 @@ func RepoRoot() (string, error) {
 func Build(ctx context.Context, repo string, logf func(string, ...any)) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
-	out, err := runScript(ctx, repo, logf, "hack/cluster/build.sh")
+	out, err := runScript(ctx, repo, logf, nil, "hack/cluster/build.sh")
 	if err != nil {
 		return "", fmt.Errorf("build the control plane (hack/cluster/build.sh): %w", err)
 	}
@@ -94,6 +126,12 @@ func Build(ctx context.Context, repo string, logf func(string, ...any)) (string,
 // test failed, logs the tail of both logs first) and removes the directory.
 func Start(t testing.TB, nodes ...string) *ControlPlane {
 	t.Helper()
+	return StartWith(t, Options{}, nodes...)
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options, nodes ...string) *ControlPlane {
+	t.Helper()
 	if !Enabled() {
 		t.Skipf("control-plane tests need %s=1 (make test-e2e) and root", EnvGate)
 	}
@@ -104,16 +142,29 @@ func Start(t testing.TB, nodes ...string) *ControlPlane {
 	if _, err := Build(context.Background(), repo, t.Logf); err != nil {
 		t.Fatal(err)
 	}
+	var confBin string
+	if opts.Controllers {
+		if confBin, err = BuildTools(context.Background(), repo, t.Logf, "kube-controller-manager", "kube-scheduler"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir, err := os.MkdirTemp("", "mkcp-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &ControlPlane{Dir: dir, repo: repo}
+	cp := &ControlPlane{Dir: dir, repo: repo, opts: opts}
+	var controllers []*exec.Cmd
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, name := range []string{"kube-apiserver.log", "etcd.log"} {
-				t.Logf("%s (tail):\n%s", name, cp.logTail(name, 4000))
+			for _, name := range []string{"kube-apiserver.log", "etcd.log", "kube-controller-manager.log", "kube-scheduler.log"} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					t.Logf("%s (tail):\n%s", name, cp.logTail(name, 4000))
+				}
 			}
+		}
+		for _, c := range controllers {
+			_ = c.Process.Signal(syscall.SIGTERM)
+			_ = c.Wait()
 		}
 		if err := cp.stop("all"); err != nil {
 			t.Errorf("stop the control plane: %v", err)
@@ -134,8 +185,84 @@ func Start(t testing.TB, nodes ...string) *ControlPlane {
 	if cp.Admin, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
+	if opts.Controllers {
+		for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+			c, err := cp.startController(confBin, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			controllers = append(controllers, c)
+		}
+		if err := cp.waitControllers(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Logf("control plane ready at %s in %s (%s)", cp.Server, cp.StartupTime.Round(time.Millisecond), dir)
 	return cp
+}
+
+// BuildTools builds (or finds cached) binaries of hack/conformance/build.sh
+// (kube-controller-manager, kube-scheduler, kube-proxy, coredns, ...) and
+// returns their directory.
+func BuildTools(ctx context.Context, repo string, logf func(string, ...any), names ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
+	defer cancel()
+	out, err := runScript(ctx, repo, logf, nil, "hack/conformance/build.sh", names...)
+	if err != nil {
+		return "", fmt.Errorf("build %s (hack/conformance/build.sh): %w", strings.Join(names, ", "), err)
+	}
+	return lastLine(out), nil
+}
+
+// startController starts kube-controller-manager or kube-scheduler with
+// admin credentials, on a loopback port the kernel picks, logging to
+// Dir/NAME.log; the controller-manager with the cluster CA and the
+// service-account key, as hack/conformance/run.sh starts them.
+func (cp *ControlPlane) startController(bin, name string) (*exec.Cmd, error) {
+	kc := filepath.Join(cp.Dir, "admin.kubeconfig")
+	pki := filepath.Join(cp.Dir, "pki")
+	args := []string{
+		"--kubeconfig", kc, "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
+		"--bind-address", "127.0.0.1", "--secure-port", "0", "--leader-elect=false", "--v", "1",
+	}
+	if name == "kube-controller-manager" {
+		args = append(args,
+			"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
+			"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"),
+			"--use-service-account-credentials=true", "--controllers", "*")
+	}
+	logFile, err := os.Create(filepath.Join(cp.Dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	c := exec.Command(filepath.Join(bin, name), args...)
+	c.Stdout, c.Stderr = logFile, logFile
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// waitControllers waits until the controller-manager works: its
+// root-ca-cert-publisher has written kube-system/kube-root-ca.crt. (The
+// scheduler shows itself working when a test's pods get their node.)
+func (cp *ControlPlane) waitControllers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		_, err := cp.Admin.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-controller-manager did not publish kube-system/kube-root-ca.crt within 3 minutes (last: %v; log %s)",
+				err, filepath.Join(cp.Dir, "kube-controller-manager.log"))
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // start runs start.sh for the directory (idempotent: it starts what is
@@ -144,7 +271,7 @@ func (cp *ControlPlane) start(nodes ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	args := append([]string{cp.Dir}, nodes...)
-	if _, err := runScript(ctx, cp.repo, nil, "hack/cluster/start.sh", args...); err != nil {
+	if _, err := runScript(ctx, cp.repo, nil, cp.opts.env(), "hack/cluster/start.sh", args...); err != nil {
 		return fmt.Errorf("start the control plane: %w", err)
 	}
 	return nil
@@ -154,7 +281,7 @@ func (cp *ControlPlane) start(nodes ...string) error {
 func (cp *ControlPlane) stop(what string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := runScript(ctx, cp.repo, nil, "hack/cluster/stop.sh", cp.Dir, what)
+	_, err := runScript(ctx, cp.repo, nil, nil, "hack/cluster/stop.sh", cp.Dir, what)
 	return err
 }
 
@@ -251,10 +378,14 @@ func (cp *ControlPlane) logTail(name string, n int) string {
 }
 
 // runScript runs a hack/cluster script from the repository root; stderr
-// (the progress lines) goes to logf when given. It returns stdout.
-func runScript(ctx context.Context, repo string, logf func(string, ...any), script string, args ...string) (string, error) {
+// (the progress lines) goes to logf when given; env is added to the
+// environment. It returns stdout.
+func runScript(ctx context.Context, repo string, logf func(string, ...any), env []string, script string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(repo, script), args...)
 	cmd.Dir = repo
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A killed script must not leave its children holding the pipes.
