@@ -306,12 +306,6 @@ func lockFile(t *testing.T, path string) *os.File {
 	return f
 }
 
-// lastLineOf is the last non-empty line of s.
-func lastLineOf(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
 // addNodeInterface gives the node an address of its own: a dummy
 // interface (an empty bridge where the kernel lacks the dummy driver, as
 // hack/conformance/run.sh does), removed at cleanup.
