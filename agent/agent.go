@@ -8,6 +8,10 @@
 // plans (plan.go, pure) and executes (sandbox.go, container.go).
 package agent
 
+// Over 600 lines: the engine's Config with its defaults, the Agent and its
+// lifecycle (SetPods, Run, the pod workers' start and stop) are one unit;
+// the per-pod work is in pod_workers.go and sync_*.go.
+
 import (
 	"context"
 	"fmt"

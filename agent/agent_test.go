@@ -1,5 +1,8 @@
 package agent
 
+// Over 600 lines: the engine's harness and its core lifecycle cases; other
+// areas of the engine have test files of their own.
+
 import (
 	"context"
 	"fmt"

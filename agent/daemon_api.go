@@ -1,5 +1,8 @@
 package agent
 
+// Over 600 lines: the daemon as the local API's backend, one method per API verb;
+// it moves with the daemon into a package of its own (issue #30).
+
 // The daemon as the local API's backend (api.Backend): pods, their events,
 // details, logs and exec, ConfigMaps and Secrets, health and version. Split
 // from daemon.go (the loop that merges the sources and hands the set to the

@@ -1,5 +1,9 @@
 package agent
 
+// Over 600 lines: syncPod and the steps it runs in order (observe, plan, kill, start,
+// prune); planning is pure in plan.go, sandbox and container creation in
+// sync_sandbox.go and container.go.
+
 import (
 	"context"
 	"errors"

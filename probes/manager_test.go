@@ -1,5 +1,8 @@
 package probes_test
 
+// Over 600 lines: table tests of the probe manager, one per probe kind and
+// outcome, sharing one fake clock harness.
+
 import (
 	"context"
 	"errors"

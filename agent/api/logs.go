@@ -1,5 +1,9 @@
 package api
 
+// Over 600 lines: the whole CRI log reader, whose parts (line parsing, joining partial
+// lines, tail and since, follow across rotations) share one bounded window
+// reader; split, its internals would be spread over files that only it uses.
+
 // This file reads the CRI container log files the runtime writes, the way
 // the kubelet serves `kubectl logs` (pkg/kubelet/kuberuntime/logs): parse
 // each line, join partial lines, honour tail/since/timestamps, and with

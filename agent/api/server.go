@@ -1,5 +1,9 @@
 package api
 
+// Over 600 lines: the route table of the local API and the handlers of its plain
+// verbs, side by side so that every route is seen at once; watch
+// (watch*.go), logs, apply and patch are already apart.
+
 // This file is the HTTP side of the API: Kubernetes-shaped routes over a
 // Backend, JSON in and out (YAML accepted on create), errors as
 // metav1.Status with the HTTP code the API server would use.

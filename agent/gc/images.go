@@ -1,5 +1,9 @@
 package gc
 
+// Over 600 lines: the image manager's loop, its detection of what is in use (image
+// volumes included) and its removal, which share one lock and one record
+// of first-seen times.
+
 import (
 	"cmp"
 	"context"

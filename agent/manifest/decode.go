@@ -1,5 +1,9 @@
 package manifest
 
+// Over 600 lines: strict decoding of every form a manifest takes (YAML and
+// JSON, lists, multi-document files, ConfigMaps and Secrets beside pods),
+// with the line and document of each error.
+
 // This file is step 1 of the data path: it turns the bytes of a manifest
 // (the file given to `minikubelet run`) into Pods, strictly. Defaulting lives
 // in defaults.go, validation in validate.go and the list of fields minikubelet

@@ -1,5 +1,9 @@
 package manifest
 
+// Over 600 lines: the API server's validation rules for every supported field,
+// one function per part of the spec, kept in the API server's order so
+// that each can be checked against its original.
+
 // Validation: the API server's rules (k8s pkg/apis/core/validation) for the
 // fields minikubelet supports, with the same field.Error messages, plus the
 // few rules a node needs because it builds paths and cgroup names from what

@@ -1,5 +1,9 @@
 package source
 
+// Over 600 lines: the pod store's one commit path (files, fsync, group commit,
+// generation) must be read as a whole to see its crash safety; its
+// ConfigMaps and Secrets, final statuses and replace are in store_*.go.
+
 // The pods accepted through the API, as manifests in the daemon's root dir
 // (house style rule 5: manifest files are the only persisted desired state).
 // One file per pod, <dir>/<namespace>_<name>.yaml, holding the pod as

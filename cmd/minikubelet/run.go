@@ -1,5 +1,8 @@
 package main
 
+// Over 600 lines: the node flags shared by run and serve, the foreground run
+// itself and its printer; serve's own wiring is in serve*.go.
+
 import (
 	"context"
 	"errors"

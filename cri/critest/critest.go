@@ -1,3 +1,6 @@
+// Over 600 lines: one fake runtime whose verbs share its state and call log; a
+// split by verb would make each file depend on all the others.
+
 // Package critest is a scriptable in-memory CRI runtime for agent unit tests
 // (house style rules 12 and 13). It builds on cri-api's testing fakes and adds
 // what those lack:

@@ -1,3 +1,7 @@
+// Over 600 lines: the benchmark's flags, setup and the daemon-route scenarios in
+// order; the manifest route, the kubelet, the floor and the report are in
+// files of their own.
+
 // Command bench measures minikubelet against the floor: a raw CRI client
 // making exactly the CRI calls the same pods need, measured in the same run,
 // interleaved (raw, minikubelet, raw, minikubelet…), against the same

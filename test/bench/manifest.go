@@ -1,5 +1,8 @@
 package main
 
+// Over 600 lines: the manifest route's four scenarios for both agents share
+// their helpers (write, observe, remove); split, each would carry a copy.
+
 // Scenario 5, the manifest route (issue #27): minikubelet and the kubelet
 // given the same pods the same way — a manifest file written into the
 // agent's static pod directory (minikubelet's --manifest-dir, the

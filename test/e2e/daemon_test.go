@@ -1,5 +1,8 @@
 package e2e
 
+// Over 600 lines: the daemon's end-to-end cases share one harness setup and
+// its helpers; the larger areas (exec, logs, kills) have files of their own.
+
 import (
 	"bufio"
 	"context"

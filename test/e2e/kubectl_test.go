@@ -1,5 +1,8 @@
 package e2e
 
+// Over 600 lines: the real kubectl against a lone node, one case per command
+// group, sharing the kubeconfig and server setup.
+
 import (
 	"bufio"
 	"bytes"

@@ -1,5 +1,8 @@
 package e2e
 
+// Over 600 lines: the QoS cases read real cgroup files for each class and each
+// driver; they share the helpers that find and read them.
+
 import (
 	"bufio"
 	"encoding/json"

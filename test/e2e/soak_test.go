@@ -1,5 +1,8 @@
 package e2e
 
+// Over 600 lines: one test: the soak's churn, its disruptions, the leftover
+// checks, the figures and the plot belong to one run.
+
 import (
 	"bufio"
 	"context"

@@ -23,6 +23,9 @@
 // summary that ends make test (hack/testsum -summary).
 package main
 
+// Over 600 lines: one program: it parses ginkgo's JSON reports, compares the
+// two nodes and writes both the TSV files and the Markdown tables.
+
 import (
 	"bufio"
 	"encoding/json"
