@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,8 @@ var errUnauthenticated = errors.New("unauthorized")
 const (
 	anonymousUser  = "system:anonymous"
 	anonymousGroup = "system:unauthenticated"
+	// authenticatedGroup is every authenticated user's group.
+	authenticatedGroup = "system:authenticated"
 )
 
 // authenticator decides who sent a request: the subject of a client
@@ -79,7 +82,10 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 	if u := a.certUser(r); u != nil {
 		return u, nil
 	}
-	token, ok := bearerToken(r)
+	token, ok, err := requestToken(r)
+	if err != nil {
+		return nil, errUnauthenticated
+	}
 	if !ok && a.anonymous && !a.presentedCert(r) {
 		return &User{Name: anonymousUser, Groups: []string{anonymousGroup}}, nil
 	}
@@ -89,6 +95,7 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
 	if u, ok := a.tokens.get(key); ok {
+		stripToken(r)
 		return u, nil
 	}
 	if _, ok := a.refused.get(key); ok {
@@ -113,8 +120,20 @@ func (a *authenticator) authenticate(r *http.Request) (*User, error) {
 			u.Extra[k] = authzv1.ExtraValue(v)
 		}
 	}
+	u.Groups = withAuthenticatedGroup(u.Groups)
 	a.tokens.put(key, u, tokenCacheTTL)
+	stripToken(r)
 	return u, nil
+}
+
+// withAuthenticatedGroup adds system:authenticated to an authenticated
+// user's groups, as the API server's authenticated-group adder does for the
+// kubelet (so RBAC bindings to that group apply to certificate users too).
+func withAuthenticatedGroup(groups []string) []string {
+	if slices.Contains(groups, authenticatedGroup) {
+		return groups
+	}
+	return append(slices.Clone(groups), authenticatedGroup)
 }
 
 // audienceAccepted reports whether a review's status.audiences names one
@@ -156,13 +175,74 @@ func (a *authenticator) certUser(r *http.Request) *User {
 	if leaf.Subject.CommonName == "" {
 		return nil
 	}
-	return &User{Name: leaf.Subject.CommonName, Groups: append([]string(nil), leaf.Subject.Organization...)}
+	return &User{Name: leaf.Subject.CommonName, Groups: withAuthenticatedGroup(leaf.Subject.Organization)}
 }
 
 // presentedCert reports whether the request carries a client certificate
 // the server would check (one that fails is an error, not anonymous).
 func (a *authenticator) presentedCert(r *http.Request) bool {
 	return a.clientCAs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0
+}
+
+// wsTokenPrefix marks a bearer token in a WebSocket request's
+// Sec-WebSocket-Protocol list (base64url, unpadded), as browsers cannot set
+// an Authorization header on a WebSocket: k8s.io/apiserver's
+// websocket protocol authenticator, which the kubelet's authenticator
+// includes.
+const wsTokenPrefix = "base64url.bearer.authorization.k8s.io."
+
+// requestToken is the request's bearer token: from the Authorization
+// header, else, on a WebSocket upgrade, from its Sec-WebSocket-Protocol
+// list. An error is a token entry that cannot be one (an empty or
+// undecodable protocol token): such a request is refused, never anonymous.
+func requestToken(r *http.Request) (string, bool, error) {
+	if t, ok := bearerToken(r); ok {
+		return t, true, nil
+	}
+	if !isWebSocket(r) {
+		return "", false, nil
+	}
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			enc, ok := strings.CutPrefix(strings.TrimSpace(p), wsTokenPrefix)
+			if !ok {
+				continue
+			}
+			b, err := base64.RawURLEncoding.DecodeString(enc)
+			if err != nil || len(b) == 0 {
+				return "", false, errUnauthenticated
+			}
+			return string(b), true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// isWebSocket reports whether r asks to upgrade to a WebSocket.
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		slices.ContainsFunc(strings.Split(r.Header.Get("Connection"), ","), func(s string) bool {
+			return strings.EqualFold(strings.TrimSpace(s), "upgrade")
+		})
+}
+
+// stripToken removes an accepted token from the request, as the kubelet's
+// authenticators do, so that no handler behind (the streaming proxy to the
+// runtime) passes the caller's credential on.
+func stripToken(r *http.Request) {
+	r.Header.Del("Authorization")
+	var keep []string
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, wsTokenPrefix) {
+				keep = append(keep, p)
+			}
+		}
+	}
+	r.Header.Del("Sec-WebSocket-Protocol")
+	if len(keep) > 0 {
+		r.Header.Set("Sec-WebSocket-Protocol", strings.Join(keep, ","))
+	}
 }
 
 // bearerToken is the token of an "Authorization: Bearer" header.

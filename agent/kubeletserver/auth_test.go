@@ -1,12 +1,14 @@
 package kubeletserver
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,4 +174,75 @@ func TestServer_TokenAudiencesConfigured(t *testing.T) {
 	s, err := New(Config{NodeName: "n", CertDir: filepath.Join(t.TempDir(), "pki"), TokenAudiences: []string{"a", "b"}}, Deps{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b"}, s.authn.audiences)
+}
+
+// wsRequest is a WebSocket upgrade of /pods whose Sec-WebSocket-Protocol
+// list carries protocols (e.g. a token entry beside "v5.channel.k8s.io").
+func wsRequest(protocols ...string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/pods", nil)
+	r.Header.Set("Connection", "Upgrade")
+	r.Header.Set("Upgrade", "websocket")
+	r.Header.Set("Sec-WebSocket-Protocol", strings.Join(protocols, ", "))
+	return r
+}
+
+func wsToken(token string) string {
+	return wsTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(token))
+}
+
+// TestAuthenticator_WebSocketProtocolToken: a WebSocket client's bearer
+// token in Sec-WebSocket-Protocol is a token like the Authorization
+// header's, as the kubelet's authenticator reads it. The attack it closes:
+// with --anonymous-auth, a refused token sent there was ignored and the
+// request served as system:anonymous; now it is 401, as the kubelet
+// answers a bad token. A good one authenticates its user.
+func TestAuthenticator_WebSocketProtocolToken(t *testing.T) {
+	const apiAud = "https://kubernetes.default.svc.cluster.local"
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	api := &audienceAPIServer{apiAudiences: []string{apiAud}, tokens: map[string][]string{"api-token": {apiAud}}}
+	a := authenticatorFor(t, api, nil, clk)
+	a.anonymous = true
+
+	_, err := a.authenticate(wsRequest("v5.channel.k8s.io", wsToken("bad-token")))
+	require.ErrorIs(t, err, errUnauthenticated, "a refused token in the WebSocket protocols must not be anonymous")
+	_, err = a.authenticate(wsRequest(wsTokenPrefix + "!!not-base64"))
+	require.ErrorIs(t, err, errUnauthenticated, "an undecodable token entry")
+	_, err = a.authenticate(wsRequest(wsTokenPrefix))
+	require.ErrorIs(t, err, errUnauthenticated, "an empty token entry")
+
+	r := wsRequest("v5.channel.k8s.io", wsToken("api-token"))
+	u, err := a.authenticate(r)
+	require.NoError(t, err)
+	require.Equal(t, "alice", u.Name)
+	require.Equal(t, "v5.channel.k8s.io", r.Header.Get("Sec-WebSocket-Protocol"), "the token entry is removed, the others kept")
+
+	// Not an upgrade: the header is no credential, as for the kubelet.
+	plain := httptest.NewRequest(http.MethodGet, "/pods", nil)
+	plain.Header.Set("Sec-WebSocket-Protocol", wsToken("bad-token"))
+	u, err = a.authenticate(plain)
+	require.NoError(t, err)
+	require.Equal(t, anonymousUser, u.Name)
+}
+
+// TestAuthenticator_AcceptedTokenNotPassedOn: once a token is accepted it
+// is removed from the request, fresh or cached, so the handlers behind
+// (the streaming proxy to the runtime's server) never forward the
+// caller's credential, as the kubelet's bearer-token authenticator does.
+func TestAuthenticator_AcceptedTokenNotPassedOn(t *testing.T) {
+	const apiAud = "https://kubernetes.default.svc.cluster.local"
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
+	api := &audienceAPIServer{apiAudiences: []string{apiAud}, tokens: map[string][]string{"api-token": {apiAud}}}
+	a := authenticatorFor(t, api, nil, clk)
+	for i, what := range []string{"reviewed", "cached"} {
+		r := bearer("api-token")
+		_, err := a.authenticate(r)
+		require.NoError(t, err, what)
+		require.Empty(t, r.Header.Get("Authorization"), "%s: the token is still on the request", what)
+		require.Len(t, api.asked, 1, "%d: the second is the cache's", i)
+	}
+	// A refused one is left as it was (the request ends with 401 anyway).
+	r := bearer("bad-token")
+	_, err := a.authenticate(r)
+	require.ErrorIs(t, err, errUnauthenticated)
+	require.Equal(t, "Bearer bad-token", r.Header.Get("Authorization"))
 }

@@ -283,11 +283,13 @@ func TestServer_Authentication(t *testing.T) {
 	admin = h.ca.client(t, "kube-apiserver-kubelet-client", "system:masters")
 	code, _ := h.do(t, "GET", "/pods", &admin, "")
 	require.Equal(t, 200, code)
-	require.Equal(t, []string{"system:masters"}, h.api.lastSAR().Groups)
+	// system:authenticated added, as the kubelet's authenticated-group
+	// adder does for every authenticated user.
+	require.Equal(t, []string{"system:masters", "system:authenticated"}, h.api.lastSAR().Groups)
 	code, _ = h.do(t, "GET", "/pods", nil, "good-token")
 	require.Equal(t, 200, code)
 	require.Equal(t, "u-1", h.api.lastSAR().UID)
-	require.Equal(t, []string{"devs"}, h.api.lastSAR().Groups)
+	require.Equal(t, []string{"devs", "system:authenticated"}, h.api.lastSAR().Groups)
 }
 
 func TestServer_AccessReviewAttributes(t *testing.T) {
