@@ -51,15 +51,7 @@ fi
 tmp=$(mktemp -d "$DEST/.kubeadm-build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cp "$CLUSTER_MOD/go.mod" "$CLUSTER_MOD/go.sum" "$tmp/"
-minor=${KUBE#v*.}
-minor=${minor%%.*}
-major=${KUBE#v}
-major=${major%%.*}
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	ldflags+=" -X $pkg.gitVersion=$KUBE -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(kube_ldflags "$KUBE")
 start=$SECONDS
 step "building kubeadm (k8s.io/kubernetes/cmd/kubeadm $KUBE) under nice -n 19 (minutes on 2 cores)"
 (cd "$tmp" && CGO_ENABLED=0 GOFLAGS=-mod=mod nice -n 19 go build -trimpath -ldflags "$ldflags" -o "$tmp/kubeadm" k8s.io/kubernetes/cmd/kubeadm) &

@@ -56,15 +56,7 @@ cd "$CLUSTER_MOD"
 
 # The version variables the Kubernetes release build sets (hack/lib/version.sh
 # there); without them the apiserver reports v0.0.0-master.
-minor=${KUBE#v*.}
-minor=${minor%%.*}
-major=${KUBE#v}
-major=${major%%.*}
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	ldflags+=" -X $pkg.gitVersion=$KUBE -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(kube_ldflags "$KUBE")
 
 # Static binaries, as in the upstream release builds (CGO_ENABLED=0).
 build() { # name, package

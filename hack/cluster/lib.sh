@@ -21,6 +21,24 @@ cluster_module_version() {
 cluster_kube_version() { cluster_module_version k8s.io/kubernetes; }
 cluster_etcd_version() { cluster_module_version go.etcd.io/etcd/server/v3; }
 
+# kube_ldflags KUBE: the -ldflags of a Kubernetes binary at release KUBE
+# (v1.37.2): stripped, with the version variables the Kubernetes release
+# build sets (hack/lib/version.sh there); without them the binaries report
+# v0.0.0-master and the kubelet's version skew against the apiserver looks
+# absurd. Used by build.sh, build-kubeadm.sh and ../conformance/build.sh.
+kube_ldflags() {
+	local kube=$1 minor major pkg flags="-s -w"
+	minor=${kube#v*.}
+	minor=${minor%%.*}
+	major=${kube#v}
+	major=${major%%.*}
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		flags+=" -X $pkg.gitVersion=$kube -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+		flags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+	done
+	printf '%s\n' "$flags"
+}
+
 # cluster_bin prints the directory that holds etcd and kube-apiserver for the
 # pinned versions: /var/lib/minikubelet/cluster-<kube>-etcd-<etcd>/bin.
 # CLUSTER_BIN overrides it (a prebuilt pair elsewhere).

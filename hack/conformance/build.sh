@@ -57,15 +57,7 @@ fi
 # As the release build sets them (hack/cluster/build.sh): without them the
 # binaries report v0.0.0-master, and the kubelet's version skew against the
 # apiserver would look absurd.
-minor=${KUBE#v*.}
-minor=${minor%%.*}
-major=${KUBE#v}
-major=${major%%.*}
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	ldflags+=" -X $pkg.gitVersion=$KUBE -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
-	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(kube_ldflags "$KUBE")
 
 # modules: the module directory of a binary not built in hack/cluster; its
 # stamp hashes that module's go.mod and go.sum instead.
