@@ -309,7 +309,9 @@ kind: Pod
 metadata:
   name: e2e-sidecar
 spec:
-  terminationGracePeriodSeconds: 2
+  # Room for the app's 1 s stop under load (as e2e-prestop); each container
+  # exits on SIGTERM, so the test is no slower for it.
+  terminationGracePeriodSeconds: 10
   volumes:
   - name: out
     hostPath: {path: OUTDIR, type: Directory}
@@ -519,7 +521,10 @@ kind: Pod
 metadata:
   name: e2e-prestop
 spec:
-  terminationGracePeriodSeconds: 2
+  # Long enough for the hook's exec to start and its 1 s sleep to end under
+  # a loaded CI run (it took over 2 s once); the container exits on SIGTERM,
+  # so the test is no slower for it.
+  terminationGracePeriodSeconds: 10
   volumes:
   - name: w
     hostPath: {path: OUTDIR, type: Directory}
