@@ -12,7 +12,8 @@
 # Env: CONTAINERD (unset: the system's 1.6, then the pinned 2.x; or one or
 # more of 1.6, 2, 2.x's major.minor, space-separated), REGISTRY (default
 # 127.0.0.1:5000), E2E_POD_CIDR (default 10.89.0.0/16), E2E_FLAGS (extra go
-# test arguments, e.g. -run or -v).
+# test arguments, e.g. -run or -v), E2E_CONCURRENT (default 1: the suites
+# against two containerds at the same time), E2E_PARALLEL (go test -parallel).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -107,25 +108,80 @@ if ((cluster)); then
 		env MINIKUBELET_E2E=1 hack/gotest.sh controlplane -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/... ./agent/cluster/... || failed+=(controlplane)
 fi
 
-for flavor in "${flavors[@]}"; do
-	if [[ $flavor == 1.6 ]]; then
-		what="containerd $(containerd --version | awk '{print $3}') (system)"
+# The suites against each containerd run at the same time (E2E_CONCURRENT=0
+# runs them one after the other): each has its own containerd, bridge and
+# /24 (test/e2e's pickNetwork locks it), and the few tests that touch what
+# the machine shares (kube-proxy's iptables chains) take a machine-wide
+# flock. Most of a suite's time is spent waiting (its serial tests, pods
+# starting), so two suites on the machine's 2 cores take far less than
+# twice one; each runs -parallel 3 then (E2E_PARALLEL), 4 when alone.
+concurrent=${E2E_CONCURRENT:-1}
+((${#flavors[@]} > 1)) || concurrent=0
+parallel=${E2E_PARALLEL:-$(((concurrent)) && echo 3 || echo 4)}
+
+describe_flavor() {
+	if [[ $1 == 1.6 ]]; then
+		echo "containerd $(containerd --version | awk '{print $3}') (system)"
 	else
-		what="containerd $(containerd2_version) ($(containerd2_bin))"
+		echo "containerd $(containerd2_version) ($(containerd2_bin))"
 	fi
-	printf '\n'
-	step "==== e2e suite against $what: CONTAINERD=$flavor go test -count=1 -parallel 4 -timeout 40m ${E2E_FLAGS:-} ./test/e2e/... ===="
-	start=$SECONDS
+}
+
+# run_suite FLAVOR: the e2e suite against one containerd.
+run_suite() {
+	local flavor=$1 what start=$SECONDS
+	what=$(describe_flavor "$flavor")
+	step "==== e2e suite against $what: CONTAINERD=$flavor go test -count=1 -parallel $parallel -timeout 40m ${E2E_FLAGS:-} ./test/e2e/... ===="
 	# E2E_FLAGS is split on spaces on purpose: it holds several go test arguments.
-	# shellcheck disable=SC2086
 	# TestSoak runs alone, as make test's test-soak part (hack/soak.sh).
-	if CONTAINERD=$flavor MINIKUBELET_E2E=1 hack/gotest.sh "e2e-containerd-$flavor" -count=1 -parallel 4 -timeout 40m -skip '^TestSoak$' ${E2E_FLAGS:-} ./test/e2e/...; then
+	# shellcheck disable=SC2086
+	if CONTAINERD=$flavor MINIKUBELET_E2E=1 hack/gotest.sh "e2e-containerd-$flavor" -count=1 -parallel "$parallel" -timeout 40m -skip '^TestSoak$' ${E2E_FLAGS:-} ./test/e2e/...; then
 		step "==== e2e suite against $what: passed in $(duration $((SECONDS - start))) ===="
 	else
 		step "==== e2e suite against $what: FAILED after $(duration $((SECONDS - start))) ===="
-		failed+=("containerd-$flavor")
+		return 1
 	fi
-done
+}
+
+# progress: every 2 minutes, how many tests of each running suite ended.
+progress() {
+	local start=$SECONDS flavor log line
+	while sleep 120; do
+		line=""
+		for flavor in "${flavors[@]}"; do
+			log=$TESTLOG_DIR/e2e-containerd-$flavor.json
+			line+=" containerd $flavor: $(grep -c '"Action":"pass","Package":"[^"]*","Test":"[^"/]*"' "$log" 2>/dev/null || true) passed, $(grep -c '"Action":"fail","Package":"[^"]*","Test":"[^"/]*"' "$log" 2>/dev/null || true) failed;"
+		done
+		step "e2e suites running for $(duration $((SECONDS - start))):$line"
+	done
+}
+
+export TESTLOG_DIR=${TESTLOG_DIR:-$HACK/../bin/testlogs}
+mkdir -p "$TESTLOG_DIR"
+if ((concurrent)); then
+	for flavor in "${flavors[@]}"; do rm -f "$TESTLOG_DIR/e2e-containerd-$flavor.json"; done
+	step "the e2e suites against containerd ${flavors[*]} at the same time (E2E_CONCURRENT=0: one after the other); each line says its containerd"
+	progress &
+	progress_pid=$!
+	pids=()
+	for flavor in "${flavors[@]}"; do
+		(
+			set -o pipefail
+			run_suite "$flavor" 2>&1 | sed -u "s/^/[containerd $flavor] /"
+		) &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}" || failed+=("containerd-${flavors[$i]}")
+	done
+	kill "$progress_pid" 2>/dev/null || true
+	wait "$progress_pid" 2>/dev/null || true
+else
+	for flavor in "${flavors[@]}"; do
+		printf '\n'
+		run_suite "$flavor" || failed+=("containerd-$flavor")
+	done
+fi
 if ((${#failed[@]})); then
 	die "failed: ${failed[*]}; rerun the e2e suite against one containerd with CONTAINERD=${flavors[0]} make test-e2e (E2E_FLAGS='-run TestName -v' narrows it)"
 fi

@@ -9,10 +9,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,20 +35,62 @@ var suite struct {
 
 // The suite's pod network: a /24 of 10.89.0.0/16 (the range
 // hack/isolate-pod-network.sh keeps on the machine) and a bridge of its own,
-// both picked per run so that two suites on one machine do not share a
-// bridge or hand out the same IPs.
+// both picked per run so that two suites on one machine (make test-e2e runs
+// one per containerd at the same time) do not share a bridge or hand out the
+// same IPs.
 var (
 	e2ePodCIDR = "10.89.0.0/24"
 	e2eBridge  = "mkle2e0"
+	// e2eNetLock is the flock on /tmp/mkc-net-<N>.lock that reserves the
+	// suite's /24 for the process's life; the private runtimes of any
+	// suite's tests pick their /24 under the same locks (pickNet).
+	e2eNetLock *os.File
 )
 
 const e2eNode = "e2e-node"
 
-// pickNetwork chooses the run's subnet and bridge from its process ID.
-func pickNetwork() {
-	n := os.Getpid()%253 + 1
-	e2ePodCIDR = fmt.Sprintf("10.89.%d.0/24", n)
-	e2eBridge = fmt.Sprintf("mkle2e%d", n)
+// pickNetwork chooses the run's subnet and bridge: the first /24 from one
+// derived from the process ID that no interface on the machine uses and no
+// other suite or private runtime has locked.
+func pickNetwork() error {
+	used := map[int]bool{}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip4 := ipn.IP.To4(); ip4 != nil && ip4[0] == 10 && ip4[1] == 89 {
+				used[int(ip4[2])] = true
+			}
+		}
+	}
+	start := os.Getpid() % 253
+	for i := range 253 {
+		n := (start+i)%253 + 1
+		if used[n] {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/sys/class/net/mkle2e%d", n)); err == nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/sys/class/net/mkc%d", n)); err == nil {
+			continue
+		}
+		f, err := os.OpenFile(fmt.Sprintf("/tmp/mkc-net-%d.lock", n), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			_ = f.Close()
+			continue
+		}
+		e2eNetLock = f
+		e2ePodCIDR = fmt.Sprintf("10.89.%d.0/24", n)
+		e2eBridge = fmt.Sprintf("mkle2e%d", n)
+		return nil
+	}
+	return fmt.Errorf("no free /24 in 10.89.0.0/16 (each suite and private runtime holds /tmp/mkc-net-<N>.lock)")
 }
 
 func TestMain(m *testing.M) {
@@ -77,7 +121,9 @@ func runSuite(m *testing.M) int {
 	if os.Geteuid() != 0 {
 		return fail("must run as root")
 	}
-	pickNetwork()
+	if err := pickNetwork(); err != nil {
+		return fail("%v", err)
+	}
 	suite.registry = os.Getenv("REGISTRY")
 	if suite.registry == "" {
 		suite.registry = "127.0.0.1:5000"
