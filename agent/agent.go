@@ -168,6 +168,9 @@ type Deps struct {
 	// Cgroups manages the kubepods hierarchy and pod cgroups; nil leaves
 	// pods in the runtime's default cgroup parent.
 	Cgroups cgroups.Manager
+	// Mounter mounts the tmpfs of secret and memory emptyDir volumes; nil
+	// = the host's (tests above the engine pass a fake).
+	Mounter volume.VolumeMounter
 	// Tokens issues service account tokens (cluster mode); nil refuses
 	// every pod that projects one (token.go).
 	Tokens volume.TokenSource
@@ -266,6 +269,7 @@ func New(cfg Config, deps Deps) *Agent {
 		logger:   deps.Logger,
 		observer: deps.Observer,
 		cgroups:  deps.Cgroups,
+		mounter:  deps.Mounter,
 		services: deps.Services,
 		workers:  make(map[types.UID]*podWorker),
 		rejected: make(map[types.UID]*v1.Pod),

@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // syncWriter is a bytes.Buffer safe for a logger and a test.
@@ -209,4 +210,14 @@ func TestRelister_SeesAdoptedPods(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "the crash of the adopted container is reported")
 	assert.True(t, second.relistOwns(ctrs[0].Labels), "log rotation and container GC take it too")
 	assert.False(t, newRun(7).relistOwns(ctrs[0].Labels), "an agent that neither made nor runs the pod does not")
+}
+
+// clusterPod is a pod of the cluster's source (agent/daemon's test helper
+// of the same name).
+func clusterPod(t *testing.T, name, uid string) *v1.Pod {
+	t.Helper()
+	p := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: "+name+"\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
+	p.UID = types.UID(uid)
+	p.Annotations = map[string]string{source.AnnotationConfigSource: sourceCluster}
+	return p
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func TestDaemon_FinishedAPIPodNotRunAfterRestart(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(storeDir, "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := newAPIStore(h.agent, store)
 	created, err := d.CreatePod(context.Background(), jobPod(t))
 	require.NoError(t, err)
 	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
@@ -78,7 +79,7 @@ func TestDaemon_FinishedAPIPodNotRunAfterRestart(t *testing.T) {
 	store2, err := source.NewPodStore(storeDir, "node-1")
 	require.NoError(t, err)
 	require.Empty(t, store2.Snapshot().Errors)
-	d2 := NewDaemon(h2.agent, store2, nil, DaemonConfig{})
+	d2 := newAPIStore(h2.agent, store2)
 	d2.applyStore()
 	got, err := d2.GetPod("default", "job")
 	require.NoError(t, err)
@@ -124,7 +125,7 @@ func TestAgent_StoredEvictedStatus(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := newAPIStore(h.agent, store)
 	stored, err := store.Add(testPod(t, `
 apiVersion: v1
 kind: Pod
@@ -178,7 +179,7 @@ func TestDaemon_CorruptFinalStatusRunsPod(t *testing.T) {
 	store, err = source.NewPodStore(dir, "node-1")
 	require.NoError(t, err)
 	require.Len(t, store.FinalStatusErrors(), 1)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := newAPIStore(h.agent, store)
 	d.applyStore()
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	assert.NotEmpty(t, ranAgain(h.fake.Calls()))
@@ -247,4 +248,53 @@ func TestAgent_FinalStatusWriteRetried(t *testing.T) {
 	h.waitCallsSettle(t)
 	tries, _ := store.state()
 	assert.Equal(t, 2, tries, "written once it succeeded, not at every sync")
+}
+
+// apiStore plays the daemon's part in these tests (agent/daemon sits above
+// this package, so its tests cannot import it): the local API's store
+// keeps the final status (daemon.New), the agent gets the store's set
+// (Daemon.applyStore), and pods are created, read and deleted by name as
+// the local API does.
+type apiStore struct {
+	a *Agent
+	s *source.PodStore
+}
+
+func newAPIStore(a *Agent, s *source.PodStore) *apiStore {
+	a.finalStatus = s
+	return &apiStore{a: a, s: s}
+}
+
+func (d *apiStore) applyStore() { d.a.SetPods(d.s.Snapshot().Pods) }
+
+func (d *apiStore) CreatePod(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	stored, err := d.s.Add(pod)
+	if err != nil {
+		return nil, err
+	}
+	d.applyStore()
+	return d.GetPod(stored.Namespace, stored.Name)
+}
+
+func (d *apiStore) GetPod(namespace, name string) (*v1.Pod, error) {
+	w, rejected := d.a.findPod(namespace, name)
+	switch {
+	case w != nil:
+		return w.snapshot(), nil
+	case rejected != nil:
+		return rejected.DeepCopy(), nil
+	}
+	return nil, fmt.Errorf("pod %s/%s not found", namespace, name)
+}
+
+func (d *apiStore) DeletePod(_ context.Context, namespace, name string, grace *int64) (*v1.Pod, error) {
+	w, _ := d.a.findPod(namespace, name)
+	if w != nil {
+		w.setDeletion(grace, d.a.clock.Now(), true)
+	}
+	if err := d.s.Delete(namespace, name); err != nil {
+		return nil, err
+	}
+	d.applyStore()
+	return nil, nil
 }

@@ -72,8 +72,21 @@ tests=1 check "$mod/agent/podspec" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os
 # chain, the one reader of /proc/meminfo. Below the engine: never the
 # engine, the daemon, a runtime leaf or the CRI client. Its tests too.
 tests=1 check "$mod/agent/node" "^$mod/agent$|^$mod/agent/(daemon|api|cluster|kubeletserver|gc|volume|source|stats)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)|^google.golang.org/grpc(/|$)" "node facts and admission: below the engine, which asks it; no engine, no daemon, no CRI client"
-# The engine never imports the daemon, which sits above it (issue #30).
-only=1 check "$mod/agent" "^$mod/agent/daemon(/|$)" "the engine: the daemon sits above it"
+# The engine never imports the daemon, which sits above it (issue #30);
+# nor do its tests.
+tests=1 only=1 check "$mod/agent" "^$mod/agent/daemon(/|$)" "the engine: the daemon sits above it"
+# The daemon (agent/daemon: the sources merged by name, the local API's
+# backend, the cluster view) sits above the engine and below cmd: no
+# package of agent/ imports it (the kubelet server and the stats summary
+# declare what they need of it as interfaces; cmd wires them). It asks the
+# engine, never a runtime leaf (cgroups, cni), and knows nothing of the
+# cluster client or the kubelet server.
+for p in $(go list "$mod/agent/..." 2>/dev/null | grep -vE "^$mod/agent/daemon(/|$)"); do
+  if go list -e -f '{{join .Imports "\n"}}{{"\n"}}{{join .TestImports "\n"}}{{"\n"}}{{join .XTestImports "\n"}}' "$p" | grep -qE "^$mod/agent/daemon(/|$)"; then
+    echo "import rule broken: $p must not import $mod/agent/daemon (the daemon sits above agent/; only cmd and test wire it)"; fail=1
+  fi
+done
+check "$mod/agent/daemon" "^$mod/agent/(cluster|kubeletserver|certificate)(/|$)|^$mod/(cni|cgroups)(/|$)|^k8s.io/client-go(/|$)" "above the engine, below cmd: it asks the engine; no runtime leaf, no cluster client, no kubelet server"
 # The volume preparation sits below the engine and beside the sources.
 tests=1 check "$mod/agent/volume" "^$mod/agent$|^$mod/agent/(source|api|cluster|kubeletserver|gc|eviction)(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)" "below the engine: never agent or agent/source"
 # The desired state sits below the engine; it may use agent/volume's mounts

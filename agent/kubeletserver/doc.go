@@ -6,7 +6,7 @@
 // /stats/summary, the Summary API).
 //
 // Every caller is a cluster client, so the pods it can name or list are the
-// cluster's: what cmd wires as Pods and Logs (agent.ClusterView) and as
+// cluster's: what cmd wires as Pods and Logs (daemon.ClusterView) and as
 // Summary (agent/stats over that view) has the cluster's pods and the
 // static pods under their mirror pods' names, never the pods the node runs
 // for itself through its local API; /metrics/resource keeps the runtime's

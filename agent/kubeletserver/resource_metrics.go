@@ -44,7 +44,7 @@ type resourceSample struct {
 // the time it was read, and scrape_error 1 when a source failed.
 //
 // The pod and container series are those of the pods Pods lists (the
-// cluster's, agent.ClusterView), matched by the pod UID label of the
+// cluster's, daemon.ClusterView), matched by the pod UID label of the
 // runtime's containers and named as Pods names them: a static pod under its
 // mirror's name, as metrics-server must find it on the API server; the
 // containers of the node's own pods (the local API's) are left out, while

@@ -89,7 +89,7 @@ scrape_error 0
 	require.NotContains(t, got, "container_cpu_usage_seconds_total{")
 }
 
-// The cluster's view of the node (Pods, agent.ClusterView) has the pod web
+// The cluster's view of the node (Pods, daemon.ClusterView) has the pod web
 // and the static pod etcd under its mirror's name, etcd-node-a; the node
 // also runs its own pod secret (the local API's). Its series, named as the
 // runtime names it, would tell a cluster caller with nodes/metrics (and

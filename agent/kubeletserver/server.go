@@ -80,7 +80,7 @@ const (
 )
 
 // Pods is what the server needs of the daemon's pods, under the names the
-// API server knows them by (agent.ClusterView).
+// API server knows them by (daemon.ClusterView).
 type Pods interface {
 	// ListPods returns the pods of a namespace ("" = all), with status.
 	ListPods(namespace string) []*v1.Pod

@@ -67,7 +67,7 @@ var (
 
 // clusterSeries keeps the samples of the daemon's metrics a cluster caller
 // may see: a sample with a pod label only when its pod_uid is of a pod
-// Pods lists (agent.ClusterView), under Pods' name (a static pod's mirror
+// Pods lists (daemon.ClusterView), under Pods' name (a static pod's mirror
 // name, as the kubelet's prober_probe_total names it); a sample naming a
 // pod without its UID is dropped, as whose it is cannot be told. The
 // node's own pods (the local API's) are thus left out. Samples without a

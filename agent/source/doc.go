@@ -9,11 +9,11 @@
 // It must not import agent (the engine), agent/api or agent/cluster, nor
 // the runtime (cri, cni, cgroups, probes): it decodes with agent/manifest,
 // and mounts the tmpfs of the store's Secrets with agent/volume, which
-// never imports it back (hack/verify-imports.sh). The engine declares the Source interface it
-// consumes (agent/daemon.go), as house style rule 1 asks.
+// never imports it back (hack/verify-imports.sh). The daemon declares the Source interface it
+// consumes (agent/daemon/daemon.go), as house style rule 1 asks.
 //
 // Where the code said otherwise than issue #18's sketch: the merge of the
-// sources by name stays in the daemon (agent/daemon.go: applyLocked,
+// sources by name stays in the daemon (agent/daemon/daemon.go: applyLocked,
 // mergedLocked, mergeByName). It is the daemon's state, under the
 // daemon's lock, interleaved with the hand-over to the pod workers and
 // with the report of name clashes as pod events; moving it would move

@@ -56,7 +56,7 @@ type Runtime interface {
 
 // Pods lists the pods the summary reports, with their status, under the
 // namespace, name and UID its reader knows them by. The kubelet server
-// passes agent.ClusterView (cmd's clusterSummary): the cluster's pods and
+// passes daemon.ClusterView (cmd's clusterSummary): the cluster's pods and
 // the static pods under their mirror names, never the local API's.
 type Pods interface {
 	ListPods(namespace string) []*v1.Pod

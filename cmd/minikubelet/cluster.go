@@ -21,6 +21,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/certificate"
 	"github.com/minikubelet/minikubelet/agent/cluster"
+	"github.com/minikubelet/minikubelet/agent/daemon"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
@@ -230,14 +231,14 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 
 // clusterPodWiring is what serve wires for the cluster's pods.
 type clusterPodWiring struct {
-	// source is the API server pod source (agent.DaemonConfig.Sources).
-	source agent.Source
+	// source is the API server pod source (daemon.Config.Sources).
+	source daemon.Source
 	// observer sends pod statuses to the API server: the cluster pods'
 	// to their objects, the static pods' to their mirrors; and the pods'
 	// events (agent.Agent.AddObserver).
 	observer agent.Observer
 	// staticPods keeps the static pods' mirror pods
-	// (agent.DaemonConfig.StaticPods).
+	// (daemon.Config.StaticPods).
 	staticPods func([]*v1.Pod)
 	// run sends statuses and events, keeps the mirror pods and lists the
 	// Services until ctx ends.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/daemon"
 	"github.com/minikubelet/minikubelet/agent/kubeletserver"
 	"github.com/minikubelet/minikubelet/agent/stats"
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -139,7 +140,7 @@ func (k *kubeletServerFlags) warnings() []string {
 // startKubeletServer binds the kubelet server and records its port in cc
 // (the Node status advertises it), then serves until ctx ends; wait blocks
 // until it stopped.
-func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServerFlags, nodeIP string, d *agent.Daemon,
+func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServerFlags, nodeIP string, d *daemon.Daemon,
 	rt *cri.Instrumented, cg cgroups.Manager, rootDir, certDir, nodeName string, logger *slog.Logger) (wait func(), err error) {
 	reviewer, err := kubeletserver.NewReviewer(cc.rest)
 	if err != nil {
@@ -150,7 +151,7 @@ func startKubeletServer(ctx context.Context, cc *clusterClient, kf kubeletServer
 		ips = append(ips, ip)
 	}
 	// The pods under the API server's names: never the local API's, and
-	// a static pod under its mirror's name (agent.ClusterView).
+	// a static pod under its mirror's name (daemon.ClusterView).
 	view := d.ClusterView(nodeName)
 	logs := daemonLogs{view: view}
 	for _, w := range kf.warnings() {
@@ -282,7 +283,7 @@ var (
 // Nothing else reads this Collector: eviction measures the node through
 // eviction.StatsProvider (agent.NewEvictionStats) over the daemon's full set of pods, and the local
 // API and CLI serve the node's own names.
-func clusterSummary(view *agent.ClusterView, rt stats.Runtime, host stats.Host, rootDir, nodeName string, logger *slog.Logger) *stats.Collector {
+func clusterSummary(view *daemon.ClusterView, rt stats.Runtime, host stats.Host, rootDir, nodeName string, logger *slog.Logger) *stats.Collector {
 	return stats.New(stats.Config{
 		NodeName: nodeName,
 		Pods:     view,
@@ -300,7 +301,7 @@ func clusterSummary(view *agent.ClusterView, rt stats.Runtime, host stats.Host, 
 // server names (view): the kubelet server never reaches a pod by the
 // node's own names.
 type daemonLogs struct {
-	view *agent.ClusterView
+	view *daemon.ClusterView
 }
 
 func (l daemonLogs) WriteLog(ctx context.Context, ns, pod, container string, o kubeletserver.LogOptions, w io.Writer) error {

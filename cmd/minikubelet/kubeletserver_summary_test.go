@@ -18,6 +18,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/daemon"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
 	"github.com/minikubelet/minikubelet/agent/source"
@@ -49,7 +50,7 @@ func TestClusterSummary_ListsOnlyThePodsTheClusterSees(t *testing.T) {
 		[]byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: etcd\n  namespace: kube-system\nspec:\n  containers:\n  - name: etcd\n    image: busybox\n"), 0o600))
 	dir := source.NewDirSource(manifests, node, nil, nil)
 	cluster := clusterPodForTest(t, node, "db", "uid-db")
-	d := agent.NewDaemon(a, store, dir, agent.DaemonConfig{Sources: []agent.Source{oneSet{source.SourceUpdate{Source: "cluster", Pods: []*v1.Pod{cluster}}}}})
+	d := daemon.New(a, store, dir, daemon.Config{Sources: []daemon.Source{oneSet{source.SourceUpdate{Source: "cluster", Pods: []*v1.Pod{cluster}}}}})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/daemon"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
@@ -305,7 +306,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	// In cluster mode the API server is a pod source beside the directory
 	// and the local API, and the pods' statuses go back to it.
-	var sources []agent.Source
+	var sources []daemon.Source
 	var cp clusterPodWiring
 	if cc != nil {
 		cp = newClusterPods(cc, a.PodDone, a.Holds, node.Name, logger)
@@ -313,7 +314,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		a.AddObserver(cp.observer)
 		go cp.run(ctx)
 	}
-	d := agent.NewDaemon(a, store, dir, agent.DaemonConfig{
+	d := daemon.New(a, store, dir, daemon.Config{
 		Version:           version,
 		RuntimeName:       client.RuntimeName(),
 		RuntimeVersion:    client.RuntimeVersion(),

@@ -16,7 +16,8 @@ type tree map[string]string
 // cleanTree has every package the rules name, importing only what the
 // rules allow: the engine imports eviction, manifest, podspec, source and
 // volume; eviction imports podspec and source; node imports eviction,
-// manifest and podspec; the daemon imports the engine and node;
+// manifest and podspec; the daemon imports the engine and node (and
+// nothing else of agent/ imports it);
 // podspec imports manifest; source imports volume and manifest, volume
 // imports manifest; manifest imports its own subpackage.
 func cleanTree() tree {
@@ -29,6 +30,8 @@ func cleanTree() tree {
 		"agent/source/source.go":        "package source\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/volume/volume.go":        "package volume\n\nimport _ \"" + mod + "/agent/manifest\"\n",
 		"agent/api/api.go":              "package api\n",
+		"agent/cluster/cluster.go":      "package cluster\n",
+		"cgroups/cgroups.go":            "package cgroups\n",
 		"agent/node/node.go":            "package node\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n)\n",
 		"agent/daemon/daemon.go":        "package daemon\n\nimport (\n\t_ \"" + mod + "/agent\"\n\t_ \"" + mod + "/agent/node\"\n)\n",
 		"agent/eviction/eviction.go":    "package eviction\n\nimport (\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n)\n",
@@ -77,34 +80,39 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		file, src string
 		want      string // the rule's package named in the failure
 	}{
-		"manifest imports the engine":        {"agent/manifest/bad.go", imp("manifest", "agent"), "agent/manifest must not import"},
-		"manifest imports source":            {"agent/manifest/bad.go", imp("manifest", "agent/source"), "agent/manifest must not import"},
-		"manifest imports volume":            {"agent/manifest/bad.go", imp("manifest", "agent/volume"), "agent/manifest must not import"},
-		"manifest imports a leaf":            {"agent/manifest/bad.go", imp("manifest", "cri"), "agent/manifest must not import"},
-		"manifest's test imports agent":      {"agent/manifest/bad_test.go", imp("manifest_test", "agent"), "agent/manifest must not import"},
-		"volume imports the engine":          {"agent/volume/bad.go", imp("volume", "agent"), "agent/volume must not import"},
-		"volume imports source":              {"agent/volume/bad.go", imp("volume", "agent/source"), "agent/volume must not import"},
-		"source imports the engine":          {"agent/source/bad.go", imp("source", "agent"), "agent/source must not import"},
-		"source imports the API":             {"agent/source/bad.go", imp("source", "agent/api"), "agent/source must not import"},
-		"source imports a runtime leaf":      {"agent/source/bad.go", imp("source", "cri"), "agent/source must not import"},
-		"agent imports cmd":                  {"agent/bad.go", imp("agent", "cmd/minikubelet"), "agent must not import"},
-		"a package under agent imports test": {"agent/volume/bad.go", imp("volume", "test/testutil"), "must not import"},
-		"podspec imports the engine":         {"agent/podspec/bad.go", imp("podspec", "agent"), "agent/podspec must not import"},
-		"podspec imports the CRI client":     {"agent/podspec/bad.go", imp("podspec", "cri"), "agent/podspec must not import"},
-		"podspec imports volume":             {"agent/podspec/bad.go", imp("podspec", "agent/volume"), "agent/podspec must not import"},
-		"podspec imports safepath":           {"agent/podspec/bad.go", imp("podspec", "agent/safepath"), "agent/podspec must not import"},
-		"podspec reads files":                {"agent/podspec/bad.go", "package podspec\n\nimport _ \"os\"\n", "agent/podspec must not import"},
-		"podspec's test imports the engine":  {"agent/podspec/bad_test.go", imp("podspec_test", "agent"), "agent/podspec must not import"},
-		"eviction imports the engine":        {"agent/eviction/bad.go", imp("eviction", "agent"), "agent/eviction must not import"},
-		"eviction imports the CRI client":    {"agent/eviction/bad.go", imp("eviction", "cri"), "agent/eviction must not import"},
-		"eviction's test imports the engine": {"agent/eviction/bad_test.go", imp("eviction_test", "agent"), "agent/eviction must not import"},
-		"eviction imports the daemon":        {"agent/eviction/bad.go", imp("eviction", "agent/daemon"), "agent/eviction must not import"},
-		"node imports the engine":            {"agent/node/bad.go", imp("node", "agent"), "agent/node must not import"},
-		"node imports the daemon":            {"agent/node/bad.go", imp("node", "agent/daemon"), "agent/node must not import"},
-		"node imports the CRI client":        {"agent/node/bad.go", imp("node", "cri"), "agent/node must not import"},
-		"node's test imports the engine":     {"agent/node/bad_test.go", imp("node_test", "agent"), "agent/node must not import"},
-		"the engine imports the daemon":      {"agent/bad.go", imp("agent", "agent/daemon"), "agent must not import"},
-		"safepath imports manifest":          {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+		"manifest imports the engine":          {"agent/manifest/bad.go", imp("manifest", "agent"), "agent/manifest must not import"},
+		"manifest imports source":              {"agent/manifest/bad.go", imp("manifest", "agent/source"), "agent/manifest must not import"},
+		"manifest imports volume":              {"agent/manifest/bad.go", imp("manifest", "agent/volume"), "agent/manifest must not import"},
+		"manifest imports a leaf":              {"agent/manifest/bad.go", imp("manifest", "cri"), "agent/manifest must not import"},
+		"manifest's test imports agent":        {"agent/manifest/bad_test.go", imp("manifest_test", "agent"), "agent/manifest must not import"},
+		"volume imports the engine":            {"agent/volume/bad.go", imp("volume", "agent"), "agent/volume must not import"},
+		"volume imports source":                {"agent/volume/bad.go", imp("volume", "agent/source"), "agent/volume must not import"},
+		"source imports the engine":            {"agent/source/bad.go", imp("source", "agent"), "agent/source must not import"},
+		"source imports the API":               {"agent/source/bad.go", imp("source", "agent/api"), "agent/source must not import"},
+		"source imports a runtime leaf":        {"agent/source/bad.go", imp("source", "cri"), "agent/source must not import"},
+		"agent imports cmd":                    {"agent/bad.go", imp("agent", "cmd/minikubelet"), "agent must not import"},
+		"a package under agent imports test":   {"agent/volume/bad.go", imp("volume", "test/testutil"), "must not import"},
+		"podspec imports the engine":           {"agent/podspec/bad.go", imp("podspec", "agent"), "agent/podspec must not import"},
+		"podspec imports the CRI client":       {"agent/podspec/bad.go", imp("podspec", "cri"), "agent/podspec must not import"},
+		"podspec imports volume":               {"agent/podspec/bad.go", imp("podspec", "agent/volume"), "agent/podspec must not import"},
+		"podspec imports safepath":             {"agent/podspec/bad.go", imp("podspec", "agent/safepath"), "agent/podspec must not import"},
+		"podspec reads files":                  {"agent/podspec/bad.go", "package podspec\n\nimport _ \"os\"\n", "agent/podspec must not import"},
+		"podspec's test imports the engine":    {"agent/podspec/bad_test.go", imp("podspec_test", "agent"), "agent/podspec must not import"},
+		"eviction imports the engine":          {"agent/eviction/bad.go", imp("eviction", "agent"), "agent/eviction must not import"},
+		"eviction imports the CRI client":      {"agent/eviction/bad.go", imp("eviction", "cri"), "agent/eviction must not import"},
+		"eviction's test imports the engine":   {"agent/eviction/bad_test.go", imp("eviction_test", "agent"), "agent/eviction must not import"},
+		"eviction imports the daemon":          {"agent/eviction/bad.go", imp("eviction", "agent/daemon"), "agent/eviction must not import"},
+		"node imports the engine":              {"agent/node/bad.go", imp("node", "agent"), "agent/node must not import"},
+		"node imports the daemon":              {"agent/node/bad.go", imp("node", "agent/daemon"), "agent/node must not import"},
+		"node imports the CRI client":          {"agent/node/bad.go", imp("node", "cri"), "agent/node must not import"},
+		"node's test imports the engine":       {"agent/node/bad_test.go", imp("node_test", "agent"), "agent/node must not import"},
+		"the engine imports the daemon":        {"agent/bad.go", imp("agent", "agent/daemon"), "agent must not import"},
+		"the engine's test imports the daemon": {"agent/bad_test.go", imp("agent_test", "agent/daemon"), "agent must not import"},
+		"the local API imports the daemon":     {"agent/api/bad.go", imp("api", "agent/daemon"), "agent/api must not import"},
+		"source's test imports the daemon":     {"agent/source/bad_test.go", imp("source_test", "agent/daemon"), "agent/source must not import"},
+		"the daemon imports the cluster":       {"agent/daemon/bad.go", imp("daemon", "agent/cluster"), "agent/daemon must not import"},
+		"the daemon imports a runtime leaf":    {"agent/daemon/bad.go", imp("daemon", "cgroups"), "agent/daemon must not import"},
+		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			files := cleanTree()

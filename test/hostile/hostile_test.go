@@ -22,6 +22,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/daemon"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cni"
@@ -105,7 +106,7 @@ func TestCorpus_API(t *testing.T) {
 		agent.Deps{Runtime: fake.Runtime, Images: fake.Images})
 	store, err := source.NewPodStore(t.TempDir(), nodeName)
 	require.NoError(t, err)
-	d := agent.NewDaemon(a, store, nil, agent.DaemonConfig{})
+	d := daemon.New(a, store, nil, daemon.Config{})
 	srv := httptest.NewServer(api.NewServer(d, slog.New(slog.DiscardHandler), api.Options{}).Handler())
 	t.Cleanup(srv.Close)
 

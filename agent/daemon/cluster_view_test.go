@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestClusterView_NodePodsNotReachableByClusterNames(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	ctx := context.Background()
 
 	local, err := d.CreatePod(ctx, manifesttest.APIPod("default", "web", "local"))

@@ -1,7 +1,6 @@
-package agent
+package daemon
 
-// Over 600 lines: the daemon as the local API's backend, one method per API verb;
-// it moves with the daemon into a package of its own (issue #30).
+// Over 600 lines: the daemon as the local API's backend, one method per API verb.
 
 // The daemon as the local API's backend (api.Backend): pods, their events,
 // details, logs and exec, ConfigMaps and Secrets, health and version. Split
@@ -29,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/source"
@@ -64,7 +64,7 @@ func (d *Daemon) manifestErrorPods() []*v1.Pod {
 // are listed too, as Failed pods with reason InvalidManifest.
 func (d *Daemon) ListPods(namespace string) []*v1.Pod {
 	var out []*v1.Pod
-	for _, p := range append(d.a.listPods(), d.manifestErrorPods()...) {
+	for _, p := range append(d.a.ListPods(), d.manifestErrorPods()...) {
 		if namespace == "" || p.Namespace == namespace {
 			out = append(out, p)
 		}
@@ -80,10 +80,10 @@ func (d *Daemon) ListPods(namespace string) []*v1.Pod {
 
 // GetPod implements api.Backend.
 func (d *Daemon) GetPod(namespace, name string) (*v1.Pod, error) {
-	w, rejected := d.a.findPod(namespace, name)
+	w, rejected := d.a.FindPod(namespace, name)
 	switch {
 	case w != nil:
-		p := w.snapshot()
+		p := w.Snapshot()
 		p.ResourceVersion = d.watch.hub.PodResourceVersion(p)
 		return p, nil
 	case rejected != nil:
@@ -100,7 +100,7 @@ func (d *Daemon) CreatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	if pod.Namespace == "" {
 		pod.Namespace = metav1.NamespaceDefault
 	}
-	if w, rejected := d.a.findPod(pod.Namespace, pod.Name); w != nil || rejected != nil {
+	if w, rejected := d.a.FindPod(pod.Namespace, pod.Name); w != nil || rejected != nil {
 		return nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, pod.Name)
 	}
 	stored, err := d.store.Add(pod)
@@ -135,11 +135,11 @@ func storeError(pod *v1.Pod, err error) error {
 
 // DeletePod implements api.Backend.
 func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *int64) (*v1.Pod, error) {
-	w, rejected := d.a.findPod(namespace, name)
+	w, rejected := d.a.FindPod(namespace, name)
 	var pod *v1.Pod // read-only
 	switch {
 	case w != nil:
-		pod = w.pod()
+		pod = w.Pod()
 	case rejected != nil:
 		pod = rejected
 	default:
@@ -155,14 +155,14 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 			fmt.Errorf("it comes from the %q pod source (the cluster's API server): delete it there (kubectl delete pod -n %s %s)", src, namespace, name))
 	}
 	if w != nil {
-		w.setDeletion(grace, d.a.clock.Now(), true)
+		w.SetDeletion(grace)
 	}
 	if err := d.store.Delete(namespace, name); err != nil && !errors.Is(err, source.ErrPodNotFound) {
 		return nil, err
 	}
 	d.applyStore()
 	if w != nil {
-		p := w.snapshot()
+		p := w.Snapshot()
 		d.watch.hub.Modify(p) // deletionTimestamp set
 		return p, nil
 	}
@@ -171,16 +171,15 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 
 // Events implements api.Backend.
 func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
-	w, rejected := d.a.findPod(namespace, name)
+	w, rejected := d.a.FindPod(namespace, name)
 	var pod *v1.Pod
-	var evs []Event
+	var evs []agent.Event
 	switch {
 	case w != nil:
-		pod, evs = w.snapshot(), w.eventList()
+		pod, evs = w.Snapshot(), w.Events()
 	case rejected != nil:
 		pod = rejected
-		evs = []Event{{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: truncateMessage(rejected.Status.Message, maxEventMessageBytes), Count: 1,
-			FirstTimestamp: rejected.Status.StartTime.Time, LastTimestamp: rejected.Status.StartTime.Time}}
+		evs = []agent.Event{agent.RejectedEvent(rejected)}
 	default:
 		return nil, notFound(name)
 	}
@@ -196,7 +195,7 @@ func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
 			FirstTimestamp: metav1.NewTime(e.FirstTimestamp),
 			LastTimestamp:  metav1.NewTime(e.LastTimestamp),
 			// The kubelet's component name, as on the API server (cluster mode).
-			Source: v1.EventSource{Component: "kubelet", Host: d.a.cfg.NodeName},
+			Source: v1.EventSource{Component: "kubelet", Host: d.a.NodeName()},
 		})
 	}
 	return out, nil
@@ -205,21 +204,19 @@ func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
 // Details implements api.Backend: the startup trace, the probes, the
 // cgroup, and where a pod that is not Ready is stuck.
 func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
-	w, rejected := d.a.findPod(namespace, name)
+	w, rejected := d.a.FindPod(namespace, name)
 	if w == nil && rejected == nil {
 		return nil, notFound(name)
 	}
 	pod := rejected
 	det := &api.PodDetails{}
 	if w != nil {
-		pod = w.snapshot()
-		w.mu.Lock()
-		for _, s := range w.steps {
+		pod = w.Snapshot()
+		for _, s := range w.Steps() {
 			det.Steps = append(det.Steps, api.Step{Name: s.Name, Duration: s.Duration, Detail: s.Detail, At: s.At})
 		}
-		w.mu.Unlock()
-		det.CgroupPath = d.a.podCgroupPath(pod)
-		for _, ps := range d.a.probes.PodStatus(pod.UID) {
+		det.CgroupPath = d.a.PodCgroupPath(pod)
+		for _, ps := range d.a.ProbeStatus(pod.UID) {
 			det.Probes = append(det.Probes, probeState(pod, ps))
 		}
 	}
@@ -227,11 +224,11 @@ func (d *Daemon) Details(namespace, name string) (*api.PodDetails, error) {
 	if f := pod.Annotations[source.AnnotationSourceFile]; f != "" {
 		det.Source += ":" + f
 	}
-	det.Stuck = stuckAt(pod, det.Probes, w != nil && w.isTerminating())
+	det.Stuck = stuckAt(pod, det.Probes, w != nil && w.Terminating())
 	if det.Stuck != nil && det.Stuck.Step == "image" && w != nil {
 		// In back-off the status only says "Back-off pulling image": the
 		// registry's answer is in the last Failed event.
-		evs := w.eventList()
+		evs := w.Events()
 		for i := len(evs) - 1; i >= 0; i-- {
 			if evs[i].Reason == "Failed" && strings.HasPrefix(evs[i].Message, "Failed to pull image") {
 				det.Stuck.Cause += "; last pull: " + evs[i].Message
@@ -363,7 +360,7 @@ func (d *Daemon) LogPath(namespace, name, container string, previous bool) (stri
 		}
 		container = pod.Spec.Containers[0].Name
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d.a.cfg.RuntimeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), d.a.RuntimeTimeout())
 	defer cancel()
 	id, err := logContainerID(pod, container, previous)
 	if err != nil {
@@ -371,17 +368,16 @@ func (d *Daemon) LogPath(namespace, name, container string, previous bool) (stri
 		if previous || !errors.As(err, &ni) {
 			return "", apierrors.NewBadRequest(err.Error())
 		}
-		st, oerr := d.a.observePod(ctx, pod)
+		cid, _, found, oerr := d.a.LatestContainer(ctx, pod, container)
 		if oerr != nil {
 			return "", oerr
 		}
-		c := st.latest(container)
-		if c == nil {
+		if !found {
 			return "", apierrors.NewBadRequest(err.Error())
 		}
-		id = c.id
+		id = cid
 	}
-	resp, err := d.a.runtime.ContainerStatus(ctx, id, false)
+	resp, err := d.a.Runtime().ContainerStatus(ctx, id, false)
 	if cri.IsNotFound(err) {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("the log of container %q in pod %q is gone: its instance %s was removed from the runtime", container, name, id))
 	}
@@ -470,15 +466,14 @@ func (d *Daemon) Exec(ctx context.Context, namespace, name, container string, cm
 	if container == "" {
 		container = pod.Spec.Containers[0].Name
 	}
-	st, err := d.a.observePod(ctx, pod)
+	id, state, found, err := d.a.LatestContainer(ctx, pod, container)
 	if err != nil {
 		return nil, err
 	}
-	c := st.latest(container)
-	if c == nil || c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+	if !found || state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("container %q of pod %s is not running", container, name))
 	}
-	stdout, stderr, err := d.a.runtime.ExecSync(ctx, c.id, cmd, timeout)
+	stdout, stderr, err := d.a.Runtime().ExecSync(ctx, id, cmd, timeout)
 	res := &api.ExecResult{Stdout: stdout, Stderr: stderr}
 	var ee *cri.ExitError
 	switch {
@@ -514,10 +509,8 @@ func execStartError(cmd []string, container, pod string, err error) error {
 
 // Healthz implements api.Backend: the sync loop relists.
 func (d *Daemon) Healthz() error {
-	d.a.mu.Lock()
-	last := d.a.lastRelist
-	d.a.mu.Unlock()
-	if last.IsZero() || d.a.clock.Since(last) < 3*time.Minute {
+	last := d.a.LastRelist()
+	if last.IsZero() || d.a.Clock().Since(last) < 3*time.Minute {
 		return nil // the kubelet's PLEG threshold: 3 minutes without a relist
 	}
 	return fmt.Errorf("no successful relist since %s", last.Format(time.RFC3339))
@@ -527,7 +520,7 @@ func (d *Daemon) Healthz() error {
 func (d *Daemon) Readyz() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ok, reason, msg, err := d.a.networkReady(ctx)
+	ok, reason, msg, err := d.a.NetworkReady(ctx)
 	switch {
 	case err != nil:
 		return fmt.Errorf("runtime: %w", err)
@@ -540,7 +533,7 @@ func (d *Daemon) Readyz() error {
 // Version implements api.Backend.
 func (d *Daemon) Version() api.VersionInfo {
 	return api.VersionInfo{Version: d.cfg.Version, RuntimeName: d.cfg.RuntimeName, RuntimeVersion: d.cfg.RuntimeVersion,
-		RuntimeAPIVersion: d.cfg.RuntimeAPIVersion, NodeName: d.a.cfg.NodeName}
+		RuntimeAPIVersion: d.cfg.RuntimeAPIVersion, NodeName: d.a.NodeName()}
 }
 
 // WriteMetrics implements api.Backend.
@@ -650,7 +643,7 @@ func (d *Daemon) DeleteSecret(ctx context.Context, namespace, name string) error
 // to list).
 func (d *Daemon) ListConfigMaps(namespace string) []*v1.ConfigMap {
 	d.mu.Lock()
-	set := d.mergedConfigLocked(false)[configScopeNode]
+	set := d.mergedConfigLocked(false)[agent.ConfigScopeNode]
 	d.mu.Unlock()
 	var out []*v1.ConfigMap
 	for _, cm := range set.ConfigMaps {
@@ -668,7 +661,7 @@ func (d *Daemon) ListConfigMaps(namespace string) []*v1.ConfigMap {
 // included, as the API server does; the socket is root's only.
 func (d *Daemon) ListSecrets(namespace string) []*v1.Secret {
 	d.mu.Lock()
-	set := d.mergedConfigLocked(false)[configScopeNode]
+	set := d.mergedConfigLocked(false)[agent.ConfigScopeNode]
 	d.mu.Unlock()
 	var out []*v1.Secret
 	for _, s := range set.Secrets {
@@ -680,4 +673,15 @@ func (d *Daemon) ListSecrets(namespace string) []*v1.Secret {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// conditionTrue reports whether the condition of that type is True (the
+// engine's, agent/status.go).
+func conditionTrue(cs []v1.PodCondition, t v1.PodConditionType) bool {
+	for _, c := range cs {
+		if c.Type == t {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 // The node's pods as the API server names them, for the kubelet server
 // (cluster mode). The API server proxies exec, attach, port-forward and
@@ -26,6 +26,10 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/source"
 )
+
+// sourceCluster is the config.source of pods from the cluster's API
+// server (agent/cluster.SourceCluster; agent/token.go's too).
+const sourceCluster = "cluster"
 
 // ClusterView is the daemon's pods under the API server's names (see the
 // file comment); it satisfies the kubelet server's Pods.

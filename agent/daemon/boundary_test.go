@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestBoundaryAPI_PathNamesNeverLeaveTheStore(t *testing.T) {
 	top := t.TempDir()
 	store, err := source.NewPodStore(filepath.Join(top, "root", "api-pods"), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	srv := httptest.NewServer(api.NewServer(d, slog.New(slog.DiscardHandler), api.Options{}).Handler())
 	t.Cleanup(srv.Close)
 
@@ -109,13 +109,13 @@ func TestEviction_CriticalCannotBeForgedThroughTheAPI(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	forged := manifesttest.APIPod("default", "forged", "x")
 	forged.Annotations = map[string]string{source.AnnotationConfigSource: source.SourceFile, source.AnnotationSourceFile: "/etc/minikubelet/manifests/x.yaml"}
 	got, err := d.CreatePod(context.Background(), forged)
 	require.NoError(t, err)
 	assert.Equal(t, source.SourceAPI, got.Annotations[source.AnnotationConfigSource])
-	assert.False(t, isCritical(got), "a forged static pod is not critical")
+	assert.False(t, eviction.IsCritical(got), "a forged static pod is not critical")
 
 	prio := manifesttest.APIPod("default", "prio", "x")
 	prio.Spec.Priority = ptr.To(int32(eviction.CriticalPriority))
@@ -126,5 +126,5 @@ func TestEviction_CriticalCannotBeForgedThroughTheAPI(t *testing.T) {
 	class.Spec.PriorityClassName = "system-cluster-critical"
 	got, err = d.CreatePod(context.Background(), class)
 	require.NoError(t, err)
-	assert.True(t, isCritical(got), "a system-cluster-critical pod is critical")
+	assert.True(t, eviction.IsCritical(got), "a system-cluster-critical pod is critical")
 }

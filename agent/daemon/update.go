@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 // This file is the daemon's side of updates through the local API
 // (kubectl apply of a changed object): api.PodUpdater and
@@ -65,11 +65,11 @@ func (d *Daemon) UpdatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 	// one wins, the other gets 409).
 	d.updateMu.Lock()
 	defer d.updateMu.Unlock()
-	w, rejected := d.a.findPod(pod.Namespace, pod.Name)
+	w, rejected := d.a.FindPod(pod.Namespace, pod.Name)
 	var live *v1.Pod // read-only
 	switch {
 	case w != nil:
-		live = w.pod()
+		live = w.Pod()
 	case rejected != nil:
 		live = rejected
 	default:
@@ -84,7 +84,7 @@ func (d *Daemon) UpdatePod(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
 		return nil, apierrors.NewForbidden(podsResource, pod.Name,
 			fmt.Errorf("it comes from the %q pod source (the cluster's API server): change it there", src))
 	}
-	if w != nil && w.pod().DeletionTimestamp != nil {
+	if w != nil && w.Pod().DeletionTimestamp != nil {
 		return nil, apierrors.NewConflict(podsResource, pod.Name,
 			errors.New("the pod is being deleted: create it again once it is gone"))
 	}

@@ -1,8 +1,9 @@
-package agent
+package daemon
 
 import (
 	"context"
 	"fmt"
+	"github.com/minikubelet/minikubelet/agent"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -25,14 +26,14 @@ import (
 // iterations, untimed.
 func BenchmarkDaemon_Concurrent(b *testing.B) {
 	fake := critest.New()
-	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b), HostIPs: []string{"192.0.2.1"}},
-		Deps{Runtime: fake.Runtime, Images: fake.Images})
-	b.Cleanup(a.stopWorkers)
+	a := agent.New(agent.Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b), HostIPs: []string{"192.0.2.1"}},
+		agent.Deps{Runtime: fake.Runtime, Images: fake.Images})
+	b.Cleanup(a.StopWorkers)
 	s, err := source.NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := NewDaemon(a, s, nil, DaemonConfig{})
+	d := New(a, s, nil, Config{})
 	ctx := context.Background()
 	grace := int64(0)
 	var addTime, delTime time.Duration
@@ -85,14 +86,14 @@ func (r *sandboxClock) RunPodSandbox(ctx context.Context, config *runtimeapi.Pod
 func BenchmarkDaemon_CreateToSandbox(b *testing.B) {
 	fake := critest.New()
 	rt := &sandboxClock{Runtime: fake.Runtime, called: make(chan time.Time, 1)}
-	a := New(Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b), HostIPs: []string{"192.0.2.1"}},
-		Deps{Runtime: rt, Images: fake.Images})
-	b.Cleanup(a.stopWorkers)
+	a := agent.New(agent.Config{NodeName: "node-1", RootDir: b.TempDir(), PodLogDir: b.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(b), HostIPs: []string{"192.0.2.1"}},
+		agent.Deps{Runtime: rt, Images: fake.Images})
+	b.Cleanup(a.StopWorkers)
 	s, err := source.NewPodStore(filepath.Join(b.TempDir(), "api-pods"), "node-1")
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := NewDaemon(a, s, nil, DaemonConfig{})
+	d := New(a, s, nil, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- d.Run(ctx) }() // the loop follows the store's signal, as in the daemon

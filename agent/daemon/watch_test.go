@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestDaemon_WatchFollowsPodLifecycle(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	w, err := d.WatchPods(api.PodWatchOptions{Namespace: "default", Name: "web"})
 	require.NoError(t, err)
 	defer w.Stop()
@@ -103,7 +103,7 @@ func TestDaemon_WatchFollowsPodLifecycle(t *testing.T) {
 // source wants it any more.
 func TestDaemon_WatchRejectedPod(t *testing.T) {
 	h := newHarness(t)
-	d := NewDaemon(h.agent, nil, nil, DaemonConfig{})
+	d := New(h.agent, nil, nil, Config{})
 	w, err := d.WatchPods(api.PodWatchOptions{})
 	require.NoError(t, err)
 	defer w.Stop()
@@ -113,7 +113,7 @@ kind: Pod
 metadata: {name: sneaky}
 spec:
   containers: [{name: app, image: reg.local/x:1}]
-  volumes: [{name: state, hostPath: {path: `+h.agent.cfg.RootDir+`}}]
+  volumes: [{name: state, hostPath: {path: `+h.cfg.RootDir+`}}]
 `)
 	h.agent.SetPods([]*v1.Pod{pod})
 	ev := nextEvent(t, w)

@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	storeDir := filepath.Join(t.TempDir(), "api-pods")
 	store, err := source.NewPodStore(storeDir, "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	ctx := context.Background()
 	_, err = d.CreatePod(ctx, manifesttest.APIPod("", "web", "hi"))
 	require.NoError(t, err)
@@ -35,7 +35,7 @@ func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, live.CreationTimestamp.IsZero())
 	require.NotEmpty(t, live.ResourceVersion, "GET carries the pod's resource version")
-	w0, _ := h.agent.findPod("default", "web")
+	w0, _ := h.agent.FindPod("default", "web")
 	require.NotNil(t, w0)
 
 	// (The worker's status reports move the resource version meanwhile:
@@ -50,13 +50,11 @@ func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	assert.Equal(t, int64(1), got.Generation, "a label is no new generation")
 	assert.Equal(t, live.CreationTimestamp, got.CreationTimestamp)
 	assert.NotEqual(t, live.ResourceVersion, got.ResourceVersion, "a change is a new resource version")
-	w1, _ := h.agent.findPod("default", "web")
+	w1, _ := h.agent.FindPod("default", "web")
 	assert.Same(t, w0, w1, "the same worker runs the pod")
-	assert.False(t, w1.isTerminating())
-	assert.Equal(t, "y", w1.pod().Labels["x"], "the worker has the new pod")
-	h.agent.mu.Lock()
-	assert.Len(t, h.agent.workers, 1, "no second pod")
-	h.agent.mu.Unlock()
+	assert.False(t, w1.Terminating())
+	assert.Equal(t, "y", w1.Pod().Labels["x"], "the worker has the new pod")
+	assert.Equal(t, 1, h.agent.PodTables()["workers"], "no second pod")
 
 	// The first PUT from an old version lost: 409, nothing changed.
 	stale := live.DeepCopy()
@@ -71,9 +69,9 @@ func TestDaemon_UpdatePodInPlace(t *testing.T) {
 	got, err = d.UpdatePod(ctx, image)
 	require.NoError(t, err)
 	assert.Equal(t, live.UID, got.UID)
-	assert.Equal(t, "registry.example/app:2.0", w0.pod().Spec.Containers[0].Image, "the worker restarts that container")
+	assert.Equal(t, "registry.example/app:2.0", w0.Pod().Spec.Containers[0].Image, "the worker restarts that container")
 	assert.Equal(t, int64(2), got.Generation, "a spec change is a new generation")
-	assert.Equal(t, int64(2), w0.pod().Generation, "the worker syncs that generation")
+	assert.Equal(t, int64(2), w0.Pod().Generation, "the worker syncs that generation")
 	assert.Equal(t, "y", got.Labels["x"])
 
 	// Unchanged (an empty resource version: unconditional): nothing is
@@ -129,7 +127,7 @@ func TestDaemon_UpdateConfigMapInPlace(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	ctx := context.Background()
 	created, err := d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"mode": "fast"}})
 	require.NoError(t, err)
@@ -140,7 +138,7 @@ func TestDaemon_UpdateConfigMapInPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, created.CreationTimestamp, got.CreationTimestamp)
 	local := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x", Annotations: map[string]string{source.AnnotationConfigSource: source.SourceAPI}}}
-	seen, err := h.agent.configData().configMap(local, "settings")
+	seen, err := h.agent.ConfigMapFor(local, "settings")
 	require.NoError(t, err)
 	assert.Equal(t, "slow", seen.Data["mode"])
 
@@ -157,7 +155,7 @@ func TestDaemon_PreparePod(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	_, err = d.CreatePod(context.Background(), manifesttest.APIPod("", "web", "hi"))
 	require.NoError(t, err)
 	live, err := d.GetPod("default", "web")
@@ -186,7 +184,7 @@ func TestDaemon_UpdateRejectedPod(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(filepath.Join(t.TempDir(), "api-pods"), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	ctx := context.Background()
 	pod := manifesttest.APIPod("", "other-os", "hi")
 	pod.Spec.OS = &v1.PodOS{Name: "windows"}

@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 import (
 	"fmt"
@@ -16,9 +16,9 @@ var _ api.NodeDescriber = (*Daemon)(nil)
 // the pressure conditions, the filesystems and signals at the last
 // observation, the thresholds, and the last evictions.
 func (d *Daemon) DescribeNode() (*api.NodeDetails, error) {
-	a := d.a
-	out := &api.NodeDetails{Capacity: a.cfg.Node.Capacity.DeepCopy(), Allocatable: a.cfg.Node.Allocatable.DeepCopy()}
-	m := a.eviction
+	n := d.a.NodeInfo()
+	out := &api.NodeDetails{Capacity: n.Capacity.DeepCopy(), Allocatable: n.Allocatable.DeepCopy()}
+	m := d.a.EvictionManager()
 	if m == nil {
 		return out, nil
 	}

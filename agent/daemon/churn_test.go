@@ -1,8 +1,11 @@
-package agent
+package daemon
 
 import (
 	"context"
 	"fmt"
+	"github.com/minikubelet/minikubelet/agent"
+	"github.com/prometheus/client_golang/prometheus"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -24,7 +27,7 @@ import (
 // watch feed), over the fake runtime.
 type churnDaemon struct {
 	fake *critest.Fake
-	a    *Agent
+	a    *agent.Agent
 	d    *Daemon
 }
 
@@ -35,20 +38,19 @@ func newChurnDaemon(tb testing.TB) *churnDaemon {
 	rt := scriptedRuntime{FakeRuntime: fake.Runtime, annotate: map[string]map[string]string{
 		"crash": {critest.AnnotationExitAfterMs: "0", critest.AnnotationExitCode: "1"},
 	}}
-	a := New(Config{NodeName: "node-1", RootDir: tb.TempDir(), PodLogDir: tb.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(tb), HostIPs: []string{"192.0.2.1"},
+	a := agent.New(agent.Config{NodeName: "node-1", RootDir: tb.TempDir(), PodLogDir: tb.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(tb), HostIPs: []string{"192.0.2.1"},
 		RelistPeriod: 50 * time.Millisecond},
-		Deps{Runtime: rt, Images: fake.Images})
-	a.mounter = volumetest.NewFakeMounter()
+		agent.Deps{Runtime: rt, Images: fake.Images, Mounter: volumetest.NewFakeMounter()})
 	s, err := source.NewPodStore(filepath.Join(tb.TempDir(), "api-pods"), "node-1")
 	require.NoError(tb, err)
-	d := NewDaemon(a, s, nil, DaemonConfig{})
+	d := New(a, s, nil, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- d.Run(ctx) }()
 	tb.Cleanup(func() {
 		cancel()
 		<-ran
-		a.stopWorkers()
+		a.StopWorkers()
 	})
 	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "churn", Namespace: "default"}, Data: map[string]string{"greeting": "hello"}})
 	require.NoError(tb, err)
@@ -175,25 +177,12 @@ func (c *churnDaemon) inventory(tb testing.TB) map[string]int {
 	require.NoError(tb, err)
 	out["watch hub pods"] = len(w.Events())
 	w.Stop()
-	mfs, err := c.a.metrics.registry.Gather()
+	mfs, err := c.a.MetricsRegisterer().(prometheus.Gatherer).Gather()
 	require.NoError(tb, err)
 	for _, mf := range mfs {
 		out["series "+mf.GetName()] = len(mf.GetMetric())
 	}
-	c.a.crashBackoff.mu.Lock()
-	out["crash back-off entries"] = len(c.a.crashBackoff.entries)
-	c.a.crashBackoff.mu.Unlock()
-	c.a.imageBackoff.mu.Lock()
-	out["image back-off entries"] = len(c.a.imageBackoff.entries)
-	c.a.imageBackoff.mu.Unlock()
-	c.a.mu.Lock()
-	out["workers"] = len(c.a.workers)
-	out["rejected"] = len(c.a.rejected)
-	out["restartAfterTeardown"] = len(c.a.restartAfterTeardown)
-	c.a.mu.Unlock()
-	c.a.termMessages.mu.Lock()
-	out["termination messages"] = len(c.a.termMessages.byID)
-	c.a.termMessages.mu.Unlock()
+	maps.Copy(out, c.a.PodTables())
 	return out
 }
 

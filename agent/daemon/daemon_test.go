@@ -1,9 +1,10 @@
-package agent
+package daemon
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/minikubelet/minikubelet/agent/volume"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,7 +26,7 @@ import (
 // pod with reason InvalidManifest and the loader's message.
 func TestDaemon_ListsBadManifests(t *testing.T) {
 	h := newHarness(t)
-	d := NewDaemon(h.agent, nil, nil, DaemonConfig{})
+	d := New(h.agent, nil, nil, Config{})
 	d.apply(source.SourceUpdate{Source: source.SourceFile, Errors: []source.FileError{{Path: "/etc/minikubelet/manifests/Broken.yaml", Err: errors.New("spec.containers[0].image: Required value")}}})
 	pods := d.ListPods("")
 	require.Len(t, pods, 1)
@@ -110,9 +111,9 @@ func TestDirSource_ConfigData(t *testing.T) {
 func TestDaemon_MergesConfigData(t *testing.T) {
 	h := newHarness(t)
 	secretDir := filepath.Join(t.TempDir(), "secrets") // a tmpfs in the daemon
-	store, err := source.NewPodStoreWithSecretDir(filepath.Join(h.agent.cfg.RootDir, "api-pods"), secretDir, "node-1")
+	store, err := source.NewPodStoreWithSecretDir(filepath.Join(h.cfg.RootDir, "api-pods"), secretDir, "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	ctx := context.Background()
 	local := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x", Annotations: map[string]string{source.AnnotationConfigSource: source.SourceAPI}}}
 	cluster := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "y", Annotations: map[string]string{source.AnnotationConfigSource: sourceTestCluster}}}
@@ -122,13 +123,13 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	require.NoError(t, err)
 	_, err = d.CreateSecret(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, StringData: map[string]string{"password": "pw-3f9a1c"}})
 	require.NoError(t, err)
-	got, err := h.agent.configData().configMap(local, "shared")
+	got, err := h.agent.ConfigMapFor(local, "shared")
 	require.NoError(t, err, "a created ConfigMap is the agent's before CreateConfigMap returns")
 	assert.Equal(t, "api", got.Data["from"])
-	sec, err := h.agent.configData().secret(local, "creds")
+	sec, err := h.agent.SecretFor(local, "creds")
 	require.NoError(t, err)
 	assert.Equal(t, []byte("pw-3f9a1c"), sec.Data["password"])
-	assertNoFileContains(t, h.agent.cfg.RootDir, "pw-3f9a1c")
+	assertNoFileContains(t, h.cfg.RootDir, "pw-3f9a1c")
 	fi, err := os.Stat(filepath.Join(secretDir, "default_creds.yaml"))
 	require.NoError(t, err, "the API's Secrets are kept in the secret dir")
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
@@ -137,20 +138,20 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	// shadows nothing of the node's.
 	clusterSecret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"password": []byte("from-cluster")}}
 	d.apply(source.SourceUpdate{Source: sourceTestCluster, Secrets: []*v1.Secret{clusterSecret}})
-	sec, err = h.agent.configData().secret(cluster, "creds")
+	sec, err = h.agent.SecretFor(cluster, "creds")
 	require.NoError(t, err)
 	assert.Equal(t, "from-cluster", string(sec.Data["password"]))
-	sec, err = h.agent.configData().secret(local, "creds")
+	sec, err = h.agent.SecretFor(local, "creds")
 	require.NoError(t, err)
 	assert.Equal(t, "pw-3f9a1c", string(sec.Data["password"]))
-	_, err = h.agent.configData().configMap(cluster, "shared")
-	assert.ErrorIs(t, err, errConfigNotFound, "the node's ConfigMap is not the cluster pods'")
-	assertNoFileContains(t, h.agent.cfg.RootDir, "from-cluster")
+	_, err = h.agent.ConfigMapFor(cluster, "shared")
+	assert.ErrorIs(t, err, volume.ErrConfigNotFound, "the node's ConfigMap is not the cluster pods'")
+	assertNoFileContains(t, h.cfg.RootDir, "from-cluster")
 	assert.Len(t, d.ListSecrets(""), 1, "the local API lists the node's Secrets only")
 
 	fileCM := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "default"}, Data: map[string]string{"from": "file"}}
 	d.apply(source.SourceUpdate{Source: source.SourceFile, ConfigMaps: []*v1.ConfigMap{fileCM}})
-	got, err = h.agent.configData().configMap(local, "shared")
+	got, err = h.agent.ConfigMapFor(local, "shared")
 	require.NoError(t, err)
 	assert.Equal(t, "file", got.Data["from"], "the manifest directory wins a clash")
 	cms := d.ListConfigMaps("")
@@ -162,7 +163,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	// A pod update of the API source keeps the data (the whole set travels).
 	_, err = d.CreatePod(ctx, manifesttest.APIPod("", "web", "hi"))
 	require.NoError(t, err)
-	_, err = h.agent.configData().secret(local, "creds")
+	_, err = h.agent.SecretFor(local, "creds")
 	require.NoError(t, err)
 
 	_, err = d.CreateConfigMap(ctx, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
@@ -184,7 +185,7 @@ func TestDaemon_MergesConfigData(t *testing.T) {
 	assert.Equal(t, "data[.dockerconfigjson]", se.Status().Details.Causes[0].Field)
 
 	require.NoError(t, d.DeleteSecret(ctx, "default", "creds"))
-	_, err = h.agent.configData().secret(local, "creds")
+	_, err = h.agent.SecretFor(local, "creds")
 	assert.Error(t, err, "a deleted Secret is gone from the agent")
 	assert.True(t, apierrors.IsNotFound(d.DeleteSecret(ctx, "default", "creds")))
 	_, err = os.Stat(filepath.Join(secretDir, "default_creds.yaml"))
@@ -201,7 +202,7 @@ func TestDaemon_ConcurrentCreateDeleteKeepsNewestSet(t *testing.T) {
 		h := newHarness(t)
 		store, err := source.NewPodStore(t.TempDir(), "node-1")
 		require.NoError(t, err)
-		d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+		d := New(h.agent, store, nil, Config{})
 		const n = 16
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -219,17 +220,16 @@ func TestDaemon_ConcurrentCreateDeleteKeepsNewestSet(t *testing.T) {
 		}
 		wg.Wait()
 		require.NoError(t, errors.Join(errs...))
-		h.agent.mu.Lock()
+		// Each name was used once: FindPod finds a wanted worker first.
 		var alive []string
-		for _, w := range h.agent.workers {
-			if !w.isTerminating() {
-				alive = append(alive, w.spec.Name)
+		for i := range n {
+			if w, _ := h.agent.FindPod("default", fmt.Sprintf("p%d", i)); w != nil && !w.Terminating() {
+				alive = append(alive, w.Pod().Name)
 			}
 		}
-		for _, p := range h.agent.restartAfterTeardown {
-			alive = append(alive, p.Name+" (restart after teardown)")
+		if k := h.agent.PodTables()["restartAfterTeardown"]; k > 0 {
+			alive = append(alive, fmt.Sprintf("%d (restart after teardown)", k))
 		}
-		h.agent.mu.Unlock()
 		require.Empty(t, alive, "round %d: pods deleted through the API are still wanted", round)
 	}
 }
@@ -241,7 +241,7 @@ func TestDaemon_RunFollowsStore(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -256,7 +256,7 @@ func TestDaemon_RunFollowsStore(t *testing.T) {
 		_, ok := h.agent.GetPod(p.UID)
 		return ok
 	}, 10*time.Second, 5*time.Millisecond, "the loop hands the stored pod to the agent")
-	w, _ := h.agent.findPod("default", "web")
+	w, _ := h.agent.FindPod("default", "web")
 	require.NotNil(t, w)
 	_, gen := store.SnapshotGen()
 	require.Eventually(t, func() bool {
@@ -268,11 +268,11 @@ func TestDaemon_RunFollowsStore(t *testing.T) {
 	// Applying the same generation again changes nothing, not even the
 	// worker's spec pointer.
 	d.applyStore()
-	assert.Same(t, w.pod(), store.Snapshot().Pods[0], "the agent shares the store's pod")
+	assert.Same(t, w.Pod(), store.Snapshot().Pods[0], "the agent shares the store's pod")
 
 	require.NoError(t, store.Delete("default", "web"))
 	require.Eventually(t, func() bool {
-		w, _ := h.agent.findPod("default", "web")
-		return w == nil || w.isTerminating()
+		w, _ := h.agent.FindPod("default", "web")
+		return w == nil || w.Terminating()
 	}, 10*time.Second, 5*time.Millisecond, "the loop hands the deletion to the agent")
 }

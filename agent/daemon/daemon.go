@@ -1,11 +1,8 @@
-package agent
+package daemon
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -14,25 +11,21 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
-	"github.com/minikubelet/minikubelet/agent/node"
-	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
-	"github.com/minikubelet/minikubelet/agent/volume"
-	"github.com/minikubelet/minikubelet/cgroups"
 )
 
-// DaemonConfig holds what the daemon adds to the agent.
-type DaemonConfig struct {
+// Config holds what the daemon adds to the agent.
+type Config struct {
 	// Version is the daemon's version string.
 	Version string
 	// RuntimeName, RuntimeVersion and RuntimeAPIVersion come from the CRI
 	// handshake.
 	RuntimeName, RuntimeVersion, RuntimeAPIVersion string
 	// LogRotation rotates container logs (kubelet defaults 10Mi × 5).
-	LogRotation LogRotationConfig
+	LogRotation agent.LogRotationConfig
 	// Sources are pod sources beside the manifest directory and the API
 	// store, such as the cluster's API server. Each sends its complete set
 	// under its own name (SourceUpdate.Source), the first once it knows it.
@@ -66,8 +59,8 @@ const firstSetWait = 30 * time.Second
 // nobody wants any more (pods and pod cgroups a previous run left), rotates
 // logs, and serves the local API (it implements api.Backend).
 type Daemon struct {
-	a     *Agent
-	cfg   DaemonConfig
+	a     *agent.Agent
+	cfg   Config
 	store *source.PodStore
 	dir   *source.DirSource
 
@@ -76,7 +69,7 @@ type Daemon struct {
 	applyMu sync.Mutex
 	// configApplied is the ConfigMaps and Secrets, by scope, last handed to
 	// the agent (guarded by applyMu); nil before the first apply.
-	configApplied map[string]configSet
+	configApplied map[string]agent.ConfigSet
 	// storeGen is the generation of the store's set last applied, valid
 	// once storeApplied (both guarded by applyMu).
 	storeGen     uint64
@@ -85,7 +78,7 @@ type Daemon struct {
 	firstSetWait time.Duration
 	// openOrphanGate tells the agent orphans were collected (PodDone).
 	openOrphanGate func()
-	// updateMu serialises UpdatePod (daemon_update.go): its
+	// updateMu serialises UpdatePod (update.go): its
 	// resourceVersion check and its change are one step.
 	updateMu sync.Mutex
 
@@ -96,17 +89,17 @@ type Daemon struct {
 	// lastRelist is when the sync loop last completed a relist.
 	lastRelist time.Time
 
-	// watch streams pod changes to the API's watches (daemon_watch.go).
+	// watch streams pod changes to the API's watches (watch.go).
 	watch *podWatchFeed
 }
 
 var _ api.Backend = (*Daemon)(nil)
 
-// NewDaemon wires the agent to its sources. dir may be nil (no manifest
+// New wires the agent to its sources. dir may be nil (no manifest
 // directory).
-func NewDaemon(a *Agent, store *source.PodStore, dir *source.DirSource, cfg DaemonConfig) *Daemon {
+func New(a *agent.Agent, store *source.PodStore, dir *source.DirSource, cfg Config) *Daemon {
 	if store != nil {
-		a.finalStatus = store // final_status.go
+		a.SetFinalStatusStore(store) // agent/final_status.go
 	}
 	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]source.SourceUpdate{}, firstSetWait: firstSetWait,
 		watch: newPodWatchFeed(a)}
@@ -114,7 +107,7 @@ func NewDaemon(a *Agent, store *source.PodStore, dir *source.DirSource, cfg Daem
 
 // Run runs the daemon until ctx ends. Pods keep running when it returns.
 func (d *Daemon) Run(ctx context.Context) error {
-	d.openOrphanGate = d.a.gateOrphans()
+	d.openOrphanGate = d.a.GateOrphans()
 	// Unbuffered: a source's completed send means the daemon received
 	// that set, so it applied every earlier one (the cluster source asks
 	// PodDone only then: a pod of an earlier set is the agent's by then).
@@ -133,7 +126,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.cfg.StaticPods(nil)
 	}
 	for _, fe := range d.store.FinalStatusErrors() {
-		d.a.logger.Warn("Stored final pod status ignored; its pod runs as if it had not finished", "path", fe.Path, "err", fe.Err)
+		d.a.Logger().Warn("Stored final pod status ignored; its pod runs as if it had not finished", "path", fe.Path, "err", fe.Err)
 	}
 	d.applyStore()
 
@@ -160,7 +153,7 @@ wait:
 		case <-d.store.Updates():
 			d.applyStore()
 		case <-timeout.C:
-			d.a.logger.Warn("Not every pod source answered; starting the pods known so far, collecting orphans once all have answered",
+			d.a.Logger().Warn("Not every pod source answered; starting the pods known so far, collecting orphans once all have answered",
 				"waitedFor", d.firstSetWait, "answered", slices.Sorted(maps.Keys(seen)))
 			break wait
 		case <-ctx.Done():
@@ -173,8 +166,8 @@ wait:
 			return
 		}
 		collected = true
-		if err := d.a.collectOrphans(ctx, d.desiredUIDs()); err != nil {
-			d.a.logger.Warn("Orphan collection incomplete", "err", err)
+		if err := d.a.CollectOrphans(ctx, d.desiredUIDs()); err != nil {
+			d.a.Logger().Warn("Orphan collection incomplete", "err", err)
 		}
 		d.openOrphanGate()
 	}
@@ -182,7 +175,7 @@ wait:
 
 	agentDone := make(chan error, 1)
 	go func() { agentDone <- d.a.Run(ctx) }()
-	go d.a.runLogRotation(ctx, d.cfg.LogRotation)
+	go d.a.RunLogRotation(ctx, d.cfg.LogRotation)
 	for {
 		select {
 		case <-ctx.Done():
@@ -243,7 +236,7 @@ func (d *Daemon) applyLocked(u source.SourceUpdate) {
 	d.mu.Lock()
 	d.sources[u.Source] = u
 	for _, fe := range u.Errors {
-		d.a.logger.Warn("Manifest ignored", "source", u.Source, "path", fe.Path, "err", fe.Err)
+		d.a.Logger().Warn("Manifest ignored", "source", u.Source, "path", fe.Path, "err", fe.Err)
 	}
 	merged, deleting := d.mergedLocked(true)
 	config := d.mergedConfigLocked(true)
@@ -256,31 +249,25 @@ func (d *Daemon) applyLocked(u source.SourceUpdate) {
 	// API's objects are shared between the store's sets: the same pointers
 	// are the same objects, which spares comparing their contents.
 	if d.configApplied == nil || !sameScopes(config, d.configApplied) && !apiequality.Semantic.DeepEqual(d.configApplied, config) {
-		d.a.setConfigScopes(config)
+		d.a.SetConfigScopes(config)
 		d.configApplied = config
 	}
 	// The deletion's grace period first: SetPods then tears the pod down.
 	for _, p := range deleting {
-		d.a.markDeleted(p)
+		d.a.MarkDeleted(p)
 	}
 	d.a.SetPods(merged)
 }
 
-// configSet is the ConfigMaps and Secrets of the node.
-type configSet struct {
-	ConfigMaps []*v1.ConfigMap
-	Secrets    []*v1.Secret
-}
-
-// same reports whether c and o hold the same objects (pointers), in order.
-func (c configSet) same(o configSet) bool {
+// sameSet reports whether c and o hold the same objects (pointers), in order.
+func sameSet(c, o agent.ConfigSet) bool {
 	return slices.Equal(c.ConfigMaps, o.ConfigMaps) && slices.Equal(c.Secrets, o.Secrets)
 }
 
 // sameScopes reports whether a and b hold the same scopes with the same
 // objects (pointers), in order.
-func sameScopes(a, b map[string]configSet) bool {
-	return maps.EqualFunc(a, b, configSet.same)
+func sameScopes(a, b map[string]agent.ConfigSet) bool {
+	return maps.EqualFunc(a, b, sameSet)
 }
 
 // sourceOrderLocked names the sources in the order their objects win a
@@ -308,14 +295,14 @@ func (d *Daemon) sourceOrderLocked(fileFirst bool) []string {
 // API's, the directory's winning a clash (logged when report is set); each
 // other source (the cluster) is a scope of its own, which neither the
 // node's objects nor another source's can shadow. d.mu is held.
-func (d *Daemon) mergedConfigLocked(report bool) map[string]configSet {
-	merge := func(order []string) configSet {
-		return configSet{
+func (d *Daemon) mergedConfigLocked(report bool) map[string]agent.ConfigSet {
+	merge := func(order []string) agent.ConfigSet {
+		return agent.ConfigSet{
 			ConfigMaps: mergeByName(d, order, report, "ConfigMap", func(u source.SourceUpdate) []*v1.ConfigMap { return u.ConfigMaps }),
 			Secrets:    mergeByName(d, order, report, "Secret", func(u source.SourceUpdate) []*v1.Secret { return u.Secrets }),
 		}
 	}
-	sets := map[string]configSet{configScopeNode: merge([]string{source.SourceFile, source.SourceAPI})}
+	sets := map[string]agent.ConfigSet{agent.ConfigScopeNode: merge([]string{source.SourceFile, source.SourceAPI})}
 	for _, src := range d.sourceOrderLocked(true)[2:] {
 		sets[src] = merge([]string{src})
 	}
@@ -333,7 +320,7 @@ func mergeByName[T metav1.Object](d *Daemon, order []string, report bool, kind s
 			key := o.GetNamespace() + "/" + o.GetName()
 			if winner, ok := from[key]; ok {
 				if report {
-					d.a.logger.Warn("Two pod sources define the same "+kind+"; the first one's is used", "name", key, "kind", kind, "used", winner, "ignored", src)
+					d.a.Logger().Warn("Two pod sources define the same "+kind+"; the first one's is used", "name", key, "kind", kind, "used", winner, "ignored", src)
 				}
 				continue
 			}
@@ -354,7 +341,7 @@ func (d *Daemon) mergedLocked(report bool) (pods, deleting []*v1.Pod) {
 			key := p.Namespace + "/" + p.Name
 			if winner, ok := from[key]; ok {
 				if report {
-					d.a.logger.Warn("Two pod sources define the same pod; the first one's runs", "pod", key, "runs", winner, "ignored", src, "file", p.Annotations[source.AnnotationSourceFile])
+					d.a.Logger().Warn("Two pod sources define the same pod; the first one's runs", "pod", key, "runs", winner, "ignored", src, "file", p.Annotations[source.AnnotationSourceFile])
 				}
 				continue
 			}
@@ -379,163 +366,4 @@ func (d *Daemon) desiredUIDs() map[types.UID]bool {
 		uids[p.UID] = true
 	}
 	return uids
-}
-
-// collectOrphans tears down every pod this agent created that no source
-// wants (the agent's restart found them in the runtime), using only what
-// the runtime's labels and annotations tell, as the kubelet does; and
-// removes pod cgroups of pods that exist nowhere. Pods of another
-// minikubelet on the runtime (a foreground run, another daemon) are left
-// alone and logged (agent_identity.go).
-func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) error {
-	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
-	if err != nil {
-		return fmt.Errorf("list sandboxes: %w", err)
-	}
-	for _, n := range node.ForeignPodNotices(a.foreignPods(sbs)) {
-		a.logger.Info(n)
-	}
-	orphans := map[types.UID]*v1.Pod{}
-	for _, sb := range sbs {
-		uid := types.UID(sb.Labels[labelPodUID])
-		if uid == "" || desired[uid] || orphans[uid] != nil || !a.ownsObject(sb.Labels) {
-			continue
-		}
-		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[labelPodName], Namespace: sb.Labels[labelPodNamespace], UID: uid}}
-		// The QoS class finds the pod cgroup; the grace period comes from
-		// the containers' annotations (killPod reads them per container).
-		p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[annotationQOSClass])
-		orphans[uid] = p
-	}
-	a.mu.Lock()
-	if a.stopping {
-		a.mu.Unlock()
-		return nil
-	}
-	for _, p := range orphans {
-		if a.workers[p.UID] != nil {
-			// Wanted meanwhile: collection runs after the agent started
-			// when a source answered late.
-			continue
-		}
-		a.logger.Info("Removing a pod no source wants", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID))
-		w := newPodWorker(a, p)
-		w.terminating = true
-		a.workers[p.UID] = w
-		a.startWorkerGoroutineLocked(w)
-	}
-	a.mu.Unlock()
-
-	// Every sandbox counts as live, another minikubelet's too: its subPath
-	// mounts and its pod cgroup are not this agent's to remove.
-	live := map[types.UID]bool{}
-	for _, sb := range sbs {
-		live[types.UID(sb.Labels[labelPodUID])] = true
-	}
-	// Pinned subPath mounts of pods that exist nowhere (a teardown cut
-	// short): no mount outlives its pod.
-	var errs []error
-	// Another agent's pod dir (a foreground run sharing the root dir) is
-	// its to clean.
-	busy := func(uid types.UID) bool { return a.hasWorker(uid) || a.foreignPodDir(uid) }
-	if err := a.volumes().CleanupStaleSubPaths(desired, live, busy); err != nil {
-		errs = append(errs, err)
-	}
-	// Pod cgroups whose pod has no sandbox and no source.
-	if a.cgroups == nil {
-		return errors.Join(errs...)
-	}
-	for _, tier := range []cgroups.Name{cgroups.Kubepods, cgroups.KubepodsBurstable, cgroups.KubepodsBestEffort} {
-		names, err := a.cgroups.ListPods(tier)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, n := range names {
-			u, ok := n.PodUID()
-			uid := types.UID(u)
-			if !ok || live[uid] || desired[uid] || a.hasWorker(uid) {
-				continue
-			}
-			// Only pod cgroups this agent made (it creates the pod dir
-			// under its root dir first, and removes it last): another
-			// agent on the machine (a test's, with its own containerd)
-			// may be starting that pod right now, and so may a foreground
-			// run sharing this root dir (its ID is in the pod dir). A
-			// cgroup that still has processes is never ours to kill
-			// either.
-			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
-			if _, err := os.Stat(a.podDir(pod)); err != nil || a.foreignPodDir(uid) {
-				continue
-			}
-			if pids, err := a.cgroups.Pids(n); err != nil || len(pids) > 0 {
-				continue
-			}
-			a.logger.Info("Removing an orphaned pod cgroup", "cgroup", a.cgroups.Path(n))
-			if err := a.cgroups.Destroy(n); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := volume.UnmountUnder(a.podDir(pod)); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := safepath.RemoveAll(a.podDir(pod)); err != nil { // never through a mount left there
-				errs = append(errs, err)
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// hasWorker reports whether the pod uid has a worker.
-func (a *Agent) hasWorker(uid types.UID) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.workers[uid] != nil
-}
-
-// findPod returns the worker of the pod namespace/name, or the rejected pod.
-// While a replaced pod (a changed manifest file, an update through the
-// API) is torn down, two workers hold the name: the one still desired wins.
-func (a *Agent) findPod(namespace, name string) (*podWorker, *v1.Pod) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var found *podWorker
-	for _, w := range a.workers {
-		p := w.pod()
-		if p.Namespace == namespace && p.Name == name {
-			if !w.isTerminating() {
-				return w, nil
-			}
-			found = w
-		}
-	}
-	if found != nil {
-		return found, nil
-	}
-	for _, p := range a.rejected {
-		if p.Namespace == namespace && p.Name == name {
-			return nil, p
-		}
-	}
-	return nil, nil
-}
-
-// listPods returns every known pod with its status.
-func (a *Agent) listPods() []*v1.Pod {
-	a.mu.Lock()
-	workers := make([]*podWorker, 0, len(a.workers))
-	for _, w := range a.workers {
-		workers = append(workers, w)
-	}
-	var out []*v1.Pod
-	for _, p := range a.rejected {
-		out = append(out, p.DeepCopy())
-	}
-	a.mu.Unlock()
-	for _, w := range workers {
-		out = append(out, w.snapshot())
-	}
-	return out
 }

@@ -1,7 +1,8 @@
-package agent
+package daemon
 
 import (
 	"context"
+	"github.com/minikubelet/minikubelet/agent"
 	"slices"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestDaemon_ExtraSource(t *testing.T) {
 	h := newHarness(t)
 	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
-	d := NewDaemon(h.agent, store, nil, DaemonConfig{})
+	d := New(h.agent, store, nil, Config{})
 	ctx := context.Background()
 
 	local, err := d.CreatePod(ctx, manifesttest.APIPod("default", "web", "local"))
@@ -64,11 +65,11 @@ func TestDaemon_ExtraSource(t *testing.T) {
 	clash := clusterPod(t, "web", "uid-web-cluster")
 	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, remote}})
 
-	w, _ := h.agent.findPod("default", "db")
+	w, _ := h.agent.FindPod("default", "db")
 	require.NotNil(t, w, "the source's pod runs")
-	w, _ = h.agent.findPod("default", "web")
+	w, _ = h.agent.FindPod("default", "web")
 	require.NotNil(t, w)
-	assert.Equal(t, local.UID, w.pod().UID, "the local API's pod wins a clash")
+	assert.Equal(t, local.UID, w.Pod().UID, "the local API's pod wins a clash")
 	_, ok := h.agent.GetPod(clash.UID)
 	assert.False(t, ok, "the clashing pod of the source does not run")
 
@@ -87,11 +88,11 @@ func TestDaemon_ExtraSource(t *testing.T) {
 	grace := int64(7)
 	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &now, &grace
 	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{clash, deleting}})
-	w, _ = h.agent.findPod("default", "db")
+	w, _ = h.agent.FindPod("default", "db")
 	require.NotNil(t, w, "the worker tears the pod down")
-	assert.True(t, w.isTerminating())
-	require.NotNil(t, w.pod().DeletionGracePeriodSeconds)
-	assert.Equal(t, int64(7), *w.pod().DeletionGracePeriodSeconds, "the source's grace period is the teardown's")
+	assert.True(t, w.Terminating())
+	require.NotNil(t, w.Pod().DeletionGracePeriodSeconds)
+	assert.Equal(t, int64(7), *w.Pod().DeletionGracePeriodSeconds, "the source's grace period is the teardown's")
 	require.Eventually(t, func() bool {
 		select {
 		case <-done:
@@ -123,17 +124,17 @@ func TestDaemon_OrphansWaitForEverySource(t *testing.T) {
 			return ok && got.Status.Phase == v1.PodRunning
 		}, 10*time.Second, time.Millisecond, "%s runs", p.Name)
 	}
-	h.agent.stopWorkers() // the agent stops; its pods keep running
+	h.agent.StopWorkers() // the agent stops; its pods keep running
 
 	// The next start of the agent, on the same runtime and root dir.
-	a2 := New(h.agent.cfg, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
-	t.Cleanup(a2.stopWorkers)
+	a2 := agent.New(h.cfg, agent.Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+	t.Cleanup(a2.StopWorkers)
 	store, err := source.NewPodStore(t.TempDir(), "node-1")
 	require.NoError(t, err)
 	_, err = store.Add(manifesttest.APIPod("default", "local", "x"))
 	require.NoError(t, err)
 	src := make(chanSource)
-	d := NewDaemon(a2, store, nil, DaemonConfig{Sources: []Source{src}})
+	d := New(a2, store, nil, Config{Sources: []Source{src}})
 	d.firstSetWait = 10 * time.Millisecond
 	runDaemon(t, d)
 
@@ -160,7 +161,7 @@ func TestDaemon_OrphansWaitForEverySource(t *testing.T) {
 func TestDaemon_StaticPodsHook(t *testing.T) {
 	h := newHarness(t)
 	var got [][]string
-	d := NewDaemon(h.agent, nil, nil, DaemonConfig{StaticPods: func(pods []*v1.Pod) {
+	d := New(h.agent, nil, nil, Config{StaticPods: func(pods []*v1.Pod) {
 		var names []string
 		for _, p := range pods {
 			names = append(names, p.Name)
@@ -186,12 +187,12 @@ func TestDaemon_PodDoneWaitsForOrphanCollection(t *testing.T) {
 		got, ok := h.agent.GetPod(gone.UID)
 		return ok && got.Status.Phase == v1.PodRunning
 	}, 10*time.Second, time.Millisecond)
-	h.agent.stopWorkers()
+	h.agent.StopWorkers()
 
-	a2 := New(h.agent.cfg, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
-	t.Cleanup(a2.stopWorkers)
+	a2 := agent.New(h.cfg, agent.Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock})
+	t.Cleanup(a2.StopWorkers)
 	src := make(chanSource)
-	d := NewDaemon(a2, nil, nil, DaemonConfig{Sources: []Source{src}})
+	d := New(a2, nil, nil, Config{Sources: []Source{src}})
 	d.store = mustStore(t)
 	d.firstSetWait = time.Hour
 	runDaemon(t, d)
@@ -228,22 +229,22 @@ func TestAgent_MarkDeletedOnlyShortensGrace(t *testing.T) {
 	h := newHarness(t)
 	p := clusterPod(t, "db", "uid-db")
 	h.agent.SetPods([]*v1.Pod{p})
-	w, _ := h.agent.findPod("default", "db")
+	w, _ := h.agent.FindPod("default", "db")
 	require.NotNil(t, w)
 	mark := func(grace int64) {
 		m := p.DeepCopy()
 		now := metav1.NewTime(h.clock.Now())
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = &now, &grace
-		h.agent.markDeleted(m)
+		h.agent.MarkDeleted(m)
 	}
 	mark(30)
-	first := *w.pod().DeletionTimestamp
+	first := *w.Pod().DeletionTimestamp
 	h.clock.Step(5 * time.Second)
 	mark(5)
-	assert.Equal(t, int64(5), *w.pod().DeletionGracePeriodSeconds, "a shorter grace period wins")
-	assert.Equal(t, first, *w.pod().DeletionTimestamp, "the first deletion's time stays")
+	assert.Equal(t, int64(5), *w.Pod().DeletionGracePeriodSeconds, "a shorter grace period wins")
+	assert.Equal(t, first, *w.Pod().DeletionTimestamp, "the first deletion's time stays")
 	mark(9)
-	assert.Equal(t, int64(5), *w.pod().DeletionGracePeriodSeconds, "a longer one does not")
+	assert.Equal(t, int64(5), *w.Pod().DeletionGracePeriodSeconds, "a longer one does not")
 }
 
 // runDaemon runs d until the test ends.

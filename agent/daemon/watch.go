@@ -1,4 +1,4 @@
-package agent
+package daemon
 
 // This file feeds the local API's pod watch from the agent, without polling:
 // status reports (the agent's Observer), pods appearing (a worker started, a
@@ -13,19 +13,9 @@ package agent
 import (
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 )
-
-// podLifecycle is told when a pod appears in the agent and when it leaves
-// it. Calls are made with Agent.mu held: they must not block nor call
-// back into the agent.
-type podLifecycle interface {
-	// podAdded receives a copy of a new pod with its initial status.
-	podAdded(pod *v1.Pod)
-	// podGone receives the pod (read-only) whose teardown finished, or
-	// the rejected pod no source wants any more.
-	podGone(pod *v1.Pod)
-}
 
 // podWatchFeed adapts the agent's reports to a watch hub.
 type podWatchFeed struct {
@@ -34,22 +24,25 @@ type podWatchFeed struct {
 
 // newPodWatchFeed registers a feed of a new hub with the agent; it must
 // be called before the agent runs.
-func newPodWatchFeed(a *Agent) *podWatchFeed {
+func newPodWatchFeed(a *agent.Agent) *podWatchFeed {
 	f := &podWatchFeed{hub: api.NewPodWatchHub(0, 0)}
 	a.AddObserver(f)
-	a.lifecycle = f
+	a.SetPodLifecycle(f)
 	return f
 }
 
-func (f *podWatchFeed) PodEvent(*v1.Pod, Event) {}
-func (f *podWatchFeed) PodStep(*v1.Pod, Step)   {}
+func (f *podWatchFeed) PodEvent(*v1.Pod, agent.Event) {}
+func (f *podWatchFeed) PodStep(*v1.Pod, agent.Step)   {}
 
 // PodStatus implements Observer: the pod's new status is a MODIFIED (or
 // the first news of an orphan the agent tears down: ADDED).
 func (f *podWatchFeed) PodStatus(pod *v1.Pod) { f.hub.Update(pod) }
 
-func (f *podWatchFeed) podAdded(pod *v1.Pod) { f.hub.Update(pod) }
-func (f *podWatchFeed) podGone(pod *v1.Pod)  { f.hub.Delete(pod) }
+// PodAdded implements agent.PodLifecycle.
+func (f *podWatchFeed) PodAdded(pod *v1.Pod) { f.hub.Update(pod) }
+
+// PodGone implements agent.PodLifecycle.
+func (f *podWatchFeed) PodGone(pod *v1.Pod) { f.hub.Delete(pod) }
 
 // WatchPods implements api.Backend.
 func (d *Daemon) WatchPods(opts api.PodWatchOptions) (api.PodWatch, error) {
