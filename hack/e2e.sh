@@ -109,8 +109,9 @@ if ((cluster)); then
 fi
 
 # The suites against each containerd run at the same time (E2E_CONCURRENT=0
-# runs them one after the other): each has its own containerd, bridge and
-# /24 (test/e2e's pickNetwork locks it), and the few tests that touch what
+# runs them one after the other): each has its own containerd, bridge,
+# /24 (test/e2e's pickNetwork locks it) and node name (e2e-node-<N>: pod
+# UIDs, hence pod cgroups in the shared /kubepods, differ), and the few tests that touch what
 # the machine shares (kube-proxy's iptables chains) take a machine-wide
 # flock. Most of a suite's time is spent waiting (its serial tests, pods
 # starting), so two suites on the machine's 2 cores take far less than
