@@ -54,6 +54,11 @@ func fill(t *testing.T, path string, n int) {
 func rankDisk(t *testing.T, h *harness, signal eviction.Signal, pods ...*v1.Pod) []string {
 	t.Helper()
 	s := &hostEvictionStats{a: h.agent, stats: fakeStats{}}
+	// Every walk is waited for: the daemon's podFilesWait leaves a pod
+	// whose first walk is still running without figures (ranked first,
+	// as the kubelet ranks a pod without stats), which a loaded machine
+	// made the honest pod here, not the one the test is about.
+	s.files().wait = time.Minute
 	stats := s.PodStats(context.Background(), pods, true)
 	cands := make([]eviction.Candidate, 0, len(pods))
 	for _, p := range pods {

@@ -47,7 +47,16 @@ var (
 	e2eNetLock *os.File
 )
 
-const e2eNode = "e2e-node"
+// e2eNode is the suite's node name, e2e-node-<N> after its /24
+// (pickNetwork). A local pod's UID is a hash of the node name and the pod
+// (manifest.SetPodDefaults), and every suite's daemon puts pods in the
+// host's one /kubepods: under a shared "e2e-node", the suites against
+// containerd 1.6 and 2.x running at once gave the same test pod the same
+// UID, hence the same pod cgroup, and the one suite's teardown
+// (destroyPodCgroup SIGKILLs what is left in it) killed the other's
+// running pod (its preStop hook exited 137 in
+// TestBoundaryHooks_ServeExitsWhilePodTerminates).
+var e2eNode = "e2e-node"
 
 // pickNetwork chooses the run's subnet and bridge: the first /24 from one
 // derived from the process ID that no interface on the machine uses and no
@@ -88,6 +97,7 @@ func pickNetwork() error {
 		e2eNetLock = f
 		e2ePodCIDR = fmt.Sprintf("10.89.%d.0/24", n)
 		e2eBridge = fmt.Sprintf("mkle2e%d", n)
+		e2eNode = fmt.Sprintf("e2e-node-%d", n)
 		return nil
 	}
 	return fmt.Errorf("no free /24 in 10.89.0.0/16 (each suite and private runtime holds /tmp/mkc-net-<N>.lock)")
