@@ -351,6 +351,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 				continue
 			}
 			if w.specChanged(p) {
+				a.handleResizeLocked(w, p, a.othersLocked(uid)) // resize.go
 				w.update(p)
 			}
 			continue
@@ -418,6 +419,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			delete(a.restartAfterTeardown, uid)
 		}
 	}
+	a.retryDeferredResizesLocked() // resize.go
 }
 
 // reject records a pod admission refused, with the kubelet's Warning event
