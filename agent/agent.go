@@ -470,6 +470,10 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			delete(a.restartAfterTeardown, uid)
 			a.startWorkerLocked(next)
 		}
+		if !a.stopping {
+			// Its resources are free: deferred resizes may fit now.
+			a.retryDeferredResizesLocked() // resize.go
+		}
 	}()
 }
 

@@ -261,7 +261,10 @@ type resizeVerdict struct {
 // exceed the node's allocatable is Infeasible (the kubelet up to v1.33 did
 // the same); v1.37 reports it Deferred and retries it. minikubelet's
 // allocatable is fixed while it runs, so such a resize can never fit:
-// Infeasible tells the user (or an autoscaler) to stop waiting.
+// Infeasible tells the user (or an autoscaler) to stop waiting. (The
+// v1.37 API server itself refuses such a resize of a pod bound to a node,
+// "node didn't have enough allocatable resources", so in cluster mode it
+// only reaches a node behind an older API server.)
 func admitResize(info node.Info, desired *v1.Pod, others []*v1.Pod) resizeVerdict {
 	if info.Allocatable == nil {
 		return resizeVerdict{fit: true}

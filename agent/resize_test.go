@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -405,4 +406,49 @@ func TestAgent_ResizeInfeasible(t *testing.T) {
 	back.Generation = big.Generation + 1
 	h.agent.SetPods([]*v1.Pod{back})
 	h.rec.waitStatus(t, "no resize condition", func(p *v1.Pod) bool { return !hasResizeCondition(p) })
+}
+
+// A resize that does not fit next to another pod is Deferred, and admitted
+// once that pod's worker is gone (its teardown over), without any new
+// update from the source.
+func TestAgent_ResizeDeferredUntilAPodLeaves(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.Node = node.Info{Name: "node-1", Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
+	}}
+	pod := testPod(t, resizePod)
+	hog := testPod(t, strings.ReplaceAll(strings.ReplaceAll(resizePod, "name: web", "name: hog"), "000000000001", "000000000002"))
+	hog.Spec.Containers[0].Resources.Requests = rl("1500m", "64Mi")
+	hog.Spec.Containers[0].Resources.Limits = nil
+	hog.Spec.Containers[0].ResizePolicy = nil
+	h.agent.SetPods([]*v1.Pod{pod, hog})
+	require.Eventually(t, func() bool {
+		p, ok := h.agent.GetPod(pod.UID)
+		q, ok2 := h.agent.GetPod(hog.UID)
+		return ok && ok2 && p.Status.Phase == v1.PodRunning && q.Status.Phase == v1.PodRunning
+	}, 10*time.Second, 10*time.Millisecond)
+
+	big := pod.DeepCopy()
+	big.Generation++
+	big.Spec.Containers[0].Resources.Requests = rl("600m", "64Mi")
+	big.Spec.Containers[0].Resources.Limits = rl("1", "128Mi")
+	h.agent.SetPods([]*v1.Pod{big, hog})
+	require.Eventually(t, func() bool {
+		p, _ := h.agent.GetPod(pod.UID)
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizePending && c.Reason == v1.PodReasonDeferred &&
+				c.Message == "Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "Deferred")
+
+	h.agent.SetPods([]*v1.Pod{big}) // hog deleted; its teardown frees its cpu
+	require.Eventually(t, func() bool {
+		p, _ := h.agent.GetPod(pod.UID)
+		cs := containerStatusOf(p)
+		return !hasResizeCondition(p) && cs.AllocatedResources.Cpu().MilliValue() == 600 &&
+			cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 1000
+	}, 20*time.Second, 10*time.Millisecond, "the deferred resize admitted and applied once hog is gone")
 }
