@@ -405,6 +405,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			admitted = append(admitted, p)
 		}
 		a.startWorkerLocked(p)
+		// A resize that came while the daemon was down: the worker starts
+		// from the checkpoint's allocation, and the new spec is admitted
+		// as a resize (the kubelet's backfill of pending resizes).
+		a.handleResizeLocked(a.workers[uid], p, a.othersLocked(uid)) // resize.go
 	}
 	for uid, rp := range a.rejected {
 		if _, ok := want[uid]; !ok {

@@ -358,11 +358,12 @@ func (a *Agent) retryDeferredResizesLocked() {
 		return
 	}
 	slices.SortFunc(deferred, func(x, y *podWorker) int {
-		return strings.Compare(string(x.spec.UID), string(y.spec.UID))
+		return strings.Compare(string(x.desired().UID), string(y.desired().UID))
 	})
 	for _, w := range deferred {
 		before := w.pod()
-		a.handleResizeLocked(w, w.desired(), a.othersLocked(w.spec.UID))
+		p := w.desired()
+		a.handleResizeLocked(w, p, a.othersLocked(p.UID))
 		if w.pod() != before {
 			w.trigger()
 		}
@@ -736,16 +737,22 @@ func (a *Agent) finishResize(w *podWorker, pod *v1.Pod, st *podState, err error)
 }
 
 // recordActuated notes that c's new instance was created with its
-// (allocated) resources.
-func (w *podWorker) recordActuated(c *v1.Container) {
-	if c == nil {
+// (allocated) resources, and checkpoints it when that is news: a daemon
+// restarted later then knows what runs, even if the spec changed while it
+// was down (the kubelet writes its actuated state at creation too).
+func (a *Agent) recordActuated(w *podWorker, c *v1.Container) {
+	r := resizableResources(c.Resources)
+	w.mu.Lock()
+	if w.actuated == nil {
+		w.mu.Unlock()
 		return
 	}
-	w.mu.Lock()
-	if w.actuated != nil {
-		w.actuated[c.Name] = resizableResources(c.Resources)
-	}
+	old, had := w.actuated[c.Name]
+	w.actuated[c.Name] = r
 	w.mu.Unlock()
+	if !had || !sameRequirements(old, r) {
+		a.saveResize(w)
+	}
 }
 
 // resizeConditions are the pod's resize conditions now (none for a pod in

@@ -452,3 +452,23 @@ func TestAgent_ResizeDeferredUntilAPodLeaves(t *testing.T) {
 			cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 1000
 	}, 20*time.Second, 10*time.Millisecond, "the deferred resize admitted and applied once hog is gone")
 }
+
+// A restarted daemon starts a pod from its checkpointed allocation: a
+// spec that changed meanwhile is taken as a resize (admitted, with its
+// ResizeStarted event), not silently as the allocation.
+func TestAgent_ResizeCheckpointAfterRestart(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, resizePod)
+	require.NoError(t, h.agent.saveResizeCheckpoint(pod, resizeCheckpoint{Allocated: resourcesOf(pod), Actuated: resourcesOf(pod)}))
+	changed := resized(pod, "1500m", "128Mi")
+	h.agent.SetPods([]*v1.Pod{changed})
+	h.rec.waitStatus(t, "running with the new limit", func(p *v1.Pod) bool {
+		cs := containerStatusOf(p)
+		return p.Status.Phase == v1.PodRunning && cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 1500 && !hasResizeCondition(p)
+	})
+	assert.Contains(t, h.rec.reasons(), eventResizeStarted, "the checkpoint's allocation (500m) was the starting point")
+	cp, ok := h.agent.loadResizeCheckpoint(pod)
+	require.True(t, ok)
+	lim := cp.Allocated["app"].Limits[v1.ResourceCPU]
+	assert.Equal(t, int64(1500), lim.MilliValue())
+}

@@ -558,7 +558,9 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref, pr.image, images)
 	if id != "" {
 		res.touch(id, sb.id)
-		w.recordActuated(c) // created with its allocated resources (resize.go)
+		if ctype != containerTypeInit || isSidecar(c) {
+			a.recordActuated(w, c) // created with its allocated resources (resize.go)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrImagePull) && !pulled {
