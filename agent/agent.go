@@ -355,6 +355,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 				continue
 			}
 			if w.specChanged(p) {
+				a.handleResizeLocked(w, p, a.othersLocked(uid)) // resize.go
 				w.update(p)
 			}
 			continue
@@ -408,6 +409,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			admitted = append(admitted, p)
 		}
 		a.startWorkerLocked(p)
+		// A resize that came while the daemon was down: the worker starts
+		// from the checkpoint's allocation, and the new spec is admitted
+		// as a resize (the kubelet's backfill of pending resizes).
+		a.handleResizeLocked(a.workers[uid], p, a.othersLocked(uid)) // resize.go
 	}
 	for uid, rp := range a.rejected {
 		if _, ok := want[uid]; !ok {
@@ -422,6 +427,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			delete(a.restartAfterTeardown, uid)
 		}
 	}
+	a.retryDeferredResizesLocked() // resize.go
 }
 
 // reject records a pod admission refused, with the kubelet's Warning event
@@ -471,6 +477,10 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)
 			a.startWorkerLocked(next)
+		}
+		if !a.stopping {
+			// Its resources are free: deferred resizes may fit now.
+			a.retryDeferredResizesLocked() // resize.go
 		}
 	}()
 }

@@ -37,6 +37,15 @@ const (
 // (podspec.ContainerHash).
 func containerHashString(c *v1.Container) string { return podspec.ContainerHash(c) }
 
+// definitionChanged reports whether the running instance cur was created
+// from another definition of c than the current one (resources aside: a
+// change of them is a resize, resize.go). An instance a version before
+// in-place resize created carries the hash over the whole spec
+// (podspec.LegacyContainerHash): it matches that one too.
+func definitionChanged(cur *containerInfo, c *v1.Container) bool {
+	return cur.hash != containerHashString(c) && cur.hash != podspec.LegacyContainerHash(c)
+}
+
 // annotationInt reads an integer annotation; missing or malformed reads as 0,
 // as the kubelet does for objects created by older versions.
 func annotationInt(a map[string]string, key string) int {

@@ -277,7 +277,7 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 				}
 				continue
 			}
-			if cur.hash != containerHashString(c) {
+			if definitionChanged(cur, c) {
 				act.ContainersToKill[cur.id] = killReason{Name: c.Name, Message: fmt.Sprintf("Container %s definition changed", c.Name)}
 				act.ContainersToStart = append(act.ContainersToStart, i)
 				continue
@@ -312,7 +312,7 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 			if kr, failed, _ := pv.probeKill(pod, spec, true); failed {
 				act.ContainersToKill[cur.id] = kr
 				act.InitContainersToStart = append(act.InitContainersToStart, i)
-			} else if cur.hash != containerHashString(spec) {
+			} else if definitionChanged(cur, spec) {
 				act.ContainersToKill[cur.id] = killReason{Name: spec.Name, Message: fmt.Sprintf("Container %s definition changed", spec.Name)}
 				act.InitContainersToStart = append(act.InitContainersToStart, i)
 			}

@@ -35,6 +35,14 @@ type podWorker struct {
 	mu sync.Mutex
 	// spec is the newest desired pod.
 	spec *v1.Pod
+	// allocated and actuated are the pod's resizable resources as the
+	// node admitted them and as its running containers have them
+	// (resize.go); allocPod is spec with the allocated resources when they
+	// differ (nil: spec itself). resizePending and resizeInProgress are
+	// the resize conditions (nil: absent).
+	allocated, actuated             podResources
+	allocPod                        *v1.Pod
+	resizePending, resizeInProgress *v1.PodCondition
 	// terminating is set once the pod left the desired set; never unset.
 	terminating bool
 	// status is the last computed status.
@@ -135,15 +143,22 @@ func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
 		done:      make(chan struct{}),
 		finished:  make(chan struct{}),
 	}
+	a.initResize(w) // resize.go
 	w.status = w.initialStatus()
 	w.trigger()
 	return w
 }
 
-// pod returns the newest desired spec.
+// pod returns the newest spec the worker syncs: the desired one with the
+// allocated resources (resize.go), which differ from the desired ones
+// while a resize is pending, as the kubelet's pod worker syncs
+// UpdatePodFromAllocation's pod.
 func (w *podWorker) pod() *v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.allocPod != nil {
+		return w.allocPod
+	}
 	return w.spec
 }
 
@@ -151,6 +166,7 @@ func (w *podWorker) pod() *v1.Pod {
 func (w *podWorker) update(p *v1.Pod) {
 	w.mu.Lock()
 	w.spec = p
+	w.refreshAllocatedLocked()
 	w.mu.Unlock()
 	w.trigger()
 }
@@ -184,7 +200,11 @@ func (w *podWorker) specChanged(p *v1.Pod) bool {
 func (w *podWorker) admissionView() *v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return &v1.Pod{ObjectMeta: w.spec.ObjectMeta, Spec: w.spec.Spec, Status: v1.PodStatus{Phase: w.status.Phase}}
+	spec := w.spec
+	if w.allocPod != nil {
+		spec = w.allocPod // admission counts the allocated resources
+	}
+	return &v1.Pod{ObjectMeta: spec.ObjectMeta, Spec: spec.Spec, Status: v1.PodStatus{Phase: w.status.Phase}}
 }
 
 // errPodTerminating is the cause of a sync's cancellation by a

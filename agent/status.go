@@ -108,6 +108,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		c := &pod.Spec.InitContainers[i]
 		cs := a.containerStatus(c, st, reasons[c.Name], "PodInitializing")
 		if isSidecar(c) {
+			setStatusResources(w, c, &cs)
 			a.applyProbes(pod, &cs)
 		} else {
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
@@ -117,6 +118,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := a.containerStatus(c, st, reasons[c.Name], defaultReason)
+		setStatusResources(w, c, &cs)
 		a.applyProbes(pod, &cs)
 		out.ContainerStatuses = append(out.ContainerStatuses, cs)
 	}
@@ -135,6 +137,8 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		out.Phase, out.Reason, out.Message = v1.PodFailed, reason, msg
 	}
 	out.Conditions = podConditions(pod, &out, st, prev.Conditions, now)
+	// PodResizePending and PodResizeInProgress (resize.go).
+	out.Conditions = append(out.Conditions, w.resizeConditions(out.Phase)...)
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
 		total := a.clock.Since(startTime)
 		w.step(stepRunning, total, "total since accepted")
@@ -445,4 +449,13 @@ func readinessGatesUnready(pod *v1.Pod, gates []v1.PodCondition) string {
 		}
 	}
 	return strings.Join(msgs, ", ")
+}
+
+// setStatusResources fills a container status's allocatedResources and
+// resources (resize.go), as the kubelet does for a container that exists.
+func setStatusResources(w *podWorker, c *v1.Container, cs *v1.ContainerStatus) {
+	if cs.ContainerID == "" {
+		return
+	}
+	cs.AllocatedResources, cs.Resources = w.containerStatusResources(c, cs.State.Running != nil)
 }

@@ -186,6 +186,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	// Step 2: plan, with what the prober knows of the running containers.
 	a.updateProbes(pod, st)
 	act := computePodActions(pod, st, a.probeView(pod))
+	// Step 2b: an in-place resize: restarts its resizePolicy asks for
+	// join the plan's kills and starts (resize.go).
+	ra := a.planResize(w, pod, st, &act)
 	w.logger.Debug("Sync pod", "actions", act.String())
 
 	// Step 3: kill.
@@ -210,6 +213,15 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 			if err := a.killContainer(ctx, w, id, kr.Name, kr.Message, killGracePeriod(pod, kr.Probe)); err != nil {
 				res.fail()
 			}
+		}
+	}
+
+	// Step 3b: resize the running containers in place (resize.go).
+	var resizeErr error
+	if !act.KillPod && !act.CreateSandbox && (len(ra.update[v1.ResourceCPU]) > 0 || len(ra.update[v1.ResourceMemory]) > 0) {
+		if resizeErr = a.doResize(ctx, w, pod, ra); resizeErr != nil {
+			w.logger.Warn("Resize in place failed", "err", resizeErr)
+			res.fail()
 		}
 	}
 
@@ -286,6 +298,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	}
 	w.setObserved(st2)
 	a.updateProbes(pod, st2)
+	a.finishResize(w, pod, st2, resizeErr) // resize.go
 	status := a.computePodStatus(w, pod, st2)
 	w.setStatus(status)
 	a.finishIfOver(w, status.Phase, st2)
@@ -545,6 +558,9 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref, pr.image, images)
 	if id != "" {
 		res.touch(id, sb.id)
+		if ctype != containerTypeInit || isSidecar(c) {
+			a.recordActuated(w, c) // created with its allocated resources (resize.go)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrImagePull) && !pulled {

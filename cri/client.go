@@ -574,3 +574,14 @@ func (c *Client) ReopenContainerLog(ctx context.Context, containerID string) err
 		return err
 	})
 }
+
+// UpdateContainerResources implements Runtime: the runtime applies new
+// resources to a running container's cgroup (an in-place resize).
+func (c *Client) UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error {
+	return call(ctx, "UpdateContainerResources", c.opts.Timeout, func(ctx context.Context) error {
+		_, err := c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
+			ContainerId: containerID, Linux: resources.GetLinux(),
+		})
+		return err
+	})
+}

@@ -288,3 +288,11 @@ func (x *Instrumented) ReopenContainerLog(ctx context.Context, containerID strin
 	x.record(ctx, "ReopenContainerLog", start, err, "containerID", containerID)
 	return err
 }
+
+// UpdateContainerResources implements Runtime.
+func (x *Instrumented) UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error {
+	start := time.Now()
+	err := x.rt.UpdateContainerResources(ctx, containerID, resources)
+	x.record(ctx, "UpdateContainerResources", start, err, "containerID", containerID)
+	return err
+}

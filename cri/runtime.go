@@ -36,6 +36,7 @@ type Runtime interface {
 	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error)
 	ReopenContainerLog(ctx context.Context, containerID string) error
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
 
 	GetContainerEvents(ctx context.Context, containerEventsCh chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error
 }

@@ -166,7 +166,7 @@ var containerRules = ruleTable{typ: reflect.TypeFor[v1.Container](), path: "spec
 	"envFrom":                  ruleLimited("configMapRef and secretRef with prefix; keys that are not valid variable names are skipped with an InvalidEnvironmentVariableNames event"),
 	"env":                      ruleLimited("value with $(VAR) expansion (the kubelet's rules), and valueFrom"),
 	"resources":                ruleLimited("cpu, memory and ephemeral-storage requests and limits; ephemeral-storage requests are admitted against the node's allocatable (the root dir's filesystem), and under serve a pod whose container (writable layer and logs) or whole pod (containers and disk emptyDirs) uses more than the limits is evicted, as by the kubelet (run does not evict)"),
-	"resizePolicy":             ruleRefused(reasonNotYet),
+	"resizePolicy":             ruleLimited("cpu and memory, NotRequired or RestartContainer: how an in-place resize (a change of this container's cpu or memory requests or limits) is applied; NotRequired updates the running container's cgroup, RestartContainer restarts it (docs/pod-spec.md, In-place resize)"),
 	"restartPolicy":            ruleLimited("Always, OnFailure or Never: this container's restart policy instead of spec.restartPolicy (ContainerRestartRules)"),
 	"restartPolicyRules":       ruleLimited("action Restart on exitCodes In or NotIn, tried in order before the container's restartPolicy (ContainerRestartRules)"),
 	"volumeMounts":             ruleOK,

@@ -364,6 +364,7 @@ func validateContainer(c *v1.Container, spec *v1.PodSpec, volumes map[string]boo
 	errs = append(errs, validateExecSize(c, fldPath)...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...) // datasupport.go
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
+	errs = append(errs, validateResizePolicy(c.ResizePolicy, spec.RestartPolicy, fldPath.Child("resizePolicy"))...)
 	errs = append(errs, validateVolumeMounts(c.VolumeMounts, volumes, fldPath.Child("volumeMounts"))...)
 	errs = append(errs, validateBidirectionalMounts(c, fldPath.Child("volumeMounts"))...)
 	errs = append(errs, validateContainerSecurity(c.SecurityContext, spec, fldPath.Child("securityContext"))...) // security.go
@@ -778,6 +779,41 @@ func validateProbePort(port intstr.IntOrString, c *v1.Container, fldPath *field.
 	}
 	for _, msg := range validation.IsValidPortNum(int(port.IntVal)) {
 		errs = append(errs, field.Invalid(fldPath, port.IntVal, msg))
+	}
+	return errs
+}
+
+// validateResizePolicy is the API server's validateResizePolicy: each of
+// cpu and memory at most once, with NotRequired or RestartContainer; only
+// NotRequired in a pod whose restartPolicy is Never (it could not be
+// restarted). Unlike the API server, the errors name the entry's field
+// (resizePolicy[0].resourceName), not the list.
+func validateResizePolicy(policies []v1.ContainerResizePolicy, podRestart v1.RestartPolicy, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[v1.ResourceName]bool{}
+	for i, p := range policies {
+		idx := fldPath.Index(i)
+		switch p.ResourceName {
+		case v1.ResourceCPU, v1.ResourceMemory:
+			if seen[p.ResourceName] {
+				errs = append(errs, field.Duplicate(idx.Child("resourceName"), p.ResourceName))
+			}
+			seen[p.ResourceName] = true
+		case "":
+			errs = append(errs, field.Required(idx.Child("resourceName"), ""))
+		default:
+			errs = append(errs, field.NotSupported(idx.Child("resourceName"), p.ResourceName, []string{string(v1.ResourceCPU), string(v1.ResourceMemory)}))
+		}
+		switch p.RestartPolicy {
+		case v1.NotRequired, v1.RestartContainer:
+		case "":
+			errs = append(errs, field.Required(idx.Child("restartPolicy"), ""))
+		default:
+			errs = append(errs, field.NotSupported(idx.Child("restartPolicy"), p.RestartPolicy, []string{string(v1.NotRequired), string(v1.RestartContainer)}))
+		}
+		if podRestart == v1.RestartPolicyNever && p.RestartPolicy != v1.NotRequired {
+			errs = append(errs, field.Invalid(idx.Child("restartPolicy"), p.RestartPolicy, "must be 'NotRequired' when pod `restartPolicy` is 'Never'"))
+		}
 	}
 	return errs
 }

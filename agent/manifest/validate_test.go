@@ -46,6 +46,39 @@ func TestValidatePod(t *testing.T) {
 			want: []string{`spec.hostname: Invalid value: "my.host": must not contain dots`},
 		},
 		{
+			name: "resizePolicy for cpu and memory",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{
+					{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+					{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer},
+				}
+			},
+		},
+		{
+			name: "resizePolicy: bad resource, duplicate, bad and missing policy",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{
+					{ResourceName: "ephemeral-storage", RestartPolicy: v1.NotRequired},
+					{ResourceName: v1.ResourceCPU, RestartPolicy: "Sometimes"},
+					{ResourceName: v1.ResourceCPU},
+				}
+			},
+			want: []string{
+				`spec.containers[0].resizePolicy[0].resourceName: Unsupported value: "ephemeral-storage": supported values: "cpu", "memory"`,
+				`spec.containers[0].resizePolicy[1].restartPolicy: Unsupported value: "Sometimes": supported values: "NotRequired", "RestartContainer"`,
+				`spec.containers[0].resizePolicy[2].resourceName: Duplicate value: "cpu"`,
+				`spec.containers[0].resizePolicy[2].restartPolicy: Required value`,
+			},
+		},
+		{
+			name: "resizePolicy RestartContainer in a Never pod",
+			mutate: func(p *v1.Pod) {
+				p.Spec.RestartPolicy = v1.RestartPolicyNever
+				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+			},
+			want: []string{"spec.containers[0].resizePolicy[0].restartPolicy: Invalid value: \"RestartContainer\": must be 'NotRequired' when pod `restartPolicy` is 'Never'"},
+		},
+		{
 			name:   "unknown dnsPolicy",
 			mutate: func(p *v1.Pod) { p.Spec.DNSPolicy = "Cluster" },
 			want:   []string{`spec.dnsPolicy: Unsupported value: "Cluster": supported values: "ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"`},

@@ -140,11 +140,21 @@ func PreStopAnnotation(c *v1.Container) string {
 	return string(b)
 }
 
-// hashContainer hashes the whole container spec (FNV-32a over its JSON).
-// The current kubelet hashes only name and image; minikubelet hashes
-// everything because its pods are edited in place on disk, and an edit of
-// any field must recreate the container (issue #6).
+// hashContainer hashes the container spec (FNV-32a over its JSON) without
+// its resources. The current kubelet hashes only name and image;
+// minikubelet hashes every other field because its pods are edited in
+// place on disk, and an edit of any field must recreate the container
+// (issue #6). Resources are left out, as by the kubelet: a change of them
+// is an in-place resize, applied to the running container (or a restart
+// its resizePolicy asks for), never a change of definition (agent/resize.go).
 func hashContainer(c *v1.Container) uint32 {
+	cc := *c
+	cc.Resources = v1.ResourceRequirements{}
+	return hashJSON(&cc)
+}
+
+// hashJSON is FNV-32a over c's JSON.
+func hashJSON(c *v1.Container) uint32 {
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic(fmt.Sprintf("marshal container %q: %v", c.Name, err)) // v1.Container always marshals
@@ -158,4 +168,13 @@ func hashContainer(c *v1.Container) uint32 {
 // AnnotationContainerHash annotation.
 func ContainerHash(c *v1.Container) string {
 	return strconv.FormatUint(uint64(hashContainer(c)), 16)
+}
+
+// LegacyContainerHash is the hash minikubelet stored before in-place
+// resize, over the whole spec resources included. A container created by
+// such a version whose spec is unchanged matches it and is kept across an
+// upgrade of the agent rather than restarted; the hash of a container
+// without resources is the same either way.
+func LegacyContainerHash(c *v1.Container) string {
+	return strconv.FormatUint(uint64(hashJSON(c)), 16)
 }

@@ -719,6 +719,40 @@ func (r *FakeRuntime) ContainerStatus(ctx context.Context, containerID string, v
 	return r.FakeRuntimeService.ContainerStatus(ctx, containerID, verbose)
 }
 
+// UpdateContainerResources implements cri.Runtime: the container's
+// LinuxResources take the new values (Resources reads them), as a runtime
+// writes them to the container's cgroup; a container that is not running
+// is refused, as containerd refuses one without a task.
+func (r *FakeRuntime) UpdateContainerResources(_ context.Context, containerID string, resources *runtimeapi.ContainerResources) error {
+	name, _ := r.containerName(containerID)
+	if err := r.f.record("UpdateContainerResources", "UpdateContainerResources "+name); err != nil {
+		return err
+	}
+	r.Lock()
+	defer r.Unlock()
+	c, ok := r.Containers[containerID]
+	if !ok {
+		return notFound("container", containerID)
+	}
+	if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return status.Errorf(codes.FailedPrecondition, "container %q is in %s state", containerID, c.State)
+	}
+	c.LinuxResources = resources.GetLinux()
+	return nil
+}
+
+// Resources returns the Linux resources a container was created or last
+// updated with (nil for an unknown container).
+func (f *Fake) Resources(containerID string) *runtimeapi.LinuxContainerResources {
+	rs := f.Runtime.FakeRuntimeService
+	rs.Lock()
+	defer rs.Unlock()
+	if c, ok := rs.Containers[containerID]; ok {
+		return c.LinuxResources
+	}
+	return nil
+}
+
 // ExecSync implements cri.Runtime through the handler set with
 // SetExecHandler. Like a gRPC call, it returns ctx's error once ctx ends,
 // leaving a handler still running to finish by itself.

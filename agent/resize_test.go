@@ -1,0 +1,474 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podspec"
+	"github.com/minikubelet/minikubelet/cgroups"
+)
+
+// resizeFixture is a running pod with one app container "app" (cpu 500m/1,
+// memory 128Mi/256Mi) and one native sidecar "side", both running in
+// sandbox "sb".
+func resizeFixture() (*v1.Pod, *podState) {
+	pod := &v1.Pod{}
+	pod.Name, pod.Namespace, pod.UID = "web", "demo", "uid-1"
+	pod.Spec.RestartPolicy = v1.RestartPolicyAlways
+	always := v1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []v1.Container{{Name: "side", Image: "side", RestartPolicy: &always,
+		Resources: v1.ResourceRequirements{Requests: rl("100m", "64Mi"), Limits: rl("200m", "64Mi")}}}
+	pod.Spec.Containers = []v1.Container{{Name: "app", Image: "app",
+		Resources: v1.ResourceRequirements{Requests: rl("500m", "128Mi"), Limits: rl("1", "256Mi")}}}
+	st := &podState{
+		sandboxes: []*sandboxInfo{{id: "sb", ready: true, ip: "10.0.0.2"}},
+		containers: []*containerInfo{
+			{id: "c-app", name: "app", sandboxID: "sb", state: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			{id: "c-side", name: "side", sandboxID: "sb", state: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		},
+	}
+	return pod, st
+}
+
+// rl builds a cpu/memory list; "" leaves a resource out.
+func rl(cpu, mem string) v1.ResourceList {
+	l := v1.ResourceList{}
+	if cpu != "" {
+		l[v1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[v1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+func TestComputeResizeActions(t *testing.T) {
+	type want struct {
+		cpu, memory []string // container names, in update order
+		restart     []string
+		restartApp  []int
+		restartSide []int
+	}
+	tests := map[string]struct {
+		// mutate changes the allocated pod (the spec the sync acts on);
+		// the actuated resources are the fixture's.
+		mutate       func(pod *v1.Pod, st *podState)
+		want         want
+		wantNoChange bool
+	}{
+		"nothing changed": {mutate: func(*v1.Pod, *podState) {}, wantNoChange: true},
+		"cpu limit up": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
+			},
+			want: want{cpu: []string{"app"}},
+		},
+		"cpu request down": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("250m")
+			},
+			want: want{cpu: []string{"app"}},
+		},
+		"memory limit up": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("512Mi")
+			},
+			want: want{memory: []string{"app"}},
+		},
+		"memory limit down": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("200Mi")
+			},
+			want: want{memory: []string{"app"}},
+		},
+		"same quantity spelled otherwise is no change": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("1000m")
+			},
+			wantNoChange: true,
+		},
+		"decreases go before increases": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")        // up
+				p.Spec.InitContainers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("150m") // down
+			},
+			want: want{cpu: []string{"side", "app"}},
+		},
+		"RestartContainer for the changed resource restarts": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("512Mi")
+			},
+			want: want{restart: []string{"c-app"}, restartApp: []int{0}},
+		},
+		"RestartContainer for another resource updates in place": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
+			},
+			want: want{cpu: []string{"app"}},
+		},
+		"sidecar with RestartContainer restarts as an init container": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				p.Spec.InitContainers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}}
+				p.Spec.InitContainers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("150m")
+			},
+			want: want{restart: []string{"c-side"}, restartSide: []int{0}},
+		},
+		"a container that is not running is not resized": {
+			mutate: func(p *v1.Pod, st *podState) {
+				st.containers[0].state = runtimeapi.ContainerState_CONTAINER_EXITED
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
+			},
+			wantNoChange: true,
+		},
+		"a pod being deleted is not resized": {
+			mutate: func(p *v1.Pod, _ *podState) {
+				now := metav1.Now()
+				p.DeletionTimestamp = &now
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
+			},
+			wantNoChange: true,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod, st := resizeFixture()
+			actuated := resourcesOf(pod)
+			tc.mutate(pod, st)
+			ra := computeResizeActions(pod, actuated, st)
+			if tc.wantNoChange {
+				assert.True(t, ra.empty(), "%+v", ra)
+				return
+			}
+			names := func(l []containerResize) []string {
+				var out []string
+				for _, u := range l {
+					out = append(out, u.name)
+				}
+				return out
+			}
+			var restart []string
+			for id := range ra.restart {
+				restart = append(restart, id)
+			}
+			assert.Equal(t, tc.want.cpu, names(ra.update[v1.ResourceCPU]), "cpu updates")
+			assert.Equal(t, tc.want.memory, names(ra.update[v1.ResourceMemory]), "memory updates")
+			assert.Equal(t, tc.want.restart, restart, "restarts")
+			assert.Equal(t, tc.want.restartApp, ra.restartApp)
+			assert.Equal(t, tc.want.restartSide, ra.restartSidecar)
+		})
+	}
+}
+
+func TestAdmitResize(t *testing.T) {
+	info := node.Info{Name: "node-1", Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
+	}}
+	other := &v1.Pod{}
+	other.UID = "other"
+	other.Spec.Containers = []v1.Container{{Name: "o", Resources: v1.ResourceRequirements{Requests: rl("1", "512Mi")}}}
+	tests := map[string]struct {
+		cpu, mem   string
+		wantFit    bool
+		wantReason string
+		wantMsg    string
+	}{
+		"cpu up, fits":   {cpu: "800m", mem: "128Mi", wantFit: true},
+		"cpu down":       {cpu: "100m", mem: "128Mi", wantFit: true},
+		"memory up":      {cpu: "500m", mem: "256Mi", wantFit: true},
+		"memory down":    {cpu: "500m", mem: "64Mi", wantFit: true},
+		"cpu up, others": {cpu: "1500m", mem: "128Mi", wantReason: v1.PodReasonDeferred, wantMsg: "Node didn't have enough resource: cpu, requested: 1600, used: 1000, capacity: 2000"},
+		"cpu beyond the node": {cpu: "3", mem: "128Mi", wantReason: v1.PodReasonInfeasible,
+			wantMsg: "Node didn't have enough capacity: cpu, requested: 3100, capacity: 2000"},
+		"memory beyond the node": {cpu: "500m", mem: "2Gi", wantReason: v1.PodReasonInfeasible,
+			wantMsg: "Node didn't have enough capacity: memory, requested: 2214592512, capacity: 1073741824"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod, _ := resizeFixture()
+			pod.Spec.Containers[0].Resources.Requests = rl(tc.cpu, tc.mem)
+			pod.Spec.Containers[0].Resources.Limits = nil
+			v := admitResize(info, pod, []*v1.Pod{other})
+			assert.Equal(t, tc.wantFit, v.fit)
+			assert.Equal(t, tc.wantReason, v.reason)
+			assert.Equal(t, tc.wantMsg, v.message)
+		})
+	}
+}
+
+func TestPodCgroupSteps(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	u64 := func(v uint64) *uint64 { return &v }
+	before := podCgroupResourcesFor(t, "1", "256Mi")
+	after := podCgroupResourcesFor(t, "2", "128Mi")
+	grow, shrink := podCgroupSteps(v1.ResourceCPU, before, after)
+	assert.Equal(t, i64(200000), grow.CPUQuota, "a larger quota is written before the containers")
+	assert.Nil(t, shrink.CPUQuota)
+	grow, shrink = podCgroupSteps(v1.ResourceMemory, before, after)
+	assert.Nil(t, grow.MemoryLimit)
+	assert.Equal(t, i64(128<<20), shrink.MemoryLimit, "a smaller memory limit is written after the containers")
+	// Shares follow the request.
+	grow, _ = podCgroupSteps(v1.ResourceCPU, before, after)
+	assert.Equal(t, u64(2048), grow.CPUShares)
+}
+
+// podCgroupResourcesFor is the Guaranteed pod cgroup of one container with
+// cpu and memory as request and limit.
+func podCgroupResourcesFor(t *testing.T, cpu, mem string) cgroups.Resources {
+	t.Helper()
+	pod := &v1.Pod{}
+	pod.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: rl(cpu, mem), Limits: rl(cpu, mem)}}}
+	return podCgroupResources(pod, v1.PodQOSGuaranteed, 0)
+}
+
+func TestContainerHashIgnoresResources(t *testing.T) {
+	pod, _ := resizeFixture()
+	c := pod.Spec.Containers[0]
+	h := podspec.ContainerHash(&c)
+	c.Resources.Limits = rl("3", "1Gi")
+	assert.Equal(t, h, podspec.ContainerHash(&c), "a resources change is no new definition")
+	c.Image = "app:2"
+	assert.NotEqual(t, h, podspec.ContainerHash(&c))
+	// A container a version before resize created (whole-spec hash) is
+	// still this definition.
+	c = pod.Spec.Containers[0]
+	cur := &containerInfo{hash: podspec.LegacyContainerHash(&c)}
+	assert.False(t, definitionChanged(cur, &c))
+}
+
+func TestResizeCheckpointRoundTrip(t *testing.T) {
+	h := newHarness(t)
+	pod, _ := resizeFixture()
+	cp := resizeCheckpoint{Allocated: resourcesOf(pod), Actuated: podResources{"app": {Limits: rl("1", "")}}}
+	require.NoError(t, h.agent.saveResizeCheckpoint(pod, cp))
+	got, ok := h.agent.loadResizeCheckpoint(pod)
+	require.True(t, ok)
+	assert.True(t, got.Allocated.equal(cp.Allocated))
+	assert.True(t, got.Actuated.equal(cp.Actuated))
+	// A torn file is ignored, not trusted.
+	require.NoError(t, os.WriteFile(filepath.Join(h.agent.podDir(pod), resizeCheckpointFile), []byte(`{"allocated":`), 0o600))
+	_, ok = h.agent.loadResizeCheckpoint(pod)
+	assert.False(t, ok)
+}
+
+const resizePod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: demo, uid: 6f1c6f1c-0000-4000-8000-000000000001}
+spec:
+  containers:
+  - name: app
+    image: reg.local/app:1
+    resources:
+      requests: {cpu: 250m, memory: 64Mi}
+      limits: {cpu: 500m, memory: 128Mi}
+    resizePolicy:
+    - {resourceName: memory, restartPolicy: RestartContainer}
+`
+
+// resized returns a copy of pod whose container has new limits (and the
+// generation the API server bumps).
+func resized(pod *v1.Pod, cpu, mem string) *v1.Pod {
+	p := pod.DeepCopy()
+	p.Generation++
+	p.Spec.Containers[0].Resources.Limits = rl(cpu, mem)
+	return p
+}
+
+func containerStatusOf(p *v1.Pod) v1.ContainerStatus {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return v1.ContainerStatus{}
+	}
+	return p.Status.ContainerStatuses[0]
+}
+
+func hasResizeCondition(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+			return true
+		}
+	}
+	return false
+}
+
+// A cpu limit raised on a running pod updates the container through CRI
+// UpdateContainerResources, without a restart; the status reports the new
+// limit, the resize conditions come and go, and the allocation is in the
+// checkpoint. A memory change with RestartContainer restarts it instead.
+func TestAgent_ResizeInPlace(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, resizePod)
+	pod.Generation = 1
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	h.waitCallsSettle(t)
+	running, ok := h.agent.GetPod(pod.UID)
+	require.True(t, ok)
+	first := containerStatusOf(running)
+	require.NotNil(t, first.Resources, "a running container reports its resources (the API server refuses a resize without them)")
+	h.fake.Reset()
+
+	// cpu: in place.
+	p2 := resized(pod, "1500m", "128Mi")
+	h.agent.SetPods([]*v1.Pod{p2})
+	got := h.rec.waitStatus(t, "the new cpu limit in status", func(p *v1.Pod) bool {
+		cs := containerStatusOf(p)
+		return cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 1500 && !hasResizeCondition(p)
+	})
+	calls := without(h.fake.Calls(), observeCalls...)
+	assert.Contains(t, calls, "UpdateContainerResources app")
+	assert.NotContains(t, strings.Join(calls, ","), "CreateContainer", "a cpu resize must not recreate the container")
+	cs := containerStatusOf(got)
+	assert.EqualValues(t, 0, cs.RestartCount)
+	assert.Equal(t, first.ContainerID, cs.ContainerID)
+	assert.Equal(t, int64(2), got.Status.ObservedGeneration)
+	lr := h.fake.Resources(strings.TrimPrefix(cs.ContainerID, h.agent.cfg.RuntimeName+"://"))
+	require.NotNil(t, lr)
+	assert.Equal(t, int64(150000), lr.CpuQuota, "the runtime got the new quota")
+	assert.Equal(t, int64(128<<20), lr.MemoryLimitInBytes, "memory as before")
+	cp, ok := h.agent.loadResizeCheckpoint(pod)
+	require.True(t, ok, "the allocation is checkpointed")
+	allocCPU, actCPU := cp.Allocated["app"].Limits[v1.ResourceCPU], cp.Actuated["app"].Limits[v1.ResourceCPU]
+	assert.Equal(t, int64(1500), allocCPU.MilliValue())
+	assert.Equal(t, int64(1500), actCPU.MilliValue())
+	assert.Subset(t, h.rec.reasons(), []string{eventResizeStarted, eventResizeCompleted})
+
+	// memory, RestartContainer: a restart with the new limit.
+	h.fake.Reset()
+	p3 := resized(p2, "1500m", "256Mi")
+	h.agent.SetPods([]*v1.Pod{p3})
+	got = h.rec.waitStatus(t, "the restarted container", func(p *v1.Pod) bool {
+		cs := containerStatusOf(p)
+		return cs.RestartCount == 1 && cs.State.Running != nil && cs.Resources != nil &&
+			cs.Resources.Limits.Memory().Value() == 256<<20 && !hasResizeCondition(p)
+	})
+	calls = without(h.fake.Calls(), observeCalls...)
+	assert.NotContains(t, calls, "UpdateContainerResources app")
+	assert.Contains(t, calls, "StopContainer app timeout=30")
+	lr = h.fake.Resources(strings.TrimPrefix(containerStatusOf(got).ContainerID, h.agent.cfg.RuntimeName+"://"))
+	require.NotNil(t, lr)
+	assert.Equal(t, int64(256<<20), lr.MemoryLimitInBytes)
+	assert.Equal(t, int64(150000), lr.CpuQuota)
+}
+
+// A resize beyond the node's allocatable is Infeasible and not applied;
+// reverting it clears the condition.
+func TestAgent_ResizeInfeasible(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.Node = node.Info{Name: "node-1", Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
+	}}
+	pod := testPod(t, resizePod)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	h.waitCallsSettle(t)
+	h.fake.Reset()
+
+	big := pod.DeepCopy()
+	big.Generation++
+	big.Spec.Containers[0].Resources.Requests = rl("3", "64Mi")
+	big.Spec.Containers[0].Resources.Limits = rl("3", "128Mi")
+	h.agent.SetPods([]*v1.Pod{big})
+	got := h.rec.waitStatus(t, "PodResizePending", func(p *v1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizePending {
+				return true
+			}
+		}
+		return false
+	})
+	var pending v1.PodCondition
+	for _, c := range got.Status.Conditions {
+		if c.Type == v1.PodResizePending {
+			pending = c
+		}
+	}
+	assert.Equal(t, v1.PodReasonInfeasible, pending.Reason)
+	assert.Equal(t, "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000", pending.Message)
+	assert.Equal(t, big.Generation, pending.ObservedGeneration)
+	assert.Equal(t, int64(500), containerStatusOf(got).Resources.Limits.Cpu().MilliValue(), "the status keeps the running values")
+	assert.NotContains(t, without(h.fake.Calls(), observeCalls...), "UpdateContainerResources app")
+
+	// Reverted: the condition goes.
+	back := pod.DeepCopy()
+	back.Generation = big.Generation + 1
+	h.agent.SetPods([]*v1.Pod{back})
+	h.rec.waitStatus(t, "no resize condition", func(p *v1.Pod) bool { return !hasResizeCondition(p) })
+}
+
+// A resize that does not fit next to another pod is Deferred, and admitted
+// once that pod's worker is gone (its teardown over), without any new
+// update from the source.
+func TestAgent_ResizeDeferredUntilAPodLeaves(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.Node = node.Info{Name: "node-1", Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
+	}}
+	pod := testPod(t, resizePod)
+	hog := testPod(t, strings.ReplaceAll(strings.ReplaceAll(resizePod, "name: web", "name: hog"), "000000000001", "000000000002"))
+	hog.Spec.Containers[0].Resources.Requests = rl("1500m", "64Mi")
+	hog.Spec.Containers[0].Resources.Limits = nil
+	hog.Spec.Containers[0].ResizePolicy = nil
+	h.agent.SetPods([]*v1.Pod{pod, hog})
+	require.Eventually(t, func() bool {
+		p, ok := h.agent.GetPod(pod.UID)
+		q, ok2 := h.agent.GetPod(hog.UID)
+		return ok && ok2 && p.Status.Phase == v1.PodRunning && q.Status.Phase == v1.PodRunning
+	}, 10*time.Second, 10*time.Millisecond)
+
+	big := pod.DeepCopy()
+	big.Generation++
+	big.Spec.Containers[0].Resources.Requests = rl("600m", "64Mi")
+	big.Spec.Containers[0].Resources.Limits = rl("1", "128Mi")
+	h.agent.SetPods([]*v1.Pod{big, hog})
+	require.Eventually(t, func() bool {
+		p, _ := h.agent.GetPod(pod.UID)
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodResizePending && c.Reason == v1.PodReasonDeferred &&
+				c.Message == "Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "Deferred")
+
+	h.agent.SetPods([]*v1.Pod{big}) // hog deleted; its teardown frees its cpu
+	require.Eventually(t, func() bool {
+		p, _ := h.agent.GetPod(pod.UID)
+		cs := containerStatusOf(p)
+		return !hasResizeCondition(p) && cs.AllocatedResources.Cpu().MilliValue() == 600 &&
+			cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 1000
+	}, 20*time.Second, 10*time.Millisecond, "the deferred resize admitted and applied once hog is gone")
+}
+
+// A restarted daemon starts a pod from its checkpointed allocation: a
+// spec that changed meanwhile is taken as a resize (admitted, with its
+// ResizeStarted event), not silently as the allocation.
+func TestAgent_ResizeCheckpointAfterRestart(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, resizePod)
+	require.NoError(t, h.agent.saveResizeCheckpoint(pod, resizeCheckpoint{Allocated: resourcesOf(pod), Actuated: resourcesOf(pod)}))
+	changed := resized(pod, "1500m", "128Mi")
+	h.agent.SetPods([]*v1.Pod{changed})
+	h.rec.waitStatus(t, "running with the new limit", func(p *v1.Pod) bool {
+		cs := containerStatusOf(p)
+		return p.Status.Phase == v1.PodRunning && cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 1500 && !hasResizeCondition(p)
+	})
+	assert.Contains(t, h.rec.reasons(), eventResizeStarted, "the checkpoint's allocation (500m) was the starting point")
+	cp, ok := h.agent.loadResizeCheckpoint(pod)
+	require.True(t, ok)
+	lim := cp.Allocated["app"].Limits[v1.ResourceCPU]
+	assert.Equal(t, int64(1500), lim.MilliValue())
+}
