@@ -451,15 +451,16 @@ REPORT=$WORK/report-$NODE
 rm -rf "$REPORT"
 mkdir -p "$REPORT"
 # both A B: a regexp that needs both (in either order: RE2 has no lookahead).
-both() { printf '(?:%s.*(?:%s))|(?:(?:%s).*%s)' "$1" "$2" "$2" "$1"; }
+both() { printf '(?:(?:%s).*(?:%s))|(?:(?:%s).*(?:%s))' "$1" "$2" "$2" "$1"; }
 # pass NAME PROCS FOCUS SKIP: one ginkgo run of e2e.test, its JUnit XML and
 # log in REPORT/NAME.
 SUITE_RC=0
 pass() {
-	local name=$1 procs=$2 f=$3 sk=$4 dir=$REPORT/$1 start=$SECONDS rc par=()
+	local name=$1 procs=$2 f=$3 sk=$4 dir=$REPORT/$1 start=$SECONDS rc par=() shown=$3
 	mkdir -p "$dir"
 	((procs < 2)) || par=(-p --procs "$procs")
-	step "ginkgo ${par[*]:-(serial)} [$name]: focus $f, skip $sk (log: $dir/ginkgo.log)"
+	((${#shown} < 300)) || shown="${shown:0:300}… (${#f} characters)"
+	step "ginkgo ${par[*]:-(one process)} [$name]: focus $shown, skip $sk (log: $dir/ginkgo.log)"
 	set +e
 	(cd "$dir" && "$BIN/ginkgo" "${par[@]}" --timeout "$TIMEOUT" --no-color --focus "$f" --skip "$sk" \
 		"$BIN/e2e.test" -- \
@@ -473,21 +474,30 @@ pass() {
 	tail -n 5 "$dir/ginkgo.log"
 	step "[$name]: ginkgo exit $rc after $(duration $((SECONDS - start)))"
 }
+# focus_for LIST: the ginkgo focus that selects exactly the specs LIST names.
+focus_for() {
+	local f
+	f=$(cd "$REPO" && go run ./hack/conformance/report --focus-for "$1") && [[ -n $f ]] ||
+		die "hack/conformance/report --focus-for $1 failed"
+	printf '%s\n' "$f"
+}
 suite() {
+	# As the conformance image runs it: everything but [Serial] in
+	# parallel, then the [Serial] specs one at a time (the
+	# [NodeConformance] suite leaves them out; a SPECS list may name some).
 	local f=$focus
 	[[ -z $FOCUS ]] || f=$(both "$focus" "$FOCUS")
 	if [[ -n $SPECS ]]; then
-		f=$(cd "$REPO" && go run ./hack/conformance/report --focus-for "$SPECS") && [[ -n $f ]] ||
-			die "hack/conformance/report --focus-for $SPECS failed"
 		step "the $(grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SPECS") specs of $SPECS"
+		pass parallel "$PROCS" "$(focus_for "$SPECS")" "$skip|\[Serial\]"
+		# The list's exact names end in $: its [Serial] ones get a focus
+		# of their own.
+		grep -v '^[[:space:]]*#' "$SPECS" | grep -F '[Serial]' >"$REPORT/serial-specs.txt" || return 0
+		pass serial 1 "$(focus_for "$REPORT/serial-specs.txt")" "$skip"
+		return
 	fi
-	# As the conformance image runs it: everything but [Serial] in
-	# parallel, then the [Serial] specs one at a time (the
-	# [NodeConformance] suite leaves them out, a SPECS list may name some).
 	pass parallel "$PROCS" "$f" "$skip|\[Serial\]"
-	if [[ $SUITE == conformance && -z $SPECS ]] || { [[ -n $SPECS ]] && grep -v '^[[:space:]]*#' "$SPECS" | grep -qF '[Serial]'; }; then
-		pass serial 1 "$(both "$f" '\[Serial\]')" "$skip"
-	fi
+	[[ $SUITE != conformance ]] || pass serial 1 "$(both "$f" '\[Serial\]')" "$skip"
 }
 timed "suite" suite
 
