@@ -457,6 +457,7 @@ both() { printf '(?:(?:%s).*(?:%s))|(?:(?:%s).*(?:%s))' "$1" "$2" "$2" "$1"; }
 SUITE_RC=0
 pass() {
 	local name=$1 procs=$2 f=$3 sk=$4 dir=$REPORT/$1 start=$SECONDS rc par=() shown=$3
+	[[ -n $f ]] || die "pass $name: empty focus"
 	mkdir -p "$dir"
 	((procs < 2)) || par=(-p --procs "$procs")
 	((${#shown} < 300)) || shown="${shown:0:300}… (${#f} characters)"
@@ -489,11 +490,15 @@ suite() {
 	[[ -z $FOCUS ]] || f=$(both "$focus" "$FOCUS")
 	if [[ -n $SPECS ]]; then
 		step "the $(grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SPECS") specs of $SPECS"
-		pass parallel "$PROCS" "$(focus_for "$SPECS")" "$skip|\[Serial\]"
+		# Assigned first: a failure in $(...) as an argument would not stop
+		# the run, and an empty focus runs everything.
+		f=$(focus_for "$SPECS")
+		pass parallel "$PROCS" "$f" "$skip|\[Serial\]"
 		# The list's exact names end in $: its [Serial] ones get a focus
 		# of their own.
 		grep -v '^[[:space:]]*#' "$SPECS" | grep -F '[Serial]' >"$REPORT/serial-specs.txt" || return 0
-		pass serial 1 "$(focus_for "$REPORT/serial-specs.txt")" "$skip"
+		f=$(focus_for "$REPORT/serial-specs.txt")
+		pass serial 1 "$f" "$skip"
 		return
 	fi
 	pass parallel "$PROCS" "$f" "$skip|\[Serial\]"
