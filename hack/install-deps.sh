@@ -2,7 +2,8 @@
 # install-deps.sh: install what minikubelet needs on a Debian 12 machine.
 #
 #   1. Debian packages: containerd runc docker-registry busybox-static
-#      iproute2 iptables curl netcat-openbsd (apt-get update only when one
+#      iproute2 iptables curl netcat-openbsd bind9-dnsutils (dig, for the
+#      conformance harness's DNS specs; apt-get update only when one
 #      is missing).
 #   2. The CNI plugins bridge, host-local, loopback and portmap, built with
 #      `go build` from the github.com/containernetworking/plugins version
@@ -15,7 +16,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 
-PACKAGES=(containerd runc docker-registry busybox-static iproute2 iptables curl netcat-openbsd)
+PACKAGES=(containerd runc docker-registry busybox-static iproute2 iptables curl netcat-openbsd bind9-dnsutils)
 CNI_BIN_DIR=${CNI_BIN_DIR:-/opt/cni/bin}
 CNI_MODULE=github.com/containernetworking/plugins
 CNI_PLUGINS=(main/bridge ipam/host-local main/loopback meta/portmap)

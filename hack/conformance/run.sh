@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run.sh: run Kubernetes' own [NodeConformance] e2e suite against one node
-# of a private cluster on this machine, and report the result (make
+# run.sh: run Kubernetes' own [NodeConformance] (SUITE=nodeconformance, the
+# default) or [Conformance] (SUITE=conformance) e2e suite against one node of
+# a private cluster on this machine, and report the result (make
 # conformance). As root.
 #
 #   1. build (cached per machine): etcd and kube-apiserver
@@ -19,17 +20,34 @@
 #      (hack/isolate-pod-network.sh);
 #   4. the control plane: etcd and kube-apiserver as hack/cluster/start.sh
 #      starts them (certificates, the apiserver's kubelet client certificate,
-#      --kubelet-preferred-address-types=InternalIP), kube-controller-manager
+#      --kubelet-preferred-address-types=InternalIP), listening on the
+#      node's address (ADVERTISE_ADDRESS), the `kubernetes` Service's
+#      endpoint, so pods reach it through kube-proxy; kube-controller-manager
 #      (service-account key, root CA) and kube-scheduler;
-#   5. the node NODE: minikubelet (serve --kubeconfig) or the kubelet (the
-#      anchor: same containerd, images and control plane; cgroupfs on the
-#      cgroup v1 hierarchy under /mkl-conf);
+#   5. the node NODE: minikubelet (serve --kubeconfig --node-ip
+#      --cluster-dns, as docs/cluster.md joins it: no --pod-security, the
+#      hostPath guard on) or the kubelet (the anchor: same containerd,
+#      images and control plane; cgroupfs on the cgroup v1 hierarchy under
+#      /mkl-conf; clusterDNS);
+#   5b. the cluster's add-ons as kubeadm installs them (hack/cluster/addons.sh:
+#      the kube-proxy DaemonSet in iptables mode and the CoreDNS Deployment
+#      with the kube-dns Service at SERVICE_CIDR's 10th address, the node's
+#      cluster DNS), applied and Ready on the node before the suite starts.
+#      kube-proxy's rules are the machine's: one such cluster at a time
+#      (flock /tmp/mkl-kube-proxy.lock, as the e2e test
+#      TestCluster_SystemPodsKubeProxyAndCoreDNS takes it); stop.sh runs
+#      kube-proxy --cleanup;
 #   6. ginkgo -p --procs PROCS e2e.test with the focus [NodeConformance] (or
 #      FOCUS) minus [Serial], [Disruptive], [Flaky], [Slow], [Feature:...];
+#      with SUITE=conformance the focus [Conformance] minus [Disruptive]
+#      and [Flaky], in two passes as ginkgo's conformance runs do: the
+#      parallel one without [Serial], then the [Serial] specs one at a time;
 #   7. the JUnit XML e2e.test writes is summarized (hack/conformance/report):
 #      "N passed, M failed, K skipped", every failing spec with its first
 #      error line; with a full run (no FOCUS) the result is kept in
-#      docs/conformance/NODE.tsv and docs/conformance.md is regenerated.
+#      docs/conformance/NODE.tsv (SUITE=conformance:
+#      docs/conformance/full/NODE.tsv) and docs/conformance.md's table for
+#      the suite is regenerated.
 #
 # Then everything started here is stopped again (KEEP=1 leaves it running;
 # hack/conformance/stop.sh WORK cleans up later).
@@ -40,18 +58,22 @@
 # with TESTLOG_DIR set (make test) the outcome also goes to
 # TESTLOG_DIR/conformance-NODE.json for make test's skip summary.
 #
-# Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
+# Env: NODE (minikubelet or kubelet; default minikubelet), SUITE
+# (nodeconformance or conformance; default nodeconformance), FOCUS (a regexp
 # narrowing the focus), SPECS (a list of exact spec names instead), SKIP
-# (added to the skip), PROCS (default 8), WORK (default /tmp/mkl-conf;
-# short: it holds containerd's socket), CONTAINERD
+# (added to the skip), PROCS (default 8), WORK (default /var/tmp/mkl-conf;
+# short: it holds containerd's socket; not under /tmp: the node's files are
+# there, and the hostPath guard refuses the specs' hostPaths of /tmp that
+# would contain them), CONTAINERD
 # (1.6 or 2, as hack/start-containerd.sh), MINIKUBELET_BIN, REGISTRY
 # (default 127.0.0.1:5000), POD_CIDR (default 10.231.0.0/16), NODE_CIDR
 # (default 10.232.0.1/24), KUBELET_PORT (default 10450), TIMEOUT (ginkgo's,
 # default 2h), UPDATE_DOCS (default: 1 without FOCUS), BRIDGE (the pod
 # bridge, default mkcbr0), NODE_IF (the node address's interface, default
-# mkcnode0), MEASURED (what the docs name as measured, default the commit).
-# Two runs side by side need their own WORK, POD_CIDR, NODE_CIDR, BRIDGE and
-# NODE_IF.
+# mkcnode0), MEASURED (what the docs name as measured, default the commit),
+# SERVICE_CIDR (default 10.96.0.0/16). Two runs side by side need their own
+# WORK, POD_CIDR, NODE_CIDR, BRIDGE, NODE_IF and SERVICE_CIDR, and wait for
+# each other's kube-proxy (the lock above).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -59,17 +81,22 @@ require_root
 
 NODE=${NODE:-minikubelet}
 [[ $NODE == minikubelet || $NODE == kubelet ]] || die "NODE=$NODE: use minikubelet or kubelet"
+SUITE=${SUITE:-nodeconformance}
+[[ $SUITE == nodeconformance || $SUITE == conformance ]] || die "SUITE=$SUITE: use nodeconformance or conformance"
 FOCUS=${FOCUS:-}
 SPECS=${SPECS:-}
 [[ -z $SPECS || -z $FOCUS ]] || die "SPECS and FOCUS exclude each other"
 [[ -z $SPECS ]] || SPECS=$(realpath "$SPECS")
 SKIP=${SKIP:-}
 PROCS=${PROCS:-8}
-WORK=$(realpath -m "${WORK:-/tmp/mkl-conf}")
+WORK=$(realpath -m "${WORK:-/var/tmp/mkl-conf}")
 REGISTRY=${REGISTRY:-127.0.0.1:5000}
 POD_CIDR=${POD_CIDR:-10.231.0.0/16}
 NODE_CIDR=${NODE_CIDR:-10.232.0.1/24}
 NODE_IP=${NODE_CIDR%/*}
+SERVICE_CIDR=${SERVICE_CIDR:-10.96.0.0/16}
+# The kube-dns Service's ClusterIP: the 10th address, as kubeadm picks it.
+DNS_IP=$(SERVICE_CIDR=$SERVICE_CIDR awk 'BEGIN { split(ENVIRON["SERVICE_CIDR"], a, "[./]"); printf "%d.%d.%d.%d", a[1], a[2], a[3], a[4] + 10 }')
 KUBELET_PORT=${KUBELET_PORT:-10450}
 TIMEOUT=${TIMEOUT:-2h}
 NODE_NAME=mkl-conf-node
@@ -113,6 +140,12 @@ build_all() {
 	[[ $NODE != kubelet ]] || want+=(kubelet)
 	"$CONFORMANCE_DIR/build.sh" "${want[@]}" | tee "$WORK/build-conformance.log"
 	BIN=$(tail -n 1 "$WORK/build-conformance.log")
+	# kube-proxy and CoreDNS: built (cached) and their images pushed.
+	REGISTRY=$REGISTRY "$HACK/cluster/addons.sh" images >"$WORK/build-addons.log" 2>&1 || {
+		cat "$WORK/build-addons.log" >&2
+		die "hack/cluster/addons.sh images failed"
+	}
+	grep -v '^/' "$WORK/build-addons.log" | tail -n 3 || true
 	if [[ $NODE == minikubelet ]]; then
 		if [[ -n ${MINIKUBELET_BIN:-} ]]; then
 			step "minikubelet: using $MINIKUBELET_BIN ($("$MINIKUBELET_BIN" version 2>/dev/null | head -1 || true))"
@@ -138,9 +171,13 @@ timed "build" build_all
 # shared libraries ldd names, from this Debian host; and dash as /bin/sh:
 # Debian's busybox-static is built with the standalone shell, whose sh runs
 # its own applet for a name like nc before looking at PATH, while the real
-# image's sh (Alpine's busybox) finds /usr/bin/nc in PATH as dash does. The
-# real image's other tools (dig, iperf, socat, coredns) no
-# [NodeConformance] spec runs.
+# image's sh (Alpine's busybox) finds /usr/bin/nc in PATH as dash does.
+# For the DNS specs ([Conformance], test/e2e/network/dns_common.go: their
+# probes run `dig +notcp|+tcp +noall +answer +search NAME` and `getent
+# hosts NAME` in agnhost and in the glibc-dns-testing image, which hack/images
+# builds from the same tree): dig (bind9-dnsutils) and glibc's getent, with
+# an nsswitch.conf that reads /etc/hosts, then DNS. The real image's other
+# tools (iperf, socat, coredns) no spec run here needs.
 agnhost_extra() {
 	local d=$1 kdir pair src dst lib
 	rm -rf "$d"
@@ -148,15 +185,18 @@ agnhost_extra() {
 	kdir=$(cd "$CLUSTER_MOD" && go list -m -f '{{.Dir}}' k8s.io/kubernetes) || die "cannot find the k8s.io/kubernetes module (go list -m in $CLUSTER_MOD)"
 	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.crt" "$d/localhost.crt"
 	install -m 0644 "$kdir/test/images/agnhost/porter/localhost.key" "$d/localhost.key"
-	for pair in /usr/bin/curl:usr/bin/curl /bin/bash:bin/bash /usr/bin/nc.openbsd:usr/bin/nc /bin/dash:bin/sh; do
+	for pair in /usr/bin/curl:usr/bin/curl /bin/bash:bin/bash /usr/bin/nc.openbsd:usr/bin/nc /bin/dash:bin/sh \
+		/usr/bin/dig:usr/bin/dig /usr/bin/getent:usr/bin/getent; do
 		src=${pair%%:*} dst=${pair#*:}
-		[[ -x $src ]] || die "$src missing: apt-get install curl bash netcat-openbsd dash (hack/install-deps.sh installs the first three; dash is Debian's /bin/sh)"
+		[[ -x $src ]] || die "$src missing: apt-get install curl bash netcat-openbsd dash bind9-dnsutils libc-bin (hack/install-deps.sh installs them; dash is Debian's /bin/sh)"
 		install -D -m 0755 "$src" "$d/$dst"
 		# "libX.so => /lib/.../libX.so (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
 		for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
 			[[ -e $d$lib ]] || install -D -m 0755 "$(realpath "$lib")" "$d$lib"
 		done
 	done
+	mkdir -p "$d/etc"
+	printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$d/etc/nsswitch.conf"
 	step "agnhost extras: $(find "$d" -type f | wc -l) files ($(du -sh "$d" | cut -f1)) in $d"
 }
 images() {
@@ -187,8 +227,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# kube-proxy's iptables rules are global to the machine: one cluster with
+# kube-proxy at a time (the lock the e2e test of the add-ons takes too).
+# Fd 9 holds it until this script ends; the processes started below close
+# it, or a containerd shim could keep it.
+exec 9>/tmp/mkl-kube-proxy.lock
+if ! flock -n 9; then
+	step "waiting for /tmp/mkl-kube-proxy.lock (another cluster with kube-proxy runs on this machine)"
+	flock 9
+fi
+[[ $(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null) == 1 ]] ||
+	die "net.bridge.bridge-nf-call-iptables is not 1: modprobe br_netfilter && sysctl -w net.bridge.bridge-nf-call-iptables=1 (kubeadm's preflight requires it; kube-proxy's Services with backends on the client's bridge need it)"
+
 setup_node_env() {
-	SOCK=$(CONTAINERD=${CONTAINERD:-} "$HACK/start-containerd.sh" "$WORK/ctd" | tail -n 1)
+	SOCK=$(CONTAINERD=${CONTAINERD:-} "$HACK/start-containerd.sh" "$WORK/ctd" 9>&- | tail -n 1)
 	# A bridge without ports: this kernel may lack the dummy driver, and an
 	# empty bridge holds a local address as well.
 	if ! ip link show "$DUMMY" >/dev/null 2>&1; then
@@ -210,10 +262,10 @@ PKI=$CP/pki
 start_bg() {
 	local name=$1
 	shift
-	setsid "$@" >>"$CP/$name.log" 2>&1 </dev/null &
+	setsid "$@" >>"$CP/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$CP/$name.pid"
 }
-readyz() { [[ $(curl -s -m 5 --cacert "$PKI/ca.crt" "https://127.0.0.1:$APISERVER_PORT/readyz") == ok ]]; }
+readyz() { [[ $(curl -s -m 5 --cacert "$PKI/ca.crt" "https://$NODE_IP:$APISERVER_PORT/readyz") == ok ]]; }
 healthz_port() { [[ $(curl -sk -m 5 "https://127.0.0.1:$1/healthz") == ok ]]; }
 pick_port() {
 	local p
@@ -232,11 +284,13 @@ control_plane() {
 	# etcd and kube-apiserver (--kubelet-preferred-address-types=InternalIP,
 	# --allow-privileged) as the cluster-mode tests start them.
 	local start=$SECONDS
-	"$HACK/cluster/start.sh" "$CP" "$NODE_NAME" >/dev/null
+	# On the node's address: pods reach it there through the `kubernetes`
+	# Service (kube-proxy), as on a kubeadm cluster.
+	SERVICE_CIDR=$SERVICE_CIDR ADVERTISE_ADDRESS=$NODE_IP "$HACK/cluster/start.sh" "$CP" "$NODE_NAME" >/dev/null 9>&-
 	# shellcheck source=/dev/null
 	source "$CP/ports"
 	readyz || die "kube-apiserver is not ready (log: $CP/kube-apiserver.log)"
-	step "etcd and kube-apiserver: ready on 127.0.0.1:$APISERVER_PORT in $(elapsed $((SECONDS - start)))"
+	step "etcd and kube-apiserver: ready on $NODE_IP:$APISERVER_PORT (Services $SERVICE_CIDR) in $(elapsed $((SECONDS - start)))"
 
 	local kcm_port sched_port
 	kcm_port=$(pick_port)
@@ -263,7 +317,7 @@ KUBECONFIG_ADMIN=$CP/admin.kubeconfig
 node_ready() {
 	local out
 	out=$(curl -s -m 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
-		"https://127.0.0.1:$APISERVER_PORT/api/v1/nodes/$NODE_NAME") || return 1
+		"https://$NODE_IP:$APISERVER_PORT/api/v1/nodes/$NODE_NAME") || return 1
 	python3 -c 'import json,sys; n=json.load(sys.stdin); sys.exit(0 if any(c["type"]=="Ready" and c["status"]=="True" for c in n["status"]["conditions"]) else 1)' <<<"$out"
 }
 
@@ -308,6 +362,7 @@ authentication:
   x509: {clientCAFile: $PKI/ca.crt}
 authorization: {mode: AlwaysAllow}
 clusterDomain: cluster.local
+clusterDNS: [$DNS_IP]
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -335,15 +390,11 @@ start_minikubelet() {
 	# client certificates (the apiserver's kubelet client).
 	local usage
 	usage=$("$MINIKUBELET_BIN" serve --help 2>&1 || true)
-	# Cluster pods are not held to the node's Pod Security level (the API
-	# server's Pod Security Admission decides), but the hostPath guard keeps
-	# them off the node's own state unless privileged: here the API socket's
-	# directory is $WORK, under /tmp, which a spec's hostPath of /tmp
-	# contains. Older binaries know only --allow-privileged.
-	local privileged=(--allow-privileged)
-	if [[ $usage == *-pod-security* ]]; then
-		privileged=(--pod-security=privileged)
-	fi
+	# As docs/cluster.md joins a node: cluster pods are not held to the
+	# node's Pod Security level (the API server's Pod Security Admission
+	# decides; kube-proxy runs privileged without a flag), and the hostPath
+	# guard keeps them off the node's own state: no --pod-security here.
+	# WORK is not under /tmp, which the specs' hostPaths name.
 	if [[ $usage == *-client-ca-file* ]]; then
 		server=(--address "$NODE_IP" --port "$KUBELET_PORT" --client-ca-file "$PKI/ca.crt")
 	else
@@ -354,7 +405,7 @@ start_minikubelet() {
 		--root-dir "$WORK/mkl-root" --pod-log-dir "$WORK/pod-logs" --manifest-dir "$WORK/manifests" \
 		--socket "$WORK/minikubelet.sock" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \
 		--cni-bridge "$BRIDGE" --cni-data-dir "$WORK/cni-data" --pod-masquerade=false \
-		"${privileged[@]}" --log-level info \
+		--cluster-dns "$DNS_IP" --log-level info \
 		--eviction-hard 'memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%' \
 		--image-gc-high-threshold 100 --image-gc-low-threshold 99
 }
@@ -366,45 +417,98 @@ node() {
 }
 timed "node ($NODE)" node
 
+# --- 5b. the add-ons ---------------------------------------------------------------
+kubectl_admin() { "$CLUSTER_BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+addons() {
+	POD_CIDR=$POD_CIDR NODE_IP=$NODE_IP DNS_IP=$DNS_IP APISERVER="https://$NODE_IP:$APISERVER_PORT" \
+		"$HACK/cluster/addons.sh" render "$WORK/addons.yaml"
+	# From here on stop.sh removes kube-proxy's chains (kube-proxy --cleanup).
+	echo "$BIN/kube-proxy" >"$WORK/kube-proxy"
+	kubectl_admin apply -f "$WORK/addons.yaml" >"$CP/addons-apply.log" 2>&1 || {
+		cat "$CP/addons-apply.log" >&2
+		die "kubectl apply -f $WORK/addons.yaml failed"
+	}
+	kubectl_admin -n kube-system rollout status daemonset/kube-proxy --timeout 300s &&
+		kubectl_admin -n kube-system rollout status deployment/coredns --timeout 300s || {
+		kubectl_admin -n kube-system get pods -o wide >&2 || true
+		die "the add-ons did not become Ready on $NODE_NAME (kubectl -n kube-system describe pods; logs in $CP)"
+	}
+	kubectl_admin -n kube-system get pods -o wide | sed 's/^/    /'
+}
+timed "add-ons (kube-proxy, CoreDNS; cluster DNS $DNS_IP)" addons
+
 # --- 6. the suite ---------------------------------------------------------------
-focus='\[NodeConformance\]'
-skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Feature:'
+# The skip of both passes; the parallel pass skips [Serial] as well.
+if [[ $SUITE == conformance ]]; then
+	focus='\[Conformance\]'
+	skip='\[Disruptive\]|\[Flaky\]'
+else
+	focus='\[NodeConformance\]'
+	skip='\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Feature:'
+fi
 [[ -z $SKIP ]] || skip+="|$SKIP"
 REPORT=$WORK/report-$NODE
 rm -rf "$REPORT"
 mkdir -p "$REPORT"
-suite() {
-	local args=(--focus "$focus" --skip "$skip")
-	# Ginkgo ORs several --focus flags; a FOCUS narrows by one regexp that
-	# needs both (in either order: RE2 has no lookahead).
-	local what="focus $focus${FOCUS:+ and $FOCUS}"
-	if [[ -n $FOCUS ]]; then
-		args=(--focus "(?:$focus.*(?:$FOCUS))|(?:(?:$FOCUS).*$focus)" --skip "$skip")
-	fi
-	if [[ -n $SPECS ]]; then
-		local list
-		list=$(cd "$REPO" && go run ./hack/conformance/report --focus-for "$SPECS") && [[ -n $list ]] ||
-			die "hack/conformance/report --focus-for $SPECS failed"
-		args=(--focus "$list" --skip "$skip")
-		what="the $(grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SPECS") specs of $SPECS"
-	fi
-	step "ginkgo -p --procs $PROCS: $what, skip $skip (log: $REPORT/ginkgo.log)"
+# both A B: a regexp that needs both (in either order: RE2 has no lookahead).
+both() { printf '(?:(?:%s).*(?:%s))|(?:(?:%s).*(?:%s))' "$1" "$2" "$2" "$1"; }
+# pass NAME PROCS FOCUS SKIP: one ginkgo run of e2e.test, its JUnit XML and
+# log in REPORT/NAME.
+SUITE_RC=0
+pass() {
+	local name=$1 procs=$2 f=$3 sk=$4 dir=$REPORT/$1 start=$SECONDS rc par=() shown=$3
+	[[ -n $f ]] || die "pass $name: empty focus"
+	mkdir -p "$dir"
+	((procs < 2)) || par=(-p --procs "$procs")
+	((${#shown} < 300)) || shown="${shown:0:300}… (${#f} characters)"
+	step "ginkgo ${par[*]:-(one process)} [$name]: focus $shown, skip $sk (log: $dir/ginkgo.log)"
 	set +e
-	(cd "$REPORT" && "$BIN/ginkgo" -p --procs "$PROCS" --timeout "$TIMEOUT" --no-color "${args[@]}" \
+	(cd "$dir" && "$BIN/ginkgo" "${par[@]}" --timeout "$TIMEOUT" --no-color --focus "$f" --skip "$sk" \
 		"$BIN/e2e.test" -- \
-		--provider skeleton --kubeconfig "$KUBECONFIG_ADMIN" --report-dir "$REPORT" \
-		--e2e-output-dir "$REPORT" --dump-logs-on-failure=false \
+		--provider skeleton --kubeconfig "$KUBECONFIG_ADMIN" --report-dir "$dir" \
+		--e2e-output-dir "$dir" --dump-logs-on-failure=false --kubectl-path "$CLUSTER_BIN/kubectl" \
 		--node-os-distro debian --minStartupPods 0 \
-		>"$REPORT/ginkgo.log" 2>&1)
-	SUITE_RC=$?
+		>"$dir/ginkgo.log" 2>&1)
+	rc=$?
 	set -e
-	tail -n 5 "$REPORT/ginkgo.log"
+	((rc == 0)) || SUITE_RC=$rc
+	tail -n 5 "$dir/ginkgo.log"
+	step "[$name]: ginkgo exit $rc after $(duration $((SECONDS - start)))"
+}
+# focus_for LIST: the ginkgo focus that selects exactly the specs LIST names.
+focus_for() {
+	local f
+	f=$(cd "$REPO" && go run ./hack/conformance/report --focus-for "$1") && [[ -n $f ]] ||
+		die "hack/conformance/report --focus-for $1 failed"
+	printf '%s\n' "$f"
+}
+suite() {
+	# As the conformance image runs it: everything but [Serial] in
+	# parallel, then the [Serial] specs one at a time (the
+	# [NodeConformance] suite leaves them out; a SPECS list may name some).
+	local f=$focus
+	[[ -z $FOCUS ]] || f=$(both "$focus" "$FOCUS")
+	if [[ -n $SPECS ]]; then
+		step "the $(grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SPECS") specs of $SPECS"
+		# Assigned first: a failure in $(...) as an argument would not stop
+		# the run, and an empty focus runs everything.
+		f=$(focus_for "$SPECS")
+		pass parallel "$PROCS" "$f" "$skip|\[Serial\]"
+		# The list's exact names end in $: its [Serial] ones get a focus
+		# of their own.
+		grep -v '^[[:space:]]*#' "$SPECS" | grep -F '[Serial]' >"$REPORT/serial-specs.txt" || return 0
+		f=$(focus_for "$REPORT/serial-specs.txt")
+		pass serial 1 "$f" "$skip"
+		return
+	fi
+	pass parallel "$PROCS" "$f" "$skip|\[Serial\]"
+	[[ $SUITE != conformance ]] || pass serial 1 "$(both "$f" '\[Serial\]')" "$skip"
 }
 timed "suite" suite
 
 # --- 7. report ------------------------------------------------------------------
-junit=$(find "$REPORT" -name 'junit*.xml' | head -1)
-[[ -n $junit ]] || die "no JUnit XML in $REPORT (ginkgo exit $SUITE_RC; log $REPORT/ginkgo.log)"
+junit=$(find "$REPORT" -name 'junit*.xml' | sort | paste -sd, -)
+[[ -n $junit ]] || die "no JUnit XML in $REPORT (ginkgo exit $SUITE_RC; logs $REPORT/*/ginkgo.log)"
 report_args=(--junit "$junit" --node "$NODE")
 [[ -z $SPECS ]] || report_args+=(--expect "$SPECS")
 [[ -z ${TESTLOG_DIR:-} ]] || report_args+=(--testlog "$TESTLOG_DIR/conformance-$NODE.json")
@@ -412,7 +516,9 @@ if [[ $UPDATE_DOCS == 1 ]]; then
 	what=kubelet
 	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')"
 	[[ $NODE == minikubelet ]] && what="minikubelet ${MEASURED:-$(git -C "$REPO" rev-parse --short HEAD)}"
-	report_args+=(--results "$REPO/docs/conformance" --doc "$REPO/docs/conformance.md"
+	results=$REPO/docs/conformance
+	[[ $SUITE != conformance ]] || results+=/full
+	report_args+=(--results "$results" --doc "$REPO/docs/conformance.md" --section "$SUITE"
 		--what "$what" --duration "$(elapsed $((SECONDS - total)))")
 fi
 rc=0

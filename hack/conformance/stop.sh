@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # stop.sh WORK: stop and remove everything hack/conformance/run.sh started
-# under WORK (default /tmp/mkl-conf), in order: the node (kubelet or
+# under WORK (default /var/tmp/mkl-conf), in order: the node (kubelet or
 # minikubelet), the private containerd with its pods, bridge and host-local
 # state (hack/stop-containerd.sh), kube-scheduler, kube-controller-manager,
-# kube-apiserver and etcd; the node's interface, the pod network's
+# kube-apiserver and etcd; kube-proxy's iptables chains (kube-proxy
+# --cleanup); the node's interface, the pod network's
 # iptables rule, the kubelet's canary chains, its cgroup root /mkl-conf, and
 # the sysctls the kubelet changed (put back as they were). The reports
 # (WORK/report-*) and logs (WORK/logs) stay; the rest of WORK goes.
@@ -12,7 +13,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 
-WORK=$(realpath -m "${1:-${WORK:-/tmp/mkl-conf}}")
+WORK=$(realpath -m "${1:-${WORK:-/var/tmp/mkl-conf}}")
 [[ $WORK != / ]] || die "refusing to use / as WORK"
 [[ -d $WORK ]] || {
 	step "nothing to stop: $WORK does not exist"
@@ -35,6 +36,17 @@ for n in kubelet minikubelet; do
 done
 if [[ -d $WORK/ctd ]]; then
 	"$HACK/stop-containerd.sh" "$WORK/ctd" || warn "hack/stop-containerd.sh $WORK/ctd failed"
+fi
+# kube-proxy's chains outlive its pod: removed once containerd, and so the
+# kube-proxy container that would write them again, is gone.
+if [[ -f $WORK/kube-proxy ]]; then
+	kp=$(<"$WORK/kube-proxy")
+	if "$kp" --cleanup >"$WORK/kube-proxy-cleanup.log" 2>&1; then
+		step "removed kube-proxy's iptables chains ($kp --cleanup)"
+		rm -f "$WORK/kube-proxy"
+	else
+		warn "$kp --cleanup failed (log: $WORK/kube-proxy-cleanup.log)"
+	fi
 fi
 for n in kube-scheduler kube-controller-manager; do
 	stop_pidfile "$n" "$CP/$n.pid" 30

@@ -14,10 +14,14 @@ package main
 //	            --e2e-agnhost-extra DIR, DIR's tree on top: what the real
 //	            image's Dockerfile adds that specs use (the porter TLS pair
 //	            /localhost.crt and /localhost.key for netexec --tls-*,
-//	            curl, bash and an nc with -u, with their shared libraries;
-//	            hack/conformance/run.sh assembles it from the host)
-//	busybox     busybox, cmd sh (also glibc-dns-testing: the hostname
-//	            specs run sh, hostname and hostname -f in it)
+//	            curl, bash and an nc with -u, dig and getent, with their
+//	            shared libraries; hack/conformance/run.sh assembles it
+//	            from the host)
+//	glibc-dns-testing
+//	            busybox and the same extras (the DNS specs run dig and
+//	            getent hosts in it, the hostname specs sh, hostname and
+//	            hostname -f)
+//	busybox     busybox, cmd sh
 //	nginx       the nginx stand-in of standins.go (busybox + /standin)
 //	nonewprivs  busybox + setuid /usr/local/bin/nnp, cmd nnp
 //	nonroot     busybox, user 1234
@@ -70,7 +74,12 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 				s.layers = append(s.layers, layerSpec{what: "agnhost extras (--e2e-agnhost-extra)", entries: agnhostExtra})
 			}
 			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
-		case base == "busybox" || base == "glibc-dns-testing":
+		case base == "glibc-dns-testing":
+			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
+			if len(agnhostExtra) > 0 {
+				s.layers = append(s.layers, layerSpec{what: "dig, getent and the rest (--e2e-agnhost-extra)", entries: agnhostExtra})
+			}
+		case base == "busybox":
 			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
 		case base == "nginx" && nginx != nil:
 			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}

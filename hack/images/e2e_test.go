@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -74,5 +75,23 @@ func TestE2EImageSpecs_AgnhostExtraLayer(t *testing.T) {
 	}
 	if len(specs) != 1 || len(specs[0].layers) != 2 {
 		t.Fatalf("agnhost without extras: %d layers, want 2", len(specs[0].layers))
+	}
+}
+
+// The DNS specs run dig and getent in glibc-dns-testing too: it gets the
+// extras on busybox; busybox itself stays plain.
+func TestE2EImageSpecs_GlibcDNSTestingGetsTheExtras(t *testing.T) {
+	bb := layerSpec{what: "busybox"}
+	names := []string{"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1", "docker.io/library/busybox:1.37.0-glibc"}
+	extra := []entry{file("usr/bin/dig", 0o755, []byte("DIG"))}
+	specs, skipped, err := e2eImageSpecs(names, bb, nil, nil, nil, nil, extra)
+	if err != nil || len(skipped) != 0 || len(specs) != 2 {
+		t.Fatalf("specs %+v, skipped %v, err %v", specs, skipped, err)
+	}
+	if g := specs[0]; !strings.HasSuffix(g.repo, "glibc-dns-testing") || len(g.layers) != 2 || g.layers[1].entries[0].name != "usr/bin/dig" || g.cmd[0] != "sh" {
+		t.Errorf("glibc-dns-testing: %+v, want busybox and the extras, cmd sh", g)
+	}
+	if b := specs[1]; !strings.HasSuffix(b.repo, "busybox") || len(b.layers) != 1 {
+		t.Errorf("busybox: %+v, want busybox only", b)
 	}
 }

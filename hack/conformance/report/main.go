@@ -46,6 +46,18 @@ const (
 	endMarker   = "<!-- END GENERATED -->"
 )
 
+// markers are the lines that enclose the generated part of a suite's
+// tables: the [NodeConformance] suite's ("" or "nodeconformance") are
+// beginMarker and endMarker, another suite's name it
+// ("<!-- BEGIN GENERATED conformance by ...", "<!-- END GENERATED conformance -->").
+func markers(section string) (begin, end string) {
+	if section == "" || section == "nodeconformance" {
+		return beginMarker, endMarker
+	}
+	return "<!-- BEGIN GENERATED " + section + " by hack/conformance/report: do not edit -->",
+		"<!-- END GENERATED " + section + " -->"
+}
+
 // junit is the subset of Ginkgo's JUnit report read here.
 type junit struct {
 	Suites []struct {
@@ -84,7 +96,7 @@ type run struct {
 }
 
 func main() {
-	junitPath := flag.String("junit", "", "JUnit XML of the run (e2e.test --report-dir)")
+	junitPath := flag.String("junit", "", "JUnit XML of the run (e2e.test --report-dir); several, comma-separated, are one run (the parallel and the serial pass)")
 	node := flag.String("node", "", "the node of the run: kubelet or minikubelet")
 	resultsDir := flag.String("results", "", "keep the run as DIR/<node>.tsv")
 	doc := flag.String("doc", "", "regenerate this Markdown file's generated part from DIR/*.tsv")
@@ -93,6 +105,7 @@ func main() {
 	focusFor := flag.String("focus-for", "", "print the ginkgo focus that selects exactly the specs this list names, and exit")
 	expect := flag.String("expect", "", "fail unless every spec this list names ran and passed, and no other spec ran")
 	testlog := flag.String("testlog", "", "write the outcome as go test -json events to this file (hack/testsum -summary)")
+	section := flag.String("section", "", "with --doc: the suite whose generated part to regenerate (nodeconformance, the default, or conformance)")
 	flag.Parse()
 	if *focusFor != "" {
 		specs, err := readList(*focusFor)
@@ -103,14 +116,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
 		os.Exit(1)
 	}
-	if err := mainErr(*junitPath, *node, *resultsDir, *doc, *what, *duration); err != nil {
+	if err := mainErr(*junitPath, *node, *resultsDir, *doc, *section, *what, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
 		os.Exit(1)
 	}
 	if *expect == "" && *testlog == "" {
 		return
 	}
-	results, err := readJUnit(*junitPath)
+	results, err := readJUnits(*junitPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "[report] ERROR:", err)
 		os.Exit(1)
@@ -144,7 +157,7 @@ func main() {
 	}
 }
 
-func mainErr(junitPath, node, resultsDir, doc, what, duration string) error {
+func mainErr(junitPath, node, resultsDir, doc, section, what, duration string) error {
 	if junitPath == "" && resultsDir != "" && doc != "" {
 		// Only regenerate the document from the kept results.
 		runs, err := readRuns(resultsDir)
@@ -154,12 +167,12 @@ func mainErr(junitPath, node, resultsDir, doc, what, duration string) error {
 		for _, r := range runs {
 			printSummary(r)
 		}
-		return updateDoc(doc, runs)
+		return updateDoc(doc, section, runs)
 	}
 	if junitPath == "" || node == "" {
 		return errors.New("--junit and --node are required (or only --results and --doc, to regenerate the document)")
 	}
-	results, err := readJUnit(junitPath)
+	results, err := readJUnits(junitPath)
 	if err != nil {
 		return err
 	}
@@ -178,7 +191,22 @@ func mainErr(junitPath, node, resultsDir, doc, what, duration string) error {
 	if err != nil {
 		return err
 	}
-	return updateDoc(doc, runs)
+	return updateDoc(doc, section, runs)
+}
+
+// readJUnits reads the comma-separated JUnit reports of one run (the
+// parallel and the serial pass of a conformance run) as one.
+func readJUnits(paths string) ([]result, error) {
+	var out []result
+	for _, p := range strings.Split(paths, ",") {
+		r, err := readJUnit(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r...)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].spec < out[b].spec })
+	return out, nil
 }
 
 // readJUnit returns the outcome of every spec of the report. Specs the
@@ -524,7 +552,8 @@ func statusCell(s string) string {
 	return s
 }
 
-func updateDoc(path string, runs []run) error {
+func updateDoc(path, section string, runs []run) error {
+	beginMarker, endMarker := markers(section)
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -534,7 +563,12 @@ func updateDoc(path string, runs []run) error {
 		text = "# Conformance\n\n" + beginMarker + "\n" + endMarker + "\n"
 	}
 	i := strings.Index(text, beginMarker)
-	j := strings.Index(text, endMarker)
+	j := -1
+	if i >= 0 {
+		if j = strings.Index(text[i:], endMarker); j >= 0 {
+			j += i
+		}
+	}
 	if i < 0 || j < i {
 		return fmt.Errorf("%s lacks the markers %q ... %q", path, beginMarker, endMarker)
 	}

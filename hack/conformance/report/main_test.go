@@ -169,7 +169,7 @@ func TestUpdateDoc(t *testing.T) {
 	if err := os.WriteFile(doc, []byte(before), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := updateDoc(doc, runs); err != nil {
+	if err := updateDoc(doc, "", runs); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(doc)
@@ -182,12 +182,12 @@ func TestUpdateDoc(t *testing.T) {
 	if err := os.WriteFile(doc, []byte("# no markers\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := updateDoc(doc, runs); err == nil || !strings.Contains(err.Error(), "lacks the markers") {
+	if err := updateDoc(doc, "", runs); err == nil || !strings.Contains(err.Error(), "lacks the markers") {
 		t.Errorf("no markers: err %v", err)
 	}
 	// No file: a new one with the markers.
 	fresh := filepath.Join(dir, "new.md")
-	if err := updateDoc(fresh, runs); err != nil {
+	if err := updateDoc(fresh, "", runs); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(fresh); !strings.Contains(string(b), beginMarker+"\n| node |") {
@@ -305,5 +305,63 @@ func TestWriteTestLog(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`).FindStringSubmatch(skipOutput)
 	if m == nil || m[1] != "Only supported for providers [gce gke]" {
 		t.Errorf("skip output %q carries no reason hack/testsum reads", skipOutput)
+	}
+}
+
+// The conformance suite's tables have their own markers: regenerating
+// them leaves the [NodeConformance] part alone, and the other way round.
+func TestUpdateDoc_Sections(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "conformance.md")
+	cb, ce := markers("conformance")
+	before := "# T\n\n" + beginMarker + "\nnode table\n" + endMarker + "\n\nmiddle\n\n" + cb + "\nfull table\n" + ce + "\n"
+	if err := os.WriteFile(doc, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := []run{{node: "minikubelet", results: []result{{status: "passed", spec: hostIP}}}}
+	if err := updateDoc(doc, "conformance", runs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(doc)
+	got := string(b)
+	if !strings.Contains(got, beginMarker+"\nnode table\n"+endMarker) || strings.Contains(got, "full table") ||
+		!strings.Contains(got, cb+"\n| node |") || !strings.HasSuffix(got, ce+"\n") {
+		t.Errorf("after regenerating the conformance section:\n%s", got)
+	}
+	if err := updateDoc(doc, "nodeconformance", runs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(doc)
+	if got := string(b); strings.Contains(got, "node table") || !strings.Contains(got, "\n\nmiddle\n\n"+cb+"\n| node |") {
+		t.Errorf("after regenerating the nodeconformance section:\n%s", got)
+	}
+	// A document without the conformance markers is refused, naming them.
+	if err := os.WriteFile(doc, []byte(beginMarker+"\n"+endMarker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateDoc(doc, "conformance", runs); err == nil || !strings.Contains(err.Error(), "GENERATED conformance") {
+		t.Errorf("no conformance markers: err %v", err)
+	}
+}
+
+// Two JUnit reports (the parallel and the serial pass) are one run.
+func TestReadJUnits(t *testing.T) {
+	one, err := readJUnit("testdata/junit_01.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := readJUnits("testdata/junit_01.xml,testdata/junit_01.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) == 0 || len(two) != 2*len(one) {
+		t.Fatalf("%d results from one report, %d from it twice", len(one), len(two))
+	}
+	for i := 1; i < len(two); i++ {
+		if two[i-1].spec > two[i].spec {
+			t.Errorf("not sorted at %d: %q > %q", i, two[i-1].spec, two[i].spec)
+		}
+	}
+	if _, err := readJUnits("testdata/junit_01.xml," + filepath.Join(t.TempDir(), "none.xml")); err == nil {
+		t.Error("a missing second report: no error")
 	}
 }
