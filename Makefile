@@ -13,7 +13,7 @@ export TESTLOG_DIR ?= $(CURDIR)/bin/testlogs
 NODE ?= minikubelet
 FOCUS ?=
 
-.PHONY: help build install test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak test-demo-down demo demo-down verify fmt vet tidy clean bench conformance
+.PHONY: help build install test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak test-demo-down demo demo-down verify fmt vet tidy clean bench conformance node-conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ test-conformance: ## the [NodeConformance] specs hack/conformance/ci-specs.txt l
 
 conformance: ## Kubernetes' [NodeConformance] e2e suite against NODE=minikubelet|kubelet in a private cluster (root; builds cached; ~30 min; FOCUS=regexp narrows, then docs stay)
 	NODE=$(NODE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) hack/conformance/run.sh
+
+node-conformance: ## the kubelet's node-conformance suite (e2e_node.test --conformance, its own API server on 127.0.0.1:6443) against NODE=minikubelet|kubelet on this machine (root; builds cached; FOCUS=regexp narrows, then docs stay)
+	NODE=$(NODE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) nice -n 19 hack/conformance/node.sh
 
 demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
 	hack/setup.sh

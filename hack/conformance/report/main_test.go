@@ -195,6 +195,37 @@ func TestUpdateDoc(t *testing.T) {
 	}
 }
 
+// TestUpdateDoc_Section: --section rewrites only its own markers' part; the
+// default section, before it and with an end marker that is a prefix-free
+// relative of the named one, stays as it was.
+func TestUpdateDoc_Section(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "conformance.md")
+	b2, e2 := markers("e2e_node")
+	before := "# T\n\n" + beginMarker + "\ne2e table\n" + endMarker + "\n\n## Node\n\n" + b2 + "\nold node table\n" + e2 + "\n"
+	if err := os.WriteFile(doc, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docSection = "e2e_node"
+	t.Cleanup(func() { docSection = "" })
+	runs := []run{{node: "minikubelet", results: []result{{status: "passed", spec: hostIP}}}}
+	if err := updateDoc(doc, runs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(doc)
+	got := string(b)
+	if !strings.HasPrefix(got, "# T\n\n"+beginMarker+"\ne2e table\n"+endMarker+"\n\n## Node\n\n"+b2+"\n| node |") ||
+		strings.Contains(got, "old node table") || !strings.HasSuffix(got, e2+"\n") || !strings.Contains(got, "| minikubelet | 1 | 0 | 0 |") {
+		t.Errorf("updated document:\n%s", got)
+	}
+	// A document without the section's markers is refused.
+	if err := os.WriteFile(doc, []byte(before[:strings.Index(before, "## Node")]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateDoc(doc, runs); err == nil || !strings.Contains(err.Error(), "(e2e_node)") {
+		t.Errorf("no section markers: err %v", err)
+	}
+}
+
 func writeList(t *testing.T, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "specs.txt")
