@@ -5,7 +5,7 @@
 #
 # In conformance mode (--conformance=true) e2e_node.test starts its own
 # embedded etcd, a kube-apiserver on https://127.0.0.1:6443 (token
-# authentication from ./known_tokens.csv, AlwaysAllow, no ServiceAccount
+# authentication from ./known_tokens.csv, no anonymous requests, AlwaysAllow, no ServiceAccount
 # admission) and the namespace controller, but no kubelet: it tests the
 # node agent already running. So, in order:
 #
@@ -15,8 +15,8 @@
 #      tree (or MINIKUBELET_BIN);
 #   2. the e2e images, pushed to the local registry REGISTRY under the paths
 #      the private containerd's mirrors of registry.k8s.io, docker.io and
-#      gcr.io look at (as hack/conformance/run.sh; so the suite needs no
-#      KUBE_TEST_REPO_LIST);
+#      gcr.io look at (as hack/conformance/run.sh), below
+#      registry.k8s.io/mkl-e2e-node-test-images (KUBE_TEST_REPO_LIST);
 #   3. a private containerd, the node's address NODE_CIDR on NODE_IF and the
 #      isolated pod network POD_CIDR on BRIDGE (as run.sh);
 #   4. the node's kubeconfig: https://127.0.0.1:6443 with a fresh bearer
@@ -52,10 +52,11 @@
 #     machine has no systemd).
 #
 # Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
-# narrowing the focus), SKIP, PROCS (default 8), WORK (default
+# narrowing the focus), SPECS (a list of exact spec names instead, e.g.
+# hack/conformance/e2e-node-specs.txt: e2e_node's own specs), SKIP, PROCS (default 8), WORK (default
 # /tmp/mkl-enode), CONTAINERD, MINIKUBELET_BIN, REGISTRY (default
-# 127.0.0.1:5000), POD_CIDR (default 10.233.0.0/16), NODE_CIDR (default
-# 10.234.0.1/24), KUBELET_PORT (default 10451), TIMEOUT (default 2h),
+# 127.0.0.1:5000), POD_CIDR (default 10.237.0.0/16), NODE_CIDR (default
+# 10.238.0.1/24), KUBELET_PORT (default 10452), TIMEOUT (default 2h),
 # UPDATE_DOCS (default: 1 without FOCUS), BRIDGE (default mkebr0), NODE_IF
 # (default mkenode0), MEASURED, KEEP=1 (leave everything running).
 set -euo pipefail
@@ -68,19 +69,22 @@ require_root
 NODE=${NODE:-minikubelet}
 [[ $NODE == minikubelet || $NODE == kubelet ]] || die "NODE=$NODE: use minikubelet or kubelet"
 FOCUS=${FOCUS:-}
+SPECS=${SPECS:-}
+[[ -z $SPECS || -z $FOCUS ]] || die "SPECS and FOCUS exclude each other"
+[[ -z $SPECS ]] || SPECS=$(realpath "$SPECS")
 SKIP=${SKIP:-}
 PROCS=${PROCS:-8}
 WORK=$(realpath -m "${WORK:-/tmp/mkl-enode}")
 REGISTRY=${REGISTRY:-127.0.0.1:5000}
-POD_CIDR=${POD_CIDR:-10.233.0.0/16}
-NODE_CIDR=${NODE_CIDR:-10.234.0.1/24}
+POD_CIDR=${POD_CIDR:-10.237.0.0/16}
+NODE_CIDR=${NODE_CIDR:-10.238.0.1/24}
 NODE_IP=${NODE_CIDR%/*}
-KUBELET_PORT=${KUBELET_PORT:-10451}
+KUBELET_PORT=${KUBELET_PORT:-10452}
 TIMEOUT=${TIMEOUT:-2h}
 NODE_NAME=mkl-enode-node
 BRIDGE=${BRIDGE:-mkebr0}
 DUMMY=${NODE_IF:-mkenode0}
-if [[ -z $FOCUS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
+if [[ -z $FOCUS && -z $SPECS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
 REPO=$(repo_root)
 HACK=$REPO/hack
 # What the suite assumes (test/e2e_node/services/kubelet.go, util.go).
@@ -93,6 +97,9 @@ for port in 6443 "$READ_ONLY_PORT" "$KUBELET_PORT"; do
 	busy=$(ss -Htlnp "sport = :$port" | head -1)
 	[[ -z $busy ]] || die "port $port is in use ($busy): e2e_node's API server (127.0.0.1:6443) and the read-only port are fixed; stop the other run first"
 done
+
+ip -4 -o addr show | awk -v ip="$NODE_IP" -v me="$DUMMY" 'index($4, ip "/") == 1 && $2 != me { bad = $2 } END { exit bad != "" }' ||
+	die "$NODE_IP is already an address of another interface (a make conformance or make test-conformance run?): set NODE_CIDR, POD_CIDR, KUBELET_PORT"
 
 total=$SECONDS
 trap '[[ -z $STEP ]] || step "FAILED in the step $STEP"' EXIT
@@ -118,6 +125,13 @@ chmod 0711 "$WORK"
 timed "build" build_all
 
 # --- 2. images --------------------------------------------------------------------
+# The suite's e2e images under a path of their own (KUBE_TEST_REPO_LIST,
+# which e2e.test --list-images and e2e_node.test both read): hack/images
+# builds this tree's variant (busybox with nmeter) there, and a make
+# conformance of another tree pushing its own under e2e-test-images cannot
+# swap it during the run.
+echo "promoterE2eRegistry: registry.k8s.io/mkl-e2e-node-test-images" >"$WORK/repo-list.yaml"
+export KUBE_TEST_REPO_LIST=$WORK/repo-list.yaml
 timed "images" images
 
 # --- 3. containerd and networks -----------------------------------------------------
@@ -240,7 +254,7 @@ start_minikubelet() {
 # start_node_when_api_up: in the background while the suite starts its
 # services: the node starts once :6443 answers (the suite's BeforeSuite
 # then waits 2 minutes for it to be Ready).
-apiserver_up() { [[ $(curl -sk -m 5 https://127.0.0.1:6443/healthz) == ok ]]; }
+apiserver_up() { [[ $(curl -sk -m 5 -H "Authorization: Bearer $TOKEN" https://127.0.0.1:6443/healthz) == ok ]]; }
 start_node_when_api_up() {
 	local start=$SECONDS
 	wait_for 900 "the suite's kube-apiserver on 127.0.0.1:6443" apiserver_up || {
@@ -266,6 +280,13 @@ suite() {
 	if [[ -n $FOCUS ]]; then
 		args=(--focus "(?:$focus.*(?:$FOCUS))|(?:(?:$FOCUS).*$focus)" --skip "$skip")
 	fi
+	if [[ -n $SPECS ]]; then
+		local list
+		list=$(cd "$REPO" && go run ./hack/conformance/report --focus-for "$SPECS") && [[ -n $list ]] ||
+			die "hack/conformance/report --focus-for $SPECS failed"
+		args=(--focus "$list" --skip "$skip")
+		what="the $(grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$SPECS") specs of $SPECS"
+	fi
 	start_node_when_api_up >"$WORK/node-start.log" 2>&1 &
 	local starter=$!
 	step "ginkgo -p --procs $PROCS: $what, skip $skip (log: $REPORT/ginkgo.log)"
@@ -278,6 +299,8 @@ suite() {
 		>"$REPORT/ginkgo.log" 2>&1)
 	SUITE_RC=$?
 	set -e
+	# The suite ended (or gave up) before the API server answered.
+	kill "$starter" 2>/dev/null || true
 	wait "$starter" 2>/dev/null || true
 	cat "$WORK/node-start.log"
 	tail -n 5 "$REPORT/ginkgo.log"

@@ -16,8 +16,9 @@ package main
 //	            /localhost.crt and /localhost.key for netexec --tls-*,
 //	            curl, bash and an nc with -u, with their shared libraries;
 //	            hack/conformance/run.sh assembles it from the host)
-//	busybox     busybox, cmd sh (also glibc-dns-testing: the hostname
-//	            specs run sh, hostname and hostname -f in it)
+//	busybox     busybox, cmd sh, and the standin as /bin/nmeter (also
+//	            glibc-dns-testing: the hostname specs run sh, hostname
+//	            and hostname -f in it)
 //	nginx       the nginx stand-in of standins.go (busybox + /standin)
 //	nonewprivs  busybox + setuid /usr/local/bin/nnp, cmd nnp
 //	nonroot     busybox, user 1234
@@ -71,7 +72,10 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 			}
 			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
 		case base == "busybox" || base == "glibc-dns-testing":
-			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
+			// The host's busybox lacks nmeter, which the real image has
+			// and the node e2e specs time their logs with.
+			s.layers, s.cmd = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)},
+				{what: "/bin/nmeter -> /standin", entries: []entry{symlink("bin/nmeter", "/standin")}}}, []string{"sh"}
 		case base == "nginx" && nginx != nil:
 			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}
 			s.layers = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)}, own}

@@ -76,3 +76,26 @@ func TestE2EImageSpecs_AgnhostExtraLayer(t *testing.T) {
 		t.Fatalf("agnhost without extras: %d layers, want 2", len(specs[0].layers))
 	}
 }
+
+// TestE2EImageSpecs_BusyboxNmeter: the e2e busybox has /bin/nmeter (the
+// standin), which the node e2e specs' container commands run.
+func TestE2EImageSpecs_BusyboxNmeter(t *testing.T) {
+	bb := layerSpec{what: "busybox"}
+	specs, _, err := e2eImageSpecs([]string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-2"}, bb, nil, nil, nil, []byte("standin"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 1 || len(specs[0].layers) != 3 {
+		t.Fatalf("busybox: %+v, want busybox, /standin and the nmeter link", specs)
+	}
+	var standin, link bool
+	for _, l := range specs[0].layers[1:] {
+		for _, e := range l.entries {
+			standin = standin || e.name == "standin" && string(e.data) == "standin"
+			link = link || e.name == "bin/nmeter" && e.typ == tar.TypeSymlink && e.target == "/standin"
+		}
+	}
+	if !standin || !link || specs[0].cmd[0] != "sh" {
+		t.Errorf("busybox layers %+v cmd %v: want /standin, bin/nmeter -> /standin, cmd sh", specs[0].layers, specs[0].cmd)
+	}
+}
