@@ -244,7 +244,7 @@ start_minikubelet() {
 		--read-only-port "$READ_ONLY_PORT" \
 		--node-name "$NODE_NAME" --node-ip "$NODE_IP" --runtime-endpoint "unix://$SOCK" \
 		--root-dir "$ROOT_DIR" --pod-log-dir "$POD_LOGS" --manifest-dir "$WORK/manifests" \
-		--socket "$WORK/minikubelet.sock" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \
+		--socket "$WORK/minikubelet.sock" --run-dir "$WORK/run" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \
 		--cni-bridge "$BRIDGE" --cni-data-dir "$WORK/cni-data" --pod-masquerade=false \
 		--pod-security=privileged --log-level info \
 		--eviction-hard 'memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%' \

@@ -102,7 +102,7 @@ if [[ -f $WORK/node-root ]]; then
 fi
 
 # Volumes of the node's pods (tmpfs for secrets, bind mounts), deepest first.
-for d in "$WORK/kubelet" "$WORK/mkl-root"; do
+for d in "$WORK/kubelet" "$WORK/mkl-root" "$WORK/run"; do
 	[[ -d $d ]] || continue
 	# The kubelet bind-mounts its root dir onto itself, hence d itself too.
 	awk -v d="$d" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
