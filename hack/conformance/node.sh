@@ -58,7 +58,8 @@
 # 127.0.0.1:5000), POD_CIDR (default 10.237.0.0/16), NODE_CIDR (default
 # 10.238.0.1/24), KUBELET_PORT (default 10452), TIMEOUT (default 2h),
 # UPDATE_DOCS (default: 1 without FOCUS), BRIDGE (default mkebr0), NODE_IF
-# (default mkenode0), MEASURED, KEEP=1 (leave everything running).
+# (default mkenode0), MEASURED (what the docs name as measured: the
+# minikubelet commit, or a note after the kubelet's version), KEEP=1 (leave everything running).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -313,7 +314,7 @@ junit=$(find "$REPORT" -name 'junit*.xml' | head -1)
 report_args=(--junit "$junit" --node "$NODE")
 if [[ $UPDATE_DOCS == 1 ]]; then
 	what=kubelet
-	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')"
+	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')${MEASURED:+, $MEASURED}"
 	[[ $NODE == minikubelet ]] && what="minikubelet ${MEASURED:-$(git -C "$REPO" rev-parse --short HEAD)}"
 	mkdir -p "$REPO/docs/conformance/e2e_node"
 	report_args+=(--results "$REPO/docs/conformance/e2e_node" --doc "$REPO/docs/conformance.md" --section e2e_node
