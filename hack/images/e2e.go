@@ -10,7 +10,7 @@ package main
 // module by hack/conformance/build.sh: agnhost and nnp (test/images/nonewprivs).
 //
 //	agnhost     busybox + the real /agnhost (+ /agnhost-2), its users and
-//	            groups, /uploads; entrypoint /agnhost, cmd pause; with
+//	            groups, /uploads, /bin/nmeter; entrypoint /agnhost, cmd pause; with
 //	            --e2e-agnhost-extra DIR, DIR's tree on top: what the real
 //	            image's Dockerfile adds that specs use (the porter TLS pair
 //	            /localhost.crt and /localhost.key for netexec --tls-*,
@@ -35,6 +35,16 @@ import (
 	"path/filepath"
 	"strings"
 )
+
+// standinLayer is /standin; nmeterLayer links busybox's nmeter to it: the
+// host's busybox lacks the applet, which the real busybox and agnhost
+// (Alpine's busybox) images have and the node e2e specs time their log
+// lines with.
+func standinLayer(standinBin []byte) layerSpec {
+	return layerSpec{what: "/standin", entries: binaryEntries("standin", standinBin)}
+}
+
+var nmeterLayer = layerSpec{what: "/bin/nmeter -> /standin", entries: []entry{symlink("bin/nmeter", "/standin")}}
 
 // e2eImageSpecs maps each listed image name to an image spec; names it
 // has no recipe for come back in skipped.
@@ -66,16 +76,13 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 				dir("home", 0o755), dir("home/user-defined-in-image", 0o755),
 				dir("uploads", 0o755),
 			}
-			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}}
+			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}, standinLayer(standinBin), nmeterLayer}
 			if len(agnhostExtra) > 0 {
 				s.layers = append(s.layers, layerSpec{what: "agnhost extras (--e2e-agnhost-extra)", entries: agnhostExtra})
 			}
 			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
 		case base == "busybox" || base == "glibc-dns-testing":
-			// The host's busybox lacks nmeter, which the real image has
-			// and the node e2e specs time their logs with.
-			s.layers, s.cmd = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)},
-				{what: "/bin/nmeter -> /standin", entries: []entry{symlink("bin/nmeter", "/standin")}}}, []string{"sh"}
+			s.layers, s.cmd = []layerSpec{bb, standinLayer(standinBin), nmeterLayer}, []string{"sh"}
 		case base == "nginx" && nginx != nil:
 			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}
 			s.layers = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)}, own}

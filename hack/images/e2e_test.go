@@ -65,37 +65,43 @@ func TestE2EImageSpecs_AgnhostExtraLayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 1 || len(specs[0].layers) != 3 || specs[0].layers[2].entries[0].name != "localhost.crt" {
-		t.Fatalf("agnhost with extras: %+v, want busybox, /agnhost and the extra layer", specs)
+	if len(specs) != 1 || len(specs[0].layers) != 5 || specs[0].layers[4].entries[0].name != "localhost.crt" {
+		t.Fatalf("agnhost with extras: %+v, want busybox, /agnhost, /standin, the nmeter link and the extra layer", specs)
 	}
 	specs, _, err = e2eImageSpecs(names, bb, []byte("agnhost"), nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 1 || len(specs[0].layers) != 2 {
-		t.Fatalf("agnhost without extras: %d layers, want 2", len(specs[0].layers))
+	if len(specs) != 1 || len(specs[0].layers) != 4 {
+		t.Fatalf("agnhost without extras: %d layers, want 4", len(specs[0].layers))
 	}
 }
 
-// TestE2EImageSpecs_BusyboxNmeter: the e2e busybox has /bin/nmeter (the
-// standin), which the node e2e specs' container commands run.
-func TestE2EImageSpecs_BusyboxNmeter(t *testing.T) {
+// TestE2EImageSpecs_Nmeter: the e2e busybox and agnhost have /bin/nmeter
+// (the standin), which the node e2e specs' container commands run.
+func TestE2EImageSpecs_Nmeter(t *testing.T) {
 	bb := layerSpec{what: "busybox"}
-	specs, _, err := e2eImageSpecs([]string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-2"}, bb, nil, nil, nil, []byte("standin"), nil)
+	specs, _, err := e2eImageSpecs([]string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "registry.k8s.io/e2e-test-images/agnhost:2.66.1"},
+		bb, []byte("agnhost"), nil, nil, []byte("standin"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 1 || len(specs[0].layers) != 3 {
-		t.Fatalf("busybox: %+v, want busybox, /standin and the nmeter link", specs)
+	if len(specs) != 2 {
+		t.Fatalf("specs %+v, want busybox and agnhost", specs)
 	}
-	var standin, link bool
-	for _, l := range specs[0].layers[1:] {
-		for _, e := range l.entries {
-			standin = standin || e.name == "standin" && string(e.data) == "standin"
-			link = link || e.name == "bin/nmeter" && e.typ == tar.TypeSymlink && e.target == "/standin"
+	for _, s := range specs {
+		var standin, link bool
+		for _, l := range s.layers[1:] {
+			for _, e := range l.entries {
+				standin = standin || e.name == "standin" && string(e.data) == "standin"
+				link = link || e.name == "bin/nmeter" && e.typ == tar.TypeSymlink && e.target == "/standin"
+			}
+		}
+		if !standin || !link {
+			t.Errorf("%s layers %+v: want /standin and bin/nmeter -> /standin", s.repo, s.layers)
 		}
 	}
-	if !standin || !link || specs[0].cmd[0] != "sh" {
-		t.Errorf("busybox layers %+v cmd %v: want /standin, bin/nmeter -> /standin, cmd sh", specs[0].layers, specs[0].cmd)
+	if specs[0].cmd[0] != "sh" || specs[1].entrypoint[0] != "/agnhost" {
+		t.Errorf("busybox cmd %v, agnhost entrypoint %v: want sh and /agnhost", specs[0].cmd, specs[1].entrypoint)
 	}
 }
