@@ -271,7 +271,7 @@ start_node_when_api_up() {
 focus='\[NodeConformance\]'
 skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Alpha\]|\[Feature:'
 # PSI: see the header.
-skip+='|Summary API \[NodeConformance\] when querying /stats/summary should report resource usage through the stats api'
+skip+='|Summary API when querying /stats/summary should report resource usage through the stats api'
 [[ -z $SKIP ]] || skip+="|$SKIP"
 REPORT=$WORK/report-$NODE
 rm -rf "$REPORT"
