@@ -14,7 +14,7 @@ NODE ?= minikubelet
 SUITE ?= nodeconformance
 FOCUS ?=
 
-.PHONY: help build install test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak test-demo-down demo demo-down verify fmt vet tidy clean bench conformance
+.PHONY: help build install test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak test-demo-down demo demo-down verify fmt vet tidy clean bench conformance node-conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -81,6 +81,9 @@ test-conformance: ## the conformance specs hack/conformance/ci-specs.txt lists, 
 
 conformance: ## Kubernetes' [NodeConformance] (SUITE=conformance: the whole [Conformance]) e2e suite against NODE=minikubelet|kubelet in a private cluster with kube-proxy and CoreDNS (root; builds cached; ~30 min, SUITE=conformance ~1.5 h; FOCUS=regexp narrows, then docs stay)
 	NODE=$(NODE) SUITE=$(SUITE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) hack/conformance/run.sh
+
+node-conformance: ## the kubelet's node-conformance suite (e2e_node.test --conformance, its own API server on 127.0.0.1:6443) against NODE=minikubelet|kubelet on this machine (root; builds cached; FOCUS=regexp narrows, then docs stay)
+	NODE=$(NODE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) nice -n 19 hack/conformance/node.sh
 
 demo: ## set this machine up (containerd, CNI plugins, registry, images) and run examples/web.yaml
 	hack/setup.sh

@@ -41,6 +41,9 @@ type Config struct {
 	RootDir string
 	// PodLogDir holds the CRI container logs (<PodLogDir>/<ns>_<name>_<uid>).
 	PodLogDir string
+	// ContainerLogsDir gets the kubelet's symlink per container log
+	// (<pod>_<ns>_<container>-<id>.log, logsymlink.go); "" makes none.
+	ContainerLogsDir string
 	// ResolvConf is the host resolver file: pods on the node's resolver
 	// inherit it, pods on cluster DNS its search domains.
 	ResolvConf string

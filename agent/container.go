@@ -246,6 +246,9 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	}
 	pw.containerEvent(c.Name, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	pw.step(stepStarted, a.clock.Since(t1), c.Name)
+	if err := linkContainerLog(a.cfg.ContainerLogsDir, pod.Name, pod.Namespace, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath)); err != nil {
+		pw.logger.Warn("Create the container log symlink failed", "container", c.Name, "containerID", id, "err", err)
+	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
 		msg, err := a.runLifecycleHandler(ctx, pw, c, id, sb.ip, c.Lifecycle.PostStart)
 		if err != nil && ctx.Err() != nil {

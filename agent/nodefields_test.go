@@ -41,3 +41,28 @@ func TestPodStatus_HostIPs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "192.0.2.10,2001:db8::10", env["H"])
 }
+
+// A pod that turned terminal after its sandbox went keeps the IPs its last
+// status had (node e2e PodIPs: no non-Pending status without them); a
+// running pod whose sandbox is not ready shows none.
+func TestPodStatus_TerminalKeepsPodIPs(t *testing.T) {
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t),
+		HostIPs: []string{"192.0.2.10"}}, Deps{})
+	pod := basePod()
+	pod.Namespace, pod.UID = "default", "uid-1"
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	w := newPodWorker(a, pod)
+	w.status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.88.0.7", PodIPs: []v1.PodIP{{IP: "10.88.0.7"}}}
+
+	// Running, sandbox gone: no IP (nothing serves it).
+	got := a.computePodStatus(w, pod, &podState{})
+	require.NotEqual(t, v1.PodFailed, got.Phase)
+	assert.Empty(t, got.PodIP)
+
+	// Failed: the IPs stay.
+	w.status = v1.PodStatus{Phase: v1.PodFailed, PodIP: "10.88.0.7", PodIPs: []v1.PodIP{{IP: "10.88.0.7"}}}
+	got = a.computePodStatus(w, pod, &podState{})
+	require.Equal(t, v1.PodFailed, got.Phase)
+	assert.Equal(t, "10.88.0.7", got.PodIP)
+	assert.Equal(t, []v1.PodIP{{IP: "10.88.0.7"}}, got.PodIPs)
+}

@@ -136,6 +136,14 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	if reason, msg := w.failure(); reason != "" {
 		out.Phase, out.Reason, out.Message = v1.PodFailed, reason, msg
 	}
+	// A terminal pod whose sandbox is already down keeps the IPs it had:
+	// the kubelet computes a pod's first terminal status while its
+	// sandbox still runs (teardown follows), so its IPs reach the API
+	// server with it (node e2e "PodIPs" wants them on the first
+	// non-Pending status); here the sandbox may be stopped first.
+	if out.PodIP == "" && prev.PodIP != "" && (out.Phase == v1.PodSucceeded || out.Phase == v1.PodFailed) {
+		out.PodIP, out.PodIPs = prev.PodIP, prev.PodIPs
+	}
 	out.Conditions = podConditions(pod, &out, st, prev.Conditions, now)
 	// PodResizePending and PodResizeInProgress (resize.go).
 	out.Conditions = append(out.Conditions, w.resizeConditions(out.Phase)...)

@@ -151,6 +151,9 @@ func terminalPodPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 func (a *Agent) removeContainer(ctx context.Context, w *podWorker, id string) error {
 	err := a.runtime.RemoveContainer(ctx, id)
 	if err == nil || cri.IsNotFound(err) {
+		if uerr := unlinkContainerLog(a.cfg.ContainerLogsDir, id); uerr != nil {
+			w.logger.Warn("Remove the container log symlink failed", "containerID", id, "err", uerr)
+		}
 		return nil
 	}
 	if !cri.IsStuckTask(err) {
@@ -168,6 +171,9 @@ func (a *Agent) removeContainer(ctx context.Context, w *podWorker, id string) er
 	a.metrics.stuckTasksRemoved.Inc()
 	if err := a.runtime.RemoveContainer(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return err
+	}
+	if uerr := unlinkContainerLog(a.cfg.ContainerLogsDir, id); uerr != nil {
+		w.logger.Warn("Remove the container log symlink failed", "containerID", id, "err", uerr)
 	}
 	return nil
 }

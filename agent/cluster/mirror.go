@@ -11,9 +11,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -413,20 +410,13 @@ func mirrorPod(static *v1.Pod, hash, node string, nodeUID types.UID) *v1.Pod {
 	return p
 }
 
-// staticPodHash is the mirror annotation's value for static: a hash of
-// what the mirror is made of (its UID, which the agent derives from the
-// manifest as written, its namespace, name, labels, annotations and spec).
+// staticPodHash is the mirror annotation's value for static, as the
+// kubelet's: the static pod's kubernetes.io/config.hash, which is its UID
+// (pkg/kubelet/pod's IsMirrorPodOf compares config.mirror with it, and the
+// node e2e's validateMirrorPod wants them equal). The agent derives the UID
+// from the manifest as written (manifest.SetPodDefaults), so any edit of the
+// file makes a new mirror; a manifest with its own metadata.uid keeps its
+// mirror until that uid changes, as on the kubelet.
 func staticPodHash(static *v1.Pod) string {
-	h := sha256.New()
-	// A v1.Pod's parts always marshal.
-	b, _ := json.Marshal(struct {
-		UID         types.UID
-		Namespace   string
-		Name        string
-		Labels      map[string]string
-		Annotations map[string]string
-		Spec        v1.PodSpec
-	}{static.UID, static.Namespace, static.Name, static.Labels, static.Annotations, static.Spec})
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil))[:32]
+	return string(static.UID)
 }

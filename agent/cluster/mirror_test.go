@@ -155,7 +155,9 @@ func TestMirrorPod_Mapping(t *testing.T) {
 
 	require.Equal(t, hash, staticPodHash(staticPodOf(t, "web", "busybox:1.36")), "the same manifest, the same hash")
 	require.NotEqual(t, hash, staticPodHash(staticPodOf(t, "web", "busybox:1.37")), "an edit changes it")
-	require.Len(t, hash, 32)
+	// The kubelet's contract (node e2e validateMirrorPod): config.mirror
+	// equals the static pod's config.hash, its UID.
+	require.Equal(t, m.Annotations[annotationConfigHash], m.Annotations[annotationConfigMirror])
 }
 
 func TestMirrorPods_KeepsTheMirrorsInStep(t *testing.T) {

@@ -168,22 +168,28 @@ func (f *nodeFlags) checkPodSecurity() error {
 // run and serve.
 func (f *nodeFlags) agentConfig(node agentnode.Info, runtimeName string) agent.Config {
 	return agent.Config{
-		NodeName:       f.nodeName,
-		RootDir:        f.rootDir,
-		PodLogDir:      f.podLogDir,
-		RuntimeName:    runtimeName,
-		RuntimeTimeout: f.runtimeTimeout,
-		BackoffInitial: f.backoffInitial,
-		BackoffMax:     f.backoffMax,
-		Network:        f.network(),
-		Node:           node,
-		PodPidsLimit:   f.podPidsLimit,
-		NodePidsLimit:  f.nodePidsLimit,
-		PodSecurity:    f.podSecurityLevel,
-		ClusterDomain:  f.clusterDomain,
-		ClusterDNS:     f.clusterDNS,
-		ResolvConf:     f.resolvConfFile(),
-		PullSecretFile: f.pullSecretFile,
+		NodeName:  f.nodeName,
+		RootDir:   f.rootDir,
+		PodLogDir: f.podLogDir,
+		// The kubelet's /var/log/containers for the default
+		// /var/log/pods. Deviation: the kubelet keeps /var/log/containers
+		// whatever its podLogsDir; here it is that directory's sibling,
+		// so an instance with a private --pod-log-dir (tests, side by
+		// side runs) never writes into the host's.
+		ContainerLogsDir: filepath.Join(filepath.Dir(f.podLogDir), "containers"),
+		RuntimeName:      runtimeName,
+		RuntimeTimeout:   f.runtimeTimeout,
+		BackoffInitial:   f.backoffInitial,
+		BackoffMax:       f.backoffMax,
+		Network:          f.network(),
+		Node:             node,
+		PodPidsLimit:     f.podPidsLimit,
+		NodePidsLimit:    f.nodePidsLimit,
+		PodSecurity:      f.podSecurityLevel,
+		ClusterDomain:    f.clusterDomain,
+		ClusterDNS:       f.clusterDNS,
+		ResolvConf:       f.resolvConfFile(),
+		PullSecretFile:   f.pullSecretFile,
 		// Security contexts (agent/security.go).
 		AllowedUnsafeSysctls: f.allowedUnsafeSysctls(),
 		SeccompProfileRoot:   f.seccompRoot,

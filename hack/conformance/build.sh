@@ -11,6 +11,10 @@
 #                            k8s.io/kubernetes requires)
 #   agnhost, nnp             test/images/agnhost and test/images/nonewprivs,
 #                            the programs of the e2e images (hack/images --e2e)
+#   e2e_node.test            go test -c k8s.io/kubernetes/test/e2e_node, the
+#                            kubelet's node-conformance suite (make
+#                            node-conformance), from the module hack/e2enode
+#                            (its tests import modules hack/cluster lacks)
 #   kube-proxy               k8s.io/kubernetes/cmd/kube-proxy at the same
 #                            version, from the module hack/kubeproxy (its own
 #                            go.mod: kube-proxy's netlink and nftables modules
@@ -42,6 +46,8 @@ REPO_HACK=$(dirname "$CONFORMANCE_DIR")
 # kube-proxy's module must pin the same Kubernetes as hack/cluster's.
 kp=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$REPO_HACK/kubeproxy/go.mod")
 [[ $kp == "$KUBE" ]] || die "hack/kubeproxy/go.mod pins k8s.io/kubernetes $kp, hack/cluster/go.mod $KUBE: make them equal (copy hack/cluster/go.mod's versions, go mod tidy)"
+en=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$REPO_HACK/e2enode/go.mod")
+[[ $en == "$KUBE" ]] || die "hack/e2enode/go.mod pins k8s.io/kubernetes $en, hack/cluster/go.mod $KUBE: make them equal (copy hack/cluster/go.mod's versions, go get -t k8s.io/kubernetes/test/e2e_node@$KUBE)"
 
 NICE=${NICE:-10}
 SUM=$(cat "$CLUSTER_MOD/go.mod" "$CLUSTER_MOD/go.sum" | sha256sum | cut -c1-16)
@@ -64,6 +70,7 @@ ldflags=$(kube_ldflags "$KUBE")
 declare -A modules=(
 	[kube-proxy]=$REPO_HACK/kubeproxy
 	[coredns]=$REPO_HACK/coredns
+	[e2e_node.test]=$REPO_HACK/e2enode
 )
 mod_of() { printf '%s\n' "${modules[$1]:-$CLUSTER_MOD}"; }
 sum_of() {
@@ -120,8 +127,9 @@ declare -A pkgs=(
 	[nnp]=k8s.io/kubernetes/test/images/nonewprivs
 	[kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
 	[coredns]=github.com/minikubelet/minikubelet/hack/coredns
+	[e2e_node.test]=k8s.io/kubernetes/test/e2e_node
 )
-order=(kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp kube-proxy coredns)
+order=(kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp kube-proxy coredns e2e_node.test)
 want=("$@")
 # Without arguments: what the conformance run needs (not the add-ons).
 ((${#want[@]})) || want=(e2e.test kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp)
@@ -141,7 +149,9 @@ if wanted e2e.test; then
 fi
 for n in "${order[@]}"; do
 	wanted "$n" || continue
-	build "$n" "${pkgs[$n]}" || failed+=("$n")
+	kind=
+	[[ $n != *.test ]] || kind=test
+	build "$n" "${pkgs[$n]}" "$kind" || failed+=("$n")
 done
 if [[ -n $e2e_pid ]]; then
 	hb=

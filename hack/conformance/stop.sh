@@ -86,15 +86,35 @@ if [[ -f $WORK/sysctls ]]; then
 	step "restored the sysctls the kubelet changed ($(tr '\n' ' ' <"$WORK/sysctls"))"
 	rm -f "$WORK/sysctls"
 fi
-# The kubelet's cgroup root, only when this WORK ran the kubelet (a
+# The kubelet's cgroup root (its config's cgroupRoot: /mkl-conf of run.sh,
+# /mkl-enode of node.sh), only when this WORK ran the kubelet (a
 # minikubelet run beside it must not touch it).
-for cg in /sys/fs/cgroup/*/mkl-conf; do
-	[[ -f $WORK/kubelet.yaml && -d $cg ]] || continue
-	find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || warn "could not remove every cgroup under $cg"
-done
+if [[ -f $WORK/kubelet.yaml ]]; then
+	cgroot=$(awk '$1 == "cgroupRoot:" { print $2 }' "$WORK/kubelet.yaml")
+	[[ $cgroot == /?* ]] || cgroot=/mkl-conf
+	for cg in /sys/fs/cgroup/*"$cgroot"; do
+		[[ -d $cg ]] || continue
+		find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || warn "could not remove every cgroup under $cg"
+	done
+fi
+# node.sh: the /rootfs symlink it made, and the mounts of the node's pods
+# under the shared root dir (/var/lib/kubelet, which stays).
+if [[ -f $WORK/rootfs-link ]]; then
+	[[ ! -L /rootfs || $(readlink /rootfs) != / ]] || rm -f /rootfs
+	rm -f "$WORK/rootfs-link"
+	step "removed the /rootfs symlink"
+fi
+if [[ -f $WORK/node-root ]]; then
+	nroot=$(<"$WORK/node-root")
+	awk -v d="$nroot" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
+		umount -l "$m" 2>/dev/null || true
+	done
+	rm -f "$WORK/node-root"
+	step "unmounted what the node left mounted under $nroot"
+fi
 
 # Volumes of the node's pods (tmpfs for secrets, bind mounts), deepest first.
-for d in "$WORK/kubelet" "$WORK/mkl-root"; do
+for d in "$WORK/kubelet" "$WORK/mkl-root" "$WORK/run"; do
 	[[ -d $d ]] || continue
 	# The kubelet bind-mounts its root dir onto itself, hence d itself too.
 	awk -v d="$d" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
@@ -106,5 +126,6 @@ mkdir -p "$WORK/logs"
 for f in "$CP"/*.log; do
 	[[ -f $f ]] && mv -f "$f" "$WORK/logs/"
 done
-rm -rf "$WORK/cp" "$WORK/cni-data" "$WORK/pod-logs" "$WORK/manifests" "$WORK/minikubelet" "$WORK/minikubelet.sock" "$WORK/agnhost-extra"
+rm -rf "$WORK/cp" "$WORK/cni-data" "$WORK/pod-logs" "$WORK/manifests" "$WORK/minikubelet" "$WORK/minikubelet.sock" "$WORK/agnhost-extra" \
+	"$WORK/node.kubeconfig" "$WORK/kubelet-pki" "$WORK/volume-plugins"
 step "stopped; reports and logs left in $WORK (logs/, report-*/)"

@@ -10,7 +10,7 @@ package main
 // module by hack/conformance/build.sh: agnhost and nnp (test/images/nonewprivs).
 //
 //	agnhost     busybox + the real /agnhost (+ /agnhost-2), its users and
-//	            groups, /uploads; entrypoint /agnhost, cmd pause; with
+//	            groups, /uploads, /bin/nmeter; entrypoint /agnhost, cmd pause; with
 //	            --e2e-agnhost-extra DIR, DIR's tree on top: what the real
 //	            image's Dockerfile adds that specs use (the porter TLS pair
 //	            /localhost.crt and /localhost.key for netexec --tls-*,
@@ -18,10 +18,10 @@ package main
 //	            shared libraries; hack/conformance/run.sh assembles it
 //	            from the host)
 //	glibc-dns-testing
-//	            busybox and the same extras (the DNS specs run dig and
-//	            getent hosts in it, the hostname specs sh, hostname and
-//	            hostname -f)
-//	busybox     busybox, cmd sh
+//	            the busybox image below and the same extras (the DNS specs
+//	            run dig and getent hosts in it, the hostname specs sh,
+//	            hostname and hostname -f)
+//	busybox     busybox, cmd sh, and the standin as /bin/nmeter
 //	nginx       the nginx stand-in of standins.go (busybox + /standin)
 //	nonewprivs  busybox + setuid /usr/local/bin/nnp, cmd nnp
 //	nonroot     busybox, user 1234
@@ -38,6 +38,16 @@ import (
 	"path/filepath"
 	"strings"
 )
+
+// standinLayer is /standin; nmeterLayer links busybox's nmeter to it: the
+// host's busybox lacks the applet, which the real busybox and agnhost
+// (Alpine's busybox) images have and the node e2e specs time their log
+// lines with.
+func standinLayer(standinBin []byte) layerSpec {
+	return layerSpec{what: "/standin", entries: binaryEntries("standin", standinBin)}
+}
+
+var nmeterLayer = layerSpec{what: "/bin/nmeter -> /standin", entries: []entry{symlink("bin/nmeter", "/standin")}}
 
 // e2eImageSpecs maps each listed image name to an image spec; names it
 // has no recipe for come back in skipped.
@@ -69,18 +79,18 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 				dir("home", 0o755), dir("home/user-defined-in-image", 0o755),
 				dir("uploads", 0o755),
 			}
-			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}}
+			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}, standinLayer(standinBin), nmeterLayer}
 			if len(agnhostExtra) > 0 {
 				s.layers = append(s.layers, layerSpec{what: "agnhost extras (--e2e-agnhost-extra)", entries: agnhostExtra})
 			}
 			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
 		case base == "glibc-dns-testing":
-			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
+			s.layers, s.cmd = []layerSpec{bb, standinLayer(standinBin), nmeterLayer}, []string{"sh"}
 			if len(agnhostExtra) > 0 {
 				s.layers = append(s.layers, layerSpec{what: "dig, getent and the rest (--e2e-agnhost-extra)", entries: agnhostExtra})
 			}
 		case base == "busybox":
-			s.layers, s.cmd = []layerSpec{bb}, []string{"sh"}
+			s.layers, s.cmd = []layerSpec{bb, standinLayer(standinBin), nmeterLayer}, []string{"sh"}
 		case base == "nginx" && nginx != nil:
 			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}
 			s.layers = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)}, own}

@@ -66,20 +66,50 @@ func TestE2EImageSpecs_AgnhostExtraLayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 1 || len(specs[0].layers) != 3 || specs[0].layers[2].entries[0].name != "localhost.crt" {
-		t.Fatalf("agnhost with extras: %+v, want busybox, /agnhost and the extra layer", specs)
+	if len(specs) != 1 || len(specs[0].layers) != 5 || specs[0].layers[4].entries[0].name != "localhost.crt" {
+		t.Fatalf("agnhost with extras: %+v, want busybox, /agnhost, /standin, the nmeter link and the extra layer", specs)
 	}
 	specs, _, err = e2eImageSpecs(names, bb, []byte("agnhost"), nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(specs) != 1 || len(specs[0].layers) != 2 {
-		t.Fatalf("agnhost without extras: %d layers, want 2", len(specs[0].layers))
+	if len(specs) != 1 || len(specs[0].layers) != 4 {
+		t.Fatalf("agnhost without extras: %d layers, want 4", len(specs[0].layers))
+	}
+}
+
+// TestE2EImageSpecs_Nmeter: the e2e busybox and agnhost have /bin/nmeter
+// (the standin), which the node e2e specs' container commands run.
+func TestE2EImageSpecs_Nmeter(t *testing.T) {
+	bb := layerSpec{what: "busybox"}
+	specs, _, err := e2eImageSpecs([]string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "registry.k8s.io/e2e-test-images/agnhost:2.66.1"},
+		bb, []byte("agnhost"), nil, nil, []byte("standin"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 {
+		t.Fatalf("specs %+v, want busybox and agnhost", specs)
+	}
+	for _, s := range specs {
+		var standin, link bool
+		for _, l := range s.layers[1:] {
+			for _, e := range l.entries {
+				standin = standin || e.name == "standin" && string(e.data) == "standin"
+				link = link || e.name == "bin/nmeter" && e.typ == tar.TypeSymlink && e.target == "/standin"
+			}
+		}
+		if !standin || !link {
+			t.Errorf("%s layers %+v: want /standin and bin/nmeter -> /standin", s.repo, s.layers)
+		}
+	}
+	if specs[0].cmd[0] != "sh" || specs[1].entrypoint[0] != "/agnhost" {
+		t.Errorf("busybox cmd %v, agnhost entrypoint %v: want sh and /agnhost", specs[0].cmd, specs[1].entrypoint)
 	}
 }
 
 // The DNS specs run dig and getent in glibc-dns-testing too: it gets the
-// extras on busybox; busybox itself stays plain.
+// extras on top of the busybox image's layers (busybox, /standin and
+// /bin/nmeter); busybox itself gets no extras.
 func TestE2EImageSpecs_GlibcDNSTestingGetsTheExtras(t *testing.T) {
 	bb := layerSpec{what: "busybox"}
 	names := []string{"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1", "docker.io/library/busybox:1.37.0-glibc"}
@@ -88,10 +118,20 @@ func TestE2EImageSpecs_GlibcDNSTestingGetsTheExtras(t *testing.T) {
 	if err != nil || len(skipped) != 0 || len(specs) != 2 {
 		t.Fatalf("specs %+v, skipped %v, err %v", specs, skipped, err)
 	}
-	if g := specs[0]; !strings.HasSuffix(g.repo, "glibc-dns-testing") || len(g.layers) != 2 || g.layers[1].entries[0].name != "usr/bin/dig" || g.cmd[0] != "sh" {
-		t.Errorf("glibc-dns-testing: %+v, want busybox and the extras, cmd sh", g)
+	b := specs[1]
+	if !strings.HasSuffix(b.repo, "busybox") || len(b.layers) != 3 || b.layers[0].what != "busybox" {
+		t.Fatalf("busybox: %+v, want busybox, /standin and /bin/nmeter", b)
 	}
-	if b := specs[1]; !strings.HasSuffix(b.repo, "busybox") || len(b.layers) != 1 {
-		t.Errorf("busybox: %+v, want busybox only", b)
+	g := specs[0]
+	if !strings.HasSuffix(g.repo, "glibc-dns-testing") || len(g.layers) != len(b.layers)+1 || g.cmd[0] != "sh" {
+		t.Fatalf("glibc-dns-testing: %+v, want the busybox image's layers and the extras, cmd sh", g)
+	}
+	for i, l := range b.layers {
+		if g.layers[i].what != l.what {
+			t.Errorf("glibc-dns-testing layer %d is %q, want the busybox image's %q", i, g.layers[i].what, l.what)
+		}
+	}
+	if last := g.layers[len(g.layers)-1]; last.entries[0].name != "usr/bin/dig" {
+		t.Errorf("glibc-dns-testing's last layer %+v, want the extras", last)
 	}
 }

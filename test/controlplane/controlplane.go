@@ -76,6 +76,11 @@ type Options struct {
 	AdvertiseAddress string
 	// Controllers starts kube-controller-manager and kube-scheduler.
 	Controllers bool
+	// ControllerManagerFlags are added to kube-controller-manager's
+	// command line (with Controllers), after the harness's own: e.g.
+	// --cluster-signing-duration=2m for certificates that expire in a
+	// test's lifetime.
+	ControllerManagerFlags []string
 }
 
 // env is start.sh's environment for the options.
@@ -230,6 +235,7 @@ func (cp *ControlPlane) startController(bin, name string) (*exec.Cmd, error) {
 			"--service-account-private-key-file", filepath.Join(pki, "sa.key"), "--root-ca-file", filepath.Join(pki, "ca.crt"),
 			"--cluster-signing-cert-file", filepath.Join(pki, "ca.crt"), "--cluster-signing-key-file", filepath.Join(pki, "ca.key"),
 			"--use-service-account-credentials=true", "--controllers", "*")
+		args = append(args, cp.opts.ControllerManagerFlags...)
 	}
 	logFile, err := os.Create(filepath.Join(cp.Dir, name+".log"))
 	if err != nil {

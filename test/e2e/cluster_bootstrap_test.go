@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -168,31 +169,113 @@ func bootstrapToken(t *testing.T, ctx context.Context, cp *controlplane.ControlP
 	return path, "system:bootstrap:" + id
 }
 
+// kcmCSRs are the node certificates kube-controller-manager's csrsigning
+// controller issued so far, oldest first.
+func kcmCSRs(t *testing.T, ctx context.Context, cs kubernetes.Interface) []issuedCSR {
+	t.Helper()
+	l, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].CreationTimestamp.Before(&l.Items[j].CreationTimestamp) })
+	var out []issuedCSR
+	for _, csr := range l.Items {
+		b, _ := pem.Decode(csr.Status.Certificate)
+		if b == nil {
+			continue
+		}
+		cert, err := x509.ParseCertificate(b.Bytes)
+		require.NoError(t, err, "csr %s: certificate", csr.Name)
+		out = append(out, issuedCSR{name: csr.Name, user: csr.Spec.Username, cert: cert,
+			serving: csr.Spec.SignerName == certificatesv1.KubeletServingSignerName})
+	}
+	return out
+}
+
+// approveServing approves the node's kubernetes.io/kubelet-serving CSRs,
+// as a cluster's administrator (or kubelet-csr-approver) must:
+// kube-controller-manager's csrapproving approves only client
+// certificates, and then its csrsigning signs both.
+func approveServing(t *testing.T, cp *controlplane.ControlPlane, node string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	csrs := cp.Admin.CertificatesV1().CertificateSigningRequests()
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			w, err := csrs.Watch(ctx, metav1.ListOptions{})
+			if err != nil {
+				time.Sleep(time.Second)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				csr, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
+				if !ok || ev.Type != watch.Added || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || len(csr.Status.Conditions) > 0 {
+					continue
+				}
+				if csr.Spec.Username != "system:node:"+node {
+					t.Errorf("csr %s: a serving certificate for user %q", csr.Name, csr.Spec.Username)
+					continue
+				}
+				csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+					Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "E2EApprove", Message: "approved by the e2e test"})
+				if _, err := csrs.UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+					t.Errorf("approve %s: %v", csr.Name, err)
+				}
+			}
+		}
+	}()
+}
+
 // TestCluster_TLSBootstrapAndRotation: a node with only a bootstrap token
 // kubeconfig (`serve --bootstrap-kubeconfig --kubeconfig --rotate-certificates
-// --rotate-server-certificates`,
-// as kubeadm join starts the kubelet) requests its client certificate
-// through a CertificateSigningRequest, writes --kubeconfig pointing at
-// <root-dir>/pki/kubelet-client-current.pem, registers and becomes Ready,
-// and runs a pod. With --rotate-server-certificates (serverTLSBootstrap)
-// the kubelet port presents a kubernetes.io/kubelet-serving certificate of
-// the cluster CA for the Node's InternalIP. The test approves and signs the requests with the
-// cluster CA, as kube-controller-manager's csrapproving and csrsigning
-// controllers would, with a 90 s lifetime: the node renews its certificate
-// by itself (a CSR of system:node:<node>, at 70-90 % of the lifetime) and,
-// after the first certificate expired, still renews its Lease and keeps
-// the pod running.
+// --rotate-server-certificates`, as kubeadm join starts the kubelet)
+// requests its client certificate through a CertificateSigningRequest,
+// writes --kubeconfig pointing at <root-dir>/pki/kubelet-client-current.pem,
+// registers and becomes Ready, and runs a pod. The real
+// kube-controller-manager approves (csrapproving: the bootstrap group's
+// nodeclient and system:nodes' selfnodeclient permissions, bound as
+// kubeadm binds them) and signs (csrsigning, --cluster-signing-duration=2m)
+// the client certificates; the test only approves the serving ones, which
+// csrapproving never does. With --rotate-server-certificates the kubelet
+// port presents a kubernetes.io/kubelet-serving certificate of the cluster
+// CA for the Node's InternalIP. Rotation: the signer backdates NotBefore by
+// 5 minutes, so a 2-minute certificate spans 7 minutes and its 70-90 %
+// deadline falls in its first 78 s; the node renews it by itself (a CSR of
+// system:node:<node>) and, after the first certificate expired, still
+// renews its Lease and keeps the pod running. About 3 minutes.
 func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 	t.Parallel()
 	const node = "mkl-cluster-bootstrap"
-	const lifetime = 90 * time.Second
-	cp := controlplane.Start(t)
+	const lifetime = 2 * time.Minute
+	cp := controlplane.StartWith(t, controlplane.Options{Controllers: true,
+		ControllerManagerFlags: []string{"--cluster-signing-duration", lifetime.String()}})
 	ctx, cancel := context.WithTimeout(context.Background(), scaled(6*time.Minute))
 	defer cancel()
 	confDir := t.TempDir()
 	bootstrapKubeconfig, bootstrapUser := bootstrapToken(t, ctx, cp, confDir)
-	signer := &csrSigner{lifetime: lifetime}
-	signer.run(t, cp, node, bootstrapUser)
+	// kubeadm's auto-approval bindings (phases/bootstraptoken/node).
+	for name, b := range map[string]struct{ role, group string }{
+		"kubeadm:node-autoapprove-bootstrap":            {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers:kubeadm:default-node-token"},
+		"kubeadm:node-autoapprove-certificate-rotation": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
+	} {
+		_, err := cp.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: b.group}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	approveServing(t, cp, node)
+	cs := cp.Admin
+	clientCerts := func() []issuedCSR {
+		var out []issuedCSR
+		for _, c := range kcmCSRs(t, ctx, cs) {
+			if !c.serving {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
 
 	kubeconfig := filepath.Join(confDir, "kubelet.conf")
 	r := newPrivateRuntime(t)
@@ -200,12 +283,11 @@ func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 		"--bootstrap-kubeconfig", bootstrapKubeconfig, "--rotate-certificates", "--rotate-server-certificates")
 	start := time.Now()
 	d.start(t)
-	cs := cp.Admin
 
 	waitFor(t, "the node to register with its CSR-issued certificate and become Ready", scaled(time.Minute), func() string {
 		n := clusterNode(t, cs, node)
 		if n == nil {
-			return fmt.Sprintf("no Node object yet; issued %d certificates", len(signer.certs()))
+			return fmt.Sprintf("no Node object yet; issued %d client certificates", len(clientCerts()))
 		}
 		if c := nodeCondition(n, v1.NodeReady); c.Status != v1.ConditionTrue {
 			return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
@@ -213,11 +295,17 @@ func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 		return ""
 	})
 	t.Logf("node Ready %s after the daemon started", time.Since(start).Round(time.Millisecond))
-	issued := signer.certs()
+	issued := clientCerts()
 	require.NotEmpty(t, issued)
 	first := issued[0]
 	require.Equal(t, bootstrapUser, first.user, "the first request is the bootstrap token's")
 	require.Regexp(t, `^node-csr-`, first.name)
+	bootCSR, err := cs.CertificatesV1().CertificateSigningRequests().Get(ctx, first.name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "AutoApproved", bootCSR.Status.Conditions[0].Reason, "kube-controller-manager's csrapproving approved it")
+	require.Equal(t, "system:node:"+node, first.cert.Subject.CommonName)
+	require.Equal(t, []string{"system:nodes"}, first.cert.Subject.Organization)
+	require.WithinDuration(t, time.Now().Add(lifetime), first.cert.NotAfter, lifetime, "--cluster-signing-duration=%s", lifetime)
 
 	// The files, as the kubelet leaves them.
 	current := filepath.Join(d.root, "pki", "kubelet-client-current.pem")
@@ -292,20 +380,26 @@ func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 	})
 	require.FileExists(t, filepath.Join(d.root, "pki", "kubelet-server-current.pem"))
 
-	// Rotation: a renewal by the node itself, then life after the first
-	// certificate expired.
-	waitFor(t, "the node to renew its client certificate", scaled(lifetime), func() string {
-		for _, c := range signer.certs() {
-			if c.user == "system:node:"+node && !c.serving {
+	// Rotation: a renewal by the node itself, approved and signed by
+	// kube-controller-manager, then life after the first certificate
+	// expired.
+	span := first.cert.NotAfter.Sub(first.cert.NotBefore)
+	var renewal issuedCSR
+	waitFor(t, "the node to renew its client certificate", scaled(time.Until(first.cert.NotAfter)+30*time.Second), func() string {
+		for _, c := range clientCerts() {
+			if c.user == "system:node:"+node {
+				renewal = c
 				return ""
 			}
 		}
-		return fmt.Sprintf("issued: %d, none to system:node:%s yet", len(signer.certs()), node)
+		return fmt.Sprintf("issued: %d client certificates, none to system:node:%s yet", len(clientCerts()), node)
 	})
-	renewedAt := time.Now()
+	renewedAt := renewal.cert.NotBefore.Add(5 * time.Minute) // the signer's backdating
+	t.Logf("renewed %s after the first certificate's NotBefore (span %s, NotAfter %s)",
+		renewedAt.Sub(first.cert.NotBefore).Round(time.Second), span, first.cert.NotAfter.Format(time.TimeOnly))
+	require.GreaterOrEqual(t, renewedAt.Sub(first.cert.NotBefore), span*7/10-5*time.Second, "renewed at 70-90 %% of the span, not earlier")
+	require.True(t, renewedAt.Before(first.cert.NotAfter), "renewed before the first certificate expired")
 	expired := first.cert.NotAfter
-	t.Logf("renewed %s after the first certificate's NotBefore (lifetime %s)", renewedAt.Sub(first.cert.NotBefore).Round(time.Second), lifetime)
-	require.GreaterOrEqual(t, renewedAt.Sub(first.cert.NotBefore), lifetime*7/10-2*time.Second, "renewed at 70-90 %% of the lifetime, not earlier")
 	waitFor(t, "the Lease to be renewed after the first certificate expired", scaled(time.Until(expired)+45*time.Second), func() string {
 		l := nodeLease(t, cs, node)
 		if l == nil || l.Spec.RenewTime == nil {
@@ -326,4 +420,5 @@ func TestCluster_TLSBootstrapAndRotation(t *testing.T) {
 	now, err := os.Readlink(current)
 	require.NoError(t, err)
 	require.NotEqual(t, target, now, "kubelet-client-current.pem points at the renewed pair")
+	t.Logf("client certificates issued by kube-controller-manager: %d (the bootstrap one and %d renewals)", len(clientCerts()), len(clientCerts())-1)
 }

@@ -20,6 +20,8 @@
 //	stress          polinux/stress (--vm, --vm-bytes, --vm-hang, --cpu) and
 //	                vish/stress (-cpus) flags
 //	printenv        coreutils printenv (the host's busybox lacks the applet)
+//	nmeter          busybox's nmeter, -d MSEC and %[N]t only (the host's
+//	                busybox lacks it; the node e2e specs time their logs with it)
 //
 // Every server exits 0 on SIGTERM or SIGINT: as PID 1 a process without a
 // handler would ignore them and make each pod's teardown wait out its grace
@@ -48,6 +50,7 @@ var commands = map[string]func(args []string) int{
 	"test-webserver": testWebserverMain,
 	"stress":         stressMain,
 	"printenv":       printenvMain,
+	"nmeter":         nmeterMain,
 }
 
 func main() {
