@@ -1,5 +1,8 @@
 package agent
 
+// Over 600 lines: the pod worker's state machine (sync, terminating,
+// terminated) and its queue are one unit, as the kubelet's pod_workers.go.
+
 import (
 	"context"
 	"errors"
