@@ -96,7 +96,8 @@ demo-down: ## undo make demo: remove the demo pod, stop what it started, restore
 test-demo-down: ## make demo, demo-down, demo, demo-down in a private network and mount namespace; checks that nothing of the demo is left (root; not part of make test)
 	MINIKUBELET_DEMO_DOWN_E2E=1 hack/gotest.sh demodown --stream -count=1 -timeout 40m ./test/demodown/
 
-verify: vet ## gofmt, go vet, import direction
+verify: vet ## gofmt, go vet, import direction, no merge conflict markers
+	@if git grep -nE '^(<<<<<<<|>>>>>>>)( |$$)' -- . ; then echo "merge conflict markers left in the files above"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^vendor/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	hack/verify-imports.sh
 

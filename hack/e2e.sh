@@ -108,27 +108,16 @@ if ((cluster)); then
 		env MINIKUBELET_E2E=1 hack/gotest.sh controlplane -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/... ./agent/cluster/... || failed+=(controlplane)
 fi
 
-<<<<<<< HEAD
 # E2E_CONCURRENT=1 runs the suites against each containerd at the same
-# time: each has its own containerd, bridge and /24 (test/e2e's pickNetwork
-# locks it), and the few tests that touch what the machine shares
-# (kube-proxy's iptables chains) take a machine-wide flock; each runs
+# time: each has its own containerd, bridge, /24 (test/e2e's pickNetwork
+# locks it) and node name (e2e-node-<N>: pod UIDs, hence pod cgroups in the
+# shared /kubepods, differ), and the few tests that touch what the machine
+# shares (kube-proxy's iptables chains) take a machine-wide flock; each runs
 # -parallel 3 then (E2E_PARALLEL), 4 when alone. Not yet the default: its
 # one trial ran on a machine already at load 15-25 from other builds, where
 # neither suite finished in 23 minutes, so its gain on a quiet CI machine is
 # not measured yet (docs/testing.md).
 concurrent=${E2E_CONCURRENT:-0}
-=======
-# The suites against each containerd run at the same time (E2E_CONCURRENT=0
-# runs them one after the other): each has its own containerd, bridge,
-# /24 (test/e2e's pickNetwork locks it) and node name (e2e-node-<N>: pod
-# UIDs, hence pod cgroups in the shared /kubepods, differ), and the few tests that touch what
-# the machine shares (kube-proxy's iptables chains) take a machine-wide
-# flock. Most of a suite's time is spent waiting (its serial tests, pods
-# starting), so two suites on the machine's 2 cores take far less than
-# twice one; each runs -parallel 3 then (E2E_PARALLEL), 4 when alone.
-concurrent=${E2E_CONCURRENT:-1}
->>>>>>> h-flake
 ((${#flavors[@]} > 1)) || concurrent=0
 parallel=${E2E_PARALLEL:-$(((concurrent)) && echo 3 || echo 4)}
 
