@@ -75,9 +75,16 @@ func TestEviction_ReclaimRemovesCompletedPodContainers(t *testing.T) {
 	t.Logf("reclaimed %s after the filler's creation", time.Since(start).Round(time.Millisecond))
 	_, err = os.Stat(logFile)
 	require.True(t, os.IsNotExist(err), "its log file removed with it: %v", err)
-	out, _ := d.out.snapshot()
+	// The reclaim's closing line follows the removal the wait saw by the
+	// runtime's round trip that measured the space it freed.
+	var out string
+	waitFor(t, "the reclaim's closing log line", 30*time.Second, func() string {
+		if out, _ = d.out.snapshot(); !strings.Contains(out, "Node-level resources reclaimed; no pod evicted") {
+			return "not logged yet"
+		}
+		return ""
+	})
 	require.Contains(t, out, "Removed a dead container of a terminated pod")
-	require.Contains(t, out, "Node-level resources reclaimed; no pod evicted")
 	require.NotContains(t, out, "Evicted a pod")
 	usage, _, _ = fsUsage(t, mnt)
 	require.Less(t, usage, 60, "the filesystem has the log's space back")
