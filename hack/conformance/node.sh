@@ -54,7 +54,7 @@
 # Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
 # narrowing the focus), SPECS (a list of exact spec names instead, e.g.
 # hack/conformance/e2e-node-specs.txt: e2e_node's own specs), SKIP, PROCS (default 8), WORK (default
-# /tmp/mkl-enode), CONTAINERD, MINIKUBELET_BIN, REGISTRY (default
+# /var/tmp/mkl-enode: not under /tmp, which specs mount as a hostPath the guard refuses while the node's own files are there, as run.sh), CONTAINERD, MINIKUBELET_BIN, REGISTRY (default
 # 127.0.0.1:5000), POD_CIDR (default 10.237.0.0/16), NODE_CIDR (default
 # 10.238.0.1/24), KUBELET_PORT (default 10452), TIMEOUT (default 2h),
 # UPDATE_DOCS (default: 1 without FOCUS), BRIDGE (default mkebr0), NODE_IF
@@ -75,7 +75,7 @@ SPECS=${SPECS:-}
 [[ -z $SPECS ]] || SPECS=$(realpath "$SPECS")
 SKIP=${SKIP:-}
 PROCS=${PROCS:-8}
-WORK=$(realpath -m "${WORK:-/tmp/mkl-enode}")
+WORK=$(realpath -m "${WORK:-/var/tmp/mkl-enode}")
 REGISTRY=${REGISTRY:-127.0.0.1:5000}
 POD_CIDR=${POD_CIDR:-10.237.0.0/16}
 NODE_CIDR=${NODE_CIDR:-10.238.0.1/24}
