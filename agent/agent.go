@@ -415,7 +415,11 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 		// A resize that came while the daemon was down: the worker starts
 		// from the checkpoint's allocation, and the new spec is admitted
 		// as a resize (the kubelet's backfill of pending resizes).
-		a.handleResizeLocked(a.workers[uid], p, a.othersLocked(uid)) // resize.go
+		if a.handleResizeLocked(a.workers[uid], p, a.othersLocked(uid)) { // resize.go
+			// Its first sync may have read the checkpoint's allocation
+			// before the resize was admitted: sync again for it.
+			a.workers[uid].trigger()
+		}
 	}
 	for uid, rp := range a.rejected {
 		if _, ok := want[uid]; !ok {

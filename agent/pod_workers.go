@@ -46,6 +46,10 @@ type podWorker struct {
 	allocated, actuated             podResources
 	allocPod                        *v1.Pod
 	resizePending, resizeInProgress *v1.PodCondition
+	// saveMu orders the resources checkpoint's writes (resize.go:
+	// saveResize): the agent's loop and the worker both save, and the
+	// newest snapshot must be the one left on disk.
+	saveMu sync.Mutex
 	// terminating is set once the pod left the desired set; never unset.
 	terminating bool
 	// status is the last computed status.

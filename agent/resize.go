@@ -203,12 +203,22 @@ func (a *Agent) saveResizeCheckpoint(pod *v1.Pod, cp resizeCheckpoint) error {
 	if err != nil {
 		return fmt.Errorf("save resources checkpoint: %w", err)
 	}
-	path := filepath.Join(dir, resizeCheckpointFile)
-	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+	// A temporary file of its own: two writers of one name could rename
+	// each other's half-written file into place.
+	f, err := os.CreateTemp(dir, resizeCheckpointFile+".*.tmp")
+	if err != nil {
 		return fmt.Errorf("save resources checkpoint: %w", err)
 	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		return fmt.Errorf("save resources checkpoint: %w", err)
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), filepath.Join(dir, resizeCheckpointFile))
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("save resources checkpoint: %w", werr)
 	}
 	return nil
 }
@@ -234,6 +244,10 @@ func (a *Agent) initResize(w *podWorker) {
 // saveResize writes the worker's checkpoint, logging a failure (the state
 // in memory stays right; only a daemon restart could lose it).
 func (a *Agent) saveResize(w *podWorker) {
+	// The snapshot and its write under one lock: a later snapshot is
+	// never overwritten by an earlier one.
+	w.saveMu.Lock()
+	defer w.saveMu.Unlock()
 	w.mu.Lock()
 	pod := w.spec
 	cp := resizeCheckpoint{Allocated: clonePodResources(w.allocated), Actuated: clonePodResources(w.actuated)}
@@ -299,21 +313,22 @@ func admitResize(info node.Info, desired *v1.Pod, others []*v1.Pod) resizeVerdic
 // handleResizeLocked runs when the source hands a worker a changed spec p
 // (a.mu held): a change of resources is admitted (allocated) or left
 // pending, as the kubelet's handlePodResourcesResize. others are the other
-// admitted pods, as admission counts them.
-func (a *Agent) handleResizeLocked(w *podWorker, p *v1.Pod, others func() []*v1.Pod) {
+// admitted pods, as admission counts them. It reports whether it admitted
+// a new allocation.
+func (a *Agent) handleResizeLocked(w *podWorker, p *v1.Pod, others func() []*v1.Pod) bool {
 	desired := resourcesOf(p)
 	w.mu.Lock()
 	alloc := w.allocated
 	w.mu.Unlock()
 	if alloc == nil || w.isTerminating() || w.isFinished() {
-		return
+		return false
 	}
 	if desired.equal(alloc) {
 		// No resize, or one reverted before it was admitted.
 		w.mu.Lock()
 		w.resizePending = nil
 		w.mu.Unlock()
-		return
+		return false
 	}
 	v := admitResize(a.cfg.Node, p, others())
 	now := metav1.NewTime(a.clock.Now())
@@ -333,7 +348,7 @@ func (a *Agent) handleResizeLocked(w *podWorker, p *v1.Pod, others func() []*v1.
 			}
 			w.event(v1.EventTypeWarning, evt, "Pod resize %s: %s", v.reason, resizeSummary(p, v.message))
 		}
-		return
+		return false
 	}
 	w.mu.Lock()
 	w.allocated = desired
@@ -345,6 +360,7 @@ func (a *Agent) handleResizeLocked(w *podWorker, p *v1.Pod, others func() []*v1.
 	w.mu.Unlock()
 	a.saveResize(w)
 	w.event(v1.EventTypeNormal, eventResizeStarted, "Pod resize started: %s", resizeSummary(p, ""))
+	return true
 }
 
 // retryDeferredResizesLocked admits the deferred resizes that fit now (a
