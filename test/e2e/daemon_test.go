@@ -56,6 +56,11 @@ spec:
       periodSeconds: 1
 `
 
+// crashPodManifest crash-loops at once. Its startup probe never passes,
+// so the container is never Started, hence never Ready: without it, a
+// status computed in the instant between StartContainer and the exit shows
+// the pod Running and Ready (no readiness probe), as the kubelet's would,
+// and run rightly returns 0 then (seen once under load).
 const crashPodManifest = `
 apiVersion: v1
 kind: Pod
@@ -68,6 +73,11 @@ spec:
   - name: app
     image: REGISTRY/minikubelet/busybox:1.36
     command: ["sh", "-c", "exit 1"]
+    startupProbe:
+      exec:
+        command: ["false"]
+      periodSeconds: 10
+      failureThreshold: 100
 `
 
 // crashUnreadyPodManifest crash-loops too, but is never Ready (its
