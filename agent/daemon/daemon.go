@@ -74,6 +74,9 @@ type Daemon struct {
 	// once storeApplied (both guarded by applyMu).
 	storeGen     uint64
 	storeApplied bool
+	// loaded is closed once Run applied the store's pods, ConfigMaps and
+	// Secrets (Loaded).
+	loaded chan struct{}
 	// firstSetWait is the const unless a test shortens it.
 	firstSetWait time.Duration
 	// openOrphanGate tells the agent orphans were collected (PodDone).
@@ -102,8 +105,13 @@ func New(a *agent.Agent, store *source.PodStore, dir *source.DirSource, cfg Conf
 		a.SetFinalStatusStore(store) // agent/final_status.go
 	}
 	return &Daemon{a: a, cfg: cfg, store: store, dir: dir, sources: map[string]source.SourceUpdate{}, firstSetWait: firstSetWait,
-		watch: newPodWatchFeed(a)}
+		watch: newPodWatchFeed(a), loaded: make(chan struct{})}
 }
+
+// Loaded is closed once Run applied what the store holds: before that the
+// API would answer "not found" for a stored Secret or pod, so the caller
+// serves the API only after it.
+func (d *Daemon) Loaded() <-chan struct{} { return d.loaded }
 
 // Run runs the daemon until ctx ends. Pods keep running when it returns.
 func (d *Daemon) Run(ctx context.Context) error {
@@ -129,6 +137,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.a.Logger().Warn("Stored final pod status ignored; its pod runs as if it had not finished", "path", fe.Path, "err", fe.Err)
 	}
 	d.applyStore()
+	close(d.loaded)
 
 	// Orphans are collected only once the whole desired set is known: the
 	// first set of every source must have arrived (a pod of a source that

@@ -276,3 +276,39 @@ func TestDaemon_RunFollowsStore(t *testing.T) {
 		return w == nil || w.Terminating()
 	}, 10*time.Second, 5*time.Millisecond, "the loop hands the deletion to the agent")
 }
+
+// A stored Secret is listed once Loaded is closed, and Loaded is closed
+// only by Run: serve serves the API after it, so a GET right after start
+// never answers "not found" for what the store holds (the e2e test
+// TestBoundarySingle_OldSecretTmpfsBesideSocketAdopted did, once).
+func TestDaemon_LoadedAfterTheStoreIsApplied(t *testing.T) {
+	h := newHarness(t)
+	secretDir := filepath.Join(t.TempDir(), "secrets")
+	dir := filepath.Join(h.cfg.RootDir, "api-pods")
+	first, err := source.NewPodStoreWithSecretDir(dir, secretDir, "node-1")
+	require.NoError(t, err)
+	_, err = first.AddSecret(&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stored", Namespace: "default"}, StringData: map[string]string{"k": "v"}})
+	require.NoError(t, err)
+
+	store, err := source.NewPodStoreWithSecretDir(dir, secretDir, "node-1") // a restarted daemon's
+	require.NoError(t, err)
+	d := New(h.agent, store, nil, Config{})
+	select {
+	case <-d.Loaded():
+		t.Fatal("Loaded before Run applied the store")
+	default:
+	}
+	assert.Empty(t, d.ListSecrets(""), "before Run, the daemon's view is empty: why serve waits for Loaded")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-d.Loaded():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Loaded never closed")
+	}
+	got := d.ListSecrets("")
+	require.Len(t, got, 1)
+	assert.Equal(t, "stored", got[0].Name)
+}

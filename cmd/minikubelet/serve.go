@@ -342,20 +342,35 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ctx, ul) }()
+	var tl net.Listener
+	var apiCerts *api.Renewer
 	if sf.apiAddress != "" {
-		tl, certs, err := listenTLS(sf.apiAddress, filepath.Join(nf.rootDir, "pki"), sf.adminKubecfg, logger)
-		if err != nil {
+		if tl, apiCerts, err = listenTLS(sf.apiAddress, filepath.Join(nf.rootDir, "pki"), sf.adminKubecfg, logger); err != nil {
 			return err
 		}
-		logger.Info("Serving the API over TLS with client certificates", "address", tl.Addr().String(), "pki", certs.Current().Dir, "kubeconfig", sf.adminKubecfg)
-		go certs.Run(ctx)
-		go func() { serveErr <- srv.ServeTLS(ctx, tl, certs) }()
+	}
+	// The listeners exist before the daemon loop starts (a failure to
+	// listen starts no pod), and the API is served once the loop applied
+	// the stored pods, ConfigMaps and Secrets: a client connecting earlier
+	// waits in the backlog instead of getting "not found" for a stored
+	// Secret (a GET right after start did).
+	runDone := make(chan error, 1)
+	go func() { runDone <- d.Run(ctx) }()
+	select {
+	case <-d.Loaded():
+	case err := <-runDone:
+		return err
+	}
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- srv.Serve(ctx, ul) }()
+	if tl != nil {
+		logger.Info("Serving the API over TLS with client certificates", "address", tl.Addr().String(), "pki", apiCerts.Current().Dir, "kubeconfig", sf.adminKubecfg)
+		go apiCerts.Run(ctx)
+		go func() { serveErr <- srv.ServeTLS(ctx, tl, apiCerts) }()
 	}
 	logger.Info("Serving the local API", "socket", sf.socket, "tcp", sf.apiAddress, "manifestDir", sf.manifestDir)
 
-	runErr := d.Run(ctx)
+	runErr := <-runDone
 	waitCluster()
 	waitKubeletServer()
 	logger.Info("Stopping; pods keep running and are adopted at the next start")
