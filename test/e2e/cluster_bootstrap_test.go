@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -175,7 +176,21 @@ func kcmCSRs(t *testing.T, ctx context.Context, cs kubernetes.Interface) []issue
 	t.Helper()
 	l, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].CreationTimestamp.Before(&l.Items[j].CreationTimestamp) })
+	// Creation times have a one-second granularity. A node's CSR needs
+	// the certificate its bootstrap CSR got, so within one second the
+	// bootstrap token's comes first (with a 2-minute certificate backdated
+	// 5 minutes, the rotation deadline can fall at once and the node's
+	// first renewal share the bootstrap CSR's second).
+	bootstrap := func(c certificatesv1.CertificateSigningRequest) bool {
+		return strings.HasPrefix(c.Spec.Username, "system:bootstrap:")
+	}
+	sort.SliceStable(l.Items, func(i, j int) bool {
+		a, b := l.Items[i], l.Items[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return bootstrap(a) && !bootstrap(b)
+	})
 	var out []issuedCSR
 	for _, csr := range l.Items {
 		b, _ := pem.Decode(csr.Status.Certificate)
