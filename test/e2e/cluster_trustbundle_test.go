@@ -65,7 +65,7 @@ func pemCommonNames(t *testing.T, data string) []string {
 // ClusterTrustBundles, and a pod through the API server that projects one
 // by name, a signer's bundles by label selector, and a missing optional
 // one. Read from inside the container: each file holds the certificates
-// of its bundles, each once (the named bundle repeats one), the other
+// of its bundles, each once (two of the signer's bundles share one), the other
 // signer's bundle with the same labels is left out, the missing one is an
 // empty file. A certificate added to the named bundle reaches the running
 // pod's file. A pod of the local API that projects a bundle is refused at
@@ -85,9 +85,13 @@ func TestCluster_ClusterTrustBundlesAreProjected(t *testing.T) {
 	labels := map[string]string{"mkl-e2e": "roots"}
 	bundles := cp.Admin.CertificatesV1().ClusterTrustBundles()
 	for _, ctb := range []*certificatesv1.ClusterTrustBundle{
-		{ObjectMeta: metav1.ObjectMeta{Name: "mkl-e2e-roots"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: a + b + a}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "mkl-e2e-roots"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: a + b}},
+		// The API server refuses a repeat within a bundle; across the
+		// selected bundles, b repeats.
 		{ObjectMeta: metav1.ObjectMeta{Name: "example.com:mkl-e2e:one", Labels: labels},
 			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: c + b}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "example.com:mkl-e2e:two", Labels: labels},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: b}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "example.com:other:one", Labels: labels},
 			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.com/other", TrustBundle: other}},
 	} {
@@ -145,9 +149,9 @@ func TestCluster_ClusterTrustBundlesAreProjected(t *testing.T) {
 		require.Equal(t, 0, res.ExitCode, "%v: %s", cmd, res.Stderr)
 		return string(res.Stdout)
 	}
-	require.Equal(t, []string{"root-a", "root-b"}, pemCommonNames(t, exec("cat", "/etc/mkl-certs/roots.pem")), "the named bundle, each certificate once")
+	require.Equal(t, []string{"root-a", "root-b"}, pemCommonNames(t, exec("cat", "/etc/mkl-certs/roots.pem")), "the named bundle")
 	require.Equal(t, []string{"root-b", "signer-c"}, pemCommonNames(t, exec("cat", "/etc/mkl-certs/signer/bundle.pem")),
-		"the signer's bundles the selector matches, not the other signer's with the same labels")
+		"the signer's bundles the selector matches, each certificate once, not the other signer's with the same labels")
 	require.Equal(t, "0 644\n", exec("stat", "-L", "-c", "%s %a", "/etc/mkl-certs/missing.pem"), "a missing optional bundle is an empty file")
 
 	// A certificate added to the bundle reaches the running pod (at its
