@@ -177,6 +177,14 @@ type Deps struct {
 	// Tokens issues service account tokens (cluster mode); nil refuses
 	// every pod that projects one (token.go).
 	Tokens volume.TokenSource
+	// TrustBundles reads the cluster's ClusterTrustBundles (cluster
+	// mode); nil refuses every pod that projects one (agent/volume:
+	// trustbundle.go).
+	TrustBundles volume.ClusterTrustBundles
+	// PodCertificates creates and reads PodCertificateRequests (cluster
+	// mode); nil refuses every pod that projects a pod certificate
+	// (agent/volume: podcert.go).
+	PodCertificates volume.PodCertificateIssuer
 	// Services lists the cluster's Services for the service link
 	// variables (cluster mode); nil gives containers none (service_env.go).
 	Services ServiceLister
@@ -248,6 +256,12 @@ type Agent struct {
 	started time.Time
 	// tokens caches service account tokens; nil without Deps.Tokens.
 	tokens *volume.TokenCache
+	// trustBundles reads ClusterTrustBundles (Deps.TrustBundles); nil
+	// standalone.
+	trustBundles volume.ClusterTrustBundles
+	// podCerts keeps the pods' certificates; nil without
+	// Deps.PodCertificates.
+	podCerts *volume.PodCertificates
 	// services lists the cluster's Services (Deps.Services); nil
 	// standalone.
 	services ServiceLister
@@ -278,6 +292,7 @@ func New(cfg Config, deps Deps) *Agent {
 		rejected: make(map[types.UID]*v1.Pod),
 
 		restartAfterTeardown: make(map[types.UID]*v1.Pod),
+		trustBundles:         deps.TrustBundles,
 	}
 	a.crashBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
 	// The kubelet's override: a container that ran 10 minutes starts over.
@@ -296,6 +311,7 @@ func New(cfg Config, deps Deps) *Agent {
 	}
 	a.started = a.clock.Now()
 	a.tokens = volume.NewTokenCache(deps.Tokens, a.clock, a.logger)
+	a.podCerts = volume.NewPodCertificates(deps.PodCertificates, a.clock, a.logger)
 	return a
 }
 
@@ -391,6 +407,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			continue
 		}
 		if reason, msg := a.admitServiceAccountTokens(p); reason != "" {
+			a.reject(p, reason, msg)
+			continue
+		}
+		if reason, msg := a.admitClusterProjections(p); reason != "" { // token.go
 			a.reject(p, reason, msg)
 			continue
 		}

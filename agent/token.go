@@ -60,3 +60,11 @@ func (a *Agent) admitServiceAccountTokens(p *v1.Pod) (reason, message string) {
 	}
 	return "", ""
 }
+
+// admitClusterProjections refuses a pod that projects a ClusterTrustBundle
+// this node cannot read (agent/volume: AdmitClusterProjections): only pods
+// of the cluster source may, as only they may have tokens.
+func (a *Agent) admitClusterProjections(p *v1.Pod) (reason, message string) {
+	src := p.Annotations[source.AnnotationConfigSource]
+	return a.volumes().AdmitClusterProjections(p, src, src == sourceCluster)
+}

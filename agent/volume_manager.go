@@ -27,6 +27,9 @@ func (a *Agent) volumes() *volume.Manager {
 		Mounter: a.mounter,
 		Tokens:  a.tokens,
 		Logger:  a.logger,
+
+		TrustBundles: a.trustBundles,
+		PodCerts:     a.podCerts,
 	})
 }
 

@@ -67,14 +67,14 @@ func TestPreparePod(t *testing.T) {
 	})
 	t.Run("what minikubelet cannot run is refused by field path", func(t *testing.T) {
 		in := apiserverPod(t, "apiserver-pod-default-sa.json")
-		bundle := "bundle"
-		in.Spec.Volumes[0].Projected.Sources[0] = v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: &bundle, Path: "b"}}
+		bundle, user := "bundle", int64(1000)
+		in.Spec.Volumes[0].Projected.Sources[0] = v1.VolumeProjection{ClusterTrustBundle: &v1.ClusterTrustBundleProjection{Name: &bundle, Path: "b", User: &user}}
 		_, err := PreparePod(in, "node-a")
 		require.ErrorIs(t, err, manifest.ErrInvalidManifest)
 		var me *manifest.ManifestError
 		require.True(t, errors.As(err, &me))
 		require.Equal(t, "cluster:default/web", me.Source)
-		require.Contains(t, err.Error(), "spec.volumes[0].projected.sources[0].clusterTrustBundle")
+		require.Contains(t, err.Error(), "spec.volumes[0].projected.sources[0].clusterTrustBundle.user")
 	})
 	t.Run("bound to another node", func(t *testing.T) {
 		_, err := PreparePod(apiserverPod(t, "apiserver-pod-no-token.json"), "node-b")

@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -74,8 +75,30 @@ var volumeProjectionRules = ruleTable{typ: reflect.TypeFor[v1.VolumeProjection](
 	"downwardAPI":         ruleOK,
 	"configMap":           ruleOK,
 	"serviceAccountToken": ruleLimited("cluster mode (serve --kubeconfig) and pods from the API server only, others are refused at admission: requested through the TokenRequest API for the pod's service account, bound to the pod, refreshed at 80 % of its lifetime or after 24 h"),
-	"clusterTrustBundle":  ruleRefused(reasonNever + ": ClusterTrustBundles are cluster objects"),
-	"podCertificate":      ruleRefused(reasonNever + ": pod certificates are issued through the API server"),
+	"clusterTrustBundle":  ruleLimited("cluster mode (serve --kubeconfig) and pods from the API server only, others are refused at admission: the certificates of the named ClusterTrustBundle, or of the signer's bundles the labelSelector matches, each once, in one PEM file; rewritten when the bundles change"),
+	"podCertificate":      ruleLimited("cluster mode (serve --kubeconfig) and pods from the API server only, others are refused at admission: the node generates the key, requests the certificate with a PodCertificateRequest, waits for the signer to issue it, writes key and chain on the volume's tmpfs, and requests a new one at the issuer's beginRefreshAt"),
+}}
+
+// Fields of spec.volumes[*].projected.sources[*].clusterTrustBundle.
+var clusterTrustBundleRules = ruleTable{typ: reflect.TypeFor[v1.ClusterTrustBundleProjection](), path: "spec.volumes[*].projected.sources[*].clusterTrustBundle", rules: map[string]fieldRule{
+	"name":          ruleOK,
+	"signerName":    ruleOK,
+	"labelSelector": ruleLimited("with signerName; unset matches no bundle, {} every bundle of the signer"),
+	"optional":      ruleLimited("a missing bundle (or no match) gives an empty file"),
+	"path":          ruleLimited("relative, without '..'"),
+	"user":          ruleRefused(reasonNotYet + ": alpha in Kubernetes (AtomicWriteVolumeUserFields)"),
+}}
+
+// Fields of spec.volumes[*].projected.sources[*].podCertificate.
+var podCertificateRules = ruleTable{typ: reflect.TypeFor[v1.PodCertificateProjection](), path: "spec.volumes[*].projected.sources[*].podCertificate", rules: map[string]fieldRule{
+	"signerName":           ruleOK,
+	"keyType":              ruleLimited("RSA3072, RSA4096, ECDSAP256, ECDSAP384, ECDSAP521 or ED25519"),
+	"maxExpirationSeconds": ruleLimited("at least 3600; the signer may issue a shorter one"),
+	"credentialBundlePath": ruleLimited("relative, without '..'"),
+	"keyPath":              ruleLimited("relative, without '..'"),
+	"certificateChainPath": ruleLimited("relative, without '..'"),
+	"userAnnotations":      ruleOK,
+	"user":                 ruleRefused(reasonNotYet + ": alpha in Kubernetes (AtomicWriteVolumeUserFields)"),
 }}
 
 // Fields of spec.volumes[*].projected.sources[*].serviceAccountToken.
@@ -132,6 +155,10 @@ func checkDataVolumeSupport(vol *v1.Volume, p *field.Path) field.ErrorList {
 				files(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"))
 			case src.ServiceAccountToken != nil:
 				errs = append(errs, refuseSet(reflect.ValueOf(*src.ServiceAccountToken), &serviceAccountTokenRules, nil, sp.Child("serviceAccountToken"))...)
+			case src.ClusterTrustBundle != nil:
+				errs = append(errs, refuseSet(reflect.ValueOf(*src.ClusterTrustBundle), &clusterTrustBundleRules, nil, sp.Child("clusterTrustBundle"))...)
+			case src.PodCertificate != nil:
+				errs = append(errs, refuseSet(reflect.ValueOf(*src.PodCertificate), &podCertificateRules, nil, sp.Child("podCertificate"))...)
 			}
 		}
 	}
@@ -345,6 +372,10 @@ func validateDataVolume(vol *v1.Volume, p *field.Path) field.ErrorList {
 				errs = append(errs, validateDownwardAPIFiles(src.DownwardAPI.Items, sp.Child("downwardAPI", "items"), paths)...)
 			case src.ServiceAccountToken != nil:
 				errs = append(errs, validateServiceAccountToken(src.ServiceAccountToken, sp.Child("serviceAccountToken"), paths)...)
+			case src.ClusterTrustBundle != nil:
+				errs = append(errs, validateClusterTrustBundle(src.ClusterTrustBundle, sp.Child("clusterTrustBundle"), paths)...)
+			case src.PodCertificate != nil:
+				errs = append(errs, validatePodCertificate(src.PodCertificate, sp.Child("podCertificate"), paths)...)
 			}
 		}
 	}
@@ -362,6 +393,74 @@ func validateServiceAccountToken(t *v1.ServiceAccountTokenProjection, p *field.P
 		case *e > maxTokenExpirationSeconds:
 			errs = append(errs, field.Invalid(p.Child("expirationSeconds"), *e, "may not specify a duration larger than 2^32 seconds"))
 		}
+	}
+	return errs
+}
+
+// validateClusterTrustBundle checks a clusterTrustBundle projection as the
+// API server does: name or signerName (not both), a labelSelector only
+// with signerName, a path.
+func validateClusterTrustBundle(c *v1.ClusterTrustBundleProjection, p *field.Path, seen map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case c.Name != nil && c.SignerName != nil:
+		errs = append(errs, field.Invalid(p, "", "only one of name and signerName may be used"))
+	case c.Name != nil:
+		if *c.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "must be a valid object name"))
+		}
+		for _, msg := range validation.IsDNS1123Subdomain(strings.ReplaceAll(*c.Name, ":", "-")) {
+			errs = append(errs, field.Invalid(p.Child("name"), *c.Name, "not a valid clustertrustbundlename: "+msg))
+		}
+		if c.LabelSelector != nil {
+			errs = append(errs, field.Invalid(p.Child("labelSelector"), "", "labelSelector must be unset if name is specified"))
+		}
+	case c.SignerName != nil:
+		if *c.SignerName == "" {
+			errs = append(errs, field.Required(p.Child("signerName"), "must be a valid signer name"))
+		} else if dom, _, ok := strings.Cut(*c.SignerName, "/"); !ok || dom == "" {
+			errs = append(errs, field.Invalid(p.Child("signerName"), *c.SignerName, "must be a fully qualified domain and path of the form 'example.com/signer-name'"))
+		}
+		if c.LabelSelector != nil {
+			if _, err := metav1.LabelSelectorAsSelector(c.LabelSelector); err != nil {
+				errs = append(errs, field.Invalid(p.Child("labelSelector"), "", err.Error()))
+			}
+		}
+	default:
+		errs = append(errs, field.Required(p, "either name or signerName must be specified"))
+	}
+	return append(errs, validateItemPath(c.Path, p.Child("path"), seen)...)
+}
+
+// podCertificateKeyTypes are the API's key types of a podCertificate.
+var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+
+// validatePodCertificate checks a podCertificate projection as the API
+// server does: a signer, a key type, at least 3600 s, at least one path.
+// (The API's upper bounds of maxExpirationSeconds depend on the signer;
+// the signer enforces its own.)
+func validatePodCertificate(c *v1.PodCertificateProjection, p *field.Path, seen map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	if dom, _, ok := strings.Cut(c.SignerName, "/"); !ok || dom == "" {
+		errs = append(errs, field.Invalid(p.Child("signerName"), c.SignerName, "must be a fully qualified domain and path of the form 'example.com/signer-name'"))
+	}
+	if !slices.Contains(podCertificateKeyTypes, c.KeyType) {
+		errs = append(errs, field.NotSupported(p.Child("keyType"), c.KeyType, podCertificateKeyTypes))
+	}
+	if e := c.MaxExpirationSeconds; e != nil && *e < 3600 {
+		errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *e, "if provided, maxExpirationSeconds must be >= 3600"))
+	}
+	n := 0
+	for _, f := range []struct{ name, path string }{
+		{"credentialBundlePath", c.CredentialBundlePath}, {"keyPath", c.KeyPath}, {"certificateChainPath", c.CertificateChainPath},
+	} {
+		if f.path != "" {
+			n++
+			errs = append(errs, validateItemPath(f.path, p.Child(f.name), seen)...)
+		}
+	}
+	if n == 0 {
+		errs = append(errs, field.Required(p, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath"))
 	}
 	return errs
 }

@@ -307,7 +307,7 @@ var ruleTables = []*ruleTable{
 	&portRules, &envVarRules, &envVarSourceRules,
 	&resourcesRules, &volumeMountRules, &volumeRules, &emptyDirRules, &hostPathRules, &imageVolumeRules,
 	&envFromRules, &configMapVolumeRules, &secretVolumeRules, &downwardAPIVolumeRules, &projectedVolumeRules, &volumeProjectionRules, // datasupport.go
-	&keyToPathRules, &downwardAPIFileRules, &serviceAccountTokenRules, // datasupport.go
+	&keyToPathRules, &downwardAPIFileRules, &serviceAccountTokenRules, &clusterTrustBundleRules, &podCertificateRules, // datasupport.go
 	&podSecurityContextRules, &securityContextRules, &capabilitiesRules, &seccompProfileRules, // security.go
 }
 

@@ -91,7 +91,10 @@ func TestSupportedFields(t *testing.T) {
 		{"spec.containers[*].env[*].valueFrom.fileKeyRef", false},
 		{"spec.volumes[*].projected.sources[*].serviceAccountToken", true},
 		{"spec.volumes[*].projected.sources[*].serviceAccountToken.user", false},
-		{"spec.volumes[*].projected.sources[*].clusterTrustBundle", false},
+		{"spec.volumes[*].projected.sources[*].clusterTrustBundle", true},
+		{"spec.volumes[*].projected.sources[*].clusterTrustBundle.user", false},
+		{"spec.volumes[*].projected.sources[*].podCertificate", true},
+		{"spec.volumes[*].projected.sources[*].podCertificate.user", false},
 		{"metadata.generateName", false},
 		{"status", false},
 	} {

@@ -16,6 +16,10 @@
 //     sync, mounts of them made read-only;
 //   - the service account token files (token_files.go) from the token
 //     cache (token.go; TokenSource is declared here, its consumer);
+//   - the files of clusterTrustBundle sources (trustbundle.go, over
+//     ClusterTrustBundles) and of podCertificate sources (podcert.go: the
+//     pod's key, its PodCertificateRequest through a PodCertificateIssuer,
+//     refresh), both for cluster pods only (AdmitClusterProjections);
 //   - the hostPath guard's policy (hostpath_guard.go) over the hostPath
 //     resolution (hostpath.go);
 //   - the pinned subPath mounts (subpath_pin.go) over the subPath checks
@@ -34,7 +38,8 @@
 // It must not import agent (the engine), agent/source, agent/api or
 // agent/cluster; it may import agent/manifest and agent/safepath
 // (hack/verify-imports.sh). What it needs of the engine it declares here
-// as interfaces (ConfigData, DownwardAPI, TokenSource, VolumeMounter).
+// as interfaces (ConfigData, DownwardAPI, TokenSource, ClusterTrustBundles,
+// PodCertificateIssuer, VolumeMounter).
 //
 // Still in the engine: the config data store (agent/configdata.go: which
 // source sees which ConfigMaps and Secrets), who may have service account

@@ -59,6 +59,12 @@ type Deps struct {
 	Mounter VolumeMounter
 	// Tokens caches service account tokens; nil without a token source.
 	Tokens *TokenCache
+	// TrustBundles reads the cluster's ClusterTrustBundles (cluster
+	// mode); nil refuses every pod that projects one (trustbundle.go).
+	TrustBundles ClusterTrustBundles
+	// PodCerts is the pod certificate manager (cluster mode); nil refuses
+	// every pod that projects one (podcert.go).
+	PodCerts *PodCertificates
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -77,12 +83,17 @@ type Manager struct {
 	fields  DownwardAPI
 	mounter VolumeMounter
 	tokens  *TokenCache
-	logger  *slog.Logger
+	// trustBundles reads ClusterTrustBundles; nil outside cluster mode.
+	trustBundles ClusterTrustBundles
+	// podCerts keeps the pods' certificates; nil outside cluster mode.
+	podCerts *PodCertificates
+	logger   *slog.Logger
 }
 
 // NewManager builds a volume manager.
 func NewManager(cfg Config, deps Deps) *Manager {
-	m := &Manager{cfg: cfg, data: deps.Data, fields: deps.Fields, mounter: deps.Mounter, tokens: deps.Tokens, logger: deps.Logger}
+	m := &Manager{cfg: cfg, data: deps.Data, fields: deps.Fields, mounter: deps.Mounter, tokens: deps.Tokens,
+		trustBundles: deps.TrustBundles, podCerts: deps.PodCerts, logger: deps.Logger}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
 	}

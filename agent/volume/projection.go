@@ -144,11 +144,11 @@ func (a *Manager) setupDataVolume(pod *v1.Pod, vol *v1.Volume, dir string) error
 	return nil
 }
 
-// projectsSecret reports whether a projected volume has a secret or a
-// service account token source.
+// projectsSecret reports whether a projected volume has a secret, a
+// service account token or a pod certificate (its private key) source.
 func projectsSecret(p *v1.ProjectedVolumeSource) bool {
 	for _, s := range p.Sources {
-		if s.Secret != nil || s.ServiceAccountToken != nil {
+		if s.Secret != nil || s.ServiceAccountToken != nil || s.PodCertificate != nil {
 			return true
 		}
 	}
@@ -191,6 +191,7 @@ func (a *Manager) setupMemoryEmptyDir(pod *v1.Pod, vol *v1.Volume, dir string) e
 // tokens go with its volumes (the kubelet's DeleteServiceAccountToken).
 func (a *Manager) UnmountPodVolumes(pod *v1.Pod) error {
 	a.tokens.Forget(pod.UID)
+	a.podCerts.Forget(pod.UID)
 	m := a.volumeMounterOrHost()
 	plugins, err := os.ReadDir(filepath.Join(a.podDir(pod), "volumes"))
 	if err != nil {
@@ -228,7 +229,7 @@ func (a *Manager) VolumePayload(pod *v1.Pod, vol *v1.Volume) (map[string]FilePro
 		s := vol.DownwardAPI
 		return a.downwardAPIPayload(pod, s.Items, modeOr(s.DefaultMode, defaultProjectionMode))
 	case vol.Projected != nil:
-		return a.projectedPayload(pod, vol.Projected)
+		return a.projectedPayload(pod, vol.Name, vol.Projected)
 	}
 	return nil, fmt.Errorf("volume %q: not an API data volume", vol.Name)
 }
@@ -331,7 +332,7 @@ func (a *Manager) downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFi
 
 // projectedPayload merges the sources in order (a later source wins a
 // path), with the volume's defaultMode for items without a mode.
-func (a *Manager) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (map[string]FileProjection, error) {
+func (a *Manager) projectedPayload(pod *v1.Pod, volName string, p *v1.ProjectedVolumeSource) (map[string]FileProjection, error) {
 	mode := modeOr(p.DefaultMode, defaultProjectionMode)
 	payload := map[string]FileProjection{}
 	var errs []error
@@ -349,8 +350,11 @@ func (a *Manager) projectedPayload(pod *v1.Pod, p *v1.ProjectedVolumeSource) (ma
 			part, err = a.downwardAPIPayload(pod, src.DownwardAPI.Items, mode)
 		case src.ServiceAccountToken != nil:
 			part, err = a.serviceAccountTokenPayload(pod, src.ServiceAccountToken, mode) // token_files.go
+		case src.ClusterTrustBundle != nil:
+			part, err = a.clusterTrustBundlePayload(pod, src.ClusterTrustBundle, mode) // trustbundle.go
+		case src.PodCertificate != nil:
+			part, err = a.podCertificatePayload(pod, volName, i, src.PodCertificate, mode) // podcert.go
 		default:
-			// Validation refuses clusterTrustBundle and podCertificate.
 			err = fmt.Errorf("sources[%d]: unsupported projection", i)
 		}
 		if err != nil {

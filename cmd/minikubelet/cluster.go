@@ -106,6 +106,13 @@ type clusterClient struct {
 	// services lists the cluster's Services for the containers' service
 	// link variables (Deps.Services); newClusterPods' run runs it.
 	services *cluster.ServiceLister
+	// trustBundles reads the ClusterTrustBundles the pods project
+	// (Deps.TrustBundles); newClusterPods' run runs it (nil in tests that
+	// build a clusterClient by hand).
+	trustBundles *cluster.TrustBundleLister
+	// podCerts requests the pods' certificates (Deps.PodCertificates; nil
+	// in tests that build a clusterClient by hand).
+	podCerts *cluster.PodCertificateSource
 	// events posts the node's and its pods' events; newClusterPods' run
 	// runs it (nil in tests that build a clusterClient by hand).
 	events *cluster.EventRecorder
@@ -152,8 +159,17 @@ func (c *clusterFlags) dial(nodeName, rootDir string, logger *slog.Logger) (*clu
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
+	ctbs, err := cluster.NewClusterTrustBundleClient(cfg, "minikubelet/"+version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig %s: %w", c.kubeconfig, err)
+	}
+	podCerts, err := cluster.NewPodCertificateSource(cs, cfg, "minikubelet/"+version, nodeName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig %s: %w", c.kubeconfig, err)
+	}
 	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, rest: cfg, services: cluster.NewServiceLister(cs, nil),
-		events: cluster.NewEventRecorder(cs, nodeName, nil, nil)}, mgr, nil
+		events:       cluster.NewEventRecorder(cs, nodeName, nil, nil),
+		trustBundles: cluster.NewTrustBundleLister(ctbs, nil, logger), podCerts: podCerts}, mgr, nil
 }
 
 // rotation sets up the renewal of the kubeconfig's client certificate:
@@ -265,7 +281,7 @@ func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, 
 		staticPods: mirrors.SetStaticPods,
 		run: func(ctx context.Context) {
 			var wg sync.WaitGroup
-			for _, run := range []func(context.Context){mirrors.Run, events.Run, cc.runServices} {
+			for _, run := range []func(context.Context){mirrors.Run, events.Run, cc.runServices, cc.runTrustBundles} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -284,6 +300,14 @@ func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, 
 func (cc *clusterClient) runServices(ctx context.Context) {
 	if cc.services != nil {
 		cc.services.Run(ctx)
+	}
+}
+
+// runTrustBundles lets the ClusterTrustBundle informer start on first use
+// (none in tests that build a clusterClient by hand).
+func (cc *clusterClient) runTrustBundles(ctx context.Context) {
+	if cc.trustBundles != nil {
+		cc.trustBundles.Run(ctx)
 	}
 }
 

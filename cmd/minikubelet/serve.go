@@ -259,6 +259,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		// Cluster pods get their projected service account tokens, and
 		// every pod the service link variables.
 		deps.Tokens, deps.Services = cc.tokens, cc.services
+		if cc.trustBundles != nil {
+			// ... the ClusterTrustBundles they project, and their
+			// certificates.
+			deps.TrustBundles, deps.PodCertificates = cc.trustBundles, cc.podCerts
+		}
 	}
 	a := agent.New(acfg, deps)
 	inst.OnCall(a.ObserveRuntimeOp)
