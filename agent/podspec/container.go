@@ -36,6 +36,9 @@ type ContainerInputs struct {
 	// MemoryCapacity is the node's memory in bytes (0: unknown), for the
 	// oom_score_adj.
 	MemoryCapacity int64
+	// UserNamespace is the pod's user namespace, the sandbox's
+	// (SandboxInputs.UserNamespace): nil for the node's.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // ContainerConfig converts one container into its CRI config. The image's
@@ -47,6 +50,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, in ContainerInputs) (*runtime
 	if err != nil {
 		return nil, err
 	}
+	sc.NamespaceOptions.UsernsOptions = in.UserNamespace
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
 		Stdin:       c.Stdin,
