@@ -230,6 +230,9 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		}
 		cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: termPath})
 	}
+	// hostUsers: false: every mount idmapped into the pod's user
+	// namespace (userns.go).
+	podspec.IDMapMounts(cfg)
 	t0 := a.clock.Now()
 	id, err := a.runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {

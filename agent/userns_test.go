@@ -117,7 +117,16 @@ func TestAgent_UserNamespace_PerPodRanges(t *testing.T) {
 	// keeps containers by name: both are "app", the later one wins.)
 	ctr := rec.config("app")
 	require.NotNil(t, ctr)
-	assert.Contains(t, []string{got["first"], got["second"]}, ctr.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions().String())
+	ctrNS := ctr.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	assert.Contains(t, []string{got["first"], got["second"]}, ctrNS.String())
+	// Every mount, the volume's and the engine's own (/etc/hosts, the
+	// termination log), carries the mappings: the runtime idmaps them.
+	require.NotEmpty(t, ctr.GetMounts())
+	for _, m := range ctr.GetMounts() {
+		require.Len(t, m.GetUidMappings(), 1, m.GetContainerPath())
+		assert.Equal(t, ctrNS.GetUids()[0].String(), m.GetUidMappings()[0].String(), m.GetContainerPath())
+		assert.Equal(t, ctrNS.GetGids()[0].String(), m.GetGidMappings()[0].String(), m.GetContainerPath())
+	}
 
 	file := filepath.Join(h.agent.podDir(first), userns.MappingsFile)
 	b, err := os.ReadFile(file)
@@ -152,6 +161,9 @@ spec:
 	p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	assert.Nil(t, rec.sandbox("plain").GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
 	assert.Nil(t, rec.config("app").GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
+	for _, m := range rec.config("app").GetMounts() {
+		assert.Nil(t, m.GetUidMappings(), m.GetContainerPath())
+	}
 	_, err := os.Stat(filepath.Join(h.agent.podDir(p), userns.MappingsFile))
 	assert.True(t, os.IsNotExist(err), "no range is taken")
 }

@@ -96,6 +96,20 @@ spec:
 	require.NoError(t, err)
 	assert.Equal(t, userNS.String(), c.Linux.SecurityContext.NamespaceOptions.UsernsOptions.String())
 
+	// Every mount, the engine's included, is idmapped into the namespace.
+	c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/v/data"}, {ContainerPath: "/etc/hosts", HostPath: "/p/etc-hosts"}}
+	IDMapMounts(c)
+	for _, m := range c.Mounts {
+		require.Len(t, m.UidMappings, 1, m.ContainerPath)
+		require.Len(t, m.GidMappings, 1, m.ContainerPath)
+		assert.Equal(t, ids()[0].String(), m.UidMappings[0].String(), m.ContainerPath)
+		assert.Equal(t, ids()[0].String(), m.GidMappings[0].String(), m.ContainerPath)
+	}
+	plain, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerInputs{Mounts: []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/v/data"}}})
+	require.NoError(t, err)
+	IDMapMounts(plain)
+	assert.Nil(t, plain.Mounts[0].UidMappings, "the node's user namespace: no idmap")
+
 	sb, _, err = SandboxConfig(pod, 0, testInputs("nameserver 1.1.1.1\n"))
 	require.NoError(t, err)
 	assert.Nil(t, sb.Linux.SecurityContext.NamespaceOptions.UsernsOptions, "no mapping given: the node's user namespace")
