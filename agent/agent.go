@@ -26,6 +26,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
@@ -107,6 +108,9 @@ type Config struct {
 	// host-network pods (cluster mode: the Node's InternalIP). Empty: the
 	// address of the default route's interface (hostIPs).
 	HostIPs []string
+	// UserNamespaces is the pool of host IDs pods with hostUsers: false
+	// get their ranges from (agent/userns); zero: the kubelet's defaults.
+	UserNamespaces userns.Config
 }
 
 // checkTestConfig is nil except in this package's tests (main_test.go),
@@ -271,6 +275,9 @@ type Agent struct {
 	// runtimeVer is the runtime's name and version, asked once
 	// (imagevolume.go).
 	runtimeVer runtimeVersionCache
+	// userNS is the ID range allocator and the runtime's user namespace
+	// support (userns.go).
+	userNS userNSState
 }
 
 // New builds an agent. Nothing runs until Run.

@@ -146,6 +146,12 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
 	}
 	a.volumes().ReadOnlyDataMounts(pod, mounts) // agent/volume
+	// The sandbox's user namespace (userns.go).
+	userNS, err := a.podUserNamespace(pod)
+	if err != nil {
+		_ = a.volumes().UnpinSubPaths(pod, c.Name)
+		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
+	}
 	cfg, err := podspec.ContainerConfig(pod, c, podspec.ContainerInputs{
 		Type:           ctype,
 		RestartCount:   restartCount,
@@ -156,6 +162,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		Mounts:         mounts,
 		SeccompRoot:    a.seccompProfileRoot(),
 		MemoryCapacity: a.memoryCapacity(),
+		UserNamespace:  userNS,
 	})
 	if err != nil {
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
@@ -223,6 +230,9 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		}
 		cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: termPath})
 	}
+	// hostUsers: false: every mount idmapped into the pod's user
+	// namespace (userns.go).
+	podspec.IDMapMounts(cfg)
 	t0 := a.clock.Now()
 	id, err := a.runtime.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {

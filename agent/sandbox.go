@@ -15,7 +15,12 @@ func podLogDir(root string, pod *v1.Pod) string { return podspec.LogDir(root, po
 // generatePodSandboxConfig converts a pod into the CRI sandbox config for the
 // given attempt (podspec.SandboxConfig).
 func (a *Agent) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
-	cfg, _, err := podspec.SandboxConfig(pod, attempt, a.sandboxInputs())
+	in := a.sandboxInputs()
+	var err error
+	if in.UserNamespace, err = a.podUserNamespace(pod); err != nil { // userns.go
+		return nil, err
+	}
+	cfg, _, err := podspec.SandboxConfig(pod, attempt, in)
 	return cfg, err
 }
 

@@ -114,8 +114,9 @@ func (r *syncResult) retryAfter(d time.Duration) {
 //  3. Kill what must go: the whole pod, or single containers.
 //  4. Create the sandbox when needed, pulling the pod's images meanwhile;
 //     then, when containers are to start, the images of its image volumes
-//     (a pod whose image volumes the runtime cannot mount is failed before
-//     step 1, as a pod past its deadline).
+//     (a pod whose image volumes the runtime cannot mount, or whose
+//     user namespace it cannot make, is failed before step 1, as a pod
+//     past its deadline).
 //  5. Start the next init container.
 //  6. Start the app containers, concurrently.
 //  7. Prune dead instances and publish the status from a fresh observation
@@ -149,6 +150,11 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 		// Image volumes the runtime cannot mount fail the pod before
 		// anything of it is created (imagevolume.go).
 		failed = a.refuseImageVolumes(ctx, w, pod)
+	}
+	if !failed {
+		// So does hostUsers: false on a runtime without user
+		// namespaces (userns.go).
+		failed = a.refuseUserNamespaces(ctx, w, pod)
 	}
 	if due > 0 {
 		defer func() {

@@ -46,10 +46,13 @@ func (a *Agent) podDir(pod *v1.Pod) string {
 // there is an error, and the pod dir stays for the next try) and never
 // follows a symlink.
 func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
+	// The pod's user namespace range is free from now on (userns.go).
+	uerr := a.releaseUserNamespace(pod)
 	if err := a.volumes().UnmountPod(pod); err != nil {
-		return err
+		return errors.Join(err, uerr)
 	}
 	return errors.Join(
+		uerr,
 		safepath.RemoveAll(a.podDir(pod)),
 		safepath.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),
 	)

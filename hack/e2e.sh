@@ -75,6 +75,7 @@ selects() {
 timed "dependencies (hack/install-deps.sh)" "$HACK/install-deps.sh"
 for flavor in "${flavors[@]}"; do
 	[[ $flavor == 1.6 ]] || timed "containerd $(containerd2_version) (hack/install-containerd2.sh)" "$HACK/install-containerd2.sh"
+	[[ $flavor == 1.6 ]] || timed "runc $(runc2_version) (hack/install-runc2.sh)" "$HACK/install-runc2.sh"
 done
 cluster=0
 if needs_control_plane; then

@@ -144,6 +144,19 @@ containerd2_version() {
 # lies outside the repository and beside nothing of Debian's containerd.
 containerd2_bin() { printf '%s\n' "$MKL_STATE/containerd-$(containerd2_version)/bin"; }
 
+# runc2_version prints the pinned runc of the containerd 2.x flavor (without
+# the leading v), from hack/containerd/RUNC2.
+runc2_version() {
+	local v
+	v=$(<"$(dirname "${BASH_SOURCE[0]}")/containerd/RUNC2")
+	v=${v//[[:space:]]/}
+	printf '%s\n' "${v#v}"
+}
+
+# runc2_bin prints the directory hack/install-runc2.sh builds that runc
+# into, beside nothing of Debian's runc (1.1, containerd 1.6's).
+runc2_bin() { printf '%s\n' "$MKL_STATE/runc-$(runc2_version)/bin"; }
+
 # containerd_flavor VALUE: the containerd a CONTAINERD value selects, as its
 # canonical name: "1.6" for the system's (Debian's) containerd (values "",
 # 1, 1.6, system), or the pinned 2.x's major.minor (values 2, 2.x, that

@@ -45,6 +45,7 @@ build() {
 build "control plane (hack/cluster/build.sh)" "$HACK/cluster/build.sh"
 build "metrics-server (hack/metrics-server/build.sh)" "$HACK/metrics-server/build.sh"
 build "containerd $(containerd2_version) (hack/install-containerd2.sh)" "$HACK/install-containerd2.sh"
+build "runc $(runc2_version) (hack/install-runc2.sh)" "$HACK/install-runc2.sh"
 build "kubeadm (hack/cluster/build-kubeadm.sh)" "$HACK/cluster/build-kubeadm.sh"
 build "system-pod binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" kube-controller-manager kube-scheduler kube-proxy coredns
 build "conformance binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp

@@ -27,6 +27,7 @@ flavor=$(containerd_flavor "${CONTAINERD:-2}")
 
 timed "dependencies (hack/install-deps.sh)" "$HACK/install-deps.sh"
 [[ $flavor == 1.6 ]] || timed "containerd $(containerd2_version) (hack/install-containerd2.sh)" "$HACK/install-containerd2.sh"
+[[ $flavor == 1.6 ]] || timed "runc $(runc2_version) (hack/install-runc2.sh)" "$HACK/install-runc2.sh"
 timed "registry on $REGISTRY (hack/start-registry.sh)" "$HACK/start-registry.sh" "$REGISTRY"
 timed "test images (hack/images)" bash -c 'cd "$1" && go run ./hack/images --registry "$2"' _ "$ROOT" "$REGISTRY"
 timed "pod network isolation for $E2E_POD_CIDR" "$HACK/isolate-pod-network.sh" "$E2E_POD_CIDR"

@@ -19,7 +19,8 @@
 # CONTAINERD: 1.6 (default: the system's containerd in /usr/bin) or 2 (the
 # pinned containerd 2.x that hack/install-containerd2.sh built; also its
 # major.minor, e.g. 2.4). Each runs with its own runc shim, named by absolute
-# path in the config (runtime_path), never the other's.
+# path in the config (runtime_path), never the other's; 2.x also with its
+# own runc (hack/install-runc2.sh, BinaryName).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -44,6 +45,15 @@ else
 	CONTAINERD_BIN=$(containerd2_bin)/containerd
 	[[ -x $CONTAINERD_BIN ]] || die "containerd $(containerd2_version) is not built; run hack/install-containerd2.sh first"
 	TEMPLATE=$HACK/containerd/private-v2.toml
+	# The runc it runs containers with (1.2+: user namespaces need its
+	# idmapped mounts); containerd 1.6 keeps Debian's from PATH. Not built:
+	# Debian's too (BinaryName ""), and pods with hostUsers: false are
+	# refused (UserNamespacesNotSupported).
+	RUNC=$(runc2_bin)/runc
+	if [[ ! -x $RUNC ]]; then
+		step "runc $(runc2_version) is not built (hack/install-runc2.sh): containerd $FLAVOR runs Debian's runc, without user namespaces"
+		RUNC=
+	fi
 fi
 # The shim and ctr of the same build, beside the daemon.
 BIN=$(dirname "$(realpath "$CONTAINERD_BIN")")
@@ -63,7 +73,7 @@ fi
 
 mkdir -p "$DIR"/{root,state,net.d,runc,opt} "$DIR/certs.d/$REGISTRY"
 chmod 0711 "$DIR"
-render "$TEMPLATE" DIR="$DIR" REGISTRY="$REGISTRY" SYSTEMD_CGROUP="$SYSTEMD_CGROUP" SHIM="$SHIM" >"$DIR/config.toml"
+render "$TEMPLATE" DIR="$DIR" REGISTRY="$REGISTRY" SYSTEMD_CGROUP="$SYSTEMD_CGROUP" SHIM="$SHIM" RUNC="${RUNC:-}" >"$DIR/config.toml"
 echo "$FLAVOR" >"$DIR/flavor"
 render "$HACK/containerd/hosts.toml" REGISTRY="$REGISTRY" >"$DIR/certs.d/$REGISTRY/hosts.toml"
 # docker.io, registry.k8s.io and gcr.io pull from the local registry only:

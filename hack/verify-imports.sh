@@ -43,6 +43,9 @@ check "$mod/cgroups" "^$mod/(agent|cri|cni|probes)(/|$)|^k8s.io/api/" "a leaf: n
 check "$mod/probes" "^$mod/(agent|cri|cni|cgroups)(/|$)" "a leaf: no agent, no other leaf"
 check "$mod/agent" "^$mod/(cmd|test)(/|$)" "agent and everything under it is below cmd and test"
 check "$mod/agent/safepath" "^$mod/" "a leaf of agent: imports nothing of this repository"
+# The user namespace ID ranges (spec.hostUsers: false) sit below the engine,
+# which asks them: of the repository only agent/safepath. Its tests too.
+tests=1 check "$mod/agent/userns" "^$mod/" "user namespace ranges: below the engine, agent/safepath only" "^$mod/agent/(safepath|userns)(/|$)"
 check "$mod/agent/kubeletserver" "^$mod/(cmd|test|agent|cri|cni|cgroups|probes)(/|$)" "the kubelet server declares what it needs of the daemon and the runtime as interfaces; cmd wires them" "^$mod/agent/streaming$"
 # The CRI streaming proxy, shared by the kubelet server and the local API.
 check "$mod/agent/streaming" "^$mod/" "a leaf of agent: imports nothing of this repository"

@@ -52,7 +52,7 @@ var securityContextRules = ruleTable{typ: reflect.TypeFor[v1.SecurityContext](),
 	"runAsNonRoot":             ruleLimited("overrides spec.securityContext.runAsNonRoot"),
 	"readOnlyRootFilesystem":   ruleOK,
 	"allowPrivilegeEscalation": ruleLimited("false sets no_new_privs; unset leaves it off, as the kubelet does"),
-	"procMount":                ruleLimited("Default (the kubelet's masked and read-only /proc paths); Unmasked needs hostUsers: false, which is not supported"),
+	"procMount":                ruleLimited("Default (the kubelet's masked and read-only /proc paths); Unmasked (none masked or read-only) only with hostUsers: false"),
 	"seccompProfile":           ruleLimited("overrides spec.securityContext.seccompProfile"),
 	"appArmorProfile":          ruleRefused(reasonNever + ": AppArmor is not available on minikubelet's nodes"),
 }}
@@ -166,6 +166,28 @@ func validatePodSecurity(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList 
 		}
 	}
 	errs = append(errs, validateSeccompProfile(sc.SeccompProfile, p.Child("seccompProfile"))...)
+	return errs
+}
+
+// validateHostUsers is the API server's validateHostUsers (v1.37, the
+// UserNamespacesHostNetworkSupport gate off, its default): a pod in a user
+// namespace of its own shares no other namespace with the host. The paths
+// HostPID and HostIPC are the API server's own spelling. volumeDevices,
+// which it forbids too, are refused for every pod (support.go).
+func validateHostUsers(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
+	if spec.HostUsers == nil || *spec.HostUsers {
+		return nil
+	}
+	var errs field.ErrorList
+	if spec.HostNetwork {
+		errs = append(errs, field.Forbidden(fldPath.Child("hostNetwork"), "when `hostUsers` is false"))
+	}
+	if spec.HostPID {
+		errs = append(errs, field.Forbidden(fldPath.Child("HostPID"), "when `hostUsers` is false"))
+	}
+	if spec.HostIPC {
+		errs = append(errs, field.Forbidden(fldPath.Child("HostIPC"), "when `hostUsers` is false"))
+	}
 	return errs
 }
 

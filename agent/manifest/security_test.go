@@ -61,6 +61,22 @@ func TestValidatePod_Security(t *testing.T) {
 		{name: "procMount Unmasked", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: ptr.To(v1.UnmaskedProcMount)}
 		}, want: []string{"spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`"}},
+		{name: "procMount Unmasked in a user namespace", mutate: func(p *v1.Pod) {
+			p.Spec.HostUsers = ptr.To(false)
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: ptr.To(v1.UnmaskedProcMount)}
+		}},
+		{name: "hostUsers false with the host's namespaces", mutate: func(p *v1.Pod) {
+			p.Spec.HostUsers = ptr.To(false)
+			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+		}, want: []string{
+			"spec.hostNetwork: Forbidden: when `hostUsers` is false",
+			"spec.HostPID: Forbidden: when `hostUsers` is false",
+			"spec.HostIPC: Forbidden: when `hostUsers` is false",
+		}},
+		{name: "hostUsers true with the host's namespaces", mutate: func(p *v1.Pod) {
+			p.Spec.HostUsers = ptr.To(true)
+			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+		}},
 		{name: "no escalation yet privileged", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Privileged: ptr.To(true)}
 		}, want: []string{"spec.containers[0].securityContext: Invalid value: \"\": cannot set `allowPrivilegeEscalation` to false and `privileged` to true"}},

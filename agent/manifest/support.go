@@ -145,7 +145,7 @@ var specRules = ruleTable{typ: reflect.TypeFor[v1.PodSpec](), path: "spec", rule
 	"topologySpreadConstraints":     ruleInert("there is no scheduler on a lone node"),
 	"setHostnameAsFQDN":             ruleLimited("with a subdomain, the hostname is <hostname>.<subdomain>.<namespace>.svc.<--cluster-domain> (at most 64 characters)"),
 	"os":                            ruleLimited("name: linux runs; a windows pod is rejected at admission (Failed, reason PodOSNotSupported), as by the kubelet"),
-	"hostUsers":                     fieldRule{note: reasonNever + ": user namespaces need containerd 2.0", unset: true},
+	"hostUsers":                     ruleLimited("false runs the pod in a user namespace of its own: IDs 0-65535 in the pod are a range of host IDs from 65536 up, its own while it exists (the kubelet's defaults, kept in the pod's directory); needs a runtime that reports user namespace support (containerd 2.0 or later with runc 1.2 or later), else the pod is Failed with reason UserNamespacesNotSupported; not with hostNetwork, hostPID or hostIPC"),
 	"schedulingGates":               ruleRefused(reasonNever + ": there is no scheduler to lift the gates"),
 	"resourceClaims":                ruleRefused(reasonNotYet),
 	"resources":                     ruleRefused(reasonNotYet),

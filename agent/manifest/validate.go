@@ -202,6 +202,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	errs = append(errs, validateNodeSelector(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	errs = append(errs, validateNodeAffinity(spec.Affinity, fldPath.Child("affinity"))...)
 	errs = append(errs, validatePodSecurity(spec, fldPath)...) // security.go
+	errs = append(errs, validateHostUsers(spec, fldPath)...)   // security.go
 
 	if p := spec.RestartPolicy; p == "" {
 		errs = append(errs, field.Required(fldPath.Child("restartPolicy"), ""))

@@ -36,6 +36,9 @@ type ContainerInputs struct {
 	// MemoryCapacity is the node's memory in bytes (0: unknown), for the
 	// oom_score_adj.
 	MemoryCapacity int64
+	// UserNamespace is the pod's user namespace, the sandbox's
+	// (SandboxInputs.UserNamespace): nil for the node's.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // ContainerConfig converts one container into its CRI config. The image's
@@ -47,6 +50,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, in ContainerInputs) (*runtime
 	if err != nil {
 		return nil, err
 	}
+	sc.NamespaceOptions.UsernsOptions = in.UserNamespace
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
 		Stdin:       c.Stdin,
@@ -156,4 +160,23 @@ func MountPropagation(m *v1.MountPropagationMode) runtimeapi.MountPropagation {
 		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
 	}
 	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+}
+
+// IDMapMounts gives every mount of a container in a user namespace of the
+// pod's own the namespace's ID mappings (CRI Mount.uid_mappings and
+// gid_mappings), as the kubelet's applyPlatformSpecificContainerConfig
+// does once the mounts are complete: the runtime then makes each an
+// idmapped mount, so the files of volumes, /etc/hosts and the termination
+// log keep the IDs the pod sees (root in the pod writes uid 0 on disk).
+// Without it the runtime binds them as they are, and a file root writes
+// belongs to the pod's host uid. The engine calls it after adding its own
+// mounts; a container in the node's user namespace is left alone.
+func IDMapMounts(cfg *runtimeapi.ContainerConfig) {
+	userNS := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	if userNS == nil {
+		return
+	}
+	for _, m := range cfg.Mounts {
+		m.UidMappings, m.GidMappings = userNS.Uids, userNS.Gids
+	}
 }

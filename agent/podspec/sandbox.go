@@ -21,6 +21,9 @@ type SandboxInputs struct {
 	// ResolvConf returns the node's resolv.conf content (empty when it
 	// does not exist); called once, after the hostname was formed.
 	ResolvConf func() ([]byte, error)
+	// UserNamespace is the pod's user namespace (spec.hostUsers: false:
+	// mode POD with the pod's ID range, agent/userns); nil for the node's.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // LogDir is <podLogsDir>/<namespace>_<name>_<uid>, the kubelet's layout
@@ -97,6 +100,7 @@ func SandboxConfig(pod *v1.Pod, attempt uint32, in SandboxInputs) (*runtimeapi.P
 			Sysctls:         PodSysctls(pod),
 		},
 	}
+	cfg.Linux.SecurityContext.NamespaceOptions.UsernsOptions = in.UserNamespace
 	if !pod.Spec.HostNetwork {
 		host, err := SandboxHostname(pod, in.DNS.Domain)
 		if err != nil {

@@ -69,3 +69,48 @@ spec:
 	assert.Empty(t, cfg.Hostname, "a host-network pod keeps the node's hostname")
 	assert.Nil(t, cfg.DnsConfig, "a host-network pod uses the node's resolv.conf")
 }
+
+// TestConfigs_UserNamespace: a pod with hostUsers: false gets its user
+// namespace, mode POD with its ID range, in the sandbox's and every
+// container's namespace options, as the kubelet's NamespacesForPod; a pod
+// in the node's user namespace gets no option.
+func TestConfigs_UserNamespace(t *testing.T) {
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: userns}
+spec:
+  hostUsers: false
+  containers: [{name: c, image: reg/c:1}]
+`)
+	ids := func() []*runtimeapi.IDMapping {
+		return []*runtimeapi.IDMapping{{HostId: 131072, ContainerId: 0, Length: 65536}}
+	}
+	userNS := &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD, Uids: ids(), Gids: ids()}
+	in := testInputs("nameserver 1.1.1.1\n")
+	in.UserNamespace = userNS
+	sb, _, err := SandboxConfig(pod, 0, in)
+	require.NoError(t, err)
+	assert.Equal(t, userNS.String(), sb.Linux.SecurityContext.NamespaceOptions.UsernsOptions.String())
+	c, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerInputs{UserNamespace: userNS})
+	require.NoError(t, err)
+	assert.Equal(t, userNS.String(), c.Linux.SecurityContext.NamespaceOptions.UsernsOptions.String())
+
+	// Every mount, the engine's included, is idmapped into the namespace.
+	c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/v/data"}, {ContainerPath: "/etc/hosts", HostPath: "/p/etc-hosts"}}
+	IDMapMounts(c)
+	for _, m := range c.Mounts {
+		require.Len(t, m.UidMappings, 1, m.ContainerPath)
+		require.Len(t, m.GidMappings, 1, m.ContainerPath)
+		assert.Equal(t, ids()[0].String(), m.UidMappings[0].String(), m.ContainerPath)
+		assert.Equal(t, ids()[0].String(), m.GidMappings[0].String(), m.ContainerPath)
+	}
+	plain, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerInputs{Mounts: []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/v/data"}}})
+	require.NoError(t, err)
+	IDMapMounts(plain)
+	assert.Nil(t, plain.Mounts[0].UidMappings, "the node's user namespace: no idmap")
+
+	sb, _, err = SandboxConfig(pod, 0, testInputs("nameserver 1.1.1.1\n"))
+	require.NoError(t, err)
+	assert.Nil(t, sb.Linux.SecurityContext.NamespaceOptions.UsernsOptions, "no mapping given: the node's user namespace")
+}

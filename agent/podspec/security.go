@@ -23,6 +23,12 @@ import (
 // PID is per container unless the node's is asked for, or the pod's
 // (shareProcessNamespace), exactly as the kubelet sets it; the CRI's zero
 // value would mean POD, so it must be explicit.
+//
+// The user namespace (UsernsOptions) is the engine's to fill in, from the
+// pod's allocated ID range (SandboxInputs/ContainerInputs.UserNamespace).
+// A pod in the node's user namespace gets none: the kubelet sends mode
+// NODE, which containerd treats exactly as no option (and containerd 1.6
+// does not know the field), so the configs of such pods stay as they were.
 func NamespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
 		Network: runtimeapi.NamespaceMode_POD,

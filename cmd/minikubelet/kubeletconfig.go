@@ -91,6 +91,7 @@ var kubeletConfigFlags = map[string]kcMapping{
 	"containerLogMaxFiles":             {"container-log-max-files", kcScalar},
 	"rotateCertificates":               {"rotate-certificates", kcScalar},
 	"serverTLSBootstrap":               {"rotate-server-certificates", kcScalar},
+	"userNamespaces.idsPerPod":         {"userns-ids-per-pod", kcScalar},
 }
 
 // kubeletConfigMatches are field values minikubelet's behaviour already

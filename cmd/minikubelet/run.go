@@ -25,6 +25,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
@@ -69,6 +70,10 @@ type nodeFlags struct {
 	clusterDNS     ipList
 	resolvConf     string
 	pullSecretFile string
+	// usernsIDsPerPod and userns: --userns-ids-per-pod, and the pool node()
+	// settled on from it.
+	usernsIDsPerPod int64
+	userns          userns.Config
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -104,6 +109,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain: pod FQDNs (<hostname>.<subdomain>.<namespace>.svc.<domain>) and, with --cluster-dns, the search list of ClusterFirst pods")
 	fs.Var(&f.clusterDNS, "cluster-dns", "IP addresses of the cluster DNS service, comma-separated (the kubelet's --cluster-dns): ClusterFirst pods resolve through them with the search list <ns>.svc.<domain> svc.<domain> <domain> and ndots:5; none: they get the node's resolv.conf")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver file: pods with dnsPolicy Default get it, ClusterFirst pods its search domains (empty: none, the kubelet's rule)")
+	fs.Int64Var(&f.usernsIDsPerPod, "userns-ids-per-pod", userns.DefaultIDsPerPod, "host user and group IDs given to each pod with hostUsers: false, a multiple of 65536 (the kubelet's userNamespaces.idsPerPod); the ranges start at this ID, above the host's own")
 	fs.StringVar(&f.pullSecretFile, "pull-secret-file", "", "docker config file (config.json or .dockercfg) with node-level registry credentials for image pulls (default: <root-dir>/config.json if it exists)")
 }
 
@@ -141,7 +147,20 @@ func (f *nodeFlags) node(thresholds []eviction.Threshold) (agentnode.Info, error
 	if err := f.checkPodSecurity(); err != nil {
 		return agentnode.Info{}, err
 	}
-	return agentnode.Detect(f.nodeName, labels, kube, system, &agentnode.Storage{RootDir: f.rootDir, Thresholds: thresholds})
+	info, err := agentnode.Detect(f.nodeName, labels, kube, system, &agentnode.Storage{RootDir: f.rootDir, Thresholds: thresholds})
+	if err != nil {
+		return info, err
+	}
+	// The user namespace pool must hold a range for every pod the node
+	// admits, as the kubelet checks at start.
+	if f.usernsIDsPerPod <= 0 || f.usernsIDsPerPod >= 1<<32 {
+		return info, fmt.Errorf("--userns-ids-per-pod: %d is not a multiple of 65536 between 65536 and 4294901760", f.usernsIDsPerPod)
+	}
+	f.userns = userns.Config{IDsPerPod: uint32(f.usernsIDsPerPod), MaxPods: int(info.Allocatable.Pods().Value())}.WithDefaults()
+	if err := f.userns.Validate(); err != nil {
+		return info, fmt.Errorf("--userns-ids-per-pod: %w", err)
+	}
+	return info, nil
 }
 
 // checkPodSecurity settles the level of local pods from --pod-security and
@@ -193,6 +212,7 @@ func (f *nodeFlags) agentConfig(node agentnode.Info, runtimeName string) agent.C
 		// Security contexts (agent/security.go).
 		AllowedUnsafeSysctls: f.allowedUnsafeSysctls(),
 		SeccompProfileRoot:   f.seccompRoot,
+		UserNamespaces:       f.userns,
 	}
 }
 

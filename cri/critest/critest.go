@@ -43,6 +43,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 
@@ -112,6 +113,8 @@ type Fake struct {
 	// runtimeName and runtimeVersion replace RuntimeName and
 	// RuntimeVersion in Version when set (SetVersion).
 	runtimeName, runtimeVersion string
+	// runtimeHandlers are reported by Status (SetRuntimeHandlers).
+	runtimeHandlers []*runtimeapi.RuntimeHandler
 }
 
 // exitPlan is a container's scripted exit from AnnotationExitAfterMs.
@@ -434,11 +437,27 @@ func (r *FakeRuntime) SetVersion(name, version string) {
 	r.f.runtimeName, r.f.runtimeVersion = name, version
 }
 
-// Status implements cri.Runtime, returning a copy of the conditions.
+// SetRuntimeHandlers makes Status report these runtime handlers and their
+// features (containerd 2.x reports its handlers, "" the default one;
+// containerd 1.6 none).
+func (r *FakeRuntime) SetRuntimeHandlers(h ...*runtimeapi.RuntimeHandler) {
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	r.f.runtimeHandlers = h
+}
+
+// Status implements cri.Runtime, returning a copy of the conditions and
+// of the runtime handlers.
 func (r *FakeRuntime) Status(_ context.Context, _ bool) (*runtimeapi.StatusResponse, error) {
 	if err := r.f.record("Status", "Status"); err != nil {
 		return nil, err
 	}
+	r.f.mu.Lock()
+	var handlers []*runtimeapi.RuntimeHandler
+	for _, h := range r.f.runtimeHandlers {
+		handlers = append(handlers, proto.Clone(h).(*runtimeapi.RuntimeHandler))
+	}
+	r.f.mu.Unlock()
 	r.Lock()
 	defer r.Unlock()
 	st := &runtimeapi.RuntimeStatus{}
@@ -447,7 +466,7 @@ func (r *FakeRuntime) Status(_ context.Context, _ bool) (*runtimeapi.StatusRespo
 			Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
 		})
 	}
-	return &runtimeapi.StatusResponse{Status: st}, nil
+	return &runtimeapi.StatusResponse{Status: st, RuntimeHandlers: handlers}, nil
 }
 
 // RunPodSandbox implements cri.Runtime. Sandbox ids are deterministic:

@@ -142,6 +142,13 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	// Traversable by every user, as containerd's own state dir (/run/containerd,
+	// 0711): the runc of a pod with hostUsers: false resolves the sandbox's
+	// rootfs under it as the pod's host uid (65536 and up), and MkdirTemp's
+	// 0700 made that "remount-propagation ... rootfs: permission denied".
+	if err := os.Chmod(suite.dir, 0o711); err != nil {
+		return fail("%v", err)
+	}
 	// MINIKUBELET_BIN is a prebuilt binary, for machines without Go (the
 	// cgroup v2 guest of hack/vm).
 	if suite.bin = os.Getenv("MINIKUBELET_BIN"); suite.bin == "" {
