@@ -9,7 +9,7 @@
 //     are evicted under memory, disk or PID pressure with the kubelet's
 //     reason and message (ranking.go), and which local storage limit
 //     (emptyDir sizeLimit, ephemeral-storage limits) a pod exceeds
-//     (local.go);
+//     (local.go), and an evicted pod's status (EvictedStatus, status.go);
 //   - the manager (manager.go, manager_local.go, config.go): its loop (observe every
 //     Period, reclaim node-level resources for disk, evict one pod per
 //     cycle, wait for its cleanup), the pressure conditions and their
