@@ -5,10 +5,12 @@ package agent
 // here the engine builds it and runs its loop (EnableEviction,
 // RunEviction), implements what it asks of the engine (evictionPods: the
 // pods it may rank, a way to evict one, whether an evicted one was
-// cleaned up), asks it one question at admission (admitPressure), and
-// kills an evicted pod (syncEvicted): its containers with the eviction
-// grace period, its volumes, and its status Failed/Evicted; it is never
-// restarted (its worker keeps it evicted until its source drops it).
+// cleaned up), builds the stats provider (agent/eviction/hoststats,
+// NewEvictionStats) and implements what that asks (evictionHost), asks
+// it one question at admission (admitPressure), and kills an evicted pod
+// (syncEvicted): its containers with the eviction grace period, its
+// volumes, and its status Failed/Evicted; it is never restarted (its
+// worker keeps it evicted until its source drops it).
 
 import (
 	"cmp"
@@ -19,12 +21,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/eviction/hoststats"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/volume"
+	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 // EnableEviction sets up the eviction manager (eviction.NewManager over
@@ -34,8 +37,8 @@ func (a *Agent) EnableEviction(cfg eviction.Config) error {
 		return errors.New("eviction: no stats provider")
 	}
 	cfg = cfg.WithDefaults()
-	if h, ok := cfg.Stats.(*hostEvictionStats); ok {
-		if err := h.configureWalks(cfg.VolumeStatsAggPeriod, cfg.Period, a.metrics.registry); err != nil {
+	if h, ok := cfg.Stats.(*hoststats.Provider); ok {
+		if err := h.ConfigureWalks(cfg.VolumeStatsAggPeriod, cfg.Period, a.metrics.registry); err != nil {
 			return err
 		}
 	}
@@ -54,6 +57,42 @@ func (a *Agent) RunEviction(ctx context.Context) {
 		a.eviction.Run(ctx)
 	}
 }
+
+// ContainerStatsLister is the CRI call pod stats need (cri.Instrumented
+// has it).
+type ContainerStatsLister = hoststats.ContainerStatsLister
+
+// NewEvictionStats measures this host for the eviction manager
+// (agent/eviction/hoststats over the engine's pods, cgroups and runtime).
+func (a *Agent) NewEvictionStats(stats ContainerStatsLister) eviction.StatsProvider {
+	return hoststats.New(hoststats.Config{
+		RootDir:           a.cfg.RootDir,
+		MemoryCapacity:    a.cfg.Node.Capacity.Memory().Value(),
+		MemoryAllocatable: a.cfg.Node.Allocatable.Memory().Value(),
+		Cgroups:           a.cgroups,
+		RuntimeTimeout:    a.cfg.RuntimeTimeout,
+		Stats:             stats,
+		Statuses:          a.runtime,
+		Images:            a.images,
+		Logger:            a.logger,
+	}, evictionHost{a})
+}
+
+// evictionHost is the engine as the stats provider sees it
+// (hoststats.Engine).
+type evictionHost struct{ a *Agent }
+
+func (e evictionHost) Has(uid types.UID) bool {
+	e.a.mu.Lock()
+	defer e.a.mu.Unlock()
+	return e.a.workers[uid] != nil
+}
+func (e evictionHost) PodDir(p *v1.Pod) string    { return e.a.podDir(p) }
+func (e evictionHost) PodLogDir(p *v1.Pod) string { return podLogDir(e.a.cfg.PodLogDir, p) }
+func (e evictionHost) EmptyDirPath(p *v1.Pod, vol string) string {
+	return e.a.volumes().EmptyDirPath(p, vol)
+}
+func (e evictionHost) PodCgroup(p *v1.Pod) cgroups.Name { return podCgroupName(p, podQOSClass(p)) }
 
 // evictionPods is the engine as the eviction manager sees it
 // (eviction.Pods).
@@ -162,25 +201,6 @@ func (a *Agent) evictPod(uid types.UID, grace int64, message string, disruption 
 	return true
 }
 
-// evictedStatus is st as an evicted pod's: Failed, reason Evicted, the
-// message, and the DisruptionTarget condition the kubelet adds for a
-// pressure eviction.
-func evictedStatus(st v1.PodStatus, ev *podEviction) v1.PodStatus {
-	st.Phase, st.Reason, st.Message = v1.PodFailed, eviction.Reason, ev.message
-	if !ev.disruption {
-		return st
-	}
-	cond := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
-		Message: ev.message, LastTransitionTime: metav1.NewTime(ev.at)}
-	i := slices.IndexFunc(st.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget })
-	if i >= 0 {
-		st.Conditions[i] = cond
-	} else {
-		st.Conditions = append(st.Conditions, cond)
-	}
-	return st
-}
-
 // syncEvicted is syncPod for an evicted pod: kill whatever runs with the
 // eviction grace period, remove the pod's volumes (an evicted pod's
 // emptyDirs are what disk pressure wants back; the kubelet's volume
@@ -215,10 +235,10 @@ func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) 
 	w.setObserved(st)
 	if err := a.removePodVolumes(pod); err != nil {
 		w.logger.Warn("Remove the evicted pod's volumes failed", "err", err)
-		w.setStatus(evictedStatus(a.computePodStatus(w, pod, st), ev))
+		w.setStatus(eviction.EvictedStatus(a.computePodStatus(w, pod, st), ev.message, ev.at, ev.disruption))
 		return a.cfg.ErrorBackoff
 	}
-	w.setStatus(evictedStatus(a.computePodStatus(w, pod, st), ev))
+	w.setStatus(eviction.EvictedStatus(a.computePodStatus(w, pod, st), ev.message, ev.at, ev.disruption))
 	a.finishPod(w, true) // final_status.go: kept for a local-API pod
 	return a.cfg.ResyncPeriod
 }

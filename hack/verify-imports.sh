@@ -59,10 +59,19 @@ check "$mod/agent/gc" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cgroups|probes)(/|$)
 # The eviction manager and its rules sit below the engine (issue #30): the
 # engine builds the manager, runs its loop and implements its narrow
 # interfaces (the pods, the stats provider, the reclaimer); the manager
-# never imports the engine, a runtime leaf or the CRI client, the daemon or
-# the node package. Of the repository it uses agent/podspec (QoS) and
-# agent/source (which pods are static: critical). Its tests too.
-tests=1 check "$mod/agent/eviction" "^$mod/agent$|^$mod/agent/(daemon|node|api|cluster|kubeletserver|gc|volume|stats)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)|^google.golang.org/grpc(/|$)" "below the engine: the engine implements its interfaces; no engine, no CRI client, no daemon"
+# never imports the engine, a runtime leaf or the CRI client, the daemon,
+# the node package, or the host's stats provider (its subpackage
+# hoststats, which it sees as its StatsProvider). Of the repository it
+# uses agent/podspec (QoS) and agent/source (which pods are static:
+# critical). Its tests too.
+tests=1 only=1 check "$mod/agent/eviction" "^$mod/agent$|^$mod/agent/(daemon|node|api|cluster|kubeletserver|gc|volume|stats|eviction/hoststats)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)|^google.golang.org/grpc(/|$)" "below the engine: the engine implements its interfaces; no engine, no CRI client, no daemon, no host stats"
+# The eviction manager's stats provider on the real host (issue #30):
+# below the engine, which builds it and implements its Engine interface;
+# it reads cgroups, /proc and the pods' files (agent/volume's walks) and
+# asks the runtime through three CRI calls it declares as interfaces (CRI
+# message types only: no CRI client, no grpc). Never the engine, the
+# daemon, the API, the cluster client or the kubelet server. Its tests too.
+tests=1 check "$mod/agent/eviction/hoststats" "^$mod/agent$|^$mod/agent/(daemon|api|cluster|kubeletserver|certificate|gc|source|stats|streaming)(/|$)|^$mod/(cmd|test|cri|cni|probes)(/|$)|^google.golang.org/grpc(/|$)" "the host's stats for eviction: below the engine, which implements its Engine; no engine, no CRI client, no daemon"
 # The manifest package is pure and at the bottom of agent/: decode,
 # defaults, validation, the support table. Everything consumes it.
 tests=1 check "$mod/agent/manifest" "^$mod/" "pure: decode, defaults, validation; nothing of the repository but its own subpackages" "^$mod/agent/manifest(/|$)"

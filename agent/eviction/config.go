@@ -28,14 +28,14 @@ type NodeObservation struct {
 }
 
 // StatsProvider measures the node and its pods; the real one reads the
-// host (the engine's, agent/eviction_stats.go), tests pass fakes.
+// host (agent/eviction/hoststats), tests pass fakes.
 type StatsProvider interface {
 	// Observe measures every signal it can.
 	Observe(ctx context.Context) NodeObservation
 	// PodStats measures the pods' usage; a pod without stats is missing
 	// from the map. disk asks for disk usage as well (costly: walks of
 	// the pods' files, run per pod in the background and waited for a
-	// bounded time; agent/eviction_podfs.go).
+	// bounded time; agent/eviction/hoststats/podfs.go).
 	PodStats(ctx context.Context, pods []*v1.Pod, disk bool) map[types.UID]*PodStats
 	// LocalStorage measures what the pods' local storage limits are
 	// checked against; a pod without stats is missing from the map.
@@ -69,7 +69,7 @@ type Config struct {
 	Period time.Duration
 	// VolumeStatsAggPeriod is how often each pod's files are walked, 1 to
 	// 2 periods apart (0: DefaultVolumeStatsAggPeriod); the walks of one
-	// cycle take a tenth of Period at most (agent/eviction_podfs.go).
+	// cycle take a tenth of Period at most (agent/eviction/hoststats/podfs.go).
 	VolumeStatsAggPeriod time.Duration
 	// Stats measures; Reclaim frees (nil: nothing is reclaimed).
 	Stats   StatsProvider

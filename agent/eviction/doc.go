@@ -9,7 +9,7 @@
 //     are evicted under memory, disk or PID pressure with the kubelet's
 //     reason and message (ranking.go), and which local storage limit
 //     (emptyDir sizeLimit, ephemeral-storage limits) a pod exceeds
-//     (local.go);
+//     (local.go), and an evicted pod's status (EvictedStatus, status.go);
 //   - the manager (manager.go, manager_local.go, config.go): its loop (observe every
 //     Period, reclaim node-level resources for disk, evict one pod per
 //     cycle, wait for its cleanup), the pressure conditions and their
@@ -21,12 +21,14 @@
 // It sees the engine through narrow interfaces the engine implements:
 // Pods (the pods it may rank, a way to evict one, whether an evicted one
 // was cleaned up), StatsProvider (the node's signals and the pods' usage:
-// agent/eviction_stats.go reads the host, the pods' cgroups and the
-// runtime) and Reclaimer (agent/gc). The engine (package agent) builds the
+// its subpackage agent/eviction/hoststats reads the host, the pods'
+// cgroups and the runtime; this package never imports it) and Reclaimer
+// (agent/gc). The engine (package agent) builds the
 // manager (EnableEviction), runs its loop and kills the pods it evicts.
 //
 // It must not import the engine (package agent), the CRI client or any
-// runtime leaf (cri, cni, cgroups, probes), agent/daemon, agent/node,
+// runtime leaf (cri, cni, cgroups, probes), agent/eviction/hoststats (the
+// host's measurements), agent/daemon, agent/node,
 // agent/api, agent/cluster or cmd; of the repository it uses agent/podspec
 // (a pod's QoS class and resources) and agent/source (which pods are
 // static). hack/verify-imports.sh enforces it, for its tests too.

@@ -70,7 +70,7 @@ const (
 	nodeConditionMessageFmt = "The node had condition: %v. "
 	// DefaultVolumeStatsAggPeriod is the kubelet's volumeStatsAggPeriod:
 	// a pod's files are walked again 1 to 2 periods after the last walk
-	// (agent/eviction_podfs.go).
+	// (agent/eviction/hoststats/podfs.go).
 	DefaultVolumeStatsAggPeriod = time.Minute
 )
 

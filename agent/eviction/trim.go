@@ -15,7 +15,7 @@ import (
 // directory per container holding its files): the message stays what it
 // was, and a pod that filled the node filesystem through /dev/termination-log
 // (a writable bind mount of a file under its pod directory, counted as its
-// usage: agent/eviction_stats.go) gives the space back with its eviction
+// usage: agent/eviction/hoststats) gives the space back with its eviction
 // instead of keeping the node under pressure until the next pod is
 // evicted. The kubelet keeps these files until the pod is deleted (and
 // does not count them). The directories are the agent's; the files'

@@ -2,7 +2,7 @@ package node
 
 // The node's one reader of /proc/meminfo: Detect's memory capacity
 // (MemTotal), the eviction manager's memory.available on cgroup v2
-// (agent/eviction_stats.go: MemTotal − MemFree), the cluster Node's
+// (agent/eviction/hoststats: MemTotal − MemFree), the cluster Node's
 // MemAvailable (agent/cluster/host.go) and the local API's node memory
 // (agent/api/discovery.go) read it through MeminfoFile or their own
 // injected file reader and parse it here, so that unit tests never read

@@ -14,8 +14,10 @@ const mod = "github.com/minikubelet/minikubelet"
 type tree map[string]string
 
 // cleanTree has every package the rules name, importing only what the
-// rules allow: the engine imports eviction, manifest, podspec, source and
-// volume; eviction imports podspec and source; node imports eviction,
+// rules allow: the engine imports eviction, eviction/hoststats, manifest,
+// podspec, source and volume; eviction imports podspec and source;
+// eviction/hoststats imports eviction, node, podspec, volume, safepath and
+// the cgroups leaf; node imports eviction,
 // manifest and podspec; the daemon imports the engine and node (and
 // nothing else of agent/ imports it);
 // podspec imports manifest; source imports volume and manifest, volume
@@ -23,7 +25,7 @@ type tree map[string]string
 func cleanTree() tree {
 	return tree{
 		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
-		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/eviction/hoststats\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/podspec/podspec.go":      "package podspec\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"strings\"\n)\n",
 		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
 		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
@@ -36,6 +38,7 @@ func cleanTree() tree {
 		"agent/daemon/daemon.go":        "package daemon\n\nimport (\n\t_ \"" + mod + "/agent\"\n\t_ \"" + mod + "/agent/node\"\n)\n",
 		"agent/eviction/eviction.go":    "package eviction\n\nimport (\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n)\n",
 		"agent/safepath/safepath.go":    "package safepath\n",
+		"agent/eviction/hoststats/h.go": "package hoststats\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/node\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/safepath\"\n\t_ \"" + mod + "/agent/volume\"\n\t_ \"" + mod + "/cgroups\"\n)\n",
 		"test/testutil/testutil.go":     "package testutil\n",
 		"cri/cri.go":                    "package cri\n",
 	}
@@ -102,6 +105,13 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"eviction imports the CRI client":      {"agent/eviction/bad.go", imp("eviction", "cri"), "agent/eviction must not import"},
 		"eviction's test imports the engine":   {"agent/eviction/bad_test.go", imp("eviction_test", "agent"), "agent/eviction must not import"},
 		"eviction imports the daemon":          {"agent/eviction/bad.go", imp("eviction", "agent/daemon"), "agent/eviction must not import"},
+		"eviction imports its host stats":      {"agent/eviction/bad.go", imp("eviction", "agent/eviction/hoststats"), "agent/eviction must not import"},
+		"eviction imports a runtime leaf":      {"agent/eviction/bad.go", imp("eviction", "cgroups"), "agent/eviction must not import"},
+		"hoststats imports the engine":         {"agent/eviction/hoststats/bad.go", imp("hoststats", "agent"), "agent/eviction/hoststats must not import"},
+		"hoststats imports the CRI client":     {"agent/eviction/hoststats/bad.go", imp("hoststats", "cri"), "agent/eviction/hoststats must not import"},
+		"hoststats imports the daemon":         {"agent/eviction/hoststats/bad.go", imp("hoststats", "agent/daemon"), "agent/eviction/hoststats must not import"},
+		"hoststats imports the API":            {"agent/eviction/hoststats/bad.go", imp("hoststats", "agent/api"), "agent/eviction/hoststats must not import"},
+		"hoststats's test imports the engine":  {"agent/eviction/hoststats/bad_test.go", imp("hoststats_test", "agent"), "agent/eviction/hoststats must not import"},
 		"node imports the engine":              {"agent/node/bad.go", imp("node", "agent"), "agent/node must not import"},
 		"node imports the daemon":              {"agent/node/bad.go", imp("node", "agent/daemon"), "agent/node must not import"},
 		"node imports the CRI client":          {"agent/node/bad.go", imp("node", "cri"), "agent/node must not import"},

@@ -1,8 +1,9 @@
-package agent
+package hoststats
 
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -10,20 +11,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
-// fixedObservation is hostEvictionStats with a fixed node observation:
-// the pods' measurements are the real ones, the node is not read.
+// fixedObservation is the Provider with a fixed node observation: the
+// pods' measurements are the real ones, the node is not read.
 type fixedObservation struct {
-	*hostEvictionStats
+	*Provider
 }
 
 func (fixedObservation) Observe(context.Context) eviction.NodeObservation {
@@ -44,6 +47,50 @@ func waitGroupDone(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
+// fakePods is the engine as the eviction manager sees it (eviction.Pods):
+// its pods are evictable until evicted; an eviction is recorded with its
+// message.
+type fakePods struct {
+	mu      sync.Mutex
+	pods    []*v1.Pod
+	evicted map[types.UID]string
+}
+
+func (f *fakePods) Evictable() []*v1.Pod {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*v1.Pod
+	for _, p := range f.pods {
+		if _, ok := f.evicted[p.UID]; !ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (f *fakePods) Evict(uid types.UID, _ int64, message string, _ bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.evicted[uid]; ok {
+		return false
+	}
+	f.evicted[uid] = message
+	return true
+}
+
+func (f *fakePods) CleanedUp(types.UID) (cleanedUp, gone <-chan struct{}) { return nil, nil }
+
+// localStoragePod is a pod whose container "app" has no limits and a disk
+// emptyDir "data" with sizeLimit.
+func localStoragePod(name, sizeLimit string) *v1.Pod {
+	size := resource.MustParse(sizeLimit)
+	p := &v1.Pod{}
+	p.Name, p.Namespace, p.UID = name, "default", types.UID("uid-"+name)
+	p.Spec.Containers = []v1.Container{{Name: "app", Image: "reg.local/app:1"}}
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &size}}}}
+	return p
+}
+
 // A pod whose files take forever to measure (here a walk that blocks until
 // it is stopped, as a pod of millions of files makes it take seconds)
 // holds back neither the other pods' measurements nor the cycle: the pod
@@ -52,14 +99,15 @@ func waitGroupDone(wg *sync.WaitGroup, d time.Duration) bool {
 // runs, and ends when the eviction loop stops. When the cycle walked the
 // pods itself, one after the other, the first cycle never returned.
 func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
-	slow := localStoragePod(t, "slow", "{}", "1Mi")
-	over := localStoragePod(t, "over", "{}", "1Mi")
-	h := newHarness(t)
+	slow := localStoragePod("slow", "1Mi")
+	over := localStoragePod("over", "1Mi")
+	h := newTestEngine(t)
+	h.run(slow, over)
 	ths, err := eviction.ParseThresholds("memory.available<100Mi", "", "")
 	require.NoError(t, err)
 	var slowWalks atomic.Int32
 	slowStarted, slowEnded := make(chan struct{}, 10), make(chan struct{}, 10)
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{ctrStats(string(slow.UID), "app", 0, 0), ctrStats(string(over.UID), "app", 0, 0)}}
+	s := h.provider(fakeStats{ctrStats(string(slow.UID), "app", 0, 0), ctrStats(string(over.UID), "app", 0, 0)})
 	s.measure = func(ctx context.Context, p *v1.Pod, pace walkPacer) *podFiles {
 		if p.UID == slow.UID {
 			slowWalks.Add(1)
@@ -70,18 +118,13 @@ func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
 		}
 		return s.measurePodFiles(ctx, p, pace)
 	}
-	require.NoError(t, h.agent.EnableEviction(eviction.Config{Thresholds: ths, Stats: fixedObservation{s}, PressureTransitionPeriod: time.Minute}))
-	h.agent.SetPods([]*v1.Pod{slow, over})
-	for _, p := range []*v1.Pod{slow, over} {
-		require.Eventually(t, func() bool {
-			got, ok := h.agent.GetPod(p.UID)
-			return ok && got.Status.Phase == v1.PodRunning
-		}, 10*time.Second, 10*time.Millisecond, "pod %s running", p.Name)
-	}
-	data := h.agent.volumes().EmptyDirPath(over, "data")
+	pods := &fakePods{pods: []*v1.Pod{slow, over}, evicted: map[types.UID]string{}}
+	m, err := eviction.NewManager(eviction.Config{Thresholds: ths, Stats: fixedObservation{s}, PressureTransitionPeriod: time.Minute}.WithDefaults(),
+		pods, clock.RealClock{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	require.NoError(t, err)
+	data := h.EmptyDirPath(over, "data")
 	require.NoError(t, os.MkdirAll(data, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(data, "fill"), bytes.Repeat([]byte("x"), 2<<20), 0o644))
-	m := h.agent.eviction
 
 	start := time.Now()
 	cycle := make(chan []*v1.Pod, 1)
@@ -96,19 +139,22 @@ func TestEviction_SlowPodMeasurementHoldsBackNoOne(t *testing.T) {
 	require.Len(t, evicted, 1)
 	assert.Equal(t, "over", evicted[0].Name)
 	assert.Less(t, took, podFilesWait+2*time.Second, "the cycle waits for the slow pod's first figure podFilesWait at most")
-	waitEvicted(t, h, over)
-	assert.Equal(t, `Usage of EmptyDir volume "data" exceeds the limit "1Mi". `, podStatus(t, h, over).Status.Message)
+	pods.mu.Lock()
+	assert.Equal(t, map[types.UID]string{over.UID: `Usage of EmptyDir volume "data" exceeds the limit "1Mi". `}, pods.evicted)
+	pods.mu.Unlock()
 
 	// The next cycles: the slow walk still runs, is not started again,
 	// and the pod without a figure stays unjudged (not evicted).
 	assert.Empty(t, m.Synchronize(context.Background()))
 	assert.Equal(t, int32(1), slowWalks.Load())
-	assert.Equal(t, v1.PodRunning, podStatus(t, h, slow).Status.Phase)
+	pods.mu.Lock()
+	assert.NotContains(t, pods.evicted, slow.UID)
+	pods.mu.Unlock()
 
 	// The loop's end stops the measurement.
 	ctx, cancel := context.WithCancel(context.Background())
 	loopDone := make(chan struct{})
-	go func() { h.agent.RunEviction(ctx); close(loopDone) }()
+	go func() { m.Run(ctx); close(loopDone) }()
 	cancel()
 	select {
 	case <-loopDone:
@@ -247,15 +293,15 @@ func waitFor[T comparable](ch <-chan T, want T) <-chan T {
 // own) and the log directory (each container's as a subtree), and the
 // figures are what separate walks find.
 func TestHostEvictionStats_EachDirectoryWalkedOnce(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	size := resource.MustParse("1Mi")
 	lim := v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}
 	p := &v1.Pod{}
 	p.Name, p.Namespace, p.UID = "p", "default", types.UID("uid-1")
 	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &size}}}}
 	p.Spec.Containers = []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Limits: lim}}}
-	data := h.agent.volumes().EmptyDirPath(p, "data")
-	logs := filepath.Join(podLogDir(h.agent.cfg.PodLogDir, p), "a")
+	data := h.EmptyDirPath(p, "data")
+	logs := filepath.Join(h.PodLogDir(p), "a")
 	for _, d := range []string{data, logs} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
@@ -264,7 +310,7 @@ func TestHostEvictionStats_EachDirectoryWalkedOnce(t *testing.T) {
 
 	var mu sync.Mutex
 	var walked []string
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{ctrStats("uid-1", "a", 0, 0)}}
+	s := h.provider(fakeStats{ctrStats("uid-1", "a", 0, 0)})
 	s.walk = func(ctx context.Context, dir string, l volume.UsageLimits, subs []string) (volume.Usage, map[string]volume.Usage, error) {
 		mu.Lock()
 		walked = append(walked, dir)
@@ -274,7 +320,7 @@ func TestHostEvictionStats_EachDirectoryWalkedOnce(t *testing.T) {
 	got := s.LocalStorage(context.Background(), []*v1.Pod{p})
 	require.Contains(t, got, p.UID)
 	mu.Lock()
-	assert.ElementsMatch(t, []string{h.agent.podDir(p), podLogDir(h.agent.cfg.PodLogDir, p)}, walked, "each directory once, the emptyDir inside the pod directory's walk")
+	assert.ElementsMatch(t, []string{h.PodDir(p), h.PodLogDir(p)}, walked, "each directory once, the emptyDir inside the pod directory's walk")
 	mu.Unlock()
 
 	u := got[p.UID]

@@ -1,6 +1,6 @@
 //go:build linux
 
-package agent
+package hoststats
 
 // Attacks on the eviction manager's measurement of pods' disk usage by a
 // pod that controls every name in its volumes (issue #16's boundary): each
@@ -32,12 +32,12 @@ import (
 
 // boundaryPod is a pod with an emptyDir directory made under the agent's
 // pod dir; it returns the pod and that directory.
-func boundaryPod(t *testing.T, h *harness, name string) (*v1.Pod, string) {
+func boundaryPod(t *testing.T, h *testEngine, name string) (*v1.Pod, string) {
 	t.Helper()
 	p := &v1.Pod{}
 	p.Name, p.Namespace, p.UID = name, "default", types.UID("uid-"+name)
 	p.Spec.Containers = []v1.Container{{Name: "c"}}
-	vol := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "data")
+	vol := filepath.Join(h.PodDir(p), "volumes", "kubernetes.io~empty-dir", "data")
 	require.NoError(t, os.MkdirAll(vol, 0o755))
 	return p, vol
 }
@@ -51,9 +51,9 @@ func fill(t *testing.T, path string, n int) {
 
 // rankDisk ranks pods for signal as the eviction manager does, from the
 // host measurement, and returns their names first to evict first.
-func rankDisk(t *testing.T, h *harness, signal eviction.Signal, pods ...*v1.Pod) []string {
+func rankDisk(t *testing.T, h *testEngine, signal eviction.Signal, pods ...*v1.Pod) []string {
 	t.Helper()
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{}}
+	s := h.provider(fakeStats{})
 	// Every walk is waited for: the daemon's podFilesWait leaves a pod
 	// whose first walk is still running without figures (ranked first,
 	// as the kubelet ranks a pod without stats), which a loaded machine
@@ -79,7 +79,7 @@ func rankDisk(t *testing.T, h *harness, signal eviction.Signal, pods ...*v1.Pod)
 // the pod's (and for as long as the host tree takes). Not once may the
 // host directory's bytes be counted.
 func TestEvictionStats_SwappedSymlinkNeverWalked(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	p, vol := boundaryPod(t, h, "flipper")
 	host := t.TempDir()
 	for i := range 16 {
@@ -100,7 +100,7 @@ func TestEvictionStats_SwappedSymlinkNeverWalked(t *testing.T) {
 	}()
 	defer func() { stop.Store(true); wg.Wait() }()
 
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{}}
+	s := h.provider(fakeStats{})
 	deadline := time.Now().Add(3 * time.Second)
 	runs := 0
 	for time.Now().Before(deadline) || runs < 200 {
@@ -118,7 +118,7 @@ func TestEvictionStats_SwappedSymlinkNeverWalked(t *testing.T) {
 // over path strings never sees it, so the pod measures as empty and the
 // node evicts a pod that uses less. The hidden pod must rank first.
 func TestEvictionStats_TreeBelowPathMaxDoesNotHide(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	hider, vol := boundaryPod(t, h, "hider")
 	fd, err := unix.Open(vol, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	require.NoError(t, err)
@@ -149,9 +149,9 @@ func TestEvictionStats_TreeBelowPathMaxDoesNotHide(t *testing.T) {
 // pod dir, outside the pod's volumes): it is on the node filesystem and
 // must count as the pod's.
 func TestEvictionStats_TerminationMessageFileCounts(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	writer, _ := boundaryPod(t, h, "writer")
-	fill(t, filepath.Join(h.agent.podDir(writer), "containers", "c", "0123abcd"), 4<<20)
+	fill(t, filepath.Join(h.PodDir(writer), "containers", "c", "0123abcd"), 4<<20)
 	honest, hvol := boundaryPod(t, h, "honest")
 	fill(t, filepath.Join(hvol, "data"), 1<<20)
 
@@ -163,7 +163,7 @@ func TestEvictionStats_TerminationMessageFileCounts(t *testing.T) {
 // the pod that uses the inodes is evicted (the kubelet ranks
 // nodefs.inodesFree by inodes), not the pod with the most bytes.
 func TestEvictionStats_InodePressureRanksByInodes(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	many, vol := boundaryPod(t, h, "many")
 	for i := range 3000 {
 		f, err := os.Create(filepath.Join(vol, fmt.Sprintf("f%d", i)))
@@ -181,7 +181,7 @@ func TestEvictionStats_InodePressureRanksByInodes(t *testing.T) {
 // walk's limit) counts as using the whole disk: it is evicted first,
 // never another pod in its place.
 func TestEvictionStats_UnmeasurablePodRanksFirst(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	deep, vol := boundaryPod(t, h, "deep")
 	d := vol
 	for range volume.DefaultUsageLimits.MaxDepth + 1 {
@@ -196,77 +196,27 @@ func TestEvictionStats_UnmeasurablePodRanksFirst(t *testing.T) {
 	}
 }
 
-// An evicted pod gives back what it wrote through /dev/termination-log:
-// its message files are cut to the part the status reads (the same
-// message), so the pressure it caused ends with its eviction and the next
-// pod is not evicted for it. Entries that are not regular files are left
-// alone, and a FIFO is never opened for good (O_NONBLOCK).
-func TestEviction_TerminationFilesTrimmedKeepsMessage(t *testing.T) {
-	h := newHarness(t)
-	p, _ := boundaryPod(t, h, "writer")
-	dir := filepath.Join(h.agent.podDir(p), "containers", "c")
-	big := filepath.Join(dir, "0123abcd")
-	fill(t, big, 4<<20)
-	f, err := os.OpenFile(big, os.O_WRONLY|os.O_APPEND, 0)
-	require.NoError(t, err)
-	_, err = f.WriteString("the last words")
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	small := filepath.Join(dir, "feedbeef")
-	require.NoError(t, os.WriteFile(small, []byte("short message"), 0o666))
-	require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
-	outside := filepath.Join(t.TempDir(), "host-file")
-	fill(t, outside, 1<<20)
-	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
-	before, err := readTerminationMessageFile(big)
-	require.NoError(t, err)
-
-	require.NoError(t, eviction.TrimTerminationMessageFiles(filepath.Join(h.agent.podDir(p), "containers"), maxTerminationMessageBytes))
-
-	st, err := os.Stat(big)
-	require.NoError(t, err)
-	assert.Equal(t, int64(maxTerminationMessageBytes), st.Size())
-	after, err := readTerminationMessageFile(big)
-	require.NoError(t, err)
-	assert.Equal(t, before, after, "the message the status shows is unchanged")
-	assert.True(t, strings.HasSuffix(after, "the last words"))
-	b, err := os.ReadFile(small)
-	require.NoError(t, err)
-	assert.Equal(t, "short message", string(b))
-	st, err = os.Stat(outside)
-	require.NoError(t, err)
-	assert.Equal(t, int64(1<<20), st.Size(), "a link's target is never touched")
-}
-
-// readTerminationMessageFile is the last maxTerminationMessageBytes of path.
-func readTerminationMessageFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	return string(b[max(0, len(b)-maxTerminationMessageBytes):]), nil
-}
-
 // A pod forks until the node runs out of PIDs: under PID pressure it is
 // the pod evicted (the kubelet ranks by priority, then by process count),
 // not whichever pod sorts first. Here the pod cgroup's pids.current is
 // not readable (a fake cgroup tree), so its processes count.
 func TestEvictionStats_PIDPressureRanksTheForker(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	fake := cgroupstest.NewFake()
-	h.agent.cgroups = fake
+	h.cgroups = fake
 	quiet, _ := boundaryPod(t, h, "aa-quiet")
 	forker, _ := boundaryPod(t, h, "zz-forker")
 	many := make([]int, 500)
 	for i := range many {
 		many[i] = 1000 + i
 	}
-	fake.SetPids(podCgroupName(forker, podQOSClass(forker)), many...)
-	fake.SetPids(podCgroupName(quiet, podQOSClass(quiet)), 1, 2)
+	fake.SetPids(h.PodCgroup(forker), many...)
+	fake.SetPids(h.PodCgroup(quiet), 1, 2)
 
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{
+	s := h.provider(fakeStats{
 		ctrStats(string(quiet.UID), "c", 100, 0), ctrStats(string(forker.UID), "c", 100, 0),
-	}, cgroupRoot: t.TempDir()}
+	})
+	s.cgroupRoot = t.TempDir()
 	stats := s.PodStats(context.Background(), []*v1.Pod{quiet, forker}, false)
 	require.NotNil(t, stats[forker.UID])
 	assert.Equal(t, int64(500), stats[forker.UID].Processes)
@@ -276,7 +226,7 @@ func TestEvictionStats_PIDPressureRanksTheForker(t *testing.T) {
 
 	// pids.current, where the kernel has it, counts threads too.
 	writeFiles(t, s.cgroupRoot, map[string]string{
-		filepath.Join("pids", fake.Path(podCgroupName(quiet, podQOSClass(quiet))), "pids.current"): "4096\n",
+		filepath.Join("pids", fake.Path(h.PodCgroup(quiet)), "pids.current"): "4096\n",
 	})
 	stats = s.PodStats(context.Background(), []*v1.Pod{quiet}, false)
 	assert.Equal(t, int64(4096), stats[quiet.UID].Processes)
@@ -287,11 +237,11 @@ func TestEvictionStats_PIDPressureRanksTheForker(t *testing.T) {
 // next pods cut short, counted as unmeasurable and evicted first (here
 // the deadline is spent before any walk starts).
 func TestEvictionStats_SpentDeadlineDoesNotMakePodsUnmeasurable(t *testing.T) {
-	h := newHarness(t)
-	h.agent.cfg.RuntimeTimeout = time.Nanosecond
+	h := newTestEngine(t)
+	h.timeout = time.Nanosecond
 	p, vol := boundaryPod(t, h, "innocent")
 	fill(t, filepath.Join(vol, "data"), 1<<20)
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{}}
+	s := h.provider(fakeStats{})
 	got := s.PodStats(context.Background(), []*v1.Pod{p}, true)[p.UID]
 	require.NotNil(t, got)
 	assert.GreaterOrEqual(t, got.Disk, int64(1<<20))

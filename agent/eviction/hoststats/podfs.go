@@ -1,4 +1,4 @@
-package agent
+package hoststats
 
 // What pods write on the node filesystem outside their writable layers
 // (pod directory, log directory, unlinked files held open), measured in
@@ -30,7 +30,7 @@ package agent
 //
 // The cheap parts are measured every cycle: the writable layers (the
 // runtime's ContainerStats) and containerd's per-sandbox files
-// (eviction_sandboxfiles.go).
+// (sandboxfiles.go).
 
 import (
 	"context"
@@ -104,10 +104,9 @@ type podFiles struct {
 // by descriptor, never following a link or entering a mount, bounded),
 // and the unlinked files its processes hold open. pace (nil: none) is
 // called between batches of each walk's entries.
-func (h *hostEvictionStats) measurePodFiles(ctx context.Context, p *v1.Pod, pace walkPacer) *podFiles {
+func (h *Provider) measurePodFiles(ctx context.Context, p *v1.Pod, pace walkPacer) *podFiles {
 	out := &podFiles{EmptyDirs: map[string]volume.Usage{}, ContainerLogs: map[string]volume.Usage{}}
-	podDir := h.a.podDir(p)
-	vols := h.a.volumes()
+	podDir := h.eng.PodDir(p)
 	emptyDirs := map[string]string{} // subtree -> volume name
 	var subs []string
 	for i := range p.Spec.Volumes {
@@ -115,7 +114,7 @@ func (h *hostEvictionStats) measurePodFiles(ctx context.Context, p *v1.Pod, pace
 		if vol.EmptyDir == nil || vol.EmptyDir.Medium == v1.StorageMediumMemory {
 			continue
 		}
-		rel, err := filepath.Rel(podDir, vols.EmptyDirPath(p, vol.Name))
+		rel, err := filepath.Rel(podDir, h.eng.EmptyDirPath(p, vol.Name))
 		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 			continue
 		}
@@ -148,7 +147,7 @@ func (h *hostEvictionStats) measurePodFiles(ctx context.Context, p *v1.Pod, pace
 			names = append(names, list[i].Name)
 		}
 	}
-	out.Logs, got, out.LogsErr = walk(ctx, podLogDir(h.a.cfg.PodLogDir, p), paced(logDirPart), names)
+	out.Logs, got, out.LogsErr = walk(ctx, h.eng.PodLogDir(p), paced(logDirPart), names)
 	for name, u := range got {
 		out.ContainerLogs[name] = u
 	}

@@ -1,4 +1,4 @@
-package agent
+package hoststats
 
 // The runtime's per-sandbox files in a pod's containers. containerd (1.6
 // and 2.x) keeps a hostname and a resolv.conf (and a hosts file) per
@@ -39,15 +39,8 @@ import (
 	"sync"
 	"syscall"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
 	"github.com/minikubelet/minikubelet/agent/safepath"
 )
-
-// containerStatuser is the CRI call that finds the files.
-type containerStatuser interface {
-	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
-}
 
 // sandboxFileNames are the files containerd keeps per sandbox and mounts
 // at /etc/<name>.
@@ -63,14 +56,13 @@ type sandboxFileCache struct {
 // containerSandboxFiles is the runtime's per-sandbox files mounted into
 // the container, as its verbose status shows them (see the file comment);
 // ok is false when the runtime could not be asked (asked again next time).
-func (h *hostEvictionStats) containerSandboxFiles(ctx context.Context, id string) (paths []string, ok bool) {
-	ctx, cancel := context.WithTimeout(ctx, h.a.cfg.RuntimeTimeout)
-	defer cancel()
-	var rt containerStatuser = h.a.runtime
-	if h.statuses != nil {
-		rt = h.statuses
+func (h *Provider) containerSandboxFiles(ctx context.Context, id string) (paths []string, ok bool) {
+	if h.statuses == nil {
+		return nil, false
 	}
-	resp, err := rt.ContainerStatus(ctx, id, true)
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.RuntimeTimeout)
+	defer cancel()
+	resp, err := h.statuses.ContainerStatus(ctx, id, true)
 	if err != nil {
 		return nil, false
 	}
@@ -106,7 +98,7 @@ func sandboxFilesOfInfo(info string) []string {
 
 // sandboxFileUsage is the disk the runtime's per-sandbox files mounted in
 // the containers ids take (each file once), and how many files.
-func (h *hostEvictionStats) sandboxFileUsage(ctx context.Context, ids []string) (bytes, inodes int64) {
+func (h *Provider) sandboxFileUsage(ctx context.Context, ids []string) (bytes, inodes int64) {
 	c := &h.sandboxFiles
 	seen := map[string]bool{}
 	for _, id := range ids {

@@ -1,4 +1,4 @@
-package agent
+package hoststats
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/volume"
 )
 
@@ -47,7 +48,7 @@ func TestHostEvictionStats_WorkingSets(t *testing.T) {
 		"loadavg":            "0.10 0.20 0.30 2/345 6789\n",
 		"sys/kernel/pid_max": "4096\n",
 	})
-	h := &hostEvictionStats{cgroupRoot: root, procRoot: proc}
+	h := &Provider{cgroupRoot: root, procRoot: proc}
 	ws, err := h.rootWorkingSet(false)
 	require.NoError(t, err)
 	assert.Equal(t, int64(700000), ws)
@@ -76,7 +77,7 @@ func (f fakeStats) ListContainerStats(context.Context, *runtimeapi.ContainerStat
 
 func ctrStats(uid, name string, ws, layer uint64) *runtimeapi.ContainerStats {
 	return &runtimeapi.ContainerStats{
-		Attributes:    &runtimeapi.ContainerAttributes{Labels: map[string]string{labelPodUID: uid, labelContainerName: name}},
+		Attributes:    &runtimeapi.ContainerAttributes{Labels: map[string]string{podspec.LabelPodUID: uid, podspec.LabelContainerName: name}},
 		Memory:        &runtimeapi.MemoryUsage{WorkingSetBytes: &runtimeapi.UInt64Value{Value: ws}},
 		WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: &runtimeapi.UInt64Value{Value: layer}},
 	}
@@ -86,18 +87,18 @@ func ctrStats(uid, name string, ws, layer uint64) *runtimeapi.ContainerStats {
 // writable layers, the volumes on the node filesystem (a link the pod left
 // is not followed) and the pod's logs.
 func TestHostEvictionStats_PodStats(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	p := &v1.Pod{}
 	p.Name, p.Namespace, p.UID = "p", "default", types.UID("uid-1")
-	vol := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "data")
+	vol := filepath.Join(h.PodDir(p), "volumes", "kubernetes.io~empty-dir", "data")
 	require.NoError(t, os.MkdirAll(vol, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(vol, "fill"), make([]byte, 64<<10), 0o644))
 	outside := filepath.Join(t.TempDir(), "big")
 	require.NoError(t, os.WriteFile(outside, make([]byte, 1<<20), 0o644))
 	require.NoError(t, os.Symlink(outside, filepath.Join(vol, "link")))
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{
+	s := h.provider(fakeStats{
 		ctrStats("uid-1", "a", 100, 10), ctrStats("uid-1", "b", 50, 5), ctrStats("other", "c", 999, 999),
-	}}
+	})
 	got := s.PodStats(context.Background(), []*v1.Pod{p}, false)
 	require.Contains(t, got, p.UID)
 	assert.Equal(t, int64(150), got[p.UID].Memory)
@@ -116,7 +117,7 @@ func TestHostEvictionStats_PodStats(t *testing.T) {
 // sizeLimit is not measured on its own, a pod without containers not at
 // all.
 func TestHostEvictionStats_LocalStorage(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	size := resource.MustParse("1Mi")
 	lim := v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}
 	p := &v1.Pod{}
@@ -129,9 +130,9 @@ func TestHostEvictionStats_LocalStorage(t *testing.T) {
 	empty := p.DeepCopy()
 	empty.Name, empty.UID = "empty", "uid-2"
 
-	data := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "data")
-	other := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "other")
-	logs := filepath.Join(podLogDir(h.agent.cfg.PodLogDir, p), "a")
+	data := filepath.Join(h.PodDir(p), "volumes", "kubernetes.io~empty-dir", "data")
+	other := filepath.Join(h.PodDir(p), "volumes", "kubernetes.io~empty-dir", "other")
+	logs := filepath.Join(h.PodLogDir(p), "a")
 	for _, d := range []string{data, other, logs} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
@@ -146,7 +147,7 @@ func TestHostEvictionStats_LocalStorage(t *testing.T) {
 	old.Attributes.Metadata = &runtimeapi.ContainerMetadata{Name: "a", Attempt: 0}
 	cur := ctrStats("uid-1", "a", 0, 1<<20)
 	cur.Attributes.Metadata = &runtimeapi.ContainerMetadata{Name: "a", Attempt: 1}
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{old, cur, ctrStats("uid-1", "b", 0, 2<<20), ctrStats("other", "c", 0, 999)}}
+	s := h.provider(fakeStats{old, cur, ctrStats("uid-1", "b", 0, 2<<20), ctrStats("other", "c", 0, 999)})
 
 	got := s.LocalStorage(context.Background(), []*v1.Pod{p, empty})
 	require.NotContains(t, got, empty.UID, "no container: not checked")
@@ -168,16 +169,16 @@ func TestHostEvictionStats_LocalStorage(t *testing.T) {
 // than volume.DefaultUsageLimits) counts as over its sizeLimit, however
 // large: hiding usage from the measurement does not let it past the limit.
 func TestHostEvictionStats_LocalStorageUnmeasurable(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	size := resource.MustParse("1Gi")
 	p := &v1.Pod{}
 	p.Name, p.Namespace, p.UID = "deep", "default", types.UID("uid-deep")
 	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: &size}}}}
 	p.Spec.Containers = []v1.Container{{Name: "a"}}
-	dir := filepath.Join(h.agent.podDir(p), "volumes", "kubernetes.io~empty-dir", "data")
+	dir := filepath.Join(h.PodDir(p), "volumes", "kubernetes.io~empty-dir", "data")
 	deep := dir + strings.Repeat("/d", volume.DefaultUsageLimits.MaxDepth+2)
 	require.NoError(t, os.MkdirAll(deep, 0o755))
-	s := &hostEvictionStats{a: h.agent, stats: fakeStats{ctrStats("uid-deep", "a", 0, 0)}}
+	s := h.provider(fakeStats{ctrStats("uid-deep", "a", 0, 0)})
 	got := s.LocalStorage(context.Background(), []*v1.Pod{p})
 	require.Contains(t, got, p.UID)
 	assert.Equal(t, unmeasurableUsage, got[p.UID].EmptyDirs["data"])

@@ -1,4 +1,4 @@
-package agent
+package hoststats
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func ctrStatsID(uid, name, id string, layer uint64) *runtimeapi.ContainerStats {
 // symlink (never followed) or a FIFO (never opened) count nothing; the
 // paths are looked up once per container, and forgotten with it.
 func TestHostEvictionStats_SandboxFilesCount(t *testing.T) {
-	h := newHarness(t)
+	h := newTestEngine(t)
 	root := filepath.Join(t.TempDir(), "io.containerd.grpc.v1.cri", "sandboxes")
 	sbDir := filepath.Join(root, "sb1")
 	require.NoError(t, os.MkdirAll(sbDir, 0o755))
@@ -105,9 +105,10 @@ func TestHostEvictionStats_SandboxFilesCount(t *testing.T) {
 	p.Spec.Containers = []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{Limits: lim}}, {Name: "b"}}
 	q := p.DeepCopy()
 	q.Name, q.UID = "q", "uid-2"
-	s := &hostEvictionStats{a: h.agent, statuses: st, stats: fakeStats{
+	s := h.provider(fakeStats{
 		ctrStatsID("uid-1", "a", "c1", 0), ctrStatsID("uid-1", "b", "c2", 0), ctrStatsID("uid-2", "a", "c3", 0),
-	}}
+	})
+	s.statuses = st
 
 	got := s.LocalStorage(context.Background(), []*v1.Pod{p, q})
 	require.Contains(t, got, p.UID)
