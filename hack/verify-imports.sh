@@ -76,6 +76,11 @@ tests=1 check "$mod/agent/podspec" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os
 # agent/manifest and agent/safepath; no engine, no CRI client, no cgroups.
 # Its tests too.
 tests=1 check "$mod/agent/resize" "^$mod/|^google.golang.org/grpc(/|$)" "the pure parts of in-place resize: no engine, no CRI client, no cgroups; agent/node, agent/podspec, agent/manifest and agent/safepath only" "^$mod/agent/(resize|node|podspec|manifest|safepath)(/|$)"
+# Container log rotation (issue #30) sits below the engine, which tells it
+# which containers are its own: of the repository only cri (its errors;
+# its tests cri/critest); no engine, no other runtime leaf, no k8s.io/api.
+# Its tests too.
+tests=1 check "$mod/agent/logrotate" "^$mod/|^k8s.io/api/" "below the engine: the engine wires it; cri only, no k8s.io/api" "^$mod/(agent/logrotate|cri)(/|$)"
 # Node facts and admission (issue #30): capacity, identity, the admit
 # chain, the one reader of /proc/meminfo. Below the engine: never the
 # engine, the daemon, a runtime leaf or the CRI client. Its tests too.

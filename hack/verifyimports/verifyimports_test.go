@@ -14,9 +14,10 @@ const mod = "github.com/minikubelet/minikubelet"
 type tree map[string]string
 
 // cleanTree has every package the rules name, importing only what the
-// rules allow: the engine imports eviction, manifest, podspec, resize,
-// source and volume; resize imports manifest, node, podspec and safepath;
-// eviction imports podspec and source; node imports eviction, manifest
+// rules allow: the engine imports eviction, logrotate, manifest, podspec,
+// resize, source and volume; logrotate imports cri; resize imports
+// manifest, node, podspec and safepath; eviction imports podspec and
+// source; node imports eviction, manifest
 // and podspec; the daemon imports the engine and node (and
 // nothing else of agent/ imports it);
 // podspec imports manifest; source imports volume and manifest, volume
@@ -24,7 +25,7 @@ type tree map[string]string
 func cleanTree() tree {
 	return tree{
 		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
-		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/resize\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/logrotate\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/resize\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/podspec/podspec.go":      "package podspec\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"strings\"\n)\n",
 		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
 		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
@@ -37,6 +38,7 @@ func cleanTree() tree {
 		"agent/daemon/daemon.go":        "package daemon\n\nimport (\n\t_ \"" + mod + "/agent\"\n\t_ \"" + mod + "/agent/node\"\n)\n",
 		"agent/eviction/eviction.go":    "package eviction\n\nimport (\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n)\n",
 		"agent/safepath/safepath.go":    "package safepath\n",
+		"agent/logrotate/logrotate.go":  "package logrotate\n\nimport _ \"" + mod + "/cri\"\n",
 		"agent/resize/resize.go":        "package resize\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/node\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/safepath\"\n)\n",
 		"test/testutil/testutil.go":     "package testutil\n",
 		"cri/cri.go":                    "package cri\n",
@@ -120,6 +122,9 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"resize imports the daemon":            {"agent/resize/bad.go", imp("resize", "agent/daemon"), "agent/resize must not import"},
 		"resize imports eviction":              {"agent/resize/bad.go", imp("resize", "agent/eviction"), "agent/resize must not import"},
 		"resize's test imports the engine":     {"agent/resize/bad_test.go", imp("resize_test", "agent"), "agent/resize must not import"},
+		"logrotate imports the engine":         {"agent/logrotate/bad.go", imp("logrotate", "agent"), "agent/logrotate must not import"},
+		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
+		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {
