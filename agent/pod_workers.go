@@ -14,6 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/minikubelet/minikubelet/agent/resize"
 )
 
 // podWorker is the one goroutine that owns every runtime mutation of one pod
@@ -38,14 +40,11 @@ type podWorker struct {
 	mu sync.Mutex
 	// spec is the newest desired pod.
 	spec *v1.Pod
-	// allocated and actuated are the pod's resizable resources as the
-	// node admitted them and as its running containers have them
-	// (resize.go); allocPod is spec with the allocated resources when they
-	// differ (nil: spec itself). resizePending and resizeInProgress are
-	// the resize conditions (nil: absent).
-	allocated, actuated             podResources
-	allocPod                        *v1.Pod
-	resizePending, resizeInProgress *v1.PodCondition
+	// resize is the pod's in-place resize state (agent/resize): its
+	// resizable resources as the node admitted them and as its running
+	// containers have them, the allocated view of spec, the resize
+	// conditions (resize.go).
+	resize resize.State
 	// saveMu orders the resources checkpoint's writes (resize.go:
 	// saveResize): the agent's loop and the worker both save, and the
 	// newest snapshot must be the one left on disk.
@@ -163,10 +162,7 @@ func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
 func (w *podWorker) pod() *v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.allocPod != nil {
-		return w.allocPod
-	}
-	return w.spec
+	return w.resize.View(w.spec)
 }
 
 // update hands a new spec to the worker.
@@ -207,10 +203,7 @@ func (w *podWorker) specChanged(p *v1.Pod) bool {
 func (w *podWorker) admissionView() *v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	spec := w.spec
-	if w.allocPod != nil {
-		spec = w.allocPod // admission counts the allocated resources
-	}
+	spec := w.resize.View(w.spec) // admission counts the allocated resources
 	return &v1.Pod{ObjectMeta: spec.ObjectMeta, Spec: spec.Spec, Status: v1.PodStatus{Phase: w.status.Phase}}
 }
 

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
+	"github.com/minikubelet/minikubelet/agent/resize"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
 
@@ -53,157 +51,93 @@ func rl(cpu, mem string) v1.ResourceList {
 	return l
 }
 
-func TestComputeResizeActions(t *testing.T) {
-	type want struct {
-		cpu, memory []string // container names, in update order
-		restart     []string
-		restartApp  []int
-		restartSide []int
+// planResize merges the restarts of resize.Plan into the sync's plan,
+// without doubling a kill or a start the plan has already, and plans no
+// resize while the pod is killed or its sandbox recreated.
+func TestAgent_PlanResize(t *testing.T) {
+	restartContainer := []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+	// appRestarts: app's memory with RestartContainer; sideInPlace: side's
+	// cpu, in place; sideRestarts: side's memory with RestartContainer.
+	appRestarts := func(p *v1.Pod) {
+		p.Spec.Containers[0].ResizePolicy = restartContainer
+		p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("512Mi")
+	}
+	sideInPlace := func(p *v1.Pod) {
+		p.Spec.InitContainers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("150m")
+	}
+	sideRestarts := func(p *v1.Pod) {
+		p.Spec.InitContainers[0].ResizePolicy = restartContainer
+		p.Spec.InitContainers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("32Mi")
 	}
 	tests := map[string]struct {
-		// mutate changes the allocated pod (the spec the sync acts on);
-		// the actuated resources are the fixture's.
-		mutate       func(pod *v1.Pod, st *podState)
-		want         want
-		wantNoChange bool
+		mutate        []func(*v1.Pod)
+		act           podActions
+		wantKill      map[string]string // container ID -> message
+		wantStart     []int
+		wantInitStart []int
+		wantInPlace   bool
 	}{
-		"nothing changed": {mutate: func(*v1.Pod, *podState) {}, wantNoChange: true},
-		"cpu limit up": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
-			},
-			want: want{cpu: []string{"app"}},
+		"a restart joins the plan, an update stays in place": {
+			mutate:      []func(*v1.Pod){appRestarts, sideInPlace},
+			act:         podActions{ContainersToKill: map[string]killReason{}},
+			wantKill:    map[string]string{"c-app": "Container app resize requires restart"},
+			wantStart:   []int{0},
+			wantInPlace: true,
 		},
-		"cpu request down": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("250m")
-			},
-			want: want{cpu: []string{"app"}},
+		"a sidecar restarts as an init container": {
+			mutate:        []func(*v1.Pod){sideRestarts},
+			act:           podActions{ContainersToKill: map[string]killReason{}},
+			wantKill:      map[string]string{"c-side": "Container side resize requires restart"},
+			wantInitStart: []int{0},
 		},
-		"memory limit up": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("512Mi")
-			},
-			want: want{memory: []string{"app"}},
+		"a kill and a start already planned stay as they are": {
+			mutate:    []func(*v1.Pod){appRestarts},
+			act:       podActions{ContainersToKill: map[string]killReason{"c-app": {Name: "app", Message: "probe"}}, ContainersToStart: []int{0}},
+			wantKill:  map[string]string{"c-app": "probe"},
+			wantStart: []int{0},
 		},
-		"memory limit down": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("200Mi")
-			},
-			want: want{memory: []string{"app"}},
+		"the pod is killed: no resize": {
+			mutate:   []func(*v1.Pod){appRestarts, sideInPlace},
+			act:      podActions{KillPod: true, ContainersToKill: map[string]killReason{}},
+			wantKill: map[string]string{},
 		},
-		"same quantity spelled otherwise is no change": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("1000m")
-			},
-			wantNoChange: true,
+		"the sandbox is recreated: no resize": {
+			mutate:   []func(*v1.Pod){appRestarts, sideInPlace},
+			act:      podActions{CreateSandbox: true, ContainersToKill: map[string]killReason{}},
+			wantKill: map[string]string{},
 		},
-		"decreases go before increases": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")        // up
-				p.Spec.InitContainers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("150m") // down
-			},
-			want: want{cpu: []string{"side", "app"}},
-		},
-		"RestartContainer for the changed resource restarts": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("512Mi")
-			},
-			want: want{restart: []string{"c-app"}, restartApp: []int{0}},
-		},
-		"RestartContainer for another resource updates in place": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
-			},
-			want: want{cpu: []string{"app"}},
-		},
-		"sidecar with RestartContainer restarts as an init container": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				p.Spec.InitContainers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceCPU, RestartPolicy: v1.RestartContainer}}
-				p.Spec.InitContainers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("150m")
-			},
-			want: want{restart: []string{"c-side"}, restartSide: []int{0}},
-		},
-		"a container that is not running is not resized": {
-			mutate: func(p *v1.Pod, st *podState) {
-				st.containers[0].state = runtimeapi.ContainerState_CONTAINER_EXITED
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
-			},
-			wantNoChange: true,
-		},
-		"a pod being deleted is not resized": {
-			mutate: func(p *v1.Pod, _ *podState) {
-				now := metav1.Now()
-				p.DeletionTimestamp = &now
-				p.Spec.Containers[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
-			},
-			wantNoChange: true,
+		"no running sandbox: no resize": {
+			mutate:   []func(*v1.Pod){appRestarts, sideInPlace, nil},
+			act:      podActions{ContainersToKill: map[string]killReason{}},
+			wantKill: map[string]string{},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pod, st := resizeFixture()
-			actuated := resourcesOf(pod)
-			tc.mutate(pod, st)
-			ra := computeResizeActions(pod, actuated, st)
-			if tc.wantNoChange {
-				assert.True(t, ra.empty(), "%+v", ra)
-				return
-			}
-			names := func(l []containerResize) []string {
-				var out []string
-				for _, u := range l {
-					out = append(out, u.name)
+			w := &podWorker{spec: pod}
+			w.resize.Init(pod, resize.Checkpoint{}, false)
+			w.resize.Actuated = resize.Of(pod)
+			for _, m := range tc.mutate {
+				if m == nil {
+					st.sandboxes = nil
+					continue
 				}
-				return out
+				m(pod)
 			}
-			var restart []string
-			for id := range ra.restart {
-				restart = append(restart, id)
+			act := tc.act
+			ra := (&Agent{}).planResize(w, pod, st, &act)
+			kills := map[string]string{}
+			for id, kr := range act.ContainersToKill {
+				kills[id] = kr.Message
 			}
-			assert.Equal(t, tc.want.cpu, names(ra.update[v1.ResourceCPU]), "cpu updates")
-			assert.Equal(t, tc.want.memory, names(ra.update[v1.ResourceMemory]), "memory updates")
-			assert.Equal(t, tc.want.restart, restart, "restarts")
-			assert.Equal(t, tc.want.restartApp, ra.restartApp)
-			assert.Equal(t, tc.want.restartSide, ra.restartSidecar)
-		})
-	}
-}
-
-func TestAdmitResize(t *testing.T) {
-	info := node.Info{Name: "node-1", Allocatable: v1.ResourceList{
-		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
-	}}
-	other := &v1.Pod{}
-	other.UID = "other"
-	other.Spec.Containers = []v1.Container{{Name: "o", Resources: v1.ResourceRequirements{Requests: rl("1", "512Mi")}}}
-	tests := map[string]struct {
-		cpu, mem   string
-		wantFit    bool
-		wantReason string
-		wantMsg    string
-	}{
-		"cpu up, fits":   {cpu: "800m", mem: "128Mi", wantFit: true},
-		"cpu down":       {cpu: "100m", mem: "128Mi", wantFit: true},
-		"memory up":      {cpu: "500m", mem: "256Mi", wantFit: true},
-		"memory down":    {cpu: "500m", mem: "64Mi", wantFit: true},
-		"cpu up, others": {cpu: "1500m", mem: "128Mi", wantReason: v1.PodReasonDeferred, wantMsg: "Node didn't have enough resource: cpu, requested: 1600, used: 1000, capacity: 2000"},
-		"cpu beyond the node": {cpu: "3", mem: "128Mi", wantReason: v1.PodReasonInfeasible,
-			wantMsg: "Node didn't have enough capacity: cpu, requested: 3100, capacity: 2000"},
-		"memory beyond the node": {cpu: "500m", mem: "2Gi", wantReason: v1.PodReasonInfeasible,
-			wantMsg: "Node didn't have enough capacity: memory, requested: 2214592512, capacity: 1073741824"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			pod, _ := resizeFixture()
-			pod.Spec.Containers[0].Resources.Requests = rl(tc.cpu, tc.mem)
-			pod.Spec.Containers[0].Resources.Limits = nil
-			v := admitResize(info, pod, []*v1.Pod{other})
-			assert.Equal(t, tc.wantFit, v.fit)
-			assert.Equal(t, tc.wantReason, v.reason)
-			assert.Equal(t, tc.wantMsg, v.message)
+			assert.Equal(t, tc.wantKill, kills)
+			assert.Equal(t, tc.wantStart, act.ContainersToStart)
+			assert.Equal(t, tc.wantInitStart, act.InitContainersToStart)
+			assert.Equal(t, tc.wantInPlace, ra.InPlace())
+			if tc.wantInPlace {
+				assert.Equal(t, []resize.Container{{Name: "side", Sidecar: true, ID: "c-side"}}, ra.Update[v1.ResourceCPU])
+			}
 		})
 	}
 }
@@ -246,21 +180,6 @@ func TestContainerHashIgnoresResources(t *testing.T) {
 	c = pod.Spec.Containers[0]
 	cur := &containerInfo{hash: podspec.LegacyContainerHash(&c)}
 	assert.False(t, definitionChanged(cur, &c))
-}
-
-func TestResizeCheckpointRoundTrip(t *testing.T) {
-	h := newHarness(t)
-	pod, _ := resizeFixture()
-	cp := resizeCheckpoint{Allocated: resourcesOf(pod), Actuated: podResources{"app": {Limits: rl("1", "")}}}
-	require.NoError(t, h.agent.saveResizeCheckpoint(pod, cp))
-	got, ok := h.agent.loadResizeCheckpoint(pod)
-	require.True(t, ok)
-	assert.True(t, got.Allocated.equal(cp.Allocated))
-	assert.True(t, got.Actuated.equal(cp.Actuated))
-	// A torn file is ignored, not trusted.
-	require.NoError(t, os.WriteFile(filepath.Join(h.agent.podDir(pod), resizeCheckpointFile), []byte(`{"allocated":`), 0o600))
-	_, ok = h.agent.loadResizeCheckpoint(pod)
-	assert.False(t, ok)
 }
 
 const resizePod = `
@@ -338,12 +257,13 @@ func TestAgent_ResizeInPlace(t *testing.T) {
 	require.NotNil(t, lr)
 	assert.Equal(t, int64(150000), lr.CpuQuota, "the runtime got the new quota")
 	assert.Equal(t, int64(128<<20), lr.MemoryLimitInBytes, "memory as before")
-	cp, ok := h.agent.loadResizeCheckpoint(pod)
+	cp, ok, err := resize.LoadCheckpoint(h.agent.podDir(pod))
+	require.NoError(t, err)
 	require.True(t, ok, "the allocation is checkpointed")
 	allocCPU, actCPU := cp.Allocated["app"].Limits[v1.ResourceCPU], cp.Actuated["app"].Limits[v1.ResourceCPU]
 	assert.Equal(t, int64(1500), allocCPU.MilliValue())
 	assert.Equal(t, int64(1500), actCPU.MilliValue())
-	assert.Subset(t, h.rec.reasons(), []string{eventResizeStarted, eventResizeCompleted})
+	assert.Subset(t, h.rec.reasons(), []string{resize.EventStarted, resize.EventCompleted})
 
 	// memory, RestartContainer: a restart with the new limit.
 	h.fake.Reset()
@@ -459,15 +379,16 @@ func TestAgent_ResizeDeferredUntilAPodLeaves(t *testing.T) {
 func TestAgent_ResizeCheckpointAfterRestart(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, resizePod)
-	require.NoError(t, h.agent.saveResizeCheckpoint(pod, resizeCheckpoint{Allocated: resourcesOf(pod), Actuated: resourcesOf(pod)}))
+	require.NoError(t, resize.SaveCheckpoint(h.agent.podDir(pod), resize.Checkpoint{Allocated: resize.Of(pod), Actuated: resize.Of(pod)}))
 	changed := resized(pod, "1500m", "128Mi")
 	h.agent.SetPods([]*v1.Pod{changed})
 	h.rec.waitStatus(t, "running with the new limit", func(p *v1.Pod) bool {
 		cs := containerStatusOf(p)
 		return p.Status.Phase == v1.PodRunning && cs.Resources != nil && cs.Resources.Limits.Cpu().MilliValue() == 1500 && !hasResizeCondition(p)
 	})
-	assert.Contains(t, h.rec.reasons(), eventResizeStarted, "the checkpoint's allocation (500m) was the starting point")
-	cp, ok := h.agent.loadResizeCheckpoint(pod)
+	assert.Contains(t, h.rec.reasons(), resize.EventStarted, "the checkpoint's allocation (500m) was the starting point")
+	cp, ok, err := resize.LoadCheckpoint(h.agent.podDir(pod))
+	require.NoError(t, err)
 	require.True(t, ok)
 	lim := cp.Allocated["app"].Limits[v1.ResourceCPU]
 	assert.Equal(t, int64(1500), lim.MilliValue())

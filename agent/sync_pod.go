@@ -224,7 +224,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 
 	// Step 3b: resize the running containers in place (resize.go).
 	var resizeErr error
-	if !act.KillPod && !act.CreateSandbox && (len(ra.update[v1.ResourceCPU]) > 0 || len(ra.update[v1.ResourceMemory]) > 0) {
+	if !act.KillPod && !act.CreateSandbox && ra.InPlace() {
 		if resizeErr = a.doResize(ctx, w, pod, ra); resizeErr != nil {
 			w.logger.Warn("Resize in place failed", "err", resizeErr)
 			res.fail()

@@ -80,6 +80,19 @@ tests=1 check "$mod/agent/manifest" "^$mod/" "pure: decode, defaults, validation
 # no volume preparation; no filesystem or syscalls (what it needs of the
 # host is passed in). Its tests too.
 tests=1 check "$mod/agent/podspec" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os/|^io/ioutil$|^syscall$|^golang.org/x/sys/" "pure translation: v1.Pod + explicit inputs → CRI configs; agent/manifest only, no CRI client, no filesystem" "^$mod/agent/(manifest|podspec)(/|$)"
+# The pure parts of in-place resize (issue #30): the resources, the
+# checkpoint (in a directory passed in), the admission of a resize, the
+# plan, the conditions and events. The engine actuates (CRI
+# UpdateContainerResources, the pod cgroup): of the repository only
+# agent/node (admission), agent/podspec (the pod's requests),
+# agent/manifest and agent/safepath; no engine, no CRI client, no cgroups.
+# Its tests too.
+tests=1 check "$mod/agent/resize" "^$mod/|^google.golang.org/grpc(/|$)" "the pure parts of in-place resize: no engine, no CRI client, no cgroups; agent/node, agent/podspec, agent/manifest and agent/safepath only" "^$mod/agent/(resize|node|podspec|manifest|safepath)(/|$)"
+# Container log rotation (issue #30) sits below the engine, which tells it
+# which containers are its own: of the repository only cri (its errors;
+# its tests cri/critest); no engine, no other runtime leaf, no k8s.io/api.
+# Its tests too.
+tests=1 check "$mod/agent/logrotate" "^$mod/|^k8s.io/api/" "below the engine: the engine wires it; cri only, no k8s.io/api" "^$mod/(agent/logrotate|cri)(/|$)"
 # Node facts and admission (issue #30): capacity, identity, the admit
 # chain, the one reader of /proc/meminfo. Below the engine: never the
 # engine, the daemon, a runtime leaf or the CRI client. Its tests too.

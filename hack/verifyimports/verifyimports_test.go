@@ -14,18 +14,20 @@ const mod = "github.com/minikubelet/minikubelet"
 type tree map[string]string
 
 // cleanTree has every package the rules name, importing only what the
-// rules allow: the engine imports eviction, eviction/hoststats, manifest,
-// podspec, source and volume; eviction imports podspec and source;
-// eviction/hoststats imports eviction, node, podspec, volume, safepath and
-// the cgroups leaf; node imports eviction,
-// manifest and podspec; the daemon imports the engine and node (and
+// rules allow: the engine imports eviction, eviction/hoststats,
+// logrotate, manifest, podspec, resize, source and volume; logrotate
+// imports cri; resize imports manifest, node, podspec and safepath;
+// eviction imports podspec and source; eviction/hoststats imports
+// eviction, node, podspec, volume, safepath and the cgroups leaf; node
+// imports eviction, manifest and podspec; the daemon imports the engine
+// and node (and
 // nothing else of agent/ imports it);
 // podspec imports manifest; source imports volume and manifest, volume
 // imports manifest; manifest imports its own subpackage.
 func cleanTree() tree {
 	return tree{
 		"cmd/minikubelet/main.go":       "package main\n\nimport _ \"" + mod + "/agent\"\n\nfunc main() {}\n",
-		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/eviction/hoststats\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
+		"agent/agent.go":                "package agent\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/eviction/hoststats\"\n\t_ \"" + mod + "/agent/logrotate\"\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/resize\"\n\t_ \"" + mod + "/agent/source\"\n\t_ \"" + mod + "/agent/volume\"\n)\n",
 		"agent/podspec/podspec.go":      "package podspec\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"strings\"\n)\n",
 		"agent/manifest/manifest.go":    "package manifest\n\nimport _ \"" + mod + "/agent/manifest/decodeerr\"\n",
 		"agent/manifest/decodeerr/d.go": "package decodeerr\n",
@@ -39,6 +41,8 @@ func cleanTree() tree {
 		"agent/eviction/eviction.go":    "package eviction\n\nimport (\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/source\"\n)\n",
 		"agent/safepath/safepath.go":    "package safepath\n",
 		"agent/eviction/hoststats/h.go": "package hoststats\n\nimport (\n\t_ \"" + mod + "/agent/eviction\"\n\t_ \"" + mod + "/agent/node\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/safepath\"\n\t_ \"" + mod + "/agent/volume\"\n\t_ \"" + mod + "/cgroups\"\n)\n",
+		"agent/logrotate/logrotate.go":  "package logrotate\n\nimport _ \"" + mod + "/cri\"\n",
+		"agent/resize/resize.go":        "package resize\n\nimport (\n\t_ \"" + mod + "/agent/manifest\"\n\t_ \"" + mod + "/agent/node\"\n\t_ \"" + mod + "/agent/podspec\"\n\t_ \"" + mod + "/agent/safepath\"\n)\n",
 		"test/testutil/testutil.go":     "package testutil\n",
 		"cri/cri.go":                    "package cri\n",
 	}
@@ -122,6 +126,15 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"source's test imports the daemon":     {"agent/source/bad_test.go", imp("source_test", "agent/daemon"), "agent/source must not import"},
 		"the daemon imports the cluster":       {"agent/daemon/bad.go", imp("daemon", "agent/cluster"), "agent/daemon must not import"},
 		"the daemon imports a runtime leaf":    {"agent/daemon/bad.go", imp("daemon", "cgroups"), "agent/daemon must not import"},
+		"resize imports the engine":            {"agent/resize/bad.go", imp("resize", "agent"), "agent/resize must not import"},
+		"resize imports the CRI client":        {"agent/resize/bad.go", imp("resize", "cri"), "agent/resize must not import"},
+		"resize imports cgroups":               {"agent/resize/bad.go", imp("resize", "cgroups"), "agent/resize must not import"},
+		"resize imports the daemon":            {"agent/resize/bad.go", imp("resize", "agent/daemon"), "agent/resize must not import"},
+		"resize imports eviction":              {"agent/resize/bad.go", imp("resize", "agent/eviction"), "agent/resize must not import"},
+		"resize's test imports the engine":     {"agent/resize/bad_test.go", imp("resize_test", "agent"), "agent/resize must not import"},
+		"logrotate imports the engine":         {"agent/logrotate/bad.go", imp("logrotate", "agent"), "agent/logrotate must not import"},
+		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
+		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {
