@@ -450,8 +450,16 @@ func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 }
 
 // startWorkerLocked starts the worker of a pod; a.mu is held.
-func (a *Agent) startWorkerLocked(p *v1.Pod) {
+func (a *Agent) startWorkerLocked(p *v1.Pod) { a.startWorkerAfterLocked(p, nil) }
+
+// startWorkerAfterLocked starts the worker of a pod that prev, when set,
+// tore down (the same pod, back: its containers' restart counts go on);
+// a.mu is held.
+func (a *Agent) startWorkerAfterLocked(p *v1.Pod, prev *podWorker) {
 	w := newPodWorker(a, p)
+	if prev != nil {
+		w.restartBase = prev.nextRestartCounts()
+	}
 	a.workers[p.UID] = w
 	if a.lifecycle != nil {
 		a.lifecycle.podAdded(w.snapshot())
@@ -483,7 +491,7 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)
-			a.startWorkerLocked(next)
+			a.startWorkerAfterLocked(next, w)
 		}
 		if !a.stopping {
 			// Its resources are free: deferred resizes may fit now.
