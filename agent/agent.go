@@ -94,6 +94,10 @@ type Config struct {
 	// SeccompProfileRoot holds the Localhost seccomp profiles ("":
 	// <RootDir>/seccomp, as the kubelet's <root-dir>/seccomp).
 	SeccompProfileRoot string
+	// AppArmorEnabled says the host enforces AppArmor
+	// (node.AppArmorEnabled); without it, pods asking for a profile are
+	// refused (agent/apparmor.go).
+	AppArmorEnabled bool
 	// PodPidsLimit is pids.max of every pod cgroup (-1 or 0: unlimited).
 	PodPidsLimit int64
 	// NodePidsLimit is pids.max of kubepods (0: unlimited).
