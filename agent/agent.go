@@ -95,6 +95,10 @@ type Config struct {
 	// SeccompProfileRoot holds the Localhost seccomp profiles ("":
 	// <RootDir>/seccomp, as the kubelet's <root-dir>/seccomp).
 	SeccompProfileRoot string
+	// AppArmorEnabled says the host enforces AppArmor
+	// (node.AppArmorEnabled); without it, pods asking for a profile are
+	// refused (agent/apparmor.go).
+	AppArmorEnabled bool
 	// PodPidsLimit is pids.max of every pod cgroup (-1 or 0: unlimited).
 	PodPidsLimit int64
 	// NodePidsLimit is pids.max of kubepods (0: unlimited).
@@ -477,8 +481,16 @@ func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 }
 
 // startWorkerLocked starts the worker of a pod; a.mu is held.
-func (a *Agent) startWorkerLocked(p *v1.Pod) {
+func (a *Agent) startWorkerLocked(p *v1.Pod) { a.startWorkerAfterLocked(p, nil) }
+
+// startWorkerAfterLocked starts the worker of a pod that prev, when set,
+// tore down (the same pod, back: its containers' restart counts go on);
+// a.mu is held.
+func (a *Agent) startWorkerAfterLocked(p *v1.Pod, prev *podWorker) {
 	w := newPodWorker(a, p)
+	if prev != nil {
+		w.restartBase = prev.nextRestartCounts()
+	}
 	a.workers[p.UID] = w
 	if a.lifecycle != nil {
 		a.lifecycle.podAdded(w.snapshot())
@@ -510,7 +522,7 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)
-			a.startWorkerLocked(next)
+			a.startWorkerAfterLocked(next, w)
 		}
 		if !a.stopping {
 			// Its resources are free: deferred resizes may fit now.

@@ -553,6 +553,11 @@ spec:
 		}
 	}
 	assert.Equal(t, 2, n, "a second sandbox after the teardown")
+	// Its container counts on from the first run, as on the kubelet
+	// (whose teardown leaves the dead container to the GC).
+	p, _ := h.agent.GetPod(pod.UID)
+	require.Len(t, p.Status.ContainerStatuses, 1)
+	assert.Equal(t, int32(1), p.Status.ContainerStatuses[0].RestartCount, "the restart count goes on")
 }
 
 // A pod that does not fit the node's allocatable memory is rejected with

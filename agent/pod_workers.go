@@ -80,6 +80,15 @@ type podWorker struct {
 	// cut a termination short on a shorter grace period.
 	killBy   time.Time
 	graceCut chan struct{}
+	// restartBase is, by container name, the restart count a container's
+	// first instance gets when this worker runs a pod that an earlier
+	// worker tore down (same UID, back: restartAfterTeardown). The kubelet
+	// leaves a torn-down pod's dead containers to its GC, so the pod's new
+	// instances count on from them (node e2e "MirrorPod should
+	// successfully recreate when file is removed and recreated" wants
+	// restart count 1); the agent's teardown removed them, so the count
+	// comes from the earlier worker's status. Set before run; nil: none.
+	restartBase map[string]int
 	// stoppedSandboxes are the sandbox IDs this worker stopped.
 	stoppedSandboxes map[string]bool
 	// networkNotReady is why the pod waits for the pod network ("" = not
@@ -153,6 +162,23 @@ func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
 	w.status = w.initialStatus()
 	w.trigger()
 	return w
+}
+
+// nextRestartCounts is, by container name, the restart count the next
+// instance of each container that ran gets: one more than its last
+// status says.
+func (w *podWorker) nextRestartCounts() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, list := range [][]v1.ContainerStatus{w.status.InitContainerStatuses, w.status.ContainerStatuses, w.status.EphemeralContainerStatuses} {
+		for _, cs := range list {
+			if cs.ContainerID != "" {
+				out[cs.Name] = int(cs.RestartCount) + 1
+			}
+		}
+	}
+	return out
 }
 
 // pod returns the newest spec the worker syncs: the desired one with the

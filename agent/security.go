@@ -106,10 +106,14 @@ func admitSysctls(pod *v1.Pod, allowed []string) (reason, message string) {
 // pod that breaks the node's Pod Security level (--pod-security; a
 // cluster pod is the API server's Pod Security Admission's to judge, as
 // with the kubelet, which admits privileged pods), the Strict
-// supplementalGroupsPolicy (containerd 1.6 cannot honour it), and sysctls.
+// supplementalGroupsPolicy (containerd 1.6 cannot honour it), AppArmor
+// (apparmor.go) and sysctls.
 // The reason is empty when the pod is fine.
 func (a *Agent) admitSecurity(pod *v1.Pod) (reason, message string) {
 	if reason, message := a.admitPodSecurity(pod); reason != "" {
+		return reason, message
+	}
+	if reason, message := a.admitAppArmor(pod); reason != "" {
 		return reason, message
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {

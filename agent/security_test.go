@@ -211,3 +211,73 @@ func TestSeccompProfileRoot(t *testing.T) {
 	a = &Agent{cfg: Config{RootDir: "/r", SeccompProfileRoot: "/etc/seccomp"}}
 	assert.Equal(t, "/etc/seccomp", a.seccompProfileRoot(), "the flag wins")
 }
+
+// A pod asking for an AppArmor profile is refused as the kubelet refuses
+// it where the host does not enforce AppArmor (reason AppArmor, nothing
+// reaches the runtime): run, it would lack the confinement it asked for.
+// Unconfined asks for nothing. Where the host enforces AppArmor, the pod
+// runs with its profile, unless its Localhost profile has no name.
+func TestAgent_AdmissionAppArmor(t *testing.T) {
+	base := `
+apiVersion: v1
+kind: Pod
+metadata: {name: aa}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`
+	localhost := func(name string) *v1.AppArmorProfile {
+		return &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
+	}
+	tests := []struct {
+		name       string
+		enabled    bool
+		mutate     func(*v1.Pod)
+		wantReason string
+		wantMsg    string
+	}{
+		{name: "container field, no AppArmor", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
+		}, wantReason: "AppArmor", wantMsg: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{name: "pod field, no AppArmor", mutate: func(p *v1.Pod) {
+			p.Spec.SecurityContext = &v1.PodSecurityContext{AppArmorProfile: localhost("k8s-deny-write")}
+		}, wantReason: "AppArmor", wantMsg: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{name: "deprecated annotation, no AppArmor", mutate: func(p *v1.Pod) {
+			p.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+"app"] = v1.DeprecatedAppArmorBetaProfileRuntimeDefault
+		}, wantReason: "AppArmor", wantMsg: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+		{name: "unconfined, no AppArmor", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeUnconfined}}
+			p.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+"app"] = v1.DeprecatedAppArmorBetaProfileNameUnconfined
+		}},
+		{name: "localhost profile, AppArmor enabled", enabled: true, mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: localhost("k8s-deny-write")}
+		}},
+		{name: "localhost profile without a name, AppArmor enabled", enabled: true, mutate: func(p *v1.Pod) {
+			p.Annotations[v1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix+"app"] = v1.DeprecatedAppArmorBetaProfileNamePrefix
+		}, wantReason: "AppArmor", wantMsg: "Cannot enforce AppArmor: invalid empty AppArmor profile name"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.agent.cfg.AppArmorEnabled = tc.enabled
+			// As for a cluster pod, which the API server's Pod Security
+			// Admission judged (baseline would refuse Unconfined first).
+			h.agent.cfg.PodSecurity = PodSecurityPrivileged
+			pod := testPod(t, base)
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			tc.mutate(pod)
+			h.agent.SetPods([]*v1.Pod{pod})
+			if tc.wantReason == "" {
+				h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+				return
+			}
+			got, ok := h.agent.GetPod(pod.UID)
+			require.True(t, ok)
+			assert.Equal(t, v1.PodFailed, got.Status.Phase)
+			assert.Equal(t, tc.wantReason, got.Status.Reason)
+			assert.Contains(t, got.Status.Message, tc.wantMsg)
+			assert.Empty(t, without(h.fake.Calls(), observeCalls...), "nothing reaches the runtime")
+		})
+	}
+}

@@ -509,8 +509,10 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	pod := w.pod()
 	prev := st.latest(c.Name)
 	// Without any earlier instance (removed by GC, or a reboot), the
-	// restart count continues from the log files, as the kubelet does.
-	restartCount := restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name))
+	// restart count continues from the log files, as the kubelet does, or
+	// from the pod's earlier run when it was torn down and came back
+	// (restartBase).
+	restartCount := max(restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name)), w.restartBase[c.Name])
 	if interruptedStart(prev) {
 		// The start the agent did not finish (see interruptedStart): the
 		// instance goes, and its replacement takes its place and count.

@@ -7,7 +7,11 @@ package cluster
 // kubernetes.io/config.mirror with a hash of the static pod (and
 // config.source file), whose status is the static pod's. The API server
 // cannot control a static pod through it: deleting a mirror only makes the
-// node create it again; the cluster pod source never runs one.
+// node create it again; the cluster pod source never runs one. A static
+// pod that leaves (its file removed, or edited: a new UID) keeps its
+// mirror until the agent finished tearing it down (WithStaticPodDone), as
+// the kubelet deletes or replaces a mirror only once no pod of that full
+// name is terminating.
 
 import (
 	"context"
@@ -89,8 +93,37 @@ type MirrorPods struct {
 	// the mirror in place (AlreadyExists).
 	observed uint64
 
+	// leaving holds, by mirror key, the static pods that left the set
+	// whose teardown the agent has not finished, with the channel that
+	// says it has (WithStaticPodDone): their key's mirror is neither
+	// deleted nor replaced meanwhile. Guarded by mu.
+	leaving map[string]map[types.UID]<-chan struct{}
+
+	// podDone is the agent's PodDone (WithStaticPodDone); nil: a static
+	// pod's mirror goes as soon as the pod leaves the set.
+	podDone func(types.UID) <-chan struct{}
+	// stop is closed when Run returns: the waits for teardowns end.
+	stop     chan struct{}
+	stopOnce sync.Once
+
 	// nodeUID is the Node object's UID for owner references; Run's only.
 	nodeUID types.UID
+}
+
+// MirrorPodsOption configures NewMirrorPods.
+type MirrorPodsOption func(*MirrorPods)
+
+// WithStaticPodDone keeps the mirror of a static pod that left the set
+// (file removed, or edited into a new pod of the same name) until podDone,
+// the agent's (*agent.Agent).PodDone, says its teardown finished: nil or
+// closed means there is nothing to wait for. The kubelet keeps the mirror
+// while the pod terminates (deleteOrphanedMirrorPods skips a full name
+// whose pod is terminating; the edited pod's syncPod, which replaces the
+// mirror, waits for the old one), and the node e2e's
+// MirrorPodWithGracePeriod specs want the mirror running, with its UID,
+// for the static pod's whole grace period.
+func WithStaticPodDone(podDone func(types.UID) <-chan struct{}) MirrorPodsOption {
+	return func(m *MirrorPods) { m.podDone = podDone }
 }
 
 // staticPod is what MirrorPods knows of one static pod.
@@ -107,25 +140,48 @@ var _ agent.Observer = (*MirrorPods)(nil)
 
 // NewMirrorPods returns the mirror pods of node nodeName; status is the
 // writer that also sends the cluster pods' statuses (its Run sends these).
-func NewMirrorPods(client API, nodeName string, status *StatusWriter, logger *slog.Logger) *MirrorPods {
+func NewMirrorPods(client API, nodeName string, status *StatusWriter, logger *slog.Logger, opts ...MirrorPodsOption) *MirrorPods {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &MirrorPods{
+	m := &MirrorPods{
 		client: client, nodeName: nodeName, status: status,
 		logger:    logger.With("component", "cluster-mirror-pods"),
 		retryBase: mirrorRetryBase, retryMax: mirrorRetryMax,
 		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
 	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // MirrorName is the name of the mirror of static pod name on node.
 func MirrorName(name, node string) string { return name + "-" + node }
 
 // SetStaticPods replaces the static pods (the manifest directory's, as the
-// agent runs them: defaulted, with their UIDs).
+// agent runs them: defaulted, with their UIDs). Calls come in order, one
+// at a time (the daemon's), before the agent gets the same set.
 func (m *MirrorPods) SetStaticPods(pods []*v1.Pod) {
+	// The pods that leave, and whether the agent is still tearing them
+	// down, asked before the new set is in place (a reconcile between
+	// would delete their mirrors) and without m.mu (the agent calls the
+	// Observer methods with its own lock held).
+	waits := m.leavingTeardowns(pods)
 	m.mu.Lock()
+	for _, lw := range waits {
+		if m.leaving == nil {
+			m.leaving = map[string]map[types.UID]<-chan struct{}{}
+		}
+		if m.leaving[lw.key] == nil {
+			m.leaving[lw.key] = map[types.UID]<-chan struct{}{}
+		}
+		if _, ok := m.leaving[lw.key][lw.uid]; !ok {
+			m.leaving[lw.key][lw.uid] = lw.done
+			go m.awaitTeardown(lw)
+		}
+	}
 	old := m.static
 	m.static = make(map[string]*staticPod, len(pods))
 	m.byUID = make(map[types.UID]string, len(pods))
@@ -142,6 +198,69 @@ func (m *MirrorPods) SetStaticPods(pods []*v1.Pod) {
 	for key, prev := range old {
 		if st := m.static[key]; prev.sentTo != "" && (st == nil || st.sentTo != prev.sentTo) {
 			m.status.Forget(prev.sentTo)
+		}
+	}
+	m.mu.Unlock()
+	m.poke()
+}
+
+// leavingWait is a static pod that left the set, and the channel the agent
+// closes once its teardown finished.
+type leavingWait struct {
+	key  string
+	uid  types.UID
+	done <-chan struct{}
+}
+
+// leavingTeardowns returns the static pods of the current set that pods
+// does not hold (by mirror key and UID) and whose teardown the agent has
+// not finished; none without WithStaticPodDone.
+func (m *MirrorPods) leavingTeardowns(pods []*v1.Pod) []leavingWait {
+	if m.podDone == nil {
+		return nil
+	}
+	keep := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		keep[p.UID] = true
+	}
+	m.mu.Lock()
+	var left []leavingWait
+	for key, st := range m.static {
+		if !keep[st.pod.UID] {
+			left = append(left, leavingWait{key: key, uid: st.pod.UID})
+		}
+	}
+	m.mu.Unlock()
+	var waits []leavingWait
+	for _, lw := range left {
+		done := m.podDone(lw.uid)
+		if done == nil {
+			continue // the agent has no such pod
+		}
+		select {
+		case <-done:
+			continue
+		default:
+		}
+		lw.done = done
+		waits = append(waits, lw)
+	}
+	return waits
+}
+
+// awaitTeardown waits for the teardown of a static pod that left and then
+// lets its key's mirror go (or be replaced), unless Run returned first.
+func (m *MirrorPods) awaitTeardown(lw leavingWait) {
+	select {
+	case <-lw.done:
+	case <-m.stop:
+		return
+	}
+	m.mu.Lock()
+	if uids := m.leaving[lw.key]; uids != nil {
+		delete(uids, lw.uid)
+		if len(uids) == 0 {
+			delete(m.leaving, lw.key)
 		}
 	}
 	m.mu.Unlock()
@@ -220,6 +339,7 @@ func (m *MirrorPods) forwardLocked(key string, st *staticPod) {
 // static pods or of the mirrors on the API server, and after a failure
 // with back-off.
 func (m *MirrorPods) Run(ctx context.Context) {
+	defer m.stopOnce.Do(func() { close(m.stop) })
 	delay := m.retryBase
 	failures := 0
 	for {
@@ -253,7 +373,9 @@ func (m *MirrorPods) Run(ctx context.Context) {
 
 // reconcile creates the missing mirrors, replaces those out of date or
 // being deleted, and deletes those of static pods that are gone. It waits
-// for both the static pods and the mirrors to be known.
+// for both the static pods and the mirrors to be known. A mirror whose
+// key has a static pod still being torn down (leaving) stays as it is
+// until that teardown finished.
 func (m *MirrorPods) reconcile(ctx context.Context) error {
 	m.mu.Lock()
 	if m.static == nil || m.mirrors == nil {
@@ -265,6 +387,10 @@ func (m *MirrorPods) reconcile(ctx context.Context) error {
 		statics[k] = &staticPod{pod: st.pod, hash: st.hash}
 	}
 	mirrors := maps.Clone(m.mirrors)
+	leaving := make(map[string]bool, len(m.leaving))
+	for k := range m.leaving {
+		leaving[k] = true
+	}
 	gen := m.observed
 	m.mu.Unlock()
 
@@ -272,6 +398,11 @@ func (m *MirrorPods) reconcile(ctx context.Context) error {
 	for key, st := range statics {
 		mirror := mirrors[key]
 		if mirror != nil && mirror.DeletionTimestamp == nil && mirror.Annotations[annotationConfigMirror] == st.hash {
+			continue
+		}
+		if mirror != nil && leaving[key] {
+			// The mirror of the static pod this one replaces, which is
+			// still terminating: it goes once that pod is gone.
 			continue
 		}
 		if mirror != nil {
@@ -291,7 +422,7 @@ func (m *MirrorPods) reconcile(ctx context.Context) error {
 		m.setMirror(key, created, gen)
 	}
 	for key, mirror := range mirrors {
-		if _, ok := statics[key]; ok {
+		if _, ok := statics[key]; ok || leaving[key] {
 			continue
 		}
 		if err := m.deleteMirror(ctx, mirror); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -424,4 +425,105 @@ func (m *MirrorPods) serverMirrorsKnown() []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// teardowns is the agent's PodDone as MirrorPods sees it: a channel per
+// pod UID, closed by the test when that pod's teardown "finished"; nil for
+// pods the agent does not have.
+type teardowns struct {
+	mu   sync.Mutex
+	done map[types.UID]chan struct{}
+}
+
+func (td *teardowns) podDone(uid types.UID) <-chan struct{} {
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	if ch, ok := td.done[uid]; ok {
+		return ch
+	}
+	return nil
+}
+
+func (td *teardowns) running(uid types.UID) {
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	td.done[uid] = make(chan struct{})
+}
+
+func (td *teardowns) finish(uid types.UID) {
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	close(td.done[uid])
+}
+
+// leavingKeys lists the mirror keys MirrorPods keeps for a teardown.
+func (m *MirrorPods) leavingKeys() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.leaving {
+		out = append(out, k)
+	}
+	return out
+}
+
+// A static pod that leaves keeps its mirror, running and with its UID,
+// until the agent finished tearing it down: an edited static pod's new
+// mirror replaces the old one only then, and a removed static pod's mirror
+// is deleted only then (the node e2e's MirrorPodWithGracePeriod specs: the
+// mirror stays for the pod's 20 s grace period; before, it went at once).
+func TestMirrorPods_KeepTheMirrorOfAStaticPodBeingTornDown(t *testing.T) {
+	h := newMirrorHarness(t)
+	td := &teardowns{done: map[types.UID]chan struct{}{}}
+	h.m = NewMirrorPods(fromClientset(h.client), "node-a", h.w, nil, WithStaticPodDone(td.podDone))
+	ctx := context.Background()
+	web := staticPodOf(t, "web", "busybox:1.36")
+	td.running(web.UID)
+	h.m.SetStaticPods([]*v1.Pod{web})
+	h.m.observeMirrors(nil)
+	require.NoError(t, h.m.reconcile(ctx))
+	first := h.get(t, "web-node-a")
+	h.m.observeMirrors(h.serverMirrors(t))
+
+	// Edited: a new pod of the same name, the old one terminating.
+	edited := staticPodOf(t, "web", "busybox:1.37")
+	td.running(edited.UID)
+	h.m.SetStaticPods([]*v1.Pod{edited})
+	h.client.ClearActions()
+	require.NoError(t, h.m.reconcile(ctx))
+	require.Empty(t, h.verbs(), "the old pod's mirror stays while it terminates")
+	require.Equal(t, first.UID, h.get(t, "web-node-a").UID)
+	require.Equal(t, []string{"default/web-node-a"}, h.m.leavingKeys())
+
+	td.finish(web.UID)
+	require.Eventually(t, func() bool { return len(h.m.leavingKeys()) == 0 }, 10*time.Second, time.Millisecond)
+	h.client.ClearActions()
+	require.NoError(t, h.m.reconcile(ctx))
+	require.Equal(t, []string{"delete web-node-a", "create web-node-a"}, h.verbs(), "replaced once the old pod is gone")
+	now := h.get(t, "web-node-a")
+	require.Equal(t, staticPodHash(edited), now.Annotations[annotationConfigMirror])
+	h.m.observeMirrors(h.serverMirrors(t))
+
+	// Removed: the mirror stays until the teardown finished, then goes.
+	h.m.SetStaticPods(nil)
+	h.client.ClearActions()
+	require.NoError(t, h.m.reconcile(ctx))
+	require.Empty(t, h.verbs(), "the removed pod's mirror stays while it terminates")
+	require.Equal(t, now.UID, h.get(t, "web-node-a").UID)
+	td.finish(edited.UID)
+	require.Eventually(t, func() bool { return len(h.m.leavingKeys()) == 0 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, h.m.reconcile(ctx))
+	require.Equal(t, []types.UID{now.UID}, deletesOf(t, h.client, "web-node-a"))
+
+	// A pod the agent never had (nil) or has finished with: no wait.
+	other := staticPodOf(t, "other", "busybox:1.36")
+	h.m.SetStaticPods([]*v1.Pod{other})
+	h.m.observeMirrors(h.serverMirrors(t))
+	require.NoError(t, h.m.reconcile(ctx))
+	h.m.observeMirrors(h.serverMirrors(t))
+	h.m.SetStaticPods(nil)
+	require.Empty(t, h.m.leavingKeys())
+	h.client.ClearActions()
+	require.NoError(t, h.m.reconcile(ctx))
+	require.Equal(t, []string{"delete other-node-a"}, h.verbs())
 }

@@ -243,6 +243,8 @@ func (d *Daemon) apply(u source.SourceUpdate) {
 // applyLocked is apply with applyMu held.
 func (d *Daemon) applyLocked(u source.SourceUpdate) {
 	d.mu.Lock()
+	recreated := u.Recreated
+	u.Recreated = nil // this set's news only, not the source's state
 	d.sources[u.Source] = u
 	for _, fe := range u.Errors {
 		d.a.Logger().Warn("Manifest ignored", "source", u.Source, "path", fe.Path, "err", fe.Err)
@@ -265,7 +267,26 @@ func (d *Daemon) applyLocked(u source.SourceUpdate) {
 	for _, p := range deleting {
 		d.a.MarkDeleted(p)
 	}
+	if len(recreated) > 0 {
+		// Files removed and created again before the daemon saw the
+		// removal: the agent sees it now, so those pods are torn down
+		// and then started again (the agent keeps a pod that comes back
+		// during its teardown for afterwards), as the kubelet's file
+		// source reports a removal and then an addition.
+		d.a.SetPods(withoutUIDs(merged, recreated))
+	}
 	d.a.SetPods(merged)
+}
+
+// withoutUIDs is pods without those whose UID is in uids.
+func withoutUIDs(pods []*v1.Pod, uids []types.UID) []*v1.Pod {
+	out := make([]*v1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if !slices.Contains(uids, p.UID) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // sameSet reports whether c and o hold the same objects (pointers), in order.

@@ -258,3 +258,39 @@ func runDaemon(t *testing.T, d *Daemon) {
 		<-runDone
 	})
 }
+
+// A static pod whose file was removed and created again (Recreated) is
+// torn down and started again, its container counting on from the first
+// run, as the kubelet does with its file source's removal and addition.
+func TestDaemon_RecreatedStaticPodRunsAgain(t *testing.T) {
+	h := newHarness(t)
+	d := New(h.agent, nil, nil, Config{})
+	static := testPod(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
+	d.apply(source.SourceUpdate{Source: source.SourceFile, Pods: []*v1.Pod{static}})
+	require.Eventually(t, func() bool {
+		got, ok := h.agent.GetPod(static.UID)
+		return ok && got.Status.Phase == v1.PodRunning
+	}, 10*time.Second, time.Millisecond)
+	first := h.agent.PodDone(static.UID)
+
+	d.apply(source.SourceUpdate{Source: source.SourceFile, Pods: []*v1.Pod{static}, Recreated: []types.UID{static.UID}})
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first run was not torn down")
+	}
+	require.Eventually(t, func() bool {
+		got, ok := h.agent.GetPod(static.UID)
+		return ok && got.Status.Phase == v1.PodRunning && len(got.Status.ContainerStatuses) == 1 &&
+			got.Status.ContainerStatuses[0].RestartCount == 1 && h.agent.PodDone(static.UID) != first
+	}, 10*time.Second, time.Millisecond, "runs again, restart count 1")
+	assert.Contains(t, h.fake.Calls(), "RemovePodSandbox static", "torn down in between")
+
+	// The same set without news: nothing more.
+	again := h.agent.PodDone(static.UID)
+	d.apply(source.SourceUpdate{Source: source.SourceFile, Pods: []*v1.Pod{static}})
+	w, _ := h.agent.FindPod("default", "static")
+	require.NotNil(t, w)
+	assert.False(t, w.Terminating())
+	assert.Equal(t, again, h.agent.PodDone(static.UID))
+}

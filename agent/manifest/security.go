@@ -22,6 +22,9 @@ import (
 // the runtime (the sandbox's and each container's SELinuxOption), which
 // applies them only where SELinux is enabled; minikubelet does the same
 // rather than refusing pods written for SELinux clusters.
+// appArmorNote is what becomes of an AppArmor profile (agent/apparmor.go).
+const appArmorNote = "a profile other than Unconfined is rejected at admission (AppArmor) on hosts without AppArmor, as the kubelet does; elsewhere passed to the runtime"
+
 const seLinuxNote = "passed to the runtime as the kubelet does; it applies them only on hosts with SELinux enabled"
 
 // Fields of spec.securityContext.
@@ -37,7 +40,7 @@ var podSecurityContextRules = ruleTable{typ: reflect.TypeFor[v1.PodSecurityConte
 	"sysctls":                  ruleLimited("the kubelet's safe set; others only when allowed with --allowed-unsafe-sysctls (else rejected at admission: SysctlForbidden)"),
 	"fsGroupChangePolicy":      ruleOK,
 	"seccompProfile":           ruleLimited("RuntimeDefault, Unconfined, Localhost (localhostProfile relative to --seccomp-profile-root); containers without one run Unconfined, as the kubelet without --seccomp-default"),
-	"appArmorProfile":          ruleRefused(reasonNever + ": AppArmor is not available on minikubelet's nodes"),
+	"appArmorProfile":          ruleLimited(appArmorNote),
 	"seLinuxChangePolicy":      ruleInert("SELinux is not used on minikubelet's nodes"),
 }}
 
@@ -54,7 +57,7 @@ var securityContextRules = ruleTable{typ: reflect.TypeFor[v1.SecurityContext](),
 	"allowPrivilegeEscalation": ruleLimited("false sets no_new_privs; unset leaves it off, as the kubelet does"),
 	"procMount":                ruleLimited("Default (the kubelet's masked and read-only /proc paths); Unmasked (none masked or read-only) only with hostUsers: false"),
 	"seccompProfile":           ruleLimited("overrides spec.securityContext.seccompProfile"),
-	"appArmorProfile":          ruleRefused(reasonNever + ": AppArmor is not available on minikubelet's nodes"),
+	"appArmorProfile":          ruleLimited(appArmorNote + "; overrides spec.securityContext.appArmorProfile"),
 }}
 
 // Fields of spec.containers[*].securityContext.capabilities.

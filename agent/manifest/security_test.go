@@ -80,11 +80,9 @@ func TestValidatePod_Security(t *testing.T) {
 		{name: "no escalation yet privileged", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Privileged: ptr.To(true)}
 		}, want: []string{"spec.containers[0].securityContext: Invalid value: \"\": cannot set `allowPrivilegeEscalation` to false and `privileged` to true"}},
-		{name: "refused fields", mutate: func(p *v1.Pod) {
+		{name: "AppArmor is admission's to judge", mutate: func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SELinuxOptions: &v1.SELinuxOptions{Level: "s0"}}
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
-		}, want: []string{
-			"spec.containers[0].securityContext.appArmorProfile: Forbidden: not supported by minikubelet: AppArmor is not available on minikubelet's nodes",
 		}},
 		{name: "supplementalGroupsPolicy Merge is the default", mutate: func(p *v1.Pod) {
 			p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: ptr.To(v1.SupplementalGroupsPolicyMerge)}

@@ -78,7 +78,7 @@ func TestSupportedFields(t *testing.T) {
 		{"spec.readinessGates", true},
 		{"spec.activeDeadlineSeconds", true},
 		{"spec.containers[*].securityContext", true},
-		{"spec.securityContext.appArmorProfile", false},
+		{"spec.securityContext.appArmorProfile", true},
 		{"spec.containers[*].livenessProbe", probesSupported},
 		{"spec.initContainers[*].restartPolicy", true},
 		{"spec.volumes[*].emptyDir", true},

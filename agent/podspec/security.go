@@ -226,6 +226,11 @@ func ContainerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) 
 	if sc.Seccomp, err = SeccompProfile(eff.SeccompProfile, seccompRoot); err != nil {
 		return nil, err
 	}
+	// Admission refused a profile the host cannot enforce (the agent's
+	// admitAppArmor).
+	if sc.Apparmor, sc.ApparmorProfile, err = AppArmorForCRI(pod, c); err != nil {
+		return nil, err
+	}
 	return sc, nil
 }
 

@@ -60,6 +60,16 @@ type SourceUpdate struct {
 	// Errors are the files that could not be used, with why; they never stop
 	// the other files.
 	Errors []FileError
+	// Recreated are the UIDs of pods of Pods whose file was removed and
+	// created again (same path, same UID) before a set without them
+	// reached the consumer: the kubelet's file source reports the removal
+	// and then the addition, so the pod is stopped and started again
+	// (node e2e "MirrorPod ... should successfully recreate when file is
+	// removed and recreated": its container's restart count becomes 1).
+	// The consumer does the same. Only the manifest directory sets it,
+	// and only for what file notifications saw (a rescan alone cannot
+	// tell a file recreated from one left alone).
+	Recreated []types.UID
 }
 
 // FileError is one manifest file that could not be used.
@@ -165,7 +175,20 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 		// came from.
 		last      SourceUpdate
 		lastFiles []fileSum
+		// sentUIDs are the pods of the last set out received. gone holds
+		// the files seen removed (a Remove or Rename notification, or a
+		// scan that missed them) since, each with the sequence number
+		// goneSeq gave it; pendingSeq is goneSeq at pending's scan: once
+		// out received pending, the removals it reflects are forgotten.
+		// A pod of sentUIDs whose file is in gone and back is Recreated.
+		sentUIDs            map[types.UID]bool
+		gone                = map[string]uint64{}
+		goneSeq, pendingSeq uint64
 	)
+	markGone := func(path string) {
+		goneSeq++
+		gone[path] = goneSeq
+	}
 	// scan reads the directory; leading is the scan at a quiet spell's
 	// first Create event, before the debounce window, which leaves out
 	// files still empty (created, not yet written: the window's scan
@@ -183,17 +206,31 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 			u.Pods, u.ConfigMaps, u.Secrets = last.Pods, last.ConfigMaps, last.Secrets
 			files = lastFiles
 		} else {
+			present := make(map[string]bool, len(files))
+			for _, f := range files {
+				present[f.path] = true
+			}
+			for _, f := range lastFiles {
+				if !present[f.path] {
+					markGone(f.path)
+				}
+			}
+			u.Recreated = recreatedPods(u.Pods, gone, sentUIDs)
 			last, lastFiles = u, files
 		}
 		fp := fingerprint(files, u.Errors)
 		switch {
+		case len(u.Recreated) > 0:
+			// The same set, maybe, but the consumer must see the
+			// removal: never dropped as unchanged.
+			pending, pendingFP, pendingSeq = &u, fp, goneSeq
 		case pending != nil && fp == pendingFP, pending == nil && sent && fp == sentFP:
 			// Nothing new for the consumer.
 		case pending != nil && sent && fp == sentFP:
 			// Changed and changed back before the consumer looked.
 			pending = nil
 		default:
-			pending, pendingFP = &u, fp
+			pending, pendingFP, pendingSeq = &u, fp, goneSeq
 		}
 		if s.scanned != nil {
 			s.scanned()
@@ -221,8 +258,25 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 			return
 		case sendC <- next:
 			sent, sentFP, pending = true, pendingFP, nil
+			sentUIDs = make(map[types.UID]bool, len(next.Pods))
+			for _, p := range next.Pods {
+				sentUIDs[p.UID] = true
+			}
+			for path, seq := range gone {
+				if seq <= pendingSeq {
+					delete(gone, path)
+				}
+			}
 		case ev := <-w.events():
-			if !w.relevant(ev, s.dir) || window != nil {
+			if !w.relevant(ev, s.dir) {
+				break
+			}
+			if (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) && filepath.Clean(ev.Name) != s.dir {
+				// Recorded inside a window too: the file may be back
+				// by the window's scan.
+				markGone(filepath.Clean(ev.Name))
+			}
+			if window != nil {
 				break
 			}
 			if ev.Has(fsnotify.Create) && filepath.Clean(ev.Name) != s.dir {
@@ -246,6 +300,21 @@ func (s *DirSource) Run(ctx context.Context, out chan<- SourceUpdate) {
 			scan(false)
 		}
 	}
+}
+
+// recreatedPods returns the UIDs of pods that the consumer has (sent)
+// whose file is in gone: removed and back since.
+func recreatedPods(pods []*v1.Pod, gone map[string]uint64, sent map[types.UID]bool) []types.UID {
+	if len(gone) == 0 {
+		return nil
+	}
+	var out []types.UID
+	for _, p := range pods {
+		if _, ok := gone[p.Annotations[AnnotationSourceFile]]; ok && sent[p.UID] {
+			out = append(out, p.UID)
+		}
+	}
+	return out
 }
 
 // isEmptyFile reports whether path is a regular file of size 0 (following

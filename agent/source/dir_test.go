@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
@@ -567,4 +568,56 @@ func drainScans(h *dirHarness) {
 			return
 		}
 	}
+}
+
+// A file removed and created again before the consumer read the set
+// without it (the node e2e's "file is removed and recreated": os.Remove,
+// then the same content written at once) is reported as Recreated, so the
+// pod is stopped and started again as on the kubelet; a removal the
+// consumer saw, or a file rewritten in place, is not.
+func TestDirSource_RemovedAndRecreatedFile(t *testing.T) {
+	h := newDirHarness(t, t.TempDir())
+	h.src.rescanPeriod = time.Hour
+	path := filepath.Join(h.dir, "a.yaml")
+	h.write(t, "a.yaml", manifestYAML("a", "x"))
+	h.start(t)
+	u := h.first(t)
+	require.Equal(t, []string{"default/a"}, podNames(u))
+	uid := u.Pods[0].UID
+	assert.Empty(t, u.Recreated)
+
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.WriteFile(path, []byte(manifestYAML("a", "x")), 0o644))
+	u = h.until(t, dirDebounce, 30*time.Minute, func(u SourceUpdate) bool { return len(u.Recreated) > 0 })
+	assert.Equal(t, []string{"default/a"}, podNames(u))
+	assert.Equal(t, uid, u.Pods[0].UID, "the same file, the same pod")
+	assert.Equal(t, []types.UID{uid}, u.Recreated)
+
+	// Reported once: the next scans find nothing new.
+	drainScans(h)
+	h.clock.Step(time.Hour)
+	h.waitScan(t)
+	select {
+	case u := <-h.out:
+		t.Fatalf("sent again: %v recreated %v", podNames(u), u.Recreated)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	// Rewritten in place (renamed over): no removal.
+	h.write(t, "a.yaml", manifestYAML("a", "x"))
+	drainScans(h)
+	h.clock.Step(time.Hour)
+	h.waitScan(t)
+	select {
+	case u := <-h.out:
+		t.Fatalf("a rewrite with the same content was sent: %v recreated %v", podNames(u), u.Recreated)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	// The consumer saw the removal: the file's return is a plain addition.
+	require.NoError(t, os.Remove(path))
+	h.until(t, dirDebounce, 30*time.Minute, withPods())
+	require.NoError(t, os.WriteFile(path, []byte(manifestYAML("a", "x")), 0o644))
+	u = h.until(t, dirDebounce, 30*time.Minute, withPods("default/a"))
+	assert.Empty(t, u.Recreated)
 }

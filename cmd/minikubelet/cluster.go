@@ -264,10 +264,11 @@ type clusterPodWiring struct {
 // newClusterPods builds the cluster's pod source (which deletes the
 // objects of pods deleted on the API server once podDone, the agent's
 // PodDone, says their teardown finished), the status writer, the mirror
-// pods and the event recorder.
+// pods (which keep a leaving static pod's mirror until podDone says so)
+// and the event recorder.
 func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, holds func(types.UID) bool, nodeName string, logger *slog.Logger) clusterPodWiring {
 	sw := cluster.NewStatusWriter(cc.client, logger, nil)
-	mirrors := cluster.NewMirrorPods(cc.client, nodeName, sw, logger)
+	mirrors := cluster.NewMirrorPods(cc.client, nodeName, sw, logger, cluster.WithStaticPodDone(podDone))
 	src := cluster.NewPodSource(cc.client, nodeName, logger, cluster.WithPodDone(podDone), cluster.WithMirrorPods(mirrors),
 		cluster.WithHeldPods(holds))
 	events := cc.events

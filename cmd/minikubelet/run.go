@@ -386,6 +386,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// run's pods alone, and this run leaves the daemon's.
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.AgentID = agentnode.ForegroundAgentID(os.Getpid())
+	acfg.AppArmorEnabled = agentnode.AppArmorEnabled(agentnode.SysDir)
 	// A daemon's control files at their default places (the run does not
 	// know another's flags): a pod of this run that writes a static
 	// manifest or reads the admin kubeconfig controls the daemon.

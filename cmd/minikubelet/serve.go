@@ -20,6 +20,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/daemon"
+	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
@@ -250,6 +251,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	acfg := nf.agentConfig(node, client.RuntimeName())
 	acfg.ProtectedPaths = sf.protectedPaths(cf, kf)
+	acfg.AppArmorEnabled = agentnode.AppArmorEnabled(agentnode.SysDir)
 	if cf.nodeIP != "" {
 		// Pods report the Node's InternalIP as their hostIP.
 		acfg.HostIPs = []string{cf.nodeIP}

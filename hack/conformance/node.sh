@@ -46,8 +46,8 @@
 #   - the Summary API spec: the kubelet reports PSI (KubeletPSI, GA) that a
 #     cgroup v1 host (this one) has no per-cgroup files for, so it fails on
 #     the kubelet too;
-#   - AppArmor: its specs are only defined where AppArmor is enabled (not
-#     here), nothing to skip;
+#   - AppArmor: nothing to skip; without AppArmor (this host) only the two
+#     "when running without AppArmor should reject a pod" specs exist;
 #   - specs that restart the node agent through systemd: all [Serial] (this
 #     machine has no systemd).
 #
