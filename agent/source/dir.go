@@ -1,5 +1,9 @@
 package source
 
+// Over 600 lines: the directory source is one loop (watch, debounce, scan,
+// the removed-and-recreated record, the pending set) whose parts share its
+// state; split, each part would reach into the others' fields.
+//
 // The static manifest directory (the kubelet's file source, --pod-manifest-path):
 // every manifest file in one directory is desired state (house style rule 5).
 // DirSource watches the directory and sends its complete pod set whenever

@@ -1,3 +1,6 @@
+// Over 600 lines: the directory source's cases (debounce, rescan, bad files,
+// removal and recreation) share one harness of a directory and a consumer.
+
 package source
 
 import (
