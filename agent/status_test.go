@@ -210,3 +210,44 @@ func TestPodConditions_ReadinessGates(t *testing.T) {
 		})
 	}
 }
+
+// A new pod's Pending status, with the kubelet's conditions, is published
+// before its sandbox and image pulls: a pull of minutes must not leave the
+// API server without a Ready condition (a ClusterTrustBundle
+// [Conformance] spec reads ContainersNotReady within 10 s while the node
+// still pulls). The failing pull makes the second status; the first must
+// come before it.
+func TestAgent_PendingStatusBeforeSandboxAndPull(t *testing.T) {
+	h := newHarness(t)
+	h.fake.FailPull("reg.local/slow:1", assert.AnError)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: slow}
+spec:
+  containers: [{name: app, image: reg.local/slow:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "ErrImagePull", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ErrImagePull"
+	})
+	h.rec.mu.Lock()
+	first := h.rec.statuses[0].DeepCopy()
+	h.rec.mu.Unlock()
+	require.Len(t, first.Status.ContainerStatuses, 1)
+	w := first.Status.ContainerStatuses[0].State.Waiting
+	require.NotNil(t, w)
+	assert.Equal(t, "ContainerCreating", w.Reason, "the first status is published before the pull")
+	assert.Equal(t, v1.PodPending, first.Status.Phase)
+	var ready *v1.PodCondition
+	for i := range first.Status.Conditions {
+		if first.Status.Conditions[i].Type == v1.PodReady {
+			ready = &first.Status.Conditions[i]
+		}
+	}
+	require.NotNil(t, ready, "the first status has the Ready condition")
+	assert.Equal(t, v1.ConditionFalse, ready.Status)
+	assert.Equal(t, "ContainersNotReady", ready.Reason)
+	assert.Equal(t, "containers with unready status: [app]", ready.Message)
+}

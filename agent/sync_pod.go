@@ -249,6 +249,16 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 		}
 		w.setNetworkNotReady("")
 	}
+	if act.CreateSandbox && len(st.sandboxes) == 0 {
+		// A new pod: publish its Pending status, with the conditions
+		// (Ready False, ContainersNotReady), before the sandbox and the
+		// pulls, which can take minutes, as the kubelet's syncPod sets
+		// the status before it creates anything. Before this the API
+		// server had no Ready condition for a pod whose image was still
+		// being pulled (a ClusterTrustBundle [Conformance] spec reads it
+		// within 10 s).
+		w.setStatus(a.computePodStatus(w, pod, st))
+	}
 	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res, pre)
 
 	if sb != nil && startsContainers(act) {
