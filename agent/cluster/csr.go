@@ -2,13 +2,11 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 )
 
 // CSRClient is the part of client-go's certificates.k8s.io/v1
@@ -29,22 +27,9 @@ type CSRClient interface {
 // (issue #8; client-go's util/certificate Manager alone added 21.7 MB to
 // the binary, 46.7 -> 68.4 MB).
 func NewCSRClient(cfg *rest.Config, userAgent string) (CSRClient, error) {
-	c := rest.CopyConfig(cfg)
-	c.UserAgent = userAgent
-	if c.QPS == 0 {
-		c.QPS, c.Burst = clientQPS, clientBurst
-	}
-	if c.RateLimiter == nil {
-		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.QPS, c.Burst)
-	}
-	gv := certificatesv1.SchemeGroupVersion
-	c.GroupVersion, c.APIPath = &gv, "/apis"
-	c.ContentType = "application/vnd.kubernetes.protobuf"
-	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()
-	rc, err := rest.RESTClientFor(c)
+	rc, err := certificatesRESTClient(cfg, userAgent) // podcert.go
 	if err != nil {
-		return nil, fmt.Errorf("certificates.k8s.io/v1 client: %w", err)
+		return nil, err
 	}
 	return &typedResource[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList]{
 		client: rc, name: "certificatesigningrequests",
