@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -163,6 +164,7 @@ func summarise(out io.Writer, paths []string) error {
 	}
 	var passed, failed, skipped int
 	byReason := map[string][]string{}
+	var failures []string
 	for _, key := range order {
 		r := results[key]
 		parts := strings.SplitN(key, "\x00", 3)
@@ -171,6 +173,7 @@ func summarise(out io.Writer, paths []string) error {
 			passed++
 		case "fail":
 			failed++
+			failures = append(failures, failureLines(filepath.Base(parts[0]), shortPkg(parts[1])+"."+parts[2], r.output))
 		case "skip":
 			skipped++
 			reason := "(no reason given)"
@@ -203,8 +206,43 @@ func summarise(out io.Writer, paths []string) error {
 			fmt.Fprintf(out, "  %4d  %s\n        %s%s\n", len(tests), r, strings.Join(shown, ", "), more)
 		}
 	}
+	if len(failures) > 0 {
+		fmt.Fprintf(out, "failed tests (%d), each with its own failure lines:\n", len(failures))
+		for _, f := range failures {
+			fmt.Fprint(out, f)
+		}
+	}
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
 	return nil
+}
+
+// failureLine is a line a test printed itself (t.Errorf, t.Fatalf,
+// t.Logf: "    file_test.go:N: ...") or testify's "Error:"/"Messages:"
+// continuation; the runtime's log dumps a failed e2e test prints are not.
+var failureLine = regexp.MustCompile(`^\s+(\S+_test\.go:\d+: |Error:|Messages:)`)
+
+// failureLines names a failed test and its log (the e2e suite runs once
+// per containerd) and repeats the last lines it printed itself, so the
+// end of make test's output says why it failed: CI keeps only the end.
+func failureLines(log, test, output string) string {
+	var lines []string
+	for _, l := range strings.Split(output, "\n") {
+		if failureLine.MatchString(l) {
+			if len(l) > 300 {
+				l = l[:300] + " …"
+			}
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 12 {
+		lines = lines[len(lines)-12:]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s (%s)\n", test, log)
+	for _, l := range lines {
+		fmt.Fprintf(&b, "      %s\n", strings.TrimSpace(l))
+	}
+	return b.String()
 }
 
 // shortPkg drops the module path.

@@ -49,6 +49,9 @@ func TestFilterAndSummary(t *testing.T) {
 	assert.Equal(t, `skipped tests by reason (2):
      2  no examples at /x
         m/a.TestDocs, m/a.TestQOS
+failed tests (1), each with its own failure lines:
+  m/a.TestBad (unit.json)
+      bad_test.go:9: boom
 1 passed, 1 failed, 2 skipped
 `, sum.String())
 }
