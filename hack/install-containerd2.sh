@@ -38,11 +38,7 @@ if built; then
 fi
 
 mkdir -p "$MKL_STATE"
-exec 9>"$MKL_STATE/containerd-$VERSION.lock"
-if ! flock -n 9; then
-	step "containerd $VERSION: another build is running; waiting for it (up to 15 min)"
-	flock -w 900 9 || die "timed out waiting for the lock $MKL_STATE/containerd-$VERSION.lock"
-fi
+build_lock "$MKL_STATE/containerd-$VERSION.lock" "containerd $VERSION" 15
 if built; then
 	step "containerd $VERSION: built meanwhile by another run ($BIN)"
 	exit 0

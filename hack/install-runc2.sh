@@ -49,11 +49,7 @@ if [[ $(dpkg-query -W -f='${db:Status-Status}' libseccomp-dev 2>/dev/null) != in
 fi
 
 mkdir -p "$MKL_STATE"
-exec 9>"$MKL_STATE/runc-$VERSION.lock"
-if ! flock -n 9; then
-	step "runc $VERSION: another build is running; waiting for it (up to 10 min)"
-	flock -w 600 9 || die "timed out waiting for the lock $MKL_STATE/runc-$VERSION.lock"
-fi
+build_lock "$MKL_STATE/runc-$VERSION.lock" "runc $VERSION" 10
 if built; then
 	step "runc $VERSION: built meanwhile by another run ($BIN)"
 	exit 0

@@ -66,6 +66,18 @@ die() {
 }
 
 # require_root exits unless the script runs as root.
+# build_lock FILE WHAT MINUTES: hold FILE's lock on fd 9 for the rest of
+# the script (the build scripts' lock-and-build-once): when another run
+# holds it, say so and wait up to MINUTES for it. The caller checks its
+# stamp again afterwards: the other run may have built it meanwhile.
+build_lock() {
+	exec 9>"$1"
+	if ! flock -n 9; then
+		step "$2: another build is running; waiting for it (up to $3 min)"
+		flock -w $(($3 * 60)) 9 || die "timed out waiting for the lock $1"
+	fi
+}
+
 require_root() {
 	[[ $(id -u) -eq 0 ]] || die "must run as root (try: sudo $0)"
 }

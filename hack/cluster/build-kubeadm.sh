@@ -37,11 +37,7 @@ if built; then
 	echo "$BIN"
 	exit 0
 fi
-exec 9>"$DEST.lock"
-if ! flock -n 9; then
-	step "kubeadm: another build is running; waiting for it (up to 30 min)"
-	flock -w 1800 9 || die "timed out waiting for the lock $DEST.lock"
-fi
+build_lock "$DEST.lock" "kubeadm" 30
 if built; then
 	step "kubeadm $KUBE: built meanwhile by another run ($BIN/kubeadm)"
 	echo "$BIN"

@@ -39,11 +39,7 @@ fi
 
 mkdir -p "$(dirname "$DEST")"
 lock=$DEST.lock
-exec 9>"$lock"
-if ! flock -n 9; then
-	step "control plane: another build is running; waiting for it (up to 30 min)"
-	flock -w 1800 9 || die "timed out waiting for the lock $lock"
-fi
+build_lock "$lock" "control plane" 30
 if built; then
 	step "control plane $KUBE / etcd $ETCD: built meanwhile by another run ($BIN)"
 	echo "$BIN"

@@ -54,11 +54,7 @@ SUM=$(cat "$CLUSTER_MOD/go.mod" "$CLUSTER_MOD/go.sum" | sha256sum | cut -c1-16)
 GOV=$(go env GOVERSION)
 mkdir -p "$BIN"
 
-exec 9>"$BIN.lock"
-if ! flock -n 9; then
-	step "another build.sh is running; waiting for it (up to 60 min)"
-	flock -w 3600 9 || die "timed out waiting for the lock $BIN.lock"
-fi
+build_lock "$BIN.lock" "build.sh" 60
 
 # As the release build sets them (hack/cluster/build.sh): without them the
 # binaries report v0.0.0-master, and the kubelet's version skew against the

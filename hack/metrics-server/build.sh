@@ -33,11 +33,7 @@ if built; then
 	exit 0
 fi
 mkdir -p "$(dirname "$DEST")"
-exec 9>"$DEST.lock"
-if ! flock -n 9; then
-	step "metrics-server: another build is running; waiting for it (up to 30 min)"
-	flock -w 1800 9 || die "timed out waiting for the lock $DEST.lock"
-fi
+build_lock "$DEST.lock" "metrics-server" 30
 if built; then
 	step "metrics-server $VERSION: built meanwhile by another run ($BIN)"
 	echo "$BIN"
