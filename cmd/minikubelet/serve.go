@@ -225,7 +225,6 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		go serving.Run(ctx)
 	}
 	setServeGC(os.Getenv)
-	go runHeapTrim(ctx)
 	if sf.profiling {
 		// The heap profile samples from here on (earlyinit).
 		earlyinit.Restore()
