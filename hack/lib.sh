@@ -65,7 +65,6 @@ die() {
 	exit 1
 }
 
-# require_root exits unless the script runs as root.
 # build_lock FILE WHAT MINUTES: hold FILE's lock on fd 9 for the rest of
 # the script (the build scripts' lock-and-build-once): when another run
 # holds it, say so and wait up to MINUTES for it. The caller checks its
@@ -78,6 +77,7 @@ build_lock() {
 	fi
 }
 
+# require_root exits unless the script runs as root.
 require_root() {
 	[[ $(id -u) -eq 0 ]] || die "must run as root (try: sudo $0)"
 }
