@@ -121,7 +121,12 @@ var skipReason = regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`)
 
 // summarise reads JSON logs and prints the skips by reason and the totals.
 func summarise(out io.Writer, paths []string) error {
-	type result struct{ action, output string }
+	// output is the test's first 64 KiB (skip reasons come early); fails
+	// its last failureLines lines from anywhere in its output.
+	type result struct {
+		action, output string
+		fails          []string
+	}
 	results := map[string]*result{}
 	var order []string
 	for _, p := range paths {
@@ -153,6 +158,12 @@ func summarise(out io.Writer, paths []string) error {
 				if len(r.output) < 64<<10 {
 					r.output += ev.Output
 				}
+				if failureLine.MatchString(ev.Output) {
+					r.fails = append(r.fails, ev.Output)
+					if len(r.fails) > maxFailureLines {
+						r.fails = r.fails[1:]
+					}
+				}
 			case "pass", "fail", "skip":
 				r.action = ev.Action
 			}
@@ -173,7 +184,7 @@ func summarise(out io.Writer, paths []string) error {
 			passed++
 		case "fail":
 			failed++
-			failures = append(failures, failureLines(filepath.Base(parts[0]), shortPkg(parts[1])+"."+parts[2], r.output))
+			failures = append(failures, failureLines(filepath.Base(parts[0]), shortPkg(parts[1])+"."+parts[2], r.fails))
 		case "skip":
 			skipped++
 			reason := "(no reason given)"
@@ -221,26 +232,22 @@ func summarise(out io.Writer, paths []string) error {
 // continuation; the runtime's log dumps a failed e2e test prints are not.
 var failureLine = regexp.MustCompile(`^\s+(\S+_test\.go:\d+: |Error:|Messages:)`)
 
+// maxFailureLines is how many of its own last lines a failed test's
+// summary repeats.
+const maxFailureLines = 12
+
 // failureLines names a failed test and its log (the e2e suite runs once
 // per containerd) and repeats the last lines it printed itself, so the
 // end of make test's output says why it failed: CI keeps only the end.
-func failureLines(log, test, output string) string {
-	var lines []string
-	for _, l := range strings.Split(output, "\n") {
-		if failureLine.MatchString(l) {
-			if len(l) > 300 {
-				l = l[:300] + " …"
-			}
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > 12 {
-		lines = lines[len(lines)-12:]
-	}
+func failureLines(log, test string, lines []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %s (%s)\n", test, log)
 	for _, l := range lines {
-		fmt.Fprintf(&b, "      %s\n", strings.TrimSpace(l))
+		l = strings.TrimSpace(l)
+		if len(l) > 300 {
+			l = l[:300] + " …"
+		}
+		fmt.Fprintf(&b, "      %s\n", l)
 	}
 	return b.String()
 }

@@ -63,3 +63,25 @@ func TestFilterStream(t *testing.T) {
 	assert.Contains(t, out.String(), "--- PASS: TestOK")
 	assert.Contains(t, out.String(), "no examples at /x")
 }
+
+// A long test's failure comes after its first 64 KiB of output (what the
+// summary keeps for skip reasons); its own last lines are still repeated.
+func TestSummaryFailureLinesAfterLongOutput(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "e2e-containerd-2.4.json")
+	var b strings.Builder
+	filler := strings.Repeat("x", 1000)
+	for range 80 {
+		b.WriteString(`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"        time=` + filler + `\n"}` + "\n")
+	}
+	b.WriteString(`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"    chaos_test.go:160: the status does not show the container killed\n"}` + "\n")
+	b.WriteString(`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"        time=runtime log dump\n"}` + "\n")
+	b.WriteString(`{"Action":"fail","Package":"m/e2e","Test":"TestChaos"}` + "\n")
+	require.NoError(t, os.WriteFile(log, []byte(b.String()), 0o644))
+	var sum strings.Builder
+	require.NoError(t, summarise(&sum, []string{log}))
+	assert.Equal(t, `failed tests (1), each with its own failure lines:
+  m/e2e.TestChaos (e2e-containerd-2.4.json)
+      chaos_test.go:160: the status does not show the container killed
+0 passed, 1 failed, 0 skipped
+`, sum.String())
+}
