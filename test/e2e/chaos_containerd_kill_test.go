@@ -20,7 +20,11 @@ import (
 )
 
 // probedPod is a testserver pod with an HTTP liveness and a TCP readiness
-// probe at 1 s, and an exec readiness probe (which needs the runtime).
+// probe at 1 s, and an exec liveness probe (which needs the runtime). Each
+// has 5 s to answer: at the default 1 s, the chaos tests against both
+// containerds at once got a container restarted by a probe that timed out
+// for want of CPU, not for the outage (an exec probe the runtime cannot
+// run errors at once, whatever its timeout).
 func probedPod(name string) *v1.Pod {
 	zero := int64(0)
 	return &v1.Pod{
@@ -34,11 +38,13 @@ func probedPod(name string) *v1.Pod {
 				LivenessProbe: &v1.Probe{
 					ProbeHandler:     v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
 					PeriodSeconds:    1,
+					TimeoutSeconds:   5,
 					FailureThreshold: 2,
 				},
 				ReadinessProbe: &v1.Probe{
-					ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
-					PeriodSeconds: 1,
+					ProbeHandler:   v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
+					PeriodSeconds:  1,
+					TimeoutSeconds: 5,
 				},
 			}, {
 				Name:    "side",
@@ -47,6 +53,7 @@ func probedPod(name string) *v1.Pod {
 				LivenessProbe: &v1.Probe{
 					ProbeHandler:     v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
 					PeriodSeconds:    1,
+					TimeoutSeconds:   5,
 					FailureThreshold: 1,
 				},
 			}},
