@@ -122,7 +122,8 @@ var skipReason = regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`)
 // summarise reads JSON logs and prints the skips by reason and the totals.
 func summarise(out io.Writer, paths []string) error {
 	// output is the test's first 64 KiB (skip reasons come early); fails
-	// its last failureLines lines from anywhere in its output.
+	// is its last maxFailureLines failure lines, from anywhere in its
+	// output.
 	type result struct {
 		action, output string
 		fails          []string
