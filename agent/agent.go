@@ -26,6 +26,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -237,7 +238,7 @@ type Agent struct {
 	// imageBackoff delays image pulls after failures (ImagePullBackOff).
 	imageBackoff *backoff
 	// termMessages caches termination messages by container ID.
-	termMessages terminationMessageCache
+	termMessages termmsg.Cache
 	// probes runs the startup, liveness and readiness probes.
 	probes *probes.Manager
 	// cgroups manages pod cgroups (nil: none).

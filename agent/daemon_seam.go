@@ -394,8 +394,6 @@ func (a *Agent) PodTables() map[string]int {
 	out["rejected"] = len(a.rejected)
 	out["restartAfterTeardown"] = len(a.restartAfterTeardown)
 	a.mu.Unlock()
-	a.termMessages.mu.Lock()
-	out["termination messages"] = len(a.termMessages.byID)
-	a.termMessages.mu.Unlock()
+	out["termination messages"] = a.termMessages.Len()
 	return out
 }

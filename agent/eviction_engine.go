@@ -26,6 +26,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/eviction/hoststats"
 	"github.com/minikubelet/minikubelet/agent/safepath"
+	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
@@ -269,7 +270,7 @@ func (a *Agent) NodePressure() (memory, disk, pid, ok bool) {
 // safepath.RemoveAll removes symlinks a pod left, never their targets, and
 // stops at a mount still there instead of emptying it.
 func (a *Agent) removePodVolumes(pod *v1.Pod) error {
-	if err := eviction.TrimTerminationMessageFiles(filepath.Join(a.podDir(pod), "containers"), maxTerminationMessageBytes); err != nil {
+	if err := eviction.TrimTerminationMessageFiles(filepath.Join(a.podDir(pod), "containers"), termmsg.MaxMessageBytes); err != nil {
 		return err
 	}
 	if err := a.volumes().UnmountPodVolumes(pod); err != nil {

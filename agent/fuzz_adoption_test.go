@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
 
@@ -23,7 +24,7 @@ import (
 //   - listPod: the container is found by its pod-UID label and its hash,
 //     type and restart count come from its annotations as they are (a
 //     malformed count reads as 0, as in the kubelet);
-//   - containerFromAnnotations (killing a container the spec no longer
+//   - podspec.ContainerFromAnnotations (killing a container the spec no longer
 //     names): the name is kept, ports and the preStop handler are exactly
 //     what the annotations decode to, or absent when they do not decode;
 //   - burstableMilli (the Burstable tier's CPU shares): never negative,
@@ -84,8 +85,8 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 			t.Fatalf("listPod read %+v from annotations %v", *c, ann)
 		}
 
-		// containerFromAnnotations.
-		got := containerFromAnnotations(name, ann)
+		// podspec.ContainerFromAnnotations.
+		got := podspec.ContainerFromAnnotations(name, ann)
 		if got.Name != name {
 			t.Fatalf("name %q became %q", name, got.Name)
 		}

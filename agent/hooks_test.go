@@ -19,6 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -290,33 +291,6 @@ func TestRunLifecycleHandler_TCPSocketFails(t *testing.T) {
 	assert.Empty(t, f.fake.Calls())
 }
 
-func TestResolvePort(t *testing.T) {
-	c := &v1.Container{Name: "web", Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}}
-	tests := []struct {
-		name    string
-		port    intstr.IntOrString
-		want    int
-		wantErr bool
-	}{
-		{name: "number", port: intstr.FromInt32(81), want: 81},
-		{name: "numeric string", port: intstr.FromString("82"), want: 82},
-		{name: "named", port: intstr.FromString("http"), want: 8080},
-		{name: "unknown name", port: intstr.FromString("grpc"), wantErr: true},
-		{name: "zero", port: intstr.FromInt32(0), wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolvePort(tt.port, c)
-			if tt.wantErr {
-				assert.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
 // lifecyclePod is hookPod with lifecycle hooks set after loading: the
 // manifest loader refuses lifecycle until support.go lists it.
 func lifecyclePod(t *testing.T, lc *v1.Lifecycle) *v1.Pod {
@@ -496,7 +470,7 @@ func TestGenerateContainerConfig_PreStopAnnotation(t *testing.T) {
 	pod := lifecyclePod(t, &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/quit", Port: intstr.FromString("http")}}})
 	cfg, err := h.agent.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "10.0.0.1", nil, nil)
 	require.NoError(t, err)
-	got := containerFromAnnotations("web", cfg.Annotations)
+	got := podspec.ContainerFromAnnotations("web", cfg.Annotations)
 	assert.Equal(t, pod.Spec.Containers[0].Lifecycle.PreStop, got.Lifecycle.PreStop)
 	assert.Equal(t, pod.Spec.Containers[0].Ports, got.Ports)
 

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/minikubelet/minikubelet/agent/resize"
+	"github.com/minikubelet/minikubelet/agent/termmsg"
 )
 
 // podWorker is the one goroutine that owns every runtime mutation of one pod
@@ -597,7 +598,7 @@ func (w *podWorker) setNetworkNotReady(msg string) {
 // setStatus stores a new status and tells the observer when it changed.
 func (w *podWorker) setStatus(st v1.PodStatus) {
 	w.mu.Lock()
-	st = limitTerminationMessages(&w.spec.Spec, st) // termination.go
+	st = termmsg.Limit(&w.spec.Spec, st)
 	same := equality.Semantic.DeepEqual(w.status, st)
 	w.status = st
 	w.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -236,7 +237,7 @@ func (a *Agent) applyContainerStatus(ci *containerInfo, s *runtimeapi.ContainerS
 	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
 		// The file at terminationMessagePath (or the log tail), read
 		// once per exited instance.
-		ci.message = joinTerminationMessage(s.Message, a.termMessages.get(ci.id, func() string { return a.terminationMessageFromStatus(s) }))
+		ci.message = termmsg.Join(s.Message, a.termMessages.Get(ci.id, func() string { return a.terminationMessageFromStatus(s) }))
 	}
 	ci.startInterrupted = a.startInterrupted(ci)
 	if s.ImageRef != "" {

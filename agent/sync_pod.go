@@ -533,7 +533,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		}
 		res.remove(prev.id)
 		w.logger.Info("Replacing a container whose start was interrupted", "container", c.Name, "containerID", prev.id, "state", prev.state.String())
-		a.termMessages.forget(prev.id)
+		a.termMessages.Forget(prev.id)
 		restartCount = prev.restartCount
 		prev = nil
 	}
@@ -708,7 +708,7 @@ func (a *Agent) pruneContainers(ctx context.Context, w *podWorker, st *podState)
 			w.logger.Warn("Remove dead container failed", "containerID", c.id, "err", err)
 			continue
 		}
-		a.termMessages.forget(c.id)
+		a.termMessages.Forget(c.id)
 		removed = append(removed, c.id)
 	}
 	for i, sb := range st.sandboxes {

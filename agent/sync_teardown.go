@@ -70,7 +70,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 				continue
 			}
 		}
-		a.termMessages.forget(c.id)
+		a.termMessages.Forget(c.id)
 	}
 	if len(errs) == 0 {
 		// Only once every sandbox is gone are its processes too.

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/termmsg"
 )
 
 // TestLimitTerminationMessages: a pod of six containers that each wrote
@@ -31,7 +33,7 @@ func TestLimitTerminationMessages(t *testing.T) {
 	st.InitContainerStatuses = []v1.ContainerStatus{{Name: "init", State: v1.ContainerState{Terminated: term()}}}
 	st.EphemeralContainerStatuses = []v1.ContainerStatus{{Name: "debug", State: v1.ContainerState{Terminated: term()}}}
 
-	got := limitTerminationMessages(spec, st)
+	got := termmsg.Limit(spec, st)
 	total := 0
 	for _, list := range [][]v1.ContainerStatus{got.InitContainerStatuses, got.ContainerStatuses, got.EphemeralContainerStatuses} {
 		for _, cs := range list {
@@ -48,7 +50,7 @@ func TestLimitTerminationMessages(t *testing.T) {
 			}
 		}
 	}
-	if total > maxPodTerminationMessageBytes*2 { // states and last states
+	if total > termmsg.MaxPodMessageBytes*2 { // states and last states
 		t.Fatalf("%d bytes of messages", total)
 	}
 	if st.ContainerStatuses[0].State.Terminated.Message != msg {
@@ -64,7 +66,7 @@ func TestLimitTerminationMessages(t *testing.T) {
 	// Two containers: 6 KiB each, more than a container's 4 KiB: unchanged.
 	two := &v1.PodSpec{Containers: spec.Containers[:2]}
 	small := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Message: strings.Repeat("m", 4096)}}}}}
-	if got := limitTerminationMessages(two, small); len(got.ContainerStatuses[0].State.Terminated.Message) != 4096 {
+	if got := termmsg.Limit(two, small); len(got.ContainerStatuses[0].State.Terminated.Message) != 4096 {
 		t.Fatalf("a 4 KiB message of a two-container pod cut to %d bytes", len(got.ContainerStatuses[0].State.Terminated.Message))
 	}
 }

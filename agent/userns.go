@@ -45,17 +45,11 @@ type userNSState struct {
 	known, supported bool
 }
 
-// wantsUserNamespace reports whether the pod asks for a user namespace of
-// its own (hostUsers: false; unset means true).
-func wantsUserNamespace(pod *v1.Pod) bool {
-	return pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers
-}
-
 // podUserNamespace returns the pod's user namespace for its CRI configs:
 // nil for a pod in the node's, else mode POD with the pod's range (the
 // kubelet's GetOrCreateUserNamespaceMappings).
 func (a *Agent) podUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
-	if !wantsUserNamespace(pod) {
+	if !userns.Wanted(pod) {
 		return nil, nil
 	}
 	alloc, err := a.userNSAllocator()
@@ -92,7 +86,7 @@ func (a *Agent) userNSAllocator() (*userns.Allocator, error) {
 // releaseUserNamespace frees the pod's range as its directory is cleaned
 // up: at once, even when something left mounted keeps the directory.
 func (a *Agent) releaseUserNamespace(pod *v1.Pod) error {
-	if !wantsUserNamespace(pod) {
+	if !userns.Wanted(pod) {
 		return nil
 	}
 	alloc, err := a.userNSAllocator()
@@ -117,29 +111,9 @@ func (a *Agent) runtimeSupportsUserNamespaces(ctx context.Context) (bool, error)
 		if err != nil {
 			return false, err
 		}
-		s.supported, s.known = handlerSupportsUserNamespaces(st.GetRuntimeHandlers(), ""), true
+		s.supported, s.known = userns.HandlerSupports(st.GetRuntimeHandlers(), ""), true
 	}
 	return s.supported, nil
-}
-
-// handlerSupportsUserNamespaces is the kubelet's
-// HandlerSupportsUserNamespaces: the named handler ("" the default one) is
-// listed with the user_namespaces feature.
-func handlerSupportsUserNamespaces(handlers []*runtimeapi.RuntimeHandler, name string) bool {
-	for _, h := range handlers {
-		if h.GetName() == name {
-			return h.GetFeatures().GetUserNamespaces()
-		}
-	}
-	return false
-}
-
-// userNamespaceRefusal is the message refusing a pod with hostUsers: false
-// on a runtime of this name and version that does not support user
-// namespaces.
-func userNamespaceRefusal(name, version string) string {
-	return fmt.Sprintf("spec.hostUsers: false needs user namespaces, and this node's runtime, %s %s, does not support them (its CRI Status reports no user_namespaces feature for its default handler): leave spec.hostUsers out or set it to true, or run the pod on a node with containerd 2.0 or later, runc 1.2 or later and Linux 6.3 or later",
-		name, version)
 }
 
 // refuseUserNamespaces fails the pod for good, before anything of it is
@@ -148,7 +122,7 @@ func userNamespaceRefusal(name, version string) string {
 // reports whether the pod is failed for that reason. When the runtime does
 // not answer, the pod goes on: its observation fails the same way.
 func (a *Agent) refuseUserNamespaces(ctx context.Context, w *podWorker, pod *v1.Pod) bool {
-	if !wantsUserNamespace(pod) {
+	if !userns.Wanted(pod) {
 		return false
 	}
 	ok, err := a.runtimeSupportsUserNamespaces(ctx)
@@ -163,7 +137,7 @@ func (a *Agent) refuseUserNamespaces(ctx context.Context, w *podWorker, pod *v1.
 	if err != nil {
 		name, version = "the runtime", "(version unknown)"
 	}
-	msg := userNamespaceRefusal(name, version)
+	msg := userns.Refusal(name, version)
 	if w.setFailed(reasonUserNamespacesNotSupported, msg) {
 		w.event(v1.EventTypeWarning, reasonUserNamespacesNotSupported, "%s", msg)
 	}

@@ -117,6 +117,17 @@ tests=1 check "$mod/agent/volume" "^$mod/agent$|^$mod/agent/(source|api|cluster|
 # The desired state sits below the engine; it may use agent/volume's mounts
 # and writer (the store's Secrets live on a tmpfs), never the reverse.
 tests=1 check "$mod/agent/source" "^$mod/agent$|^$mod/agent/(api|cluster|kubeletserver|gc|eviction)(/|$)|^$mod/(cmd|test|cri|cni|cgroups|probes)(/|$)" "desired state: below the engine, no runtime (agent/volume is allowed: the tmpfs of the store's Secrets)"
+# Termination messages (issue #30): the pod's file and the container's log
+# read beneath their roots, the pod's share of them, the cache. Below the
+# engine, which asks the runtime and passes the paths in: of the repository
+# only agent/safepath and agent/api (the CRI log parser); no engine, no
+# daemon, no CRI client, no runtime leaf. Its tests too.
+tests=1 check "$mod/agent/termmsg" "^$mod/|^google.golang.org/grpc(/|$)" "termination messages: file reading below the engine; agent/safepath and agent/api only, no CRI client" "^$mod/agent/(termmsg|safepath|api)$"
+# The lifecycle hooks' parts that need no runtime (issue #30): the httpGet
+# and sleep handlers, an exec failure's text. The engine runs exec through
+# the runtime: of the repository only cri (its errors); no engine, no
+# daemon, no runtime leaf. Its tests too.
+tests=1 check "$mod/agent/lifecycle" "^$mod/|^google.golang.org/grpc(/|$)" "lifecycle hooks below the engine: cri's errors only, no engine, no daemon, no runtime leaf" "^$mod/(agent/lifecycle|cri)$"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

@@ -13,7 +13,8 @@
 //     service links, $(VAR) expansion) and the expansion of command and
 //     args, volume mounts and propagation, the /etc/hosts content;
 //   - the CRI labels and annotations (identity, hash, restart count, grace
-//     period, ports, preStop handler, QoS).
+//     period, ports, preStop handler, QoS), and the container they describe
+//     when the spec no longer names it (ContainerFromAnnotations).
 //
 // Everything the translation needs of the node, the runtime or the disk
 // comes in as a value or a function (SandboxInputs, EnvInputs,

@@ -178,3 +178,37 @@ func ContainerHash(c *v1.Container) string {
 func LegacyContainerHash(c *v1.Container) string {
 	return strconv.FormatUint(uint64(hashJSON(c)), 16)
 }
+
+// ContainerFromAnnotations rebuilds the parts of a container spec that
+// killing it needs (name, ports, preStop handler) from its CRI annotations,
+// for a container the current spec does not describe. Malformed
+// annotations read as absent, as the kubelet does.
+func ContainerFromAnnotations(name string, annotations map[string]string) *v1.Container {
+	c := &v1.Container{Name: name}
+	if s := annotations[AnnotationContainerPorts]; s != "" {
+		// Into a fresh slice: a failed decode can leave part of one.
+		var ports []v1.ContainerPort
+		if err := json.Unmarshal([]byte(s), &ports); err == nil {
+			c.Ports = ports
+		}
+	}
+	if s := annotations[AnnotationPreStopHandler]; s != "" {
+		h := &v1.LifecycleHandler{}
+		if err := json.Unmarshal([]byte(s), h); err == nil {
+			c.Lifecycle = &v1.Lifecycle{PreStop: h}
+		}
+	}
+	return c
+}
+
+// SpecContainer finds the named container (init or app) in the pod's spec.
+func SpecContainer(pod *v1.Pod, name string) *v1.Container {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}

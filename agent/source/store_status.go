@@ -129,7 +129,7 @@ func (s *PodStore) SaveFinalStatus(pod *v1.Pod, st v1.PodStatus) error {
 // trimmedMessageBytes (a termination message is its file's tail), then
 // dropped; ss.Status is changed to what is stored. The agent's statuses
 // already share 12 KiB of messages among a pod's init and app containers,
-// as the kubelet's (agent.limitTerminationMessages), but each of any
+// as the kubelet's (termmsg.Limit), but each of any
 // number of ephemeral containers keeps a share too, so the file's bound
 // is still applied here, where a larger file would make the status
 // unusable.

@@ -13,6 +13,11 @@
 //     JSON form), so a restarted agent gives the pod the same mapping;
 //   - a pod's range is free again once its directory is gone.
 //
+// It also holds the engine's pure rules of user namespaces (pod.go): which
+// pods want one, whether the runtime's handler supports them (CRI Status
+// runtime_handlers[].features.user_namespaces, as the kubelet asks) and
+// the message refusing a pod when it does not.
+//
 // Where it differs from the kubelet, and why:
 //
 //   - The files on disk are the only record: each allocation reads every

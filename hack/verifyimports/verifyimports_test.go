@@ -136,6 +136,17 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
 		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+		// agent/termmsg and agent/lifecycle (issue #30).
+		"termmsg imports the engine":          {"agent/termmsg/bad.go", imp("termmsg", "agent"), "agent/termmsg must not import"},
+		"termmsg imports the daemon":          {"agent/termmsg/bad.go", imp("termmsg", "agent/daemon"), "agent/termmsg must not import"},
+		"termmsg imports the CRI client":      {"agent/termmsg/bad.go", imp("termmsg", "cri"), "agent/termmsg must not import"},
+		"termmsg imports cgroups":             {"agent/termmsg/bad.go", imp("termmsg", "cgroups"), "agent/termmsg must not import"},
+		"termmsg's test imports the engine":   {"agent/termmsg/bad_test.go", imp("termmsg_test", "agent"), "agent/termmsg must not import"},
+		"lifecycle imports the engine":        {"agent/lifecycle/bad.go", imp("lifecycle", "agent"), "agent/lifecycle must not import"},
+		"lifecycle imports the daemon":        {"agent/lifecycle/bad.go", imp("lifecycle", "agent/daemon"), "agent/lifecycle must not import"},
+		"lifecycle imports cgroups":           {"agent/lifecycle/bad.go", imp("lifecycle", "cgroups"), "agent/lifecycle must not import"},
+		"lifecycle imports podspec":           {"agent/lifecycle/bad.go", imp("lifecycle", "agent/podspec"), "agent/lifecycle must not import"},
+		"lifecycle's test imports the engine": {"agent/lifecycle/bad_test.go", imp("lifecycle_test", "agent"), "agent/lifecycle must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// Each case is a module of its own; the script's many go list
