@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
 // localStoragePod is a pod whose container "app" has the given resources
@@ -93,7 +94,7 @@ func TestEviction_LocalStorageLimits(t *testing.T) {
 			got := waitEvicted(t, h, off)
 			assert.Equal(t, v1.PodFailed, got.Status.Phase)
 			assert.Equal(t, tc.wantMsg, got.Status.Message)
-			assert.False(t, conditionTrue(got.Status.Conditions, v1.DisruptionTarget), "no DisruptionTarget for a local storage eviction")
+			assert.False(t, podstatus.ConditionTrue(got.Status.Conditions, v1.DisruptionTarget), "no DisruptionTarget for a local storage eviction")
 			assert.Equal(t, "StopContainer app timeout=2", stopCalls(h, "app")[0])
 			var ev *Event
 			h.rec.mu.Lock()

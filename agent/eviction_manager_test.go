@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
@@ -185,7 +186,7 @@ func TestEviction_MemoryEvictsRankedPodOnePerCycle(t *testing.T) {
 	got := waitEvicted(t, h, be)
 	assert.Equal(t, v1.PodFailed, got.Status.Phase)
 	assert.Equal(t, "The node was low on resource: memory. Threshold quantity: 100Mi, available: 90Mi. Container app was using 500Mi, request is 0, has larger consumption of memory.", got.Status.Message)
-	assert.True(t, conditionTrue(got.Status.Conditions, v1.DisruptionTarget))
+	assert.True(t, podstatus.ConditionTrue(got.Status.Conditions, v1.DisruptionTarget))
 	// The hard threshold's 1 s, raised to killContainer's minimum of 2 s
 	// (the kubelet's minimumGracePeriodInSeconds).
 	assert.Equal(t, []string{"StopContainer app timeout=2"}, stopCalls(h, "app")[:1])

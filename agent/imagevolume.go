@@ -20,20 +20,18 @@ package agent
 // field and would bind an empty host path. The kubelet does not check the
 // runtime and its pod fails late with CreateContainerError; minikubelet
 // refuses such a pod before anything of it is created, with a reason that
-// says what to do (refuseImageVolumes).
+// says what to do (refuseImageVolumes; agent/images decides).
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/images"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
@@ -65,63 +63,13 @@ func (a *Agent) runtimeVersion(ctx context.Context) (name, version string, err e
 	return c.name, c.version, nil
 }
 
-// runtimeMountsImages reports whether a runtime of this name and version
-// implements CRI Mount.Image: containerd from 2.1 on. Other runtimes (CRI-O
-// has it since 1.31) and versions that do not parse are given the benefit
-// of the doubt: their own error then says what went wrong.
-func runtimeMountsImages(name, version string) bool {
-	if name != "containerd" {
-		return true
-	}
-	major, minor, ok := majorMinor(version)
-	if !ok {
-		return true
-	}
-	return major > 2 || (major == 2 && minor >= 1)
-}
-
-// majorMinor parses the start of "v2.4.2", "1.6.38-rc.1" or "2.1".
-func majorMinor(version string) (int, int, bool) {
-	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	if err1 != nil || err2 != nil {
-		return 0, 0, false
-	}
-	return major, minor, true
-}
-
-// imageVolumePaths are the field paths of the pod's image volumes.
-func imageVolumePaths(pod *v1.Pod) []string {
-	var out []string
-	for i := range pod.Spec.Volumes {
-		if pod.Spec.Volumes[i].Image != nil {
-			out = append(out, field.NewPath("spec", "volumes").Index(i).Child("image").String())
-		}
-	}
-	return out
-}
-
-// imageVolumeRefusal is the message refusing a pod whose image volumes
-// (paths) a runtime of this name and version cannot mount; "" when it can.
-func imageVolumeRefusal(paths []string, name, version string) string {
-	if len(paths) == 0 || runtimeMountsImages(name, version) {
-		return ""
-	}
-	return fmt.Sprintf("%s: this node's runtime, %s %s, cannot mount image volumes (CRI Mount.image needs containerd 2.1 or later): upgrade the node's containerd to 2.1 or later, or run the pod on a node that has it",
-		strings.Join(paths, ", "), name, version)
-}
-
 // refuseImageVolumes fails the pod for good, before anything of it is
 // created, when it has image volumes the runtime cannot mount: phase
 // Failed, reason ImageVolumeNotSupported, a Warning event. It reports
 // whether the pod is failed for that reason. When the runtime does not
 // answer, the pod goes on: its observation fails the same way.
 func (a *Agent) refuseImageVolumes(ctx context.Context, w *podWorker, pod *v1.Pod) bool {
-	paths := imageVolumePaths(pod)
+	paths := images.VolumePaths(pod)
 	if len(paths) == 0 {
 		return false
 	}
@@ -130,7 +78,7 @@ func (a *Agent) refuseImageVolumes(ctx context.Context, w *podWorker, pod *v1.Po
 		w.logger.Warn("Ask the runtime for its version failed", "err", err)
 		return false
 	}
-	msg := imageVolumeRefusal(paths, name, version)
+	msg := images.VolumeRefusal(paths, name, version)
 	if msg == "" {
 		return false
 	}

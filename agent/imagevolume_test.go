@@ -204,27 +204,3 @@ spec:
 	h.agent.SetPods([]*v1.Pod{pod, plain})
 	h.rec.waitStatus(t, "plain Running", func(p *v1.Pod) bool { return p.Name == "plain" && p.Status.Phase == v1.PodRunning })
 }
-
-func TestRuntimeMountsImages(t *testing.T) {
-	for _, tc := range []struct {
-		name, version string
-		want          bool
-	}{
-		{"containerd", "v1.6.38", false},
-		{"containerd", "1.7.27", false},
-		{"containerd", "v2.0.5", false},
-		{"containerd", "v2.1.0", true},
-		{"containerd", "v2.1.0-rc.1", true},
-		{"containerd", "v2.4.2", true},
-		{"containerd", "v3.0.0", true},
-		{"containerd", "v2.10+unknown", true},
-		{"containerd", "devel", true}, // unparsed: the runtime's own error says
-		{"cri-o", "1.30.0", true},     // not containerd: left to the runtime
-	} {
-		assert.Equal(t, tc.want, runtimeMountsImages(tc.name, tc.version), "%s %s", tc.name, tc.version)
-	}
-	paths := []string{"spec.volumes[1].image", "spec.volumes[3].image"}
-	assert.Equal(t, "", imageVolumeRefusal(nil, "containerd", "v1.6.38"), "no image volume, nothing to refuse")
-	assert.Equal(t, "", imageVolumeRefusal(paths, "containerd", "v2.1.1"))
-	assert.True(t, strings.HasPrefix(imageVolumeRefusal(paths, "containerd", "v1.6.38"), "spec.volumes[1].image, spec.volumes[3].image: "))
-}

@@ -7,6 +7,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
 // podActions is what one sync must do to move a pod's runtime state toward
@@ -154,8 +155,8 @@ func shouldRestart(pod *v1.Pod, spec *v1.Container, c *containerInfo) bool {
 		return true
 	}
 	// The container's own restartPolicy and rules, else the pod's
-	// (restart_rules.go).
-	return containerShouldRestart(spec, pod, c.exitCode)
+	// (agent/podstatus).
+	return podstatus.ContainerShouldRestart(spec, pod, c.exitCode)
 }
 
 // computePodActions plans one sync (kubelet-facts §2.2, §2.4, §2.5): what
@@ -192,7 +193,7 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 			c := &pod.Spec.Containers[i]
 			cur := st.latest(c.Name)
 			initialized = initialized || cur != nil
-			if cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_EXITED && !containerShouldRestart(c, pod, cur.exitCode) {
+			if cur != nil && cur.state == runtimeapi.ContainerState_CONTAINER_EXITED && !podstatus.ContainerShouldRestart(c, pod, cur.exitCode) {
 				continue
 			}
 			toStart = append(toStart, i)

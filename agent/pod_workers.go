@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/agent/resize"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 )
@@ -160,7 +161,7 @@ func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
 		finished:  make(chan struct{}),
 	}
 	a.initResize(w) // resize.go
-	w.status = w.initialStatus()
+	w.status = podstatus.Initial(pod, w.startTime)
 	w.trigger()
 	return w
 }

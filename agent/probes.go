@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/probes"
 )
@@ -148,7 +149,7 @@ func (a *Agent) readinessWhileTerminating(w *podWorker) {
 	}
 	// The runtime state only decides PodReadyToStartContainers, which is
 	// kept: only the two readiness conditions are taken from the new set.
-	fresh := podConditions(pod, &st, &podState{}, st.Conditions, metav1.NewTime(a.clock.Now()))
+	fresh := podstatus.Conditions(pod, &st, false, st.Conditions, metav1.NewTime(a.clock.Now()))
 	for i := range st.Conditions {
 		for _, c := range fresh {
 			if c.Type == st.Conditions[i].Type && (c.Type == v1.ContainersReady || c.Type == v1.PodReady) {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/probes"
 )
@@ -61,7 +62,7 @@ spec:
     lifecycle: {preStop: {exec: {command: [/bin/drain]}}}
 `)
 	h.agent.SetPods([]*v1.Pod{pod})
-	h.stepUntil(t, "Ready", 10*time.Second, func(p *v1.Pod) bool { return conditionTrue(p.Status.Conditions, v1.PodReady) })
+	h.stepUntil(t, "Ready", 10*time.Second, func(p *v1.Pod) bool { return podstatus.ConditionTrue(p.Status.Conditions, v1.PodReady) })
 
 	h.agent.SetPods(nil)
 	select {
@@ -71,11 +72,11 @@ spec:
 	}
 	failing.Store(true)
 	got := h.stepUntil(t, "unready while terminating", 10*time.Second, func(p *v1.Pod) bool {
-		return !conditionTrue(p.Status.Conditions, v1.PodReady)
+		return !podstatus.ConditionTrue(p.Status.Conditions, v1.PodReady)
 	})
 	require.LessOrEqual(t, got, 3*time.Second, "unready within a probe period or two of the failure")
 	last := h.rec.statuses[len(h.rec.statuses)-1]
 	require.False(t, last.Status.ContainerStatuses[0].Ready)
 	require.NotNil(t, last.Status.ContainerStatuses[0].State.Running, "still running: its preStop hook holds it")
-	require.False(t, conditionTrue(last.Status.Conditions, v1.ContainersReady))
+	require.False(t, podstatus.ConditionTrue(last.Status.Conditions, v1.ContainersReady))
 }

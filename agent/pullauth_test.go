@@ -1,114 +1,18 @@
 package agent
 
 import (
-	"context"
 	"encoding/base64"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/minikubelet/minikubelet/cri"
 )
 
-func TestImageRepository(t *testing.T) {
-	for image, want := range map[string]string{
-		"busybox":                              "docker.io/library/busybox",
-		"busybox:1.36":                         "docker.io/library/busybox",
-		"user/app:1":                           "docker.io/user/app",
-		"docker.io/nginx":                      "docker.io/library/nginx",
-		"index.docker.io/user/app":             "docker.io/user/app",
-		"registry.k8s.io/pause:3.9":            "registry.k8s.io/pause",
-		"127.0.0.1:5001/mkl/testserver:v1":     "127.0.0.1:5001/mkl/testserver",
-		"localhost/app":                        "localhost/app",
-		"quay.io/org/app@sha256:0123456789abc": "quay.io/org/app",
-		"reg:5000/app:1@sha256:0123":           "reg:5000/app",
-	} {
-		assert.Equal(t, want, imageRepository(image), image)
-	}
-}
-
-func TestRegistryKey(t *testing.T) {
-	for loc, want := range map[string]string{
-		"https://index.docker.io/v1/": "index.docker.io",
-		"quay.io":                     "quay.io",
-		"http://127.0.0.1:5001/v2/":   "127.0.0.1:5001",
-		"reg.example/team/":           "reg.example/team",
-		"https://reg.example/v2/team": "reg.example/team",
-	} {
-		assert.Equal(t, want, registryKey(loc), loc)
-	}
-}
-
-func TestRegistryKeyMatches(t *testing.T) {
-	for _, tc := range []struct {
-		key, repo string
-		want      bool
-	}{
-		{"quay.io", "quay.io/org/app", true},
-		{"quay.io", "quay.io.evil/org/app", false},
-		{"127.0.0.1:5001", "127.0.0.1:5001/mkl/app", true},
-		{"127.0.0.1:5001", "127.0.0.1:5000/mkl/app", false},
-		{"127.0.0.1", "127.0.0.1:5001/mkl/app", false},
-		{"*.example.com", "reg.example.com/app", true},
-		{"*.example.com", "example.com/app", false},
-		{"reg.example.com/team", "reg.example.com/team/app", true},
-		{"reg.example.com/team", "reg.example.com/other/app", false},
-	} {
-		assert.Equal(t, tc.want, registryKeyMatches(tc.key, tc.repo), "%s ~ %s", tc.key, tc.repo)
-	}
-}
-
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-
-func TestKeyring_Lookup(t *testing.T) {
-	k := &keyring{}
-	errs := k.add(map[string]dockerConfigEntry{
-		"https://index.docker.io/v1/": {Auth: b64("hub:hubpw")},
-		"reg.example.com":             {Username: "all", Password: "allpw"},
-		"reg.example.com/team":        {Auth: b64("team:teampw")},
-		"broken.example.com":          {Auth: "%%%"},
-	})
-	require.Len(t, errs, 1)
-	assert.ErrorContains(t, errs[0], `registry "broken.example.com": auth:`)
-
-	users := func(repo string) []string {
-		var out []string
-		for _, c := range k.lookup(repo) {
-			out = append(out, c.username)
-		}
-		return out
-	}
-	assert.Equal(t, []string{"team", "all"}, users("reg.example.com/team/app"), "most specific first, then the others")
-	assert.Equal(t, []string{"all"}, users("reg.example.com/other/app"))
-	assert.Equal(t, []string{"hub"}, users(imageRepository("busybox")), "index.docker.io serves docker.io")
-	assert.Empty(t, users("quay.io/org/app"))
-}
-
-func TestParseDockerConfig(t *testing.T) {
-	for name, data := range map[string]string{
-		"config.json": `{"auths": {"reg:5001": {"auth": "` + b64("u:p:w") + `"}}}`,
-		".dockercfg":  `{"reg:5001": {"username": "u", "password": "p:w", "email": "x@y"}}`,
-	} {
-		t.Run(name, func(t *testing.T) {
-			entries, err := parseDockerConfig([]byte(data))
-			require.NoError(t, err)
-			c, err := entries["reg:5001"].credential()
-			require.NoError(t, err)
-			assert.Equal(t, registryCred{username: "u", password: "p:w"}, c)
-		})
-	}
-	_, err := parseDockerConfig([]byte("not json"))
-	assert.Error(t, err)
-}
 
 func TestPullKeyring(t *testing.T) {
 	root := t.TempDir()
@@ -131,54 +35,14 @@ func TestPullKeyring(t *testing.T) {
 	assert.Equal(t, []string{"missing", "elsewhere"}, missing, "secrets are looked up in the pod's namespace")
 	assert.Empty(t, problems)
 	var users []string
-	for _, c := range k.lookup("reg:5001/app") {
-		users = append(users, c.username)
+	for _, c := range k.Lookup("reg:5001/app") {
+		users = append(users, c.Username)
 	}
 	assert.Equal(t, []string{"pod", "old", "node"}, users, "pod secrets in order, then the node's file (<root>/config.json)")
 
 	a.cfg.PullSecretFile = filepath.Join(root, "nope.json")
 	_, _, problems = a.pullKeyring(pod)
 	require.Len(t, problems, 1, "an explicit node file must exist")
-}
-
-// authImages is a cri.Images that accepts one credential and records what
-// each pull was given.
-type authImages struct {
-	cri.Images
-	user, password string
-	seen           []string
-}
-
-func (i *authImages) PullImage(_ context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
-	if auth == nil {
-		i.seen = append(i.seen, "anonymous")
-		return "", status.Error(codes.Unknown, "pull: 401 Unauthorized")
-	}
-	i.seen = append(i.seen, auth.Username)
-	if auth.Username == i.user && auth.Password == i.password {
-		return "sha256:ok", nil
-	}
-	return "", status.Error(codes.Unknown, "pull as "+auth.Username+": 401 Unauthorized")
-}
-
-func TestPullWithCredentials(t *testing.T) {
-	spec := &runtimeapi.ImageSpec{Image: "reg:5001/app:1"}
-	ctx := context.Background()
-
-	imgs := &authImages{user: "good", password: "pw"}
-	ref, err := pullWithCredentials(ctx, imgs, spec, []registryCred{{username: "bad", password: "x"}, {username: "good", password: "pw"}, {username: "later"}}, nil)
-	require.NoError(t, err)
-	assert.Equal(t, "sha256:ok", ref)
-	assert.Equal(t, []string{"bad", "good"}, imgs.seen, "tried in order until one works")
-
-	imgs = &authImages{user: "good", password: "pw"}
-	_, err = pullWithCredentials(ctx, imgs, spec, nil, nil)
-	assert.Equal(t, "pull: 401 Unauthorized", cri.Message(err), "no credentials: anonymous, the registry's message kept")
-	assert.Equal(t, []string{"anonymous"}, imgs.seen)
-
-	_, err = pullWithCredentials(ctx, imgs, spec, []registryCred{{username: "a"}, {username: "b"}}, nil)
-	assert.EqualError(t, err, "[pull as a: 401 Unauthorized, pull as b: 401 Unauthorized]")
-	assert.False(t, errors.Is(err, ErrImagePull), "the caller classifies")
 }
 
 func pullTestMeta(ns, name string) metav1.ObjectMeta {

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,40 +9,12 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
 // errContainerCreating is the waiting reason of a container that is not
 // created yet; with a message it says what it waits for.
 var errContainerCreating = errors.New("ContainerCreating")
-
-// initialStatus is the status of a pod no sync has observed yet.
-func (w *podWorker) initialStatus() v1.PodStatus {
-	pod := w.spec
-	now := metav1.NewTime(w.startTime)
-	st := v1.PodStatus{
-		ObservedGeneration: pod.Generation,
-		Phase:              v1.PodPending,
-		QOSClass:           podQOSClass(pod),
-		StartTime:          &now,
-	}
-	reason := "ContainerCreating"
-	if len(pod.Spec.InitContainers) > 0 {
-		reason = "PodInitializing"
-	}
-	for _, c := range pod.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, v1.ContainerStatus{
-			Name: c.Name, Image: c.Image,
-			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PodInitializing"}},
-		})
-	}
-	for _, c := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, v1.ContainerStatus{
-			Name: c.Name, Image: c.Image,
-			State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason}},
-		})
-	}
-	return st
-}
 
 // computePodStatus turns the observed runtime state into a v1.PodStatus the
 // way the kubelet's generateAPIPodStatus does (kubelet-facts §3), without
@@ -126,7 +96,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		c := manifest.EphemeralContainer(&pod.Spec.EphemeralContainers[i])
 		out.EphemeralContainerStatuses = append(out.EphemeralContainerStatuses, a.containerStatus(c, st, reasons[c.Name], "ContainerCreating"))
 	}
-	out.Phase = podPhase(pod, &out)
+	out.Phase = podstatus.Phase(pod, &out)
 	// Terminal phases are sticky (kubelet-facts §3.1).
 	if prev.Phase == v1.PodSucceeded || prev.Phase == v1.PodFailed {
 		out.Phase = prev.Phase
@@ -144,7 +114,8 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	if out.PodIP == "" && prev.PodIP != "" && (out.Phase == v1.PodSucceeded || out.Phase == v1.PodFailed) {
 		out.PodIP, out.PodIPs = prev.PodIP, prev.PodIPs
 	}
-	out.Conditions = podConditions(pod, &out, st, prev.Conditions, now)
+	sandboxChanged, _ := podSandboxChanged(pod, st)
+	out.Conditions = podstatus.Conditions(pod, &out, !sandboxChanged, prev.Conditions, now)
 	// PodResizePending and PodResizeInProgress (resize.go).
 	out.Conditions = append(out.Conditions, w.resizeConditions(out.Phase)...)
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
@@ -155,20 +126,10 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 			a.metrics.podStartSLI.Observe((total - pulls).Seconds())
 		}
 	}
-	if conditionTrue(out.Conditions, v1.PodReady) && !conditionTrue(prev.Conditions, v1.PodReady) && !w.readySeen() {
+	if podstatus.ConditionTrue(out.Conditions, v1.PodReady) && !podstatus.ConditionTrue(prev.Conditions, v1.PodReady) && !w.readySeen() {
 		w.step(stepReady, a.clock.Since(startTime), "total since accepted")
 	}
 	return out
-}
-
-// conditionTrue reports whether the condition of that type is True.
-func conditionTrue(cs []v1.PodCondition, t v1.PodConditionType) bool {
-	for _, c := range cs {
-		if c.Type == t {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // applyProbes sets started and ready from the prober: started once the
@@ -242,221 +203,6 @@ func (a *Agent) runtimeState(c *containerInfo) v1.ContainerState {
 	default:
 		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}}
 	}
-}
-
-// podPhase is the kubelet's getPhase without sidecars (kubelet-facts §3.1).
-func podPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
-	pendingInit, failedInit, pendingSidecar := 0, 0, 0
-	for i, cs := range st.InitContainerStatuses {
-		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
-			// Terminated sidecars do not count; one not started yet
-			// holds the pod in Pending.
-			if cs.Started == nil || !*cs.Started {
-				if cs.State.Terminated == nil && cs.LastTerminationState.Terminated == nil {
-					pendingSidecar++
-				}
-			}
-			continue
-		}
-		switch {
-		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
-			failedInit++
-		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0:
-			failedInit++
-		case cs.State.Terminated == nil:
-			pendingInit++
-		}
-	}
-	// Once app containers exist, init containers are done.
-	appStarted := false
-	for _, cs := range st.ContainerStatuses {
-		if cs.ContainerID != "" {
-			appStarted = true
-		}
-	}
-	if appStarted {
-		pendingInit, failedInit, pendingSidecar = 0, 0, 0
-	}
-	// ownStopped counts the stopped containers whose own restartPolicy
-	// keeps them stopped (restart_rules.go).
-	running, waiting, stopped, succeeded, ownStopped := 0, 0, 0, 0, 0
-	for i, cs := range st.ContainerStatuses {
-		own := i < len(pod.Spec.Containers) && pod.Spec.Containers[i].RestartPolicy != nil
-		switch {
-		case cs.State.Running != nil:
-			running++
-		case own && willRestart(pod, &pod.Spec.Containers[i], &cs):
-			// Its own restartPolicy or rules start it again: the pod
-			// is not done, whatever its policy says.
-			running++
-		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
-			if own {
-				ownStopped++
-			}
-		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
-			stopped++
-			if own {
-				ownStopped++
-			}
-		default:
-			waiting++
-		}
-	}
-	switch {
-	case failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
-		return v1.PodFailed
-	case pendingInit > 0 || failedInit > 0 || pendingSidecar > 0 || waiting > 0:
-		return v1.PodPending
-	case running > 0:
-		return v1.PodRunning
-	case stopped > 0:
-		switch {
-		case ownStopped == stopped && stopped == succeeded:
-			// Every stopped container stays so by its own policy.
-			return v1.PodSucceeded
-		case ownStopped == stopped:
-			return v1.PodFailed
-		case pod.Spec.RestartPolicy == v1.RestartPolicyAlways:
-			return v1.PodRunning
-		case stopped == succeeded:
-			return v1.PodSucceeded
-		case pod.Spec.RestartPolicy == v1.RestartPolicyNever:
-			return v1.PodFailed
-		default:
-			return v1.PodRunning
-		}
-	}
-	return v1.PodPending
-}
-
-// podConditions computes the kubelet-owned conditions, keeping each
-// condition's lastTransitionTime while its status does not change.
-func podConditions(pod *v1.Pod, st *v1.PodStatus, rt *podState, prev []v1.PodCondition, now metav1.Time) []v1.PodCondition {
-	cond := func(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
-		s := v1.ConditionFalse
-		if ok {
-			s = v1.ConditionTrue
-			reason, msg = "", ""
-		}
-		c := v1.PodCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now, ObservedGeneration: pod.Generation}
-		for _, p := range prev {
-			if p.Type == t && p.Status == s {
-				c.LastTransitionTime = p.LastTransitionTime
-			}
-		}
-		return c
-	}
-	sandboxOK := false
-	if changed, _ := podSandboxChanged(pod, rt); !changed {
-		sandboxOK = true
-	}
-	// Initialized.
-	var incomplete []string
-	appStarted := false
-	for _, cs := range st.ContainerStatuses {
-		if cs.ContainerID != "" {
-			appStarted = true
-		}
-	}
-	for i, cs := range st.InitContainerStatuses {
-		done := cs.Ready
-		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) {
-			done = cs.Started != nil && *cs.Started
-		}
-		if !done {
-			incomplete = append(incomplete, cs.Name)
-		}
-	}
-	initOK := len(incomplete) == 0 || appStarted || st.Phase == v1.PodSucceeded
-	initMsg := ""
-	if !initOK {
-		initMsg = fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " "))
-	}
-	// ContainersReady.
-	// Sidecars count for readiness like app containers.
-	var unready []string
-	for i, cs := range st.InitContainerStatuses {
-		if i < len(pod.Spec.InitContainers) && isSidecar(&pod.Spec.InitContainers[i]) && !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	for _, cs := range st.ContainerStatuses {
-		if !cs.Ready {
-			unready = append(unready, cs.Name)
-		}
-	}
-	readyReason, readyMsg := "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
-	switch st.Phase {
-	case v1.PodSucceeded:
-		readyReason, readyMsg = "PodCompleted", ""
-	case v1.PodFailed:
-		readyReason, readyMsg = "PodFailed", ""
-	}
-	ready := len(unready) == 0 && st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed
-	// Ready also needs every readiness gate's condition True; the
-	// conditions are another controller's, on the API server's pod
-	// (gateConditions). The kubelet's GeneratePodReadyCondition.
-	gates := gateConditions(pod)
-	podReady, podReason, podMsg := ready, readyReason, readyMsg
-	if ready {
-		if msg := readinessGatesUnready(pod, gates); msg != "" {
-			podReady, podReason, podMsg = false, "ReadinessGatesNotReady", msg
-		}
-	}
-	conds := make([]v1.PodCondition, 0, len(gates)+5)
-	// The gates' conditions first, as they are, as the kubelet copies the
-	// conditions it does not own from the API's pod.
-	conds = append(conds, gates...)
-	conds = append(conds,
-		cond(v1.PodReadyToStartContainers, sandboxOK, "", ""),
-		cond(v1.PodInitialized, initOK, "ContainersNotInitialized", initMsg),
-		cond(v1.ContainersReady, ready, readyReason, readyMsg),
-		cond(v1.PodReady, podReady, podReason, podMsg),
-		cond(v1.PodScheduled, true, "", ""),
-	)
-	return conds
-}
-
-// gateConditions are the conditions of pod's status whose type a readiness
-// gate names: for a cluster pod, those the API server's pod carries
-// (cluster.PreparePod keeps them); a local pod has none.
-func gateConditions(pod *v1.Pod) []v1.PodCondition {
-	var out []v1.PodCondition
-	for _, c := range pod.Status.Conditions {
-		for _, g := range pod.Spec.ReadinessGates {
-			if c.Type == g.ConditionType {
-				out = append(out, c)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// readinessGatesUnready says, in the kubelet's words, which readiness gates
-// of pod hold it unready ("" if none does).
-func readinessGatesUnready(pod *v1.Pod, gates []v1.PodCondition) string {
-	var msgs []string
-	for _, g := range pod.Spec.ReadinessGates {
-		var c *v1.PodCondition
-		for i := range gates {
-			if gates[i].Type == g.ConditionType {
-				c = &gates[i]
-				break
-			}
-		}
-		switch {
-		case c == nil:
-			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
-		case c.Status != v1.ConditionTrue:
-			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), c.Status))
-		}
-	}
-	return strings.Join(msgs, ", ")
 }
 
 // setStatusResources fills a container status's allocatedResources and

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -139,7 +140,7 @@ func (a *Agent) publishStopped(ctx context.Context, w *podWorker, pod *v1.Pod, l
 func terminalPodPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 	p := *pod // a shallow copy: Spec is a value, only its policy changes
 	p.Spec.RestartPolicy = v1.RestartPolicyNever
-	return podPhase(&p, st)
+	return podstatus.Phase(&p, st)
 }
 
 // removeContainer removes a container from the runtime; one already gone

@@ -128,6 +128,18 @@ tests=1 check "$mod/agent/termmsg" "^$mod/|^google.golang.org/grpc(/|$)" "termin
 # the runtime: of the repository only cri (its errors); no engine, no
 # daemon, no runtime leaf. Its tests too.
 tests=1 check "$mod/agent/lifecycle" "^$mod/|^google.golang.org/grpc(/|$)" "lifecycle hooks below the engine: cri's errors only, no engine, no daemon, no runtime leaf" "^$mod/(agent/lifecycle|cri)$"
+# The pure parts of a pod's status (issue #30): phase, the kubelet-owned
+# conditions, the container restart rules. The engine builds the container
+# statuses and passes what it saw of the runtime as plain values: of the
+# repository only agent/manifest and agent/podspec; no engine, no daemon,
+# no CRI client or gRPC, no runtime leaf, no filesystem. Its tests too.
+tests=1 check "$mod/agent/podstatus" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os/|^io/ioutil$|^syscall$" "the pure parts of a pod's status: agent/manifest and agent/podspec only, no engine, no CRI client, no filesystem" "^$mod/agent/(podstatus|manifest|podspec)(/|$)"
+# Image pull credentials and the image volume rules (issue #30): below the
+# engine, which finds the pull secrets and pulls. Of the repository only
+# cri (a pull's error message; the image service it declares as an
+# interface), agent/manifest and agent/podspec; never the engine, the
+# daemon or another runtime leaf. Its tests too.
+tests=1 check "$mod/agent/images" "^$mod/" "image pull credentials and image volume rules: below the engine; cri, agent/manifest and agent/podspec only" "^$mod/(cri|agent/(images|manifest|podspec))$"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

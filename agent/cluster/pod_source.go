@@ -405,8 +405,8 @@ func PreparePod(p *v1.Pod, nodeName string) (*v1.Pod, error) {
 	}
 	c.Annotations[annotationConfigSource] = SourceCluster
 	// The conditions the readiness gates name are set by other controllers
-	// on the API server's pod; Ready waits for them (agent's
-	// podConditions). Only those are kept: a new value of one is a change
+	// on the API server's pod; Ready waits for them (agent/podstatus's
+	// Conditions). Only those are kept: a new value of one is a change
 	// of the pod the worker re-evaluates, the rest of the server's status
 	// is the agent's own.
 	for _, cond := range p.Status.Conditions {

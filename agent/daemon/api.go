@@ -675,8 +675,8 @@ func (d *Daemon) ListSecrets(namespace string) []*v1.Secret {
 	return out
 }
 
-// conditionTrue reports whether the condition of that type is True (the
-// engine's, agent/status.go).
+// conditionTrue reports whether the condition of that type is True (as
+// agent/podstatus's ConditionTrue).
 func conditionTrue(cs []v1.PodCondition, t v1.PodConditionType) bool {
 	for _, c := range cs {
 		if c.Type == t {

@@ -3,7 +3,7 @@ package manifest
 // Validation and the support check of two fields the engine acts on:
 // spec.ephemeralContainers (agent/ephemeral.go runs them) and a
 // container's own restartPolicy and restartPolicyRules
-// (ContainerRestartRules; agent/restart_rules.go decides restarts).
+// (ContainerRestartRules; agent/podstatus decides restarts).
 
 import (
 	"slices"

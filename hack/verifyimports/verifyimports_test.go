@@ -147,6 +147,17 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"lifecycle imports cgroups":           {"agent/lifecycle/bad.go", imp("lifecycle", "cgroups"), "agent/lifecycle must not import"},
 		"lifecycle imports podspec":           {"agent/lifecycle/bad.go", imp("lifecycle", "agent/podspec"), "agent/lifecycle must not import"},
 		"lifecycle's test imports the engine": {"agent/lifecycle/bad_test.go", imp("lifecycle_test", "agent"), "agent/lifecycle must not import"},
+		"podstatus imports the engine":        {"agent/podstatus/bad.go", imp("podstatus", "agent"), "agent/podstatus must not import"},
+		"podstatus imports the daemon":        {"agent/podstatus/bad.go", imp("podstatus", "agent/daemon"), "agent/podstatus must not import"},
+		"podstatus imports the CRI client":    {"agent/podstatus/bad.go", imp("podstatus", "cri"), "agent/podstatus must not import"},
+		"podstatus imports volume":            {"agent/podstatus/bad.go", imp("podstatus", "agent/volume"), "agent/podstatus must not import"},
+		"podstatus reads files":               {"agent/podstatus/bad.go", "package podstatus\n\nimport _ \"os\"\n", "agent/podstatus must not import"},
+		"podstatus's test imports the engine": {"agent/podstatus/bad_test.go", imp("podstatus_test", "agent"), "agent/podstatus must not import"},
+		"images imports the engine":           {"agent/images/bad.go", imp("images", "agent"), "agent/images must not import"},
+		"images imports the daemon":           {"agent/images/bad.go", imp("images", "agent/daemon"), "agent/images must not import"},
+		"images imports cgroups":              {"agent/images/bad.go", imp("images", "cgroups"), "agent/images must not import"},
+		"images imports the CRI's test fakes": {"agent/images/bad.go", imp("images", "cri/critest"), "agent/images must not import"},
+		"images's test imports the engine":    {"agent/images/bad_test.go", imp("images_test", "agent"), "agent/images must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// Each case is a module of its own; the script's many go list

@@ -1,4 +1,4 @@
-package agent
+package podstatus
 
 // Container-level restart policy and restart rules (ContainerRestartRules,
 // beta in Kubernetes 1.34+): a regular container's restartPolicy overrides
@@ -12,9 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// containerShouldRestart reports whether app container c, which exited
+// ContainerShouldRestart reports whether app container c, which exited
 // with exitCode, is started again.
-func containerShouldRestart(c *v1.Container, pod *v1.Pod, exitCode int32) bool {
+func ContainerShouldRestart(c *v1.Container, pod *v1.Pod, exitCode int32) bool {
 	policy := v1.ContainerRestartPolicy(pod.Spec.RestartPolicy)
 	if c.RestartPolicy != nil {
 		for _, r := range c.RestartPolicyRules {
@@ -55,5 +55,5 @@ func willRestart(pod *v1.Pod, c *v1.Container, cs *v1.ContainerStatus) bool {
 	if t == nil && cs.State.Waiting != nil {
 		t = cs.LastTerminationState.Terminated
 	}
-	return t != nil && containerShouldRestart(c, pod, t.ExitCode)
+	return t != nil && ContainerShouldRestart(c, pod, t.ExitCode)
 }
