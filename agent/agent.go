@@ -78,10 +78,10 @@ type Config struct {
 	// Network is the node's pod network (conflist owned by package cni).
 	Network cni.Config
 	// PodSecurity is the Pod Security Standards level local pods are held
-	// to (podsecurity.go; cluster pods are the API server's to judge).
+	// to (node.AdmitPodSecurity; cluster pods are the API server's to judge).
 	// privileged also lets pods mount the agent's own state through
-	// hostPath. Empty: DefaultPodSecurity.
-	PodSecurity PodSecurityLevel
+	// hostPath. Empty: node.DefaultPodSecurity.
+	PodSecurity node.PodSecurityLevel
 	// AgentID names this agent among the minikubelets sharing the runtime
 	// (label io.minikubelet.agent): node.ServeAgentID(RootDir) by default, the
 	// daemon's; node.ForegroundAgentID for a foreground `run`.
@@ -98,7 +98,7 @@ type Config struct {
 	SeccompProfileRoot string
 	// AppArmorEnabled says the host enforces AppArmor
 	// (node.AppArmorEnabled); without it, pods asking for a profile are
-	// refused (agent/apparmor.go).
+	// refused (node.AdmitAppArmor).
 	AppArmorEnabled bool
 	// PodPidsLimit is pids.max of every pod cgroup (-1 or 0: unlimited).
 	PodPidsLimit int64
@@ -164,7 +164,7 @@ func (c Config) withDefaults() Config {
 		c.AgentID = node.ServeAgentID(c.RootDir)
 	}
 	if c.PodSecurity == "" {
-		c.PodSecurity = DefaultPodSecurity
+		c.PodSecurity = node.DefaultPodSecurity
 	}
 	return c
 }

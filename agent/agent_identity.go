@@ -20,8 +20,8 @@ package agent
 // source, and then it is the same pod (a `run` of the same file again
 // takes over what an earlier, killed `run` left).
 //
-// The identities (ServeAgentID, ForegroundAgentID) and how they read are
-// agent/node's (identity.go).
+// The identities (ServeAgentID, ForegroundAgentID), how they read and
+// whose an object is by its labels are agent/node's (identity.go).
 
 import (
 	"context"
@@ -39,18 +39,9 @@ import (
 )
 
 // ownsObject reports whether a sandbox or container, by its labels, was
-// created by this agent; objects without an agent label (older versions)
-// are the daemon's.
+// created by this agent (node.OwnsObject).
 func (a *Agent) ownsObject(labels map[string]string) bool {
-	if labels[labelManagedBy] != managedByValue {
-		return false
-	}
-	self := a.agentID()
-	id := labels[labelAgent]
-	if id == "" {
-		return node.IsServeAgentID(self)
-	}
-	return id == self
+	return node.OwnsObject(a.agentID(), labels)
 }
 
 // agentID is Config.AgentID, the daemon's by default (an Agent built as a
@@ -63,22 +54,13 @@ func (a *Agent) agentID() string {
 }
 
 // foreignPods counts, by owner, the pods (distinct UIDs) of sbs that
-// belong to another minikubelet.
+// belong to another minikubelet (node.ForeignPods).
 func (a *Agent) foreignPods(sbs []*runtimeapi.PodSandbox) map[string]int {
-	seen := map[string]bool{}
-	byOwner := map[string]int{}
-	for _, sb := range sbs {
-		if sb.Labels[labelManagedBy] != managedByValue || a.ownsObject(sb.Labels) {
-			continue
-		}
-		uid := sb.Labels[labelPodUID]
-		if seen[uid] {
-			continue
-		}
-		seen[uid] = true
-		byOwner[sb.Labels[labelAgent]]++
+	labels := make([]map[string]string, len(sbs))
+	for i, sb := range sbs {
+		labels[i] = sb.Labels
 	}
-	return byOwner
+	return node.ForeignPods(a.agentID(), labels)
 }
 
 // ForeignPods lists the pods of other minikubelets on the runtime, one

@@ -225,7 +225,7 @@ spec:
 
 func TestAgent_RunsPodThroughCRI(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
+	h.agent.cfg.PodSecurity = node.PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	got := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
@@ -392,7 +392,7 @@ spec:
 
 func TestAgent_TeardownRemovesEverything(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
+	h.agent.cfg.PodSecurity = node.PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
@@ -655,7 +655,7 @@ spec:
 	}
 	assert.Empty(t, without(h.fake.Calls(), observeCalls...))
 
-	h.agent.cfg.PodSecurity = PodSecurityPrivileged
+	h.agent.cfg.PodSecurity = node.PodSecurityPrivileged
 	pod := testPod(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Pod

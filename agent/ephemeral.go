@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -54,7 +55,7 @@ func (a *Agent) startEphemeral(ctx context.Context, w *podWorker, sb *sandboxInf
 	var refused error
 	pod := w.pod()
 	view := ephemeralView(pod, c)
-	if _, msg := a.admitPodSecurity(view); msg != "" {
+	if _, msg := node.AdmitPodSecurity(view, a.podSecurityLevel(view)); msg != "" {
 		// The view holds c alone: name its own index in the pod.
 		for i := range pod.Spec.EphemeralContainers {
 			if pod.Spec.EphemeralContainers[i].Name == c.Name {

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -162,7 +163,7 @@ func TestAgent_DeletionCancelsHungPostStartExecHook(t *testing.T) {
 // answers.
 func TestAgent_DeletionCancelsHungPostStartHTTPHook(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.PodSecurity = PodSecurityPrivileged // the hook's host is the test's loopback server, which baseline refuses
+	h.agent.cfg.PodSecurity = node.PodSecurityPrivileged // the hook's host is the test's loopback server, which baseline refuses
 	entered := make(chan struct{})
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {

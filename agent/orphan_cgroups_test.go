@@ -88,7 +88,7 @@ func TestEnsurePodCgroup_MarksPodDir(t *testing.T) {
 // agent's, and tries again until everything is gone.
 func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
+	h.agent.cfg.PodSecurity = node.PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	cg := cgroupstest.NewFake()
 	h.agent.cgroups = cg
 	pod := testPod(t, twoContainers)
@@ -139,7 +139,7 @@ func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 // retry.
 func TestTeardown_StuckTaskDeleted(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
+	h.agent.cfg.PodSecurity = node.PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))

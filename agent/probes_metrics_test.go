@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/probes"
 )
 
@@ -15,7 +16,7 @@ import (
 // it, and a static pod's under its mirror's name.
 func TestAgent_ProbeMetricCarriesPodUID(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.PodSecurity = PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
+	h.agent.cfg.PodSecurity = node.PodSecurityPrivileged // twoContainers has a hostPort, which baseline refuses
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))

@@ -11,8 +11,9 @@ package agent
 //
 //	validation (manifest.ValidatePod) field values, the API server's messages
 //	admission (admitSecurity)  the node's Pod Security level for local
-//	                           pods (podsecurity.go), supplementalGroupsPolicy
-//	                           Strict, sysctls
+//	                           pods, supplementalGroupsPolicy Strict,
+//	                           AppArmor, sysctls (agent/node: podsecurity.go,
+//	                           apparmor.go, sysctl.go)
 //	sandbox config             pod user/groups, sysctls, pid namespace,
 //	                           sandbox seccomp RuntimeDefault
 //	container config           effective context (container over pod)
@@ -23,13 +24,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -39,87 +38,29 @@ import (
 
 // Admission.
 
-// Admission reasons of the security checks: the kubelet's for sysctls and
-// supplementalGroupsPolicy (the node's Pod Security level has its own,
-// podsecurity.go).
-const (
-	admitReasonSysctlForbidden    = "SysctlForbidden"
-	admitReasonSupplementalGroups = "SupplementalGroupsPolicyNotSupported"
-)
-
-// safeSysctls is the kubelet's safe set (pkg/kubelet/sysctl/safe_sysctls.go):
-// always allowed. The kubelet drops the newer ones on kernels that do not
-// namespace them; minikubelet's kernels (≥ 4.15) namespace all of them.
-var safeSysctls = []string{
-	"kernel.shm_rmid_forced",
-	"net.ipv4.ip_local_port_range",
-	"net.ipv4.tcp_syncookies",
-	"net.ipv4.ping_group_range",
-	"net.ipv4.ip_unprivileged_port_start",
-	"net.ipv4.ip_local_reserved_ports",
-	"net.ipv4.tcp_keepalive_time",
-	"net.ipv4.tcp_fin_timeout",
-	"net.ipv4.tcp_keepalive_intvl",
-	"net.ipv4.tcp_keepalive_probes",
-	"net.ipv4.tcp_rmem",
-	"net.ipv4.tcp_wmem",
-}
-
-// sysctlAllowed reports whether the dotted name is in the safe set or
-// matches one of the allowed patterns (exact, or prefix*).
-func sysctlAllowed(name string, allowed []string) bool {
-	if slices.Contains(safeSysctls, name) {
-		return true
-	}
-	for _, p := range allowed {
-		p = manifest.NormalizeSysctl(p)
-		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(name, prefix) || p == name {
-			return true
-		}
-	}
-	return false
-}
-
-// admitSysctls is the kubelet's sysctl admit handler: every sysctl must be
-// safe or allowed, and not in a namespace the pod shares with the host.
-func admitSysctls(pod *v1.Pod, allowed []string) (reason, message string) {
-	if pod.Spec.SecurityContext == nil {
-		return "", ""
-	}
-	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		name := manifest.NormalizeSysctl(s.Name)
-		var err string
-		switch ns := manifest.SysctlNamespace(name); {
-		case !sysctlAllowed(name, allowed):
-			err = fmt.Sprintf("%q not allowlisted", name)
-		case ns == "ipc" && pod.Spec.HostIPC, ns == "net" && pod.Spec.HostNetwork:
-			err = fmt.Sprintf("%q not allowed with host %s enabled", name, ns)
-		}
-		if err != "" {
-			return admitReasonSysctlForbidden, "forbidden sysctl: " + err
-		}
-	}
-	return "", ""
-}
+// admitReasonSupplementalGroups is the kubelet's reason for a pod asking
+// for the Strict supplementalGroupsPolicy (the node's Pod Security level,
+// AppArmor and sysctls have theirs in agent/node).
+const admitReasonSupplementalGroups = "SupplementalGroupsPolicyNotSupported"
 
 // admitSecurity checks what a node may refuse of a pod's security: a local
 // pod that breaks the node's Pod Security level (--pod-security; a
 // cluster pod is the API server's Pod Security Admission's to judge, as
 // with the kubelet, which admits privileged pods), the Strict
 // supplementalGroupsPolicy (containerd 1.6 cannot honour it), AppArmor
-// (apparmor.go) and sysctls.
+// and sysctls.
 // The reason is empty when the pod is fine.
 func (a *Agent) admitSecurity(pod *v1.Pod) (reason, message string) {
-	if reason, message := a.admitPodSecurity(pod); reason != "" {
+	if reason, message := node.AdmitPodSecurity(pod, a.podSecurityLevel(pod)); reason != "" {
 		return reason, message
 	}
-	if reason, message := a.admitAppArmor(pod); reason != "" {
+	if reason, message := node.AdmitAppArmor(pod, a.cfg.AppArmorEnabled); reason != "" {
 		return reason, message
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy == v1.SupplementalGroupsPolicyStrict {
 		return admitReasonSupplementalGroups, "SupplementalGroupsPolicy=Strict is not supported in this node"
 	}
-	return admitSysctls(pod, a.cfg.AllowedUnsafeSysctls)
+	return node.AdmitSysctls(pod, a.cfg.AllowedUnsafeSysctls)
 }
 
 // CRI conversion.

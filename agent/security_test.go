@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
@@ -87,47 +88,11 @@ spec:
 	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer app")
 }
 
-func TestAdmitSysctls(t *testing.T) {
-	tests := []struct {
-		name        string
-		sysctls     []string
-		allowed     []string
-		hostNetwork bool
-		wantMsg     string
-	}{
-		{name: "none"},
-		{name: "safe", sysctls: []string{"kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_wmem"}},
-		{name: "safe with slashes", sysctls: []string{"net/ipv4/tcp_syncookies"}},
-		{name: "unsafe", sysctls: []string{"net.core.somaxconn"}, wantMsg: `forbidden sysctl: "net.core.somaxconn" not allowlisted`},
-		{name: "unsafe allowed by name", sysctls: []string{"net.core.somaxconn"}, allowed: []string{"net.core.somaxconn"}},
-		{name: "unsafe allowed by glob", sysctls: []string{"net.core.somaxconn", "kernel.msgmax"}, allowed: []string{"net.core.*", "kernel.msg*"}},
-		{name: "glob does not cover others", sysctls: []string{"net.ipv4.tcp_sack"}, allowed: []string{"net.core.*"}, wantMsg: `forbidden sysctl: "net.ipv4.tcp_sack" not allowlisted`},
-		{name: "net sysctl with host network", sysctls: []string{"net.ipv4.tcp_syncookies"}, hostNetwork: true, wantMsg: `forbidden sysctl: "net.ipv4.tcp_syncookies" not allowed with host net enabled`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			psc := &v1.PodSecurityContext{}
-			for _, s := range tc.sysctls {
-				psc.Sysctls = append(psc.Sysctls, v1.Sysctl{Name: s, Value: "1"})
-			}
-			p := securedPod(psc, nil)
-			p.Spec.HostNetwork = tc.hostNetwork
-			reason, msg := admitSysctls(p, tc.allowed)
-			assert.Equal(t, tc.wantMsg, msg)
-			if tc.wantMsg != "" {
-				assert.Equal(t, "SysctlForbidden", reason)
-			} else {
-				assert.Empty(t, reason)
-			}
-		})
-	}
-}
-
 func TestAgent_AdmissionRefusesSecurity(t *testing.T) {
 	tests := []struct {
 		name       string
 		manifest   string
-		level      PodSecurityLevel // "": the default, baseline
+		level      node.PodSecurityLevel // "": the default, baseline
 		wantReason string
 		wantMsg    string
 	}{
@@ -152,12 +117,12 @@ metadata: {name: priv}
 spec:
   containers: [{name: app, image: reg.local/x:1, securityContext: {privileged: true}}]
 `,
-			level: PodSecurityPrivileged,
+			level: node.PodSecurityPrivileged,
 		},
 		{
 			// The kubelet's sysctl check, behind the node's level.
 			name:  "unsafe sysctl",
-			level: PodSecurityPrivileged,
+			level: node.PodSecurityPrivileged,
 			manifest: `
 apiVersion: v1
 kind: Pod
@@ -261,7 +226,7 @@ spec:
 			h.agent.cfg.AppArmorEnabled = tc.enabled
 			// As for a cluster pod, which the API server's Pod Security
 			// Admission judged (baseline would refuse Unconfined first).
-			h.agent.cfg.PodSecurity = PodSecurityPrivileged
+			h.agent.cfg.PodSecurity = node.PodSecurityPrivileged
 			pod := testPod(t, base)
 			if pod.Annotations == nil {
 				pod.Annotations = map[string]string{}

@@ -14,17 +14,16 @@ package agent
 // the pod (agent/volume: RefreshDataVolumes), so a refreshed token reaches a running
 // pod's file the way a changed ConfigMap does: a new ..data version.
 //
-// Who may use them is decided at admission (admitServiceAccountTokens), not
-// by validation: validation is static and the same for every source, while
-// only admission knows whether this node is in cluster mode and where the
-// pod comes from. Only pods of the cluster source get tokens: a local pod
+// Who may use them is decided at admission (node.AdmitServiceAccountTokens),
+// not by validation: validation is static and the same for every source,
+// while only admission knows whether this node is in cluster mode and where
+// the pod comes from. Only pods of the cluster source get tokens: a local pod
 // has no service account on any API server.
 
 import (
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
@@ -32,33 +31,12 @@ import (
 // server (agent/cluster.SourceCluster; that package imports this one).
 const sourceCluster = "cluster"
 
-// Admission reason of a pod that projects a token it cannot get here.
-const admitReasonServiceAccountToken = "ServiceAccountTokenUnavailable"
-
 // admitServiceAccountTokens refuses a pod that projects a service account
-// token this node cannot get: without a token source (not in cluster mode)
-// for every pod, and in cluster mode for pods that do not come from the
-// API server. The reason is empty when the pod is fine.
+// token this node cannot get (node.AdmitServiceAccountTokens): cluster
+// mode is having a token source.
 func (a *Agent) admitServiceAccountTokens(p *v1.Pod) (reason, message string) {
-	for i := range p.Spec.Volumes {
-		vol := &p.Spec.Volumes[i]
-		if vol.Projected == nil {
-			continue
-		}
-		for j, src := range vol.Projected.Sources {
-			if src.ServiceAccountToken == nil {
-				continue
-			}
-			where := fmt.Sprintf("volume %q projects a service account token (spec.volumes[%d].projected.sources[%d].serviceAccountToken)", vol.Name, i, j)
-			if a.tokens == nil {
-				return admitReasonServiceAccountToken, where + ", which needs cluster mode: minikubelet requests tokens from the API server only when it runs as a cluster node (serve --kubeconfig); without a cluster, mount a Secret holding the token instead"
-			}
-			if src := p.Annotations[source.AnnotationConfigSource]; src != sourceCluster {
-				return admitReasonServiceAccountToken, fmt.Sprintf("%s, but only pods from the cluster's API server get tokens: this pod comes from the %q source and its service account %q exists on no API server; create the pod through the API server (kubectl), or mount a Secret holding the token instead", where, src, p.Spec.ServiceAccountName)
-			}
-		}
-	}
-	return "", ""
+	src := p.Annotations[source.AnnotationConfigSource]
+	return node.AdmitServiceAccountTokens(p, a.tokens != nil, src, src == sourceCluster)
 }
 
 // admitClusterProjections refuses a pod that projects a ClusterTrustBundle

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/agent/volume/volumetest"
@@ -288,7 +289,7 @@ func TestAdmitServiceAccountTokens(t *testing.T) {
 				assert.Empty(t, reason, msg)
 				return
 			}
-			assert.Equal(t, admitReasonServiceAccountToken, reason)
+			assert.Equal(t, node.AdmitReasonServiceAccountToken, reason)
 			assert.Contains(t, msg, `volume "kube-api-access-x7k2p" projects a service account token (spec.volumes[0].projected.sources[0].serviceAccountToken)`)
 			assert.Contains(t, msg, tc.want)
 		})
@@ -332,7 +333,7 @@ func TestAgent_TokenPodRejectedWithoutClusterMode(t *testing.T) {
 	got, ok := h.agent.GetPod(pod.UID)
 	require.True(t, ok)
 	assert.Equal(t, v1.PodFailed, got.Status.Phase)
-	assert.Equal(t, admitReasonServiceAccountToken, got.Status.Reason)
+	assert.Equal(t, node.AdmitReasonServiceAccountToken, got.Status.Reason)
 	assert.Contains(t, got.Status.Message, "serve --kubeconfig")
 	assert.Empty(t, h.fake.Calls(), "nothing was created")
 }

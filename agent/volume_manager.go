@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -19,7 +20,7 @@ func (a *Agent) volumes() *volume.Manager {
 		RootDir:         a.cfg.RootDir,
 		PodLogDir:       a.cfg.PodLogDir,
 		ProtectedPaths:  a.cfg.ProtectedPaths,
-		AllowPrivileged: a.cfg.PodSecurity == PodSecurityPrivileged,
+		AllowPrivileged: a.cfg.PodSecurity == node.PodSecurityPrivileged,
 		Allocatable:     a.cfg.Node.Allocatable,
 	}, volume.Deps{
 		Data:    configDataLookup{a},

@@ -22,7 +22,7 @@ import (
 // the runtime (the sandbox's and each container's SELinuxOption), which
 // applies them only where SELinux is enabled; minikubelet does the same
 // rather than refusing pods written for SELinux clusters.
-// appArmorNote is what becomes of an AppArmor profile (agent/apparmor.go).
+// appArmorNote is what becomes of an AppArmor profile (agent/node: apparmor.go).
 const appArmorNote = "a profile other than Unconfined is rejected at admission (AppArmor) on hosts without AppArmor, as the kubelet does; elsewhere passed to the runtime"
 
 const seLinuxNote = "passed to the runtime as the kubelet does; it applies them only on hosts with SELinux enabled"

@@ -16,13 +16,22 @@
 //   - the admit chain (admission.go): OS label and field, pod count and
 //     resources against allocatable, node selector and affinity, node
 //     name, host ports, with the kubelet's reasons and messages, and the
-//     status of a rejected pod.
+//     status of a rejected pod;
+//   - the security admit handlers, each a pod and explicit inputs in, a
+//     reason and message out: the Pod Security Standards' levels and
+//     checks for local pods (podsecurity.go, which hack/psadiff compares
+//     with k8s.io/pod-security-admission), AppArmor against whether the
+//     host enforces it (apparmor.go), sysctls against the safe set and
+//     --allowed-unsafe-sysctls (sysctl.go), and projected service account
+//     tokens against cluster mode and the pod's source (token.go).
 //
-// The engine (package agent) asks it: Admit and AdmitOS at SetPods, its
-// Config.Node is an Info. Pressure conditions are the eviction manager's
-// (agent/eviction), which the engine asks too; the admission handlers that
-// need the engine's state (pod security, sysctls, service account tokens)
-// stay in the engine.
+// The engine (package agent) asks it: Admit and AdmitOS at SetPods, the
+// security handlers at admission, its Config.Node is an Info. What needs
+// the engine's state stays there and is passed in: whether a pod is the
+// cluster's (and so left to the API server's Pod Security Admission),
+// whether there is a token source, the configured level. Pressure
+// conditions are the eviction manager's (agent/eviction), which the engine
+// asks too.
 //
 // It must not import the engine (package agent), agent/daemon, the CRI
 // client or any runtime leaf (cri, cni, cgroups, probes), agent/api,

@@ -20,9 +20,9 @@ package node
 // source, and then it is the same pod (a `run` of the same file again
 // takes over what an earlier, killed `run` left).
 //
-// This file holds the identities and how they read; the engine (package
-// agent, agent_identity.go) labels its objects with its own and checks
-// whose an object is.
+// This file holds the identities, how they read and whose an object is by
+// its labels; the engine (package agent, agent_identity.go) labels its
+// objects with its own and asks the runtime for the labels.
 
 import (
 	"crypto/sha256"
@@ -33,6 +33,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // Prefixes of agent IDs.
@@ -84,4 +86,37 @@ func ForeignPodNotices(byOwner map[string]int) []string {
 		out = append(out, fmt.Sprintf("%d %s to another minikubelet (%s): left alone", n, what, DescribeAgent(id)))
 	}
 	return out
+}
+
+// OwnsObject reports whether a sandbox or container, by its labels, was
+// created by the agent with ID self; objects without an agent label (older
+// versions) are the daemon's.
+func OwnsObject(self string, labels map[string]string) bool {
+	if labels[podspec.LabelManagedBy] != podspec.ManagedByValue {
+		return false
+	}
+	id := labels[podspec.LabelAgent]
+	if id == "" {
+		return IsServeAgentID(self)
+	}
+	return id == self
+}
+
+// ForeignPods counts, by owner, the pods (distinct UIDs) of the sandboxes
+// with labels sandboxLabels that belong to another minikubelet than self.
+func ForeignPods(self string, sandboxLabels []map[string]string) map[string]int {
+	seen := map[string]bool{}
+	byOwner := map[string]int{}
+	for _, labels := range sandboxLabels {
+		if labels[podspec.LabelManagedBy] != podspec.ManagedByValue || OwnsObject(self, labels) {
+			continue
+		}
+		uid := labels[podspec.LabelPodUID]
+		if seen[uid] {
+			continue
+		}
+		seen[uid] = true
+		byOwner[labels[podspec.LabelAgent]]++
+	}
+	return byOwner
 }

@@ -226,8 +226,8 @@ func ContainerSecurityContext(pod *v1.Pod, c *v1.Container, seccompRoot string) 
 	if sc.Seccomp, err = SeccompProfile(eff.SeccompProfile, seccompRoot); err != nil {
 		return nil, err
 	}
-	// Admission refused a profile the host cannot enforce (the agent's
-	// admitAppArmor).
+	// Admission refused a profile the host cannot enforce
+	// (agent/node: AdmitAppArmor).
 	if sc.Apparmor, sc.ApparmorProfile, err = AppArmorForCRI(pod, c); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/minikubelet/minikubelet/agent"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
@@ -23,21 +22,21 @@ func TestPodSecurityFlags(t *testing.T) {
 		name       string
 		args       []string
 		config     string
-		want       agent.PodSecurityLevel
+		want       agentnode.PodSecurityLevel
 		wantNotice bool
 		wantErr    string
 	}{
-		{name: "default", want: agent.PodSecurityBaseline},
-		{name: "restricted", args: []string{"--pod-security=restricted"}, want: agent.PodSecurityRestricted},
-		{name: "privileged", args: []string{"--pod-security", "privileged"}, want: agent.PodSecurityPrivileged},
-		{name: "allow-privileged alias", args: []string{"--allow-privileged"}, want: agent.PodSecurityPrivileged, wantNotice: true},
-		{name: "allow-privileged=false", args: []string{"--allow-privileged=false"}, want: agent.PodSecurityBaseline, wantNotice: true},
-		{name: "both, agreeing", args: []string{"--allow-privileged", "--pod-security=privileged"}, want: agent.PodSecurityPrivileged, wantNotice: true},
+		{name: "default", want: agentnode.PodSecurityBaseline},
+		{name: "restricted", args: []string{"--pod-security=restricted"}, want: agentnode.PodSecurityRestricted},
+		{name: "privileged", args: []string{"--pod-security", "privileged"}, want: agentnode.PodSecurityPrivileged},
+		{name: "allow-privileged alias", args: []string{"--allow-privileged"}, want: agentnode.PodSecurityPrivileged, wantNotice: true},
+		{name: "allow-privileged=false", args: []string{"--allow-privileged=false"}, want: agentnode.PodSecurityBaseline, wantNotice: true},
+		{name: "both, agreeing", args: []string{"--allow-privileged", "--pod-security=privileged"}, want: agentnode.PodSecurityPrivileged, wantNotice: true},
 		{name: "both, contradicting", args: []string{"--allow-privileged", "--pod-security=baseline"}, wantErr: "contradicts --pod-security=baseline"},
 		{name: "unknown level", args: []string{"--pod-security=none"}, wantErr: `--pod-security: "none" is not a Pod Security Standards level`},
-		{name: "config file", config: "pod-security: restricted\n", want: agent.PodSecurityRestricted},
-		{name: "config file, alias", config: "allow-privileged: true\n", want: agent.PodSecurityPrivileged, wantNotice: true},
-		{name: "command line wins", args: []string{"--pod-security=baseline"}, config: "pod-security: privileged\n", want: agent.PodSecurityBaseline},
+		{name: "config file", config: "pod-security: restricted\n", want: agentnode.PodSecurityRestricted},
+		{name: "config file, alias", config: "allow-privileged: true\n", want: agentnode.PodSecurityPrivileged, wantNotice: true},
+		{name: "command line wins", args: []string{"--pod-security=baseline"}, config: "pod-security: privileged\n", want: agentnode.PodSecurityBaseline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -58,7 +58,7 @@ type nodeFlags struct {
 	podSecurity    string
 	// podSecurityLevel is the level node() settled on from podSecurity
 	// and allowPriv; podSecurityNotice the deprecation warning to print.
-	podSecurityLevel  agent.PodSecurityLevel
+	podSecurityLevel  agentnode.PodSecurityLevel
 	podSecurityNotice string
 	// fs is the flag set the flags were registered with (flagGiven).
 	fs             *flag.FlagSet
@@ -101,7 +101,7 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.nodePidsLimit, "node-max-pids", 0, "pids.max of the kubepods cgroup, all pods together (0: unlimited)")
 	fs.BoolVar(&f.cgroupsPerQOS, "cgroups-per-qos", true, "put pods in the kubepods QoS cgroup hierarchy with their resources (kubelet's --cgroups-per-qos)")
 	fs.BoolVar(&f.allowPriv, "allow-privileged", false, "deprecated: the same as --pod-security=privileged")
-	fs.StringVar(&f.podSecurity, "pod-security", string(agent.DefaultPodSecurity), "Pod Security Standards level of local pods (manifest directory, local API, run): privileged, baseline or restricted; privileged also lets pods mount minikubelet's own state (root dir, run dir, API socket, manifest dir, kubeconfigs, config) through hostPath. Cluster pods are left to the API server's Pod Security Admission")
+	fs.StringVar(&f.podSecurity, "pod-security", string(agentnode.DefaultPodSecurity), "Pod Security Standards level of local pods (manifest directory, local API, run): privileged, baseline or restricted; privileged also lets pods mount minikubelet's own state (root dir, run dir, API socket, manifest dir, kubeconfigs, config) through hostPath. Cluster pods are left to the API server's Pod Security Admission")
 	f.fs = fs
 	fs.StringVar(&f.unsafeSysctls, "allowed-unsafe-sysctls", "", "sysctls pods may set beyond the kubelet's safe set, comma-separated names or prefixes ending in * (e.g. net.core.*); namespaced sysctls only")
 	fs.StringVar(&f.seccompRoot, "seccomp-profile-root", "", "directory of the Localhost seccomp profiles (default: <root-dir>/seccomp)")
@@ -166,17 +166,17 @@ func (f *nodeFlags) node(thresholds []eviction.Threshold) (agentnode.Info, error
 // checkPodSecurity settles the level of local pods from --pod-security and
 // the deprecated --allow-privileged, its alias for privileged.
 func (f *nodeFlags) checkPodSecurity() error {
-	level, err := agent.ParsePodSecurityLevel(f.podSecurity)
+	level, err := agentnode.ParsePodSecurityLevel(f.podSecurity)
 	if err != nil {
 		return fmt.Errorf("--pod-security: %w", err)
 	}
 	if f.fs != nil && flagGiven(f.fs, "allow-privileged") {
 		f.podSecurityNotice = "--allow-privileged is deprecated: use --pod-security=privileged (the Pod Security Standards level of local pods)"
 		if f.allowPriv {
-			if flagGiven(f.fs, "pod-security") && level != agent.PodSecurityPrivileged {
+			if flagGiven(f.fs, "pod-security") && level != agentnode.PodSecurityPrivileged {
 				return fmt.Errorf("--allow-privileged (deprecated, the same as --pod-security=privileged) contradicts --pod-security=%s: give only --pod-security", level)
 			}
-			level = agent.PodSecurityPrivileged
+			level = agentnode.PodSecurityPrivileged
 		}
 	}
 	f.podSecurityLevel = level

@@ -1,5 +1,5 @@
 // Command psadiff checks the node's Pod Security checks
-// (agent/podsecurity.go, copied in by run.sh) against
+// (agent/node/podsecurity.go, copied in by run.sh) against
 // k8s.io/pod-security-admission/policy at the same version: random pods,
 // and pods one or two changes away from a restricted one, must be admitted
 // or refused alike at baseline and restricted (latest). Its own module, as
