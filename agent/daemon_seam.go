@@ -164,7 +164,7 @@ func (a *Agent) Runtime() cri.Runtime { return a.runtime }
 func (a *Agent) EvictionManager() *eviction.Manager { return a.eviction }
 
 // PodCgroupPath is the pod's cgroup ("" without cgroups).
-func (a *Agent) PodCgroupPath(pod *v1.Pod) string { return a.podCgroupPath(pod) }
+func (a *Agent) PodCgroupPath(pod *v1.Pod) string { return a.podCgroups().Path(pod) }
 
 // ProbeStatus is the state of the pod's probes.
 func (a *Agent) ProbeStatus(uid types.UID) []probes.ProbeStatus { return a.probes.PodStatus(uid) }

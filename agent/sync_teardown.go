@@ -76,7 +76,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	}
 	if len(errs) == 0 {
 		// Only once every sandbox is gone are its processes too.
-		if err := a.destroyPodCgroup(pod); err != nil {
+		if err := a.podCgroups().Destroy(pod); err != nil {
 			errs = append(errs, err)
 		}
 	}
