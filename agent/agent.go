@@ -27,6 +27,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -255,7 +256,7 @@ type Agent struct {
 	metrics *metrics
 	// config holds the ConfigMaps and Secrets (SetConfigData); created on
 	// first use by configData, guarded by configOnce.
-	config     *configStore
+	config     *source.ConfigStore
 	configOnce sync.Once
 	// mounter mounts the tmpfs of secret and memory emptyDir volumes; nil
 	// is the host's (volumeMounter).
