@@ -26,6 +26,8 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -44,7 +46,7 @@ type Config struct {
 	// PodLogDir holds the CRI container logs (<PodLogDir>/<ns>_<name>_<uid>).
 	PodLogDir string
 	// ContainerLogsDir gets the kubelet's symlink per container log
-	// (<pod>_<ns>_<container>-<id>.log, logsymlink.go); "" makes none.
+	// (<pod>_<ns>_<container>-<id>.log, agent/logrotate/symlink.go); "" makes none.
 	ContainerLogsDir string
 	// ResolvConf is the host resolver file: pods on the node's resolver
 	// inherit it, pods on cluster DNS its search domains.
@@ -243,9 +245,8 @@ type Agent struct {
 	probes *probes.Manager
 	// cgroups manages pod cgroups (nil: none).
 	cgroups cgroups.Manager
-	// lastBurstableShares is the burstable tier's last written shares;
-	// guarded by mu.
-	lastBurstableShares int64
+	// burstableTier is the burstable tier's last written shares.
+	burstableTier podcgroup.BurstableTier
 	// lastRelist is when a relist last succeeded; guarded by mu.
 	lastRelist time.Time
 	// readySandboxes counts ready sandboxes at the last relist; guarded
@@ -255,7 +256,7 @@ type Agent struct {
 	metrics *metrics
 	// config holds the ConfigMaps and Secrets (SetConfigData); created on
 	// first use by configData, guarded by configOnce.
-	config     *configStore
+	config     *source.ConfigStore
 	configOnce sync.Once
 	// mounter mounts the tmpfs of secret and memory emptyDir volumes; nil
 	// is the host's (volumeMounter).

@@ -131,7 +131,7 @@ func TestSetConfigData_SecretsStayOffTheRootDir(t *testing.T) {
 	assertNoFileContains(t, root, "s3cr3t-value")
 
 	pod := &v1.Pod{ObjectMeta: metaNS("shop", "web")}
-	got, err := a.configData().secret(pod, "s")
+	got, err := a.configData().Secret(pod, "s")
 	require.NoError(t, err)
 	assert.Equal(t, "s3cr3t-value", string(got.Data["k"]))
 
@@ -139,7 +139,7 @@ func TestSetConfigData_SecretsStayOffTheRootDir(t *testing.T) {
 	a.SetConfigData(nil, nil)
 	_, err = os.Stat(filepath.Join(root, "configdata", "configmaps", "default", "c.json"))
 	assert.True(t, os.IsNotExist(err))
-	_, err = a.configData().secret(pod, "s")
+	_, err = a.configData().Secret(pod, "s")
 	assert.EqualError(t, err, `secret "s" not found`)
 }
 
@@ -193,10 +193,10 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 	} {
 		t.Run("source="+tc.source, func(t *testing.T) {
 			p := pod(tc.source)
-			got, err := a.configData().configMap(p, "settings")
+			got, err := a.configData().ConfigMap(p, "settings")
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantCM, got.Data["from"])
-			sec, err := a.configData().secret(p, "creds")
+			sec, err := a.configData().Secret(p, "creds")
 			if tc.wantSecret == "" {
 				assert.ErrorIs(t, err, errConfigNotFound, "the node's Secret is not the cluster pod's")
 				ref := v1.LocalObjectReference{Name: "creds"}

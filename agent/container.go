@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/logrotate"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cri"
@@ -256,7 +257,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 	}
 	pw.containerEvent(c.Name, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	pw.step(stepStarted, a.clock.Since(t1), c.Name)
-	if err := linkContainerLog(a.cfg.ContainerLogsDir, pod.Name, pod.Namespace, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath)); err != nil {
+	if err := logrotate.LinkContainerLog(a.cfg.ContainerLogsDir, pod.Name, pod.Namespace, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath)); err != nil {
 		pw.logger.Warn("Create the container log symlink failed", "container", c.Name, "containerID", id, "err", err)
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {

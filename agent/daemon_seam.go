@@ -23,6 +23,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/safepath"
+	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
@@ -99,11 +100,8 @@ const ConfigScopeNode = configScopeNode
 // ConfigSet is the ConfigMaps and Secrets of one scope.
 type ConfigSet = configSet
 
-// configSet is the ConfigMaps and Secrets of the node.
-type configSet struct {
-	ConfigMaps []*v1.ConfigMap
-	Secrets    []*v1.Secret
-}
+// configSet is the ConfigMaps and Secrets of one scope (agent/source).
+type configSet = source.ConfigSet
 
 // SetConfigScopes hands the agent every scope's ConfigMaps and Secrets.
 func (a *Agent) SetConfigScopes(sets map[string]ConfigSet) { a.setConfigScopes(sets) }
@@ -164,7 +162,7 @@ func (a *Agent) Runtime() cri.Runtime { return a.runtime }
 func (a *Agent) EvictionManager() *eviction.Manager { return a.eviction }
 
 // PodCgroupPath is the pod's cgroup ("" without cgroups).
-func (a *Agent) PodCgroupPath(pod *v1.Pod) string { return a.podCgroupPath(pod) }
+func (a *Agent) PodCgroupPath(pod *v1.Pod) string { return a.podCgroups().Path(pod) }
 
 // ProbeStatus is the state of the pod's probes.
 func (a *Agent) ProbeStatus(uid types.UID) []probes.ProbeStatus { return a.probes.PodStatus(uid) }
@@ -369,12 +367,12 @@ func (a *Agent) StopWorkers() { a.stopWorkers() }
 // scope: the node's, or its source's); volume.ErrConfigNotFound when there
 // is none.
 func (a *Agent) ConfigMapFor(pod *v1.Pod, name string) (*v1.ConfigMap, error) {
-	return a.configData().configMap(pod, name)
+	return a.configData().ConfigMap(pod, name)
 }
 
 // SecretFor is the Secret name as the pod sees it, as ConfigMapFor.
 func (a *Agent) SecretFor(pod *v1.Pod, name string) (*v1.Secret, error) {
-	return a.configData().secret(pod, name)
+	return a.configData().Secret(pod, name)
 }
 
 // PodTables counts the entries of the engine's per-pod tables: workers,

@@ -29,8 +29,8 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 		HostIPs:     a.hostIPs,
 		Allocatable: a.cfg.Node.Allocatable,
 		ServiceEnv:  svcEnv,
-		ConfigMap:   func(name string) (*v1.ConfigMap, error) { return a.configData().configMap(pod, name) },
-		Secret:      func(name string) (*v1.Secret, error) { return a.configData().secret(pod, name) },
+		ConfigMap:   func(name string) (*v1.ConfigMap, error) { return a.configData().ConfigMap(pod, name) },
+		Secret:      func(name string) (*v1.Secret, error) { return a.configData().Secret(pod, name) },
 		NotFound:    errConfigNotFound,
 	})
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/eviction/hoststats"
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -93,7 +94,7 @@ func (e evictionHost) PodLogDir(p *v1.Pod) string { return podLogDir(e.a.cfg.Pod
 func (e evictionHost) EmptyDirPath(p *v1.Pod, vol string) string {
 	return e.a.volumes().EmptyDirPath(p, vol)
 }
-func (e evictionHost) PodCgroup(p *v1.Pod) cgroups.Name { return podCgroupName(p, podQOSClass(p)) }
+func (e evictionHost) PodCgroup(p *v1.Pod) cgroups.Name { return podcgroup.Name(p, podQOSClass(p)) }
 
 // evictionPods is the engine as the eviction manager sees it
 // (eviction.Pods).

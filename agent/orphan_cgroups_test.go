@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 )
@@ -32,7 +33,7 @@ func TestCollectOrphans_PodCgroups(t *testing.T) {
 	cg := cgroupstest.NewFake()
 	h.agent.cgroups = cg
 	pod := func(uid string) *v1.Pod { return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}} }
-	name := func(uid string) cgroups.Name { return podCgroupName(pod(uid), v1.PodQOSBestEffort) }
+	name := func(uid string) cgroups.Name { return podcgroup.Name(pod(uid), v1.PodQOSBestEffort) }
 	for _, uid := range []string{"ours-orphan", "ours-marked", "ours-busy", "ours-desired", "foreign", "run-starting"} {
 		require.NoError(t, cg.Ensure(name(uid), cgroups.Resources{}))
 		if uid != "foreign" {
@@ -94,7 +95,7 @@ func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
-	name := podCgroupName(pod, podQOSClass(pod))
+	name := podcgroup.Name(pod, podQOSClass(pod))
 	require.True(t, cg.Exists(name), "the pod cgroup exists while it runs")
 
 	done := h.agent.PodDone(pod.UID)

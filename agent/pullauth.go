@@ -25,7 +25,7 @@ import (
 func (a *Agent) pullKeyring(pod *v1.Pod) (k *images.Keyring, missing []string, problems []error) {
 	k = &images.Keyring{}
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, err := a.configData().secret(pod, ref.Name)
+		s, err := a.configData().Secret(pod, ref.Name)
 		if err != nil {
 			missing = append(missing, ref.Name)
 			continue

@@ -67,7 +67,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	// The burstable tier follows the Burstable pods that run (kubelet:
 	// every minute and on pod changes; here every relist, from the
 	// runtime, so several agents on one node agree): every minikubelet's.
-	r.a.updateBurstableTier(burstableMilli(sbs))
+	r.a.podCgroups().UpdateBurstableTier(burstableMilli(sbs))
 	// The rest (workers, metrics) is this agent's own objects only.
 	sbs = slices.DeleteFunc(sbs, func(sb *runtimeapi.PodSandbox) bool { return !r.a.relistOwns(sb.Labels) })
 	ctrs = slices.DeleteFunc(ctrs, func(c *runtimeapi.Container) bool { return !r.a.relistOwns(c.Labels) })

@@ -45,7 +45,7 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 		uid := types.UID(sb.Labels[labelPodUID])
 		parts[uid] = append(parts[uid], sandboxFingerprint(sb.Id, sb.State))
 	}
-	r.a.updateBurstableTier(burstableMilli(sbs))
+	r.a.podCgroups().UpdateBurstableTier(burstableMilli(sbs))
 	ready := 0
 	for _, sb := range sbs {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {

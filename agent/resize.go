@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/resize"
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -183,14 +184,14 @@ func (a *Agent) doResize(ctx context.Context, w *podWorker, pod *v1.Pod, ra resi
 			continue
 		}
 		// The pod cgroup's values before and after this pass.
-		before := podCgroupResources(resize.WithResources(pod, actuated), podQOSClass(pod), a.cfg.PodPidsLimit)
+		before := podcgroup.Resources(resize.WithResources(pod, actuated), podQOSClass(pod), a.cfg.PodPidsLimit)
 		next := actuated.Clone()
 		for _, u := range list {
 			r := next[u.Name]
 			resize.Set(&r, n, resize.Requirements(pod, u))
 			next[u.Name] = r
 		}
-		after := podCgroupResources(resize.WithResources(pod, next), podQOSClass(pod), a.cfg.PodPidsLimit)
+		after := podcgroup.Resources(resize.WithResources(pod, next), podQOSClass(pod), a.cfg.PodPidsLimit)
 		grow, shrink := podCgroupSteps(n, before, after)
 		if err := a.updatePodCgroup(pod, grow); err != nil {
 			return err
@@ -234,7 +235,7 @@ func (a *Agent) updatePodCgroup(pod *v1.Pod, r cgroups.Resources) error {
 	if a.cgroups == nil || (r.CPUShares == nil && r.CPUQuota == nil && r.MemoryLimit == nil) {
 		return nil
 	}
-	name := podCgroupName(pod, podQOSClass(pod))
+	name := podcgroup.Name(pod, podQOSClass(pod))
 	if err := a.cgroups.Update(name, r); err != nil {
 		return fmt.Errorf("%w: update pod cgroup %s (%s): %v", resize.ErrResize, a.cgroups.Path(name), r, err)
 	}

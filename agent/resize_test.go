@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/resize"
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -164,7 +165,7 @@ func podCgroupResourcesFor(t *testing.T, cpu, mem string) cgroups.Resources {
 	t.Helper()
 	pod := &v1.Pod{}
 	pod.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: rl(cpu, mem), Limits: rl(cpu, mem)}}}
-	return podCgroupResources(pod, v1.PodQOSGuaranteed, 0)
+	return podcgroup.Resources(pod, v1.PodQOSGuaranteed, 0)
 }
 
 func TestContainerHashIgnoresResources(t *testing.T) {

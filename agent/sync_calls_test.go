@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 )
 
@@ -181,7 +182,7 @@ func TestSyncPod_NewPodCgroupBeforeSandboxAndGoneAfterTeardown(t *testing.T) {
 	cg := cgroupstest.NewFake()
 	h.agent.cgroups = cg
 	pod := startCallsPod(t, h)
-	name := podCgroupName(pod, podQOSClass(pod))
+	name := podcgroup.Name(pod, podQOSClass(pod))
 	assert.True(t, cg.Exists(name), "the pod cgroup exists while the pod runs")
 
 	done := h.agent.PodDone(pod.UID)
@@ -204,5 +205,5 @@ func TestSyncPod_NewPodCgroupBeforeSandboxAndGoneAfterTeardown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("teardown did not finish")
 	}
-	assert.False(t, cg.Exists(podCgroupName(again, podQOSClass(again))), "no pod cgroup left behind")
+	assert.False(t, cg.Exists(podcgroup.Name(again, podQOSClass(again))), "no pod cgroup left behind")
 }

@@ -123,7 +123,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		// pod cgroup too: containerd derives their cgroup from the sandbox
 		// config's CgroupParent (without it, /k8s.io/<id> outside the pod's
 		// cgroup on cgroupfs, and a runc error with systemd).
-		cfg.Linux.CgroupParent = a.podCgroupPath(pod)
+		cfg.Linux.CgroupParent = a.podCgroups().Path(pod)
 		return &sandboxInfo{id: act.SandboxID, attempt: act.Attempt, ip: st.sandboxes[0].ip, config: cfg, ready: true}, nil
 	}
 	cfg, err := a.generatePodSandboxConfig(pod, act.Attempt)

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/logrotate"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -75,7 +76,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	}
 	if len(errs) == 0 {
 		// Only once every sandbox is gone are its processes too.
-		if err := a.destroyPodCgroup(pod); err != nil {
+		if err := a.podCgroups().Destroy(pod); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -152,7 +153,7 @@ func terminalPodPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 func (a *Agent) removeContainer(ctx context.Context, w *podWorker, id string) error {
 	err := a.runtime.RemoveContainer(ctx, id)
 	if err == nil || cri.IsNotFound(err) {
-		if uerr := unlinkContainerLog(a.cfg.ContainerLogsDir, id); uerr != nil {
+		if uerr := logrotate.UnlinkContainerLog(a.cfg.ContainerLogsDir, id); uerr != nil {
 			w.logger.Warn("Remove the container log symlink failed", "containerID", id, "err", uerr)
 		}
 		return nil
@@ -173,7 +174,7 @@ func (a *Agent) removeContainer(ctx context.Context, w *podWorker, id string) er
 	if err := a.runtime.RemoveContainer(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return err
 	}
-	if uerr := unlinkContainerLog(a.cfg.ContainerLogsDir, id); uerr != nil {
+	if uerr := logrotate.UnlinkContainerLog(a.cfg.ContainerLogsDir, id); uerr != nil {
 		w.logger.Warn("Remove the container log symlink failed", "containerID", id, "err", uerr)
 	}
 	return nil

@@ -63,11 +63,11 @@ func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
 type configDataLookup struct{ a *Agent }
 
 func (c configDataLookup) ConfigMap(pod *v1.Pod, name string) (*v1.ConfigMap, error) {
-	return c.a.configData().configMap(pod, name)
+	return c.a.configData().ConfigMap(pod, name)
 }
 
 func (c configDataLookup) Secret(pod *v1.Pod, name string) (*v1.Secret, error) {
-	return c.a.configData().secret(pod, name)
+	return c.a.configData().Secret(pod, name)
 }
 
 // downwardFields resolves the downward API for agent/volume's downwardAPI

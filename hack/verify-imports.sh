@@ -140,6 +140,12 @@ tests=1 check "$mod/agent/podstatus" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^
 # interface), agent/manifest and agent/podspec; never the engine, the
 # daemon or another runtime leaf. Its tests too.
 tests=1 check "$mod/agent/images" "^$mod/" "image pull credentials and image volume rules: below the engine; cri, agent/manifest and agent/podspec only" "^$mod/(cri|agent/(images|manifest|podspec))$"
+# The pod and QoS-tier cgroups (issue #30), the kubelet's pod container
+# manager: below the engine, which builds a Manager from its cgroups
+# driver and config. Of the repository the cgroups leaf, agent/podspec
+# (QoS) and agent/manifest; no engine, no daemon, no CRI client, no cni or
+# probes. Its tests too.
+tests=1 check "$mod/agent/podcgroup" "^$mod/|^google.golang.org/grpc(/|$)" "the pod and QoS-tier cgroups: below the engine; the cgroups leaf, agent/podspec and agent/manifest only" "^$mod/(agent/(podcgroup|podspec|manifest)|cgroups)(/|$)"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

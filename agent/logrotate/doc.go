@@ -13,6 +13,12 @@
 // Rotated files stay uncompressed (the kubelet gzips all but the newest):
 // `minikubelet logs` reads them as they are.
 //
+// It also keeps the kubelet's container log symlinks (symlink.go):
+// <ContainerLogsDir>/<pod>_<namespace>_<container>-<id>.log points at the
+// container's log file, for log shippers that read /var/log/containers.
+// The engine links a container's log after its start and unlinks it when
+// the container is removed.
+//
 // It sees the runtime through Runtime (three CRI calls; cri.Runtime has
 // them) and is told which containers are its caller's (Options.Selector
 // and Options.Owns); the engine (package agent, agent/logrotate.go) builds

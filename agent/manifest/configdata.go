@@ -1,8 +1,8 @@
 package manifest
 
 // ConfigMaps and Secrets of a manifest: the API server's defaults,
-// validation and decoding. Where their data goes on the node is the
-// engine's (agent/configdata.go).
+// validation and decoding. Where their data goes on the node is
+// agent/source's (configdata.go: the engine's ConfigStore).
 
 import (
 	"encoding/json"

@@ -2,7 +2,7 @@ package podspec
 
 // Resources and QoS: the pod's QoS class, the container's CRI resources and
 // oom_score_adj (kubelet-facts §5.1–§5.4). The pod-level cgroups built
-// from the same sums are the engine's (agent/qos_resources.go).
+// from the same sums are agent/podcgroup's.
 
 import (
 	v1 "k8s.io/api/core/v1"

@@ -4,7 +4,10 @@
 // disk (PodStore, store.go, store_config.go, with the Secrets on a tmpfs
 // of their own: secretdir*.go), and the naming rules between sources (the
 // config.source and source-file annotations and the source names,
-// names.go). Each source sends its complete set as a SourceUpdate.
+// names.go). Each source sends its complete set as a SourceUpdate. It also
+// holds the engine's ConfigMaps and Secrets by scope, the scope being
+// the pods' source (ConfigStore, configdata.go, issue #30): the engine
+// keeps one and the pods' env, volumes and pull secrets read it.
 //
 // It must not import agent (the engine), agent/api or agent/cluster, nor
 // the runtime (cri, cni, cgroups, probes): it decodes with agent/manifest,

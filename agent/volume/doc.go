@@ -41,10 +41,10 @@
 // as interfaces (ConfigData, DownwardAPI, TokenSource, ClusterTrustBundles,
 // PodCertificateIssuer, VolumeMounter).
 //
-// Still in the engine: the config data store (agent/configdata.go: which
-// source sees which ConfigMaps and Secrets), who may have service account
-// tokens (agent/token.go, admission), and the removal of the pod's
-// directories with its log directory (agent/volume_manager.go,
+// Elsewhere: the config data store (agent/source/configdata.go: which
+// source sees which ConfigMaps and Secrets); in the engine, who may have
+// service account tokens (agent/token.go, admission), and the removal of
+// the pod's directories with its log directory (agent/volume_manager.go,
 // cleanupPodDirs).
 //
 // The API's store (agent/source) keeps a writer of its own: it promises

@@ -25,6 +25,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
@@ -376,7 +377,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		detail := fmt.Sprintf("driver %s (%s), %s", cg.Driver(), source, cg.Mode())
-		if n := agent.CheckOOMScoreAdj(); n != "" {
+		if n := podcgroup.CheckOOMScoreAdj(); n != "" {
 			p.line("node", "notice", 0, n)
 		}
 		p.line("node", "cgroups", time.Since(t3), detail)

@@ -21,6 +21,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/daemon"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
@@ -245,7 +246,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 		logger.Info("Cgroup driver", "driver", cg.Driver(), "from", source, "mode", cg.Mode())
-		if n := agent.CheckOOMScoreAdj(); n != "" {
+		if n := podcgroup.CheckOOMScoreAdj(); n != "" {
 			logger.Warn("OOM scores", "notice", n)
 		}
 	}

@@ -158,6 +158,12 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"images imports cgroups":              {"agent/images/bad.go", imp("images", "cgroups"), "agent/images must not import"},
 		"images imports the CRI's test fakes": {"agent/images/bad.go", imp("images", "cri/critest"), "agent/images must not import"},
 		"images's test imports the engine":    {"agent/images/bad_test.go", imp("images_test", "agent"), "agent/images must not import"},
+		// agent/podcgroup: the cgroups leaf, podspec and manifest only.
+		"podcgroup imports the engine":        {"agent/podcgroup/bad.go", imp("podcgroup", "agent"), "agent/podcgroup must not import"},
+		"podcgroup imports the daemon":        {"agent/podcgroup/bad.go", imp("podcgroup", "agent/daemon"), "agent/podcgroup must not import"},
+		"podcgroup imports the CRI client":    {"agent/podcgroup/bad.go", imp("podcgroup", "cri"), "agent/podcgroup must not import"},
+		"podcgroup imports source":            {"agent/podcgroup/bad.go", imp("podcgroup", "agent/source"), "agent/podcgroup must not import"},
+		"podcgroup's test imports the engine": {"agent/podcgroup/bad_test.go", imp("podcgroup_test", "agent"), "agent/podcgroup must not import"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// Each case is a module of its own; the script's many go list

@@ -1,4 +1,4 @@
-package agent
+package logrotate
 
 import (
 	"os"
@@ -12,9 +12,9 @@ import (
 func TestContainerLogSymlink_KubeletName(t *testing.T) {
 	id := strings.Repeat("a", 64)
 	require.Equal(t, "/var/log/containers/web_default_nginx-"+id+".log",
-		containerLogSymlink("/var/log/containers", "web", "default", "nginx", id))
+		ContainerLogSymlink("/var/log/containers", "web", "default", "nginx", id))
 	// ext4's 255: the name before ".log" is cut to 251 characters.
-	long := containerLogSymlink("/d", strings.Repeat("p", 200), "ns", "c", id)
+	long := ContainerLogSymlink("/d", strings.Repeat("p", 200), "ns", "c", id)
 	require.Len(t, filepath.Base(long), 255)
 	require.True(t, strings.HasSuffix(long, ".log"))
 }
@@ -25,13 +25,13 @@ func TestLinkAndUnlinkContainerLog(t *testing.T) {
 	logPath := filepath.Join(pods, "default_web_uid", "nginx", "0.log")
 
 	// No log file yet: no link (the kubelet links only an existing log).
-	require.NoError(t, linkContainerLog(links, "web", "default", "nginx", id, logPath))
+	require.NoError(t, LinkContainerLog(links, "web", "default", "nginx", id, logPath))
 	_, err := os.Stat(links)
 	require.True(t, os.IsNotExist(err), "no link directory without a log: %v", err)
 
 	require.NoError(t, os.MkdirAll(filepath.Dir(logPath), 0o755))
 	require.NoError(t, os.WriteFile(logPath, []byte("hello\n"), 0o640))
-	require.NoError(t, linkContainerLog(links, "web", "default", "nginx", id, logPath))
+	require.NoError(t, LinkContainerLog(links, "web", "default", "nginx", id, logPath))
 	link := filepath.Join(links, "web_default_nginx-"+id+".log")
 	target, err := os.Readlink(link)
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func TestLinkAndUnlinkContainerLog(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "hello\n", string(b))
 	// Again (a restart of the agent): replaced, not an error.
-	require.NoError(t, linkContainerLog(links, "web", "default", "nginx", id, logPath))
+	require.NoError(t, LinkContainerLog(links, "web", "default", "nginx", id, logPath))
 
 	// Another container's link, a regular file named like a link, and a
 	// truncated link of this container.
@@ -48,10 +48,10 @@ func TestLinkAndUnlinkContainerLog(t *testing.T) {
 	require.NoError(t, os.Symlink(logPath, otherLink))
 	regular := filepath.Join(links, "notes-"+id+".log")
 	require.NoError(t, os.WriteFile(regular, nil, 0o644))
-	truncated := containerLogSymlink(links, strings.Repeat("p", 200), "ns", "c", id)
+	truncated := ContainerLogSymlink(links, strings.Repeat("p", 200), "ns", "c", id)
 	require.NoError(t, os.Symlink(logPath, truncated))
 
-	require.NoError(t, unlinkContainerLog(links, id))
+	require.NoError(t, UnlinkContainerLog(links, id))
 	for _, gone := range []string{link, truncated} {
 		_, err := os.Lstat(gone)
 		require.True(t, os.IsNotExist(err), "%s: %v", gone, err)
@@ -61,6 +61,6 @@ func TestLinkAndUnlinkContainerLog(t *testing.T) {
 		require.NoError(t, err, kept)
 	}
 	// Off, and a missing directory: nothing to do.
-	require.NoError(t, linkContainerLog("", "web", "default", "nginx", id, logPath))
-	require.NoError(t, unlinkContainerLog(filepath.Join(t.TempDir(), "none"), id))
+	require.NoError(t, LinkContainerLog("", "web", "default", "nginx", id, logPath))
+	require.NoError(t, UnlinkContainerLog(filepath.Join(t.TempDir(), "none"), id))
 }

@@ -1,16 +1,17 @@
-package agent
+package podcgroup
 
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 // This file turns v1 pods into cgroup values (kubelet-facts §2.5, §5.2,
 // §5.4–§5.6). Everything here is pure; the pod workers and the housekeeping
-// loop hand the results to a cgroups.Manager.
+// loop hand the results to a cgroups.Manager (Manager, manager.go).
 
 // allContainersLimit reports whether every init and app container declares a
 // non-zero limit for r: only then does a Burstable pod cgroup get the
@@ -27,7 +28,7 @@ func allContainersLimit(pod *v1.Pod, r v1.ResourceName) bool {
 	return true
 }
 
-// podCgroupResources is the pod<uid> cgroup's configuration (kubelet
+// Resources is the pod<uid> cgroup's configuration (kubelet
 // ResourceConfigForPod, §5.6):
 //   - Guaranteed: shares from the CPU request sum, CFS quota from the CPU
 //     limit sum, memory limit = memory limit sum;
@@ -38,10 +39,10 @@ func allContainersLimit(pod *v1.Pod, r v1.ResourceName) bool {
 // Unset quota and memory are written as unlimited (not left alone) so that
 // Ensure converges a cgroup left behind by an earlier incarnation.
 // pidsLimit > 0 sets pids.max (--pod-pids-limit), otherwise unlimited.
-func podCgroupResources(pod *v1.Pod, qos v1.PodQOSClass, pidsLimit int64) cgroups.Resources {
-	reqs, limits := podRequestsAndLimits(pod)
+func Resources(pod *v1.Pod, qos v1.PodQOSClass, pidsLimit int64) cgroups.Resources {
+	reqs, limits := podspec.PodRequestsAndLimits(pod)
 	r := cgroups.Resources{
-		CPUShares:   ptr.To(uint64(minShares)),
+		CPUShares:   ptr.To(uint64(podspec.MinShares)),
 		CPUQuota:    ptr.To[int64](cgroups.Unlimited),
 		MemoryLimit: ptr.To[int64](cgroups.Unlimited),
 		PidsLimit:   ptr.To[int64](cgroups.Unlimited),
@@ -52,12 +53,12 @@ func podCgroupResources(pod *v1.Pod, qos v1.PodQOSClass, pidsLimit int64) cgroup
 	if qos == v1.PodQOSBestEffort {
 		return r
 	}
-	r.CPUShares = ptr.To(uint64(milliCPUToShares(reqs.Cpu().MilliValue())))
+	r.CPUShares = ptr.To(uint64(podspec.MilliCPUToShares(reqs.Cpu().MilliValue())))
 	cpuLimited := qos == v1.PodQOSGuaranteed || allContainersLimit(pod, v1.ResourceCPU)
 	if cpuLimited {
-		if q := milliCPUToQuota(limits.Cpu().MilliValue(), quotaPeriod); q > 0 {
+		if q := podspec.MilliCPUToQuota(limits.Cpu().MilliValue(), podspec.QuotaPeriod); q > 0 {
 			r.CPUQuota = ptr.To(q)
-			r.CPUPeriod = ptr.To(uint64(quotaPeriod))
+			r.CPUPeriod = ptr.To(uint64(podspec.QuotaPeriod))
 		}
 	}
 	memLimited := qos == v1.PodQOSGuaranteed || allContainersLimit(pod, v1.ResourceMemory)
@@ -67,9 +68,9 @@ func podCgroupResources(pod *v1.Pod, qos v1.PodQOSClass, pidsLimit int64) cgroup
 	return r
 }
 
-// qosTierName is the parent of a pod cgroup for the QoS class: Guaranteed
+// tierName is the parent of a pod cgroup for the QoS class: Guaranteed
 // pods sit directly under kubepods (§5.5).
-func qosTierName(qos v1.PodQOSClass) cgroups.Name {
+func tierName(qos v1.PodQOSClass) cgroups.Name {
 	switch qos {
 	case v1.PodQOSGuaranteed:
 		return cgroups.Kubepods
@@ -80,16 +81,16 @@ func qosTierName(qos v1.PodQOSClass) cgroups.Name {
 	}
 }
 
-// podCgroupName is the pod's cgroup: kubepods[/burstable|/besteffort]/pod<uid>.
-func podCgroupName(pod *v1.Pod, qos v1.PodQOSClass) cgroups.Name {
-	return cgroups.PodName(qosTierName(qos), string(pod.UID))
+// Name is the pod's cgroup: kubepods[/burstable|/besteffort]/pod<uid>.
+func Name(pod *v1.Pod, qos v1.PodQOSClass) cgroups.Name {
+	return cgroups.PodName(tierName(qos), string(pod.UID))
 }
 
 // kubepodsResources is the node-level kubepods cgroup (§5.6): shares from
 // the allocatable CPU, memory limit = allocatable memory, pids limit when
 // positive. No CFS quota: pods may burst into reserved CPU.
 func kubepodsResources(allocatableMilliCPU, allocatableMemory, pidsLimit int64) cgroups.Resources {
-	r := cgroups.Resources{CPUShares: ptr.To(uint64(milliCPUToShares(allocatableMilliCPU)))}
+	r := cgroups.Resources{CPUShares: ptr.To(uint64(podspec.MilliCPUToShares(allocatableMilliCPU)))}
 	if allocatableMemory > 0 {
 		r.MemoryLimit = ptr.To(allocatableMemory)
 	}
@@ -106,16 +107,16 @@ func kubepodsResources(allocatableMilliCPU, allocatableMemory, pidsLimit int64) 
 func burstableTierResources(pods []*v1.Pod) cgroups.Resources {
 	var sum resource.Quantity
 	for _, p := range pods {
-		if podQOSClass(p) != v1.PodQOSBurstable {
+		if podspec.QOSClass(p) != v1.PodQOSBurstable {
 			continue
 		}
-		reqs, _ := podRequestsAndLimits(p)
+		reqs, _ := podspec.PodRequestsAndLimits(p)
 		sum.Add(*reqs.Cpu())
 	}
-	return cgroups.Resources{CPUShares: ptr.To(uint64(milliCPUToShares(sum.MilliValue())))}
+	return cgroups.Resources{CPUShares: ptr.To(uint64(podspec.MilliCPUToShares(sum.MilliValue())))}
 }
 
 // bestEffortTierResources is kubepods/besteffort: the minimum shares.
 func bestEffortTierResources() cgroups.Resources {
-	return cgroups.Resources{CPUShares: ptr.To(uint64(minShares))}
+	return cgroups.Resources{CPUShares: ptr.To(uint64(podspec.MinShares))}
 }

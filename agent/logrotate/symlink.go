@@ -1,4 +1,4 @@
-package agent
+package logrotate
 
 import (
 	"fmt"
@@ -17,9 +17,9 @@ import (
 // truncates the link's name (before ".log") to fit.
 const ext4MaxFileNameLen = 255
 
-// containerLogSymlink is the link's path, as the kubelet's logSymlink
+// ContainerLogSymlink is the link's path, as the kubelet's logSymlink
 // names it.
-func containerLogSymlink(dir, podName, namespace, container, containerID string) string {
+func ContainerLogSymlink(dir, podName, namespace, container, containerID string) string {
 	const suffix = ".log"
 	name := fmt.Sprintf("%s_%s_%s-%s", podName, namespace, container, containerID)
 	if len(name) > ext4MaxFileNameLen-len(suffix) {
@@ -28,10 +28,10 @@ func containerLogSymlink(dir, podName, namespace, container, containerID string)
 	return filepath.Join(dir, name+suffix)
 }
 
-// linkContainerLog makes the container's log symlink in dir, pointing at
+// LinkContainerLog makes the container's log symlink in dir, pointing at
 // logPath, once logPath exists (the kubelet links only a log the runtime
 // created); an old link of that name is replaced. dir "" does nothing.
-func linkContainerLog(dir, podName, namespace, container, containerID, logPath string) error {
+func LinkContainerLog(dir, podName, namespace, container, containerID, logPath string) error {
 	if dir == "" || logPath == "" {
 		return nil
 	}
@@ -41,18 +41,18 @@ func linkContainerLog(dir, podName, namespace, container, containerID, logPath s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	link := containerLogSymlink(dir, podName, namespace, container, containerID)
+	link := ContainerLogSymlink(dir, podName, namespace, container, containerID)
 	if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	return os.Symlink(logPath, link)
 }
 
-// unlinkContainerLog removes the log symlinks of a removed container: the
+// UnlinkContainerLog removes the log symlinks of a removed container: the
 // symlinks in dir whose name ends in -<containerID>.log, or, for a name
 // the truncation cut short, in -<at least 12 characters of containerID>.
 // Regular files are never removed.
-func unlinkContainerLog(dir, containerID string) error {
+func UnlinkContainerLog(dir, containerID string) error {
 	if dir == "" || containerID == "" {
 		return nil
 	}
