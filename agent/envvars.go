@@ -2,16 +2,18 @@ package agent
 
 // The container's environment is agent/podspec's (Env); the engine
 // gathers what it reads: the pod's ConfigMaps and Secrets, the Services,
-// the node's addresses.
+// the node's addresses, the env files of fileKeyRef.
 
 import (
 	"net"
+	"path/filepath"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/podspec"
+	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
 // containerEnv is the container's environment as CRI key/values and as a
@@ -32,7 +34,22 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 		ConfigMap:   func(name string) (*v1.ConfigMap, error) { return a.configData().ConfigMap(pod, name) },
 		Secret:      func(name string) (*v1.Secret, error) { return a.configData().Secret(pod, name) },
 		NotFound:    errConfigNotFound,
+		EnvFile: func(volume, rel string) ([]byte, string, error) {
+			root := a.volumes().EmptyDirPath(pod, volume)
+			data, err := readEnvFile(root, rel)
+			return data, filepath.Join(root, rel), err
+		},
 	})
+}
+
+// readEnvFile reads the env file rel of a fileKeyRef beneath root, its
+// emptyDir volume's directory. The pod wrote everything beneath root: no
+// symlink is followed anywhere in rel, ".." cannot climb out, only a
+// regular file is opened (a FIFO or device is refused before it could
+// block) and at most podspec.MaxEnvFileBytes are read (a larger file is an
+// error, safepath.ErrTooLarge).
+func readEnvFile(root, rel string) ([]byte, error) {
+	return safepath.ReadFileBeneath(root, rel, podspec.MaxEnvFileBytes)
 }
 
 // resourceFieldValue resolves a resourceFieldRef against the node's

@@ -258,7 +258,7 @@ func validateResourceFieldRef(r *v1.ResourceFieldSelector, needContainer bool, p
 
 // validateEnvValueFrom checks the sources of one env valueFrom other than
 // the count (validateEnv): fieldRef, resourceFieldRef, configMapKeyRef,
-// secretKeyRef.
+// secretKeyRef, fileKeyRef.
 func validateEnvValueFrom(vf *v1.EnvVarSource, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if vf.FieldRef != nil {
@@ -284,6 +284,9 @@ func validateEnvValueFrom(vf *v1.EnvVarSource, p *field.Path) field.ErrorList {
 	}
 	if r := vf.SecretKeyRef; r != nil {
 		keyRef(r.Name, r.Key, p.Child("secretKeyRef"))
+	}
+	if r := vf.FileKeyRef; r != nil {
+		errs = append(errs, validateFileKeySelector(r, p.Child("fileKeyRef"))...) // envfile.go
 	}
 	return errs
 }

@@ -291,7 +291,7 @@ var envVarSourceRules = ruleTable{typ: reflect.TypeFor[v1.EnvVarSource](), path:
 	"resourceFieldRef": ruleLimited("cpu and memory limits and requests, with divisor; an unset limit is the node's allocatable amount"),
 	"configMapKeyRef":  ruleLimited("a ConfigMap of the pod's namespace from the same manifest input (or the API)"),
 	"secretKeyRef":     ruleLimited("a Secret of the pod's namespace from the same manifest input (or the API)"),
-	"fileKeyRef":       ruleRefused(reasonNotYet),
+	"fileKeyRef":       ruleLimited("a file of an emptyDir volume of the pod, read at the container's start; no symlink in its path, at most 1 MiB"),
 }}
 
 // Fields of spec.containers[*].resources.

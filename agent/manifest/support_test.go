@@ -88,7 +88,7 @@ func TestSupportedFields(t *testing.T) {
 		{"spec.volumes[*].image.reference", true},
 		{"spec.volumes[*].image.pullPolicy", true},
 		{"spec.containers[*].env[*].valueFrom.secretKeyRef", true},
-		{"spec.containers[*].env[*].valueFrom.fileKeyRef", false},
+		{"spec.containers[*].env[*].valueFrom.fileKeyRef", true},
 		{"spec.volumes[*].projected.sources[*].serviceAccountToken", true},
 		{"spec.volumes[*].projected.sources[*].serviceAccountToken.user", false},
 		{"spec.volumes[*].projected.sources[*].clusterTrustBundle", true},

@@ -362,6 +362,7 @@ func validateContainer(c *v1.Container, spec *v1.PodSpec, volumes map[string]boo
 
 	errs = append(errs, validatePorts(c.Ports, spec.HostNetwork, fldPath.Child("ports"))...)
 	errs = append(errs, validateEnv(c.Env, fldPath.Child("env"))...)
+	errs = append(errs, validateFileKeyRefVolumes(c.Env, spec, fldPath.Child("env"))...) // envfile.go
 	errs = append(errs, validateExecSize(c, fldPath)...)
 	errs = append(errs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...) // datasupport.go
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
@@ -499,7 +500,7 @@ func validateEnv(env []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 		case n > 1:
 			errs = append(errs, field.Invalid(vfPath, "", "may not have more than one field specified at a time"))
 		}
-		// fileKeyRef: support.go; the others: datasupport.go.
+		// datasupport.go; fileKeyRef's in envfile.go.
 		errs = append(errs, validateEnvValueFrom(ev.ValueFrom, vfPath)...)
 	}
 	return errs

@@ -47,6 +47,10 @@ type EnvInputs struct {
 	ConfigMap func(name string) (*v1.ConfigMap, error)
 	Secret    func(name string) (*v1.Secret, error)
 	NotFound  error
+	// EnvFile reads the file rel (EnvFileRel) of the pod's emptyDir
+	// volume, at most MaxEnvFileBytes, and names it by its host path for
+	// messages (fileKeyRef, envfile.go).
+	EnvFile func(volume, rel string) (data []byte, hostPath string, err error)
 }
 
 // notFound reports whether err is NotFound's.
@@ -221,8 +225,10 @@ func envValueFrom(pod *v1.Pod, c *v1.Container, in EnvInputs, vf *v1.EnvVarSourc
 			return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
 		}
 		return string(v), true, nil
+	case vf.FileKeyRef != nil:
+		return fileKeyValue(pod, in, vf.FileKeyRef) // envfile.go
 	}
-	// Validation refuses fileKeyRef and empty sources.
+	// Validation refuses empty sources.
 	return "", false, fmt.Errorf("unsupported valueFrom source")
 }
 
