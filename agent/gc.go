@@ -9,16 +9,11 @@ package agent
 import (
 	"path/filepath"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/gc"
 )
-
-// MetricsRegisterer is the registry of the agent's metrics (served at
-// /metrics), for collaborators with metrics of their own (image GC).
-func (a *Agent) MetricsRegisterer() prometheus.Registerer { return a.metrics.registry }
 
 // NewContainerGC builds the garbage collector of this agent's dead
 // containers and sandboxes of gone pods and their log files; the caller
@@ -40,7 +35,7 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 		PodLogDir:      a.cfg.PodLogDir,
 		Clock:          a.clock,
 		Logger:         a.logger,
-		Registerer:     a.metrics.registry,
+		Registerer:     a.metrics.Registry,
 		RuntimeTimeout: a.cfg.RuntimeTimeout,
 	})
 }
