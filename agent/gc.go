@@ -7,10 +7,7 @@ package agent
 // but its metrics registry.
 
 import (
-	"path/filepath"
-
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/gc"
 )
@@ -27,7 +24,7 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 		PodGone:  a.podGoneForGC,
 		// Under disk pressure (DeleteAllUnused), also finished pods.
 		PodTerminated: a.podTerminatedForGC,
-		LogFile:       containerLogFile,
+		LogFile:       gc.ContainerLogFile(labelContainerName, annotationRestartCount),
 		// RemoveContainer stays the runtime's: the agent's removeContainer
 		// (which deletes a task containerd left behind) needs a pod
 		// worker. Such a container's removal fails and is tried again at
@@ -97,14 +94,4 @@ func (a *Agent) gcWorker(uid string) (*podWorker, bool) {
 		return nil, false
 	}
 	return a.workers[types.UID(uid)], true
-}
-
-// containerLogFile is the log file of a container of ours relative to its
-// pod log directory, as container.go names it: <container>/<restart>.log.
-func containerLogFile(c *runtimeapi.Container) string {
-	name, restart := c.GetLabels()[labelContainerName], c.GetAnnotations()[annotationRestartCount]
-	if name == "" || restart == "" {
-		return ""
-	}
-	return filepath.Join(name, restart+".log")
 }
