@@ -26,8 +26,10 @@ type Config struct {
 	// Network is the pod network (defaults applied) whose host-local
 	// store is reconciled.
 	Network cni.Config
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Clock judges a reservation's age and paces the watch of young ones.
+	Clock clock.Clock
+	// Logger logs each release and the watch.
+	Logger *slog.Logger
 	// Released, if set, is called once per released reservation (the
 	// engine's minikubelet_ipam_leaked_ips_released_total).
 	Released func()
