@@ -38,14 +38,14 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) 
 				delay = 100 * time.Millisecond
 				if !live {
 					live = true
-					a.metrics.eventedConns.Inc()
+					a.metrics.EventedConns.Inc()
 					if !following {
 						following = true
 						a.logger.Info("Following the runtime's container events", "relistPeriod", a.cfg.RelistPeriod)
 					}
 				}
 				if at := ev.GetCreatedAt(); at > 0 {
-					a.metrics.eventedLatency.Observe(a.clock.Since(time.Unix(0, at)).Seconds())
+					a.metrics.EventedLatency.Observe(a.clock.Since(time.Unix(0, at)).Seconds())
 				}
 				uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())
 				a.logger.Debug("Runtime container event", "type", ev.GetContainerEventType(),
@@ -65,7 +65,7 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) 
 		if ctx.Err() != nil {
 			return
 		}
-		a.metrics.eventedConnErrors.Inc()
+		a.metrics.EventedConnErrors.Inc()
 		if cri.IsUnimplemented(err) {
 			a.logger.Info("Runtime does not stream container events; relying on the periodic relist", "period", a.cfg.RelistPeriod)
 			return

@@ -40,11 +40,11 @@ func (a *Agent) EnableEviction(cfg eviction.Config) error {
 	}
 	cfg = cfg.WithDefaults()
 	if h, ok := cfg.Stats.(*hoststats.Provider); ok {
-		if err := h.ConfigureWalks(cfg.VolumeStatsAggPeriod, cfg.Period, a.metrics.registry); err != nil {
+		if err := h.ConfigureWalks(cfg.VolumeStatsAggPeriod, cfg.Period, a.metrics.Registry); err != nil {
 			return err
 		}
 	}
-	m, err := eviction.NewManager(cfg, evictionPods{a}, a.clock, a.logger, a.metrics.registry)
+	m, err := eviction.NewManager(cfg, evictionPods{a}, a.clock, a.logger, a.metrics.Registry)
 	if err != nil {
 		return err
 	}

@@ -7,18 +7,10 @@ package agent
 // but its metrics registry.
 
 import (
-	"path/filepath"
-
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/gc"
 )
-
-// MetricsRegisterer is the registry of the agent's metrics (served at
-// /metrics), for collaborators with metrics of their own (image GC).
-func (a *Agent) MetricsRegisterer() prometheus.Registerer { return a.metrics.registry }
 
 // NewContainerGC builds the garbage collector of this agent's dead
 // containers and sandboxes of gone pods and their log files; the caller
@@ -32,7 +24,7 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 		PodGone:  a.podGoneForGC,
 		// Under disk pressure (DeleteAllUnused), also finished pods.
 		PodTerminated: a.podTerminatedForGC,
-		LogFile:       containerLogFile,
+		LogFile:       gc.ContainerLogFile(labelContainerName, annotationRestartCount),
 		// RemoveContainer stays the runtime's: the agent's removeContainer
 		// (which deletes a task containerd left behind) needs a pod
 		// worker. Such a container's removal fails and is tried again at
@@ -40,7 +32,7 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 		PodLogDir:      a.cfg.PodLogDir,
 		Clock:          a.clock,
 		Logger:         a.logger,
-		Registerer:     a.metrics.registry,
+		Registerer:     a.metrics.Registry,
 		RuntimeTimeout: a.cfg.RuntimeTimeout,
 	})
 }
@@ -102,14 +94,4 @@ func (a *Agent) gcWorker(uid string) (*podWorker, bool) {
 		return nil, false
 	}
 	return a.workers[types.UID(uid)], true
-}
-
-// containerLogFile is the log file of a container of ours relative to its
-// pod log directory, as container.go names it: <container>/<restart>.log.
-func containerLogFile(c *runtimeapi.Container) string {
-	name, restart := c.GetLabels()[labelContainerName], c.GetAnnotations()[annotationRestartCount]
-	if name == "" || restart == "" {
-		return ""
-	}
-	return filepath.Join(name, restart+".log")
 }

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/gc"
 )
 
 // A pod is gone for container GC only once orphans were collected, and
@@ -26,12 +28,13 @@ func TestPodGoneForGC(t *testing.T) {
 }
 
 // The log file container GC keeps for each container is the one
-// container.go names.
+// container.go names (agent/gc.ContainerLogFile with the engine's keys).
 func TestContainerLogFile(t *testing.T) {
 	c := &runtimeapi.Container{
 		Labels:      map[string]string{labelContainerName: "web"},
 		Annotations: map[string]string{annotationRestartCount: "3"},
 	}
+	containerLogFile := gc.ContainerLogFile(labelContainerName, annotationRestartCount)
 	assert.Equal(t, "web/3.log", containerLogFile(c))
 	assert.Empty(t, containerLogFile(&runtimeapi.Container{}))
 	assert.True(t, a0().relistOwns(map[string]string{labelManagedBy: managedByValue}))

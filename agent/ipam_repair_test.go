@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -9,139 +10,31 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/ipamrepair"
 	"github.com/minikubelet/minikubelet/cni"
 )
 
-// TestRepairIPLeaks drives the repair against a fake runtime and a temp
-// host-local store: old reservations of unknown sandboxes go, live ones
-// (any state) stay, and a young one is judged again after the settle time,
-// kept when its sandbox appeared meanwhile (a RunPodSandbox in flight).
-func TestRepairIPLeaks(t *testing.T) {
-	tests := []struct {
-		name string
-		// appears makes the young reservation's sandbox appear during the
-		// settle wait.
-		appears bool
-		want    []string
-		left    []string
-	}{
-		{name: "young leak released after settling", want: []string{"10.89.0.4", "10.89.0.9"}, left: []string{"10.89.0.2", "10.89.0.3"}},
-		{name: "young reservation of an in-flight sandbox kept", appears: true, want: []string{"10.89.0.4"}, left: []string{"10.89.0.2", "10.89.0.3", "10.89.0.9"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t)
-			h.agent.cfg.Network = repairNetwork(t)
-			ctx := context.Background()
-			ready, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "a", Uid: "u1", Namespace: "default"}}, "")
-			require.NoError(t, err)
-			notReady, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "b", Uid: "u2", Namespace: "default"}}, "")
-			require.NoError(t, err)
-			require.NoError(t, h.fake.Runtime.StopPodSandbox(ctx, notReady))
-
-			dir := cni.HostLocalDir(h.agent.cfg.Network)
-			require.NoError(t, os.MkdirAll(dir, 0o755))
-			old := h.clock.Now().Add(-time.Hour)
-			for ip, r := range map[string]struct {
-				id      string
-				written time.Time
-			}{
-				"10.89.0.2": {ready, old},
-				"10.89.0.3": {notReady, old},
-				"10.89.0.4": {"deadbeef00", old},
-				"10.89.0.9": {"inflight00", h.clock.Now().Add(-time.Second)},
-			} {
-				path := filepath.Join(dir, ip)
-				require.NoError(t, os.WriteFile(path, []byte(r.id+"\r\neth0"), 0o600))
-				require.NoError(t, os.Chtimes(path, r.written, r.written))
-			}
-
-			type result struct {
-				ips []ReleasedIP
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				ips, err := h.agent.RepairIPLeaks(ctx, DaemonIPRepair)
-				done <- result{ips, err}
-			}()
-			require.Eventually(t, h.clock.HasWaiters, 5*time.Second, time.Millisecond, "the repair waits for the young reservation to settle")
-			if tt.appears {
-				// The in-flight RunPodSandbox completes: the fake names
-				// sandboxes itself, so rewrite the reservation's owner.
-				id, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "c", Uid: "u3", Namespace: "default"}}, "")
-				require.NoError(t, err)
-				path := filepath.Join(dir, "10.89.0.9")
-				require.NoError(t, os.WriteFile(path, []byte(id+"\r\neth0"), 0o600))
-				w := h.clock.Now().Add(-time.Second)
-				require.NoError(t, os.Chtimes(path, w, w))
-			}
-			h.clock.Step(ipamSettle)
-			var r result
-			select {
-			case r = <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatal("repair did not finish after the settle time")
-			}
-			require.NoError(t, r.err)
-			var got []string
-			for _, ip := range r.ips {
-				got = append(got, ip.IP)
-			}
-			assert.Equal(t, tt.want, got)
-			left, err := cni.HostLocalReservations(h.agent.cfg.Network)
-			require.NoError(t, err)
-			var leftIPs []string
-			for ip := range left {
-				leftIPs = append(leftIPs, ip)
-			}
-			assert.ElementsMatch(t, tt.left, leftIPs)
-			assert.Contains(t, ReleasedIPs(r.ips), "10.89.0.4 (sandbox deadbeef00)")
-		})
-	}
-}
-
-func TestRepairIPLeaks_NoStore(t *testing.T) {
+// The engine's repair (agent/ipamrepair tests the judgement) reconciles
+// its own pod network against its runtime and counts each release in
+// minikubelet_ipam_leaked_ips_released_total.
+func TestAgent_RepairIPLeaksCounts(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.Network = repairNetwork(t)
-	ips, err := h.agent.RepairIPLeaks(context.Background(), DaemonIPRepair)
-	require.NoError(t, err)
-	assert.Empty(t, ips)
-	assert.Empty(t, h.fake.Calls(), "nothing reserved: the runtime is not even asked")
-}
-
-// TestRepairIPLeaks_Foreground: a foreground run releases only reservations
-// older than ForegroundIPRepair.MinAge and never waits for younger ones,
-// which may belong to another client's RunPodSandbox in flight.
-func TestRepairIPLeaks_Foreground(t *testing.T) {
-	h := newHarness(t)
-	h.agent.cfg.Network = repairNetwork(t)
+	n := testNetwork(t)
+	n.Name = "repairnet"
+	h.agent.cfg.Network = n.WithDefaults()
 	dir := cni.HostLocalDir(h.agent.cfg.Network)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for ip, age := range map[string]time.Duration{
-		"10.89.0.4": time.Hour,        // leaked long ago: released
-		"10.89.0.5": 30 * time.Second, // another client's sandbox in flight, maybe: kept
-	} {
-		path := filepath.Join(dir, ip)
-		require.NoError(t, os.WriteFile(path, []byte("unknown"+ip+"\r\neth0"), 0o600))
-		w := h.clock.Now().Add(-age)
-		require.NoError(t, os.Chtimes(path, w, w))
-	}
-	ips, err := h.agent.RepairIPLeaks(context.Background(), ForegroundIPRepair)
+	path := filepath.Join(dir, "10.89.0.4")
+	require.NoError(t, os.WriteFile(path, []byte("deadbeef00\r\neth0"), 0o600))
+	old := h.clock.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(path, old, old))
+
+	ips, err := h.agent.RepairIPLeaks(context.Background(), ipamrepair.ForegroundIPRepair)
 	require.NoError(t, err)
 	require.Len(t, ips, 1)
 	assert.Equal(t, "10.89.0.4", ips[0].IP)
-	left, err := cni.HostLocalReservations(h.agent.cfg.Network)
-	require.NoError(t, err)
-	assert.Contains(t, left, "10.89.0.5")
-	assert.NotContains(t, left, "10.89.0.4")
-}
-
-// repairNetwork is the repair tests' pod network: private dirs only.
-func repairNetwork(t *testing.T) cni.Config {
-	n := testNetwork(t)
-	n.Name = "repairnet"
-	return n.WithDefaults()
+	var out bytes.Buffer
+	require.NoError(t, h.agent.WriteMetrics(&out))
+	assert.Contains(t, out.String(), "minikubelet_ipam_leaked_ips_released_total 1")
 }

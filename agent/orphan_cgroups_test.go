@@ -167,6 +167,6 @@ func TestTeardown_StuckTaskDeleted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, sbs, "the sandbox is gone too")
 	var m dto.Metric
-	require.NoError(t, h.agent.metrics.stuckTasksRemoved.Write(&m))
+	require.NoError(t, h.agent.metrics.StuckTasksRemoved.Write(&m))
 	assert.Equal(t, 1.0, m.GetCounter().GetValue(), "minikubelet_runtime_stuck_tasks_removed_total")
 }

@@ -62,7 +62,7 @@ func (a *Agent) countProbeResult(u probes.Update) {
 	if u.Result == probes.Success {
 		result = "successful"
 	}
-	a.metrics.probeTotal.WithLabelValues(u.Kind.String(), result, u.ContainerName, pod.Name, pod.Namespace, string(pod.UID)).Inc()
+	a.metrics.ProbeTotal.WithLabelValues(u.Kind.String(), result, u.ContainerName, pod.Name, pod.Namespace, string(pod.UID)).Inc()
 }
 
 // updateProbes tells the prober which instance of each container is the

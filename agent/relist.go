@@ -91,7 +91,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 		}
 	}
 	for s, name := range containerStateNames {
-		r.a.metrics.runningContainers.WithLabelValues(name).Set(float64(states[s]))
+		r.a.metrics.RunningContainers.WithLabelValues(name).Set(float64(states[s]))
 	}
 	// Sorted by pod, and within a pod by part: each pod's parts are then
 	// in joinFingerprint's order.

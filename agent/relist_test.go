@@ -57,7 +57,7 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 		states[strings.ToLower(strings.TrimPrefix(c.State.String(), "CONTAINER_"))]++
 	}
 	for _, s := range []string{"created", "running", "exited", "unknown"} {
-		r.a.metrics.runningContainers.WithLabelValues(s).Set(float64(states[s]))
+		r.a.metrics.RunningContainers.WithLabelValues(s).Set(float64(states[s]))
 	}
 	for _, c := range ctrs {
 		uid := types.UID(c.Labels[labelPodUID])
@@ -233,7 +233,7 @@ func gaugeValues(t *testing.T, a *Agent) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range containerStateNames {
 		m := &dto.Metric{}
-		require.NoError(t, a.metrics.runningContainers.WithLabelValues(s).Write(m))
+		require.NoError(t, a.metrics.RunningContainers.WithLabelValues(s).Write(m))
 		out[s] = m.GetGauge().GetValue()
 	}
 	return out

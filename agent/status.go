@@ -123,7 +123,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		w.step(stepRunning, total, "total since accepted")
 		if pulls := w.pullTime(); !w.startRecorded() {
 			// The pod start SLI excludes image pulls (kubelet-facts §8.1).
-			a.metrics.podStartSLI.Observe((total - pulls).Seconds())
+			a.metrics.PodStartSLI.Observe((total - pulls).Seconds())
 		}
 	}
 	if podstatus.ConditionTrue(out.Conditions, v1.PodReady) && !podstatus.ConditionTrue(prev.Conditions, v1.PodReady) && !w.readySeen() {

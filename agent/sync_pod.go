@@ -550,7 +550,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 			return
 		}
 		a.crashBackoff.next(key, finished)
-		a.metrics.restarts.Inc()
+		a.metrics.Restarts.Inc()
 	}
 	pr, pulled := prepulled[c.Image]
 	if pulled && pr.err != nil {

@@ -170,7 +170,7 @@ func (a *Agent) removeContainer(ctx context.Context, w *podWorker, id string) er
 		return err
 	}
 	w.logger.Warn("Deleted the task containerd left behind for a container whose start was cut short", "containerID", id)
-	a.metrics.stuckTasksRemoved.Inc()
+	a.metrics.StuckTasksRemoved.Inc()
 	if err := a.runtime.RemoveContainer(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return err
 	}

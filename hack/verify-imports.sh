@@ -146,6 +146,16 @@ tests=1 check "$mod/agent/images" "^$mod/" "image pull credentials and image vol
 # (QoS) and agent/manifest; no engine, no daemon, no CRI client, no cni or
 # probes. Its tests too.
 tests=1 check "$mod/agent/podcgroup" "^$mod/|^google.golang.org/grpc(/|$)" "the pod and QoS-tier cgroups: below the engine; the cgroups leaf, agent/podspec and agent/manifest only" "^$mod/(agent/(podcgroup|podspec|manifest)|cgroups)(/|$)"
+# The repair of leaked host-local IPs at start (issue #30): below the
+# engine, which passes its runtime (as the narrow Sandboxes interface, CRI
+# message types only), pod network, clock and metric in. Of the repository
+# only the cni leaf; no engine, no daemon, no CRI client or gRPC, no other
+# runtime leaf. Its tests too (cri-api's fakes, not cri/critest).
+tests=1 check "$mod/agent/ipamrepair" "^$mod/|^google.golang.org/grpc(/|$)" "leaked IP repair: below the engine; the cni leaf only, no engine, no CRI client" "^$mod/(agent/ipamrepair|cni)$"
+# The daemon's Prometheus metrics (issue #30): the collectors and their
+# registry; the engine updates them and passes its running pods count in.
+# Nothing of the repository, no CRI. Its tests too.
+tests=1 check "$mod/agent/metrics" "^$mod/|^google.golang.org/grpc(/|$)|^k8s.io/cri-api(/|$)" "the Prometheus metrics: below the engine, nothing of the repository"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

@@ -23,6 +23,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/ipamrepair"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
@@ -406,11 +407,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 	// Step: IPs a crash left reserved, before any sandbox is created.
 	t4 := time.Now()
-	released, err := a.RepairIPLeaks(ctx, agent.ForegroundIPRepair)
+	released, err := a.RepairIPLeaks(ctx, ipamrepair.ForegroundIPRepair)
 	if err != nil {
 		p.line("node", "notice", 0, fmt.Sprintf("IP leak repair incomplete (leaked pod IPs stay reserved until the next start): %v", err))
 	} else if len(released) > 0 {
-		p.line("node", "ipam", time.Since(t4), fmt.Sprintf("released %d leaked IPs: %s", len(released), agent.ReleasedIPs(released)))
+		p.line("node", "ipam", time.Since(t4), fmt.Sprintf("released %d leaked IPs: %s", len(released), ipamrepair.ReleasedIPs(released)))
 	}
 
 	// Step: pod network.

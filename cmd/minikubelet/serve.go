@@ -20,6 +20,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/daemon"
+	"github.com/minikubelet/minikubelet/agent/ipamrepair"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/source"
@@ -285,12 +286,12 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// IPs a crash left reserved, before anything creates a sandbox (the
 	// API and the sources start below).
 	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-	released, err := a.RepairIPLeaks(rctx, agent.DaemonIPRepair)
+	released, err := a.RepairIPLeaks(rctx, ipamrepair.DaemonIPRepair)
 	rcancel()
 	if err != nil {
 		logger.Warn("IP leak repair incomplete; leaked pod IPs stay reserved until the next start", "err", err)
 	} else if len(released) > 0 {
-		logger.Info(fmt.Sprintf("Released %d leaked pod IPs", len(released)), "ips", agent.ReleasedIPs(released))
+		logger.Info(fmt.Sprintf("Released %d leaked pod IPs", len(released)), "ips", ipamrepair.ReleasedIPs(released))
 	}
 	// The pod network may come up later (a conflist edited by hand, a
 	// runtime still starting): pods wait for it with a reason, the daemon

@@ -136,6 +136,18 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
 		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+		// agent/ipamrepair (the cni leaf only) and agent/metrics (nothing
+		// of the repository), issue #30.
+		"ipamrepair imports the engine":         {"agent/ipamrepair/bad.go", imp("ipamrepair", "agent"), "agent/ipamrepair must not import"},
+		"ipamrepair imports the daemon":         {"agent/ipamrepair/bad.go", imp("ipamrepair", "agent/daemon"), "agent/ipamrepair must not import"},
+		"ipamrepair imports the CRI client":     {"agent/ipamrepair/bad.go", imp("ipamrepair", "cri"), "agent/ipamrepair must not import"},
+		"ipamrepair imports cgroups":            {"agent/ipamrepair/bad.go", imp("ipamrepair", "cgroups"), "agent/ipamrepair must not import"},
+		"ipamrepair's test imports the engine":  {"agent/ipamrepair/bad_test.go", imp("ipamrepair_test", "agent"), "agent/ipamrepair must not import"},
+		"ipamrepair's test imports cri/critest": {"agent/ipamrepair/bad_test.go", imp("ipamrepair_test", "cri/critest"), "agent/ipamrepair must not import"},
+		"metrics imports the engine":            {"agent/metrics/bad.go", imp("metrics", "agent"), "agent/metrics must not import"},
+		"metrics imports the daemon":            {"agent/metrics/bad.go", imp("metrics", "agent/daemon"), "agent/metrics must not import"},
+		"metrics imports the CRI client":        {"agent/metrics/bad.go", imp("metrics", "cri"), "agent/metrics must not import"},
+		"metrics's test imports the engine":     {"agent/metrics/bad_test.go", imp("metrics_test", "agent"), "agent/metrics must not import"},
 		// agent/termmsg and agent/lifecycle (issue #30).
 		"termmsg imports the engine":          {"agent/termmsg/bad.go", imp("termmsg", "agent"), "agent/termmsg must not import"},
 		"termmsg imports the daemon":          {"agent/termmsg/bad.go", imp("termmsg", "agent/daemon"), "agent/termmsg must not import"},
