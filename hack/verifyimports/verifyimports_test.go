@@ -136,6 +136,14 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
 		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+		// agent/config: its fields' types only (agent/node, agent/userns, cni).
+		"config imports the engine":        {"agent/config/bad.go", imp("config", "agent"), "agent/config must not import"},
+		"config imports the daemon":        {"agent/config/bad.go", imp("config", "agent/daemon"), "agent/config must not import"},
+		"config imports the CRI client":    {"agent/config/bad.go", imp("config", "cri"), "agent/config must not import"},
+		"config imports cgroups":           {"agent/config/bad.go", imp("config", "cgroups"), "agent/config must not import"},
+		"config imports probes":            {"agent/config/bad.go", imp("config", "probes"), "agent/config must not import"},
+		"config imports volume":            {"agent/config/bad.go", imp("config", "agent/volume"), "agent/config must not import"},
+		"config's test imports the engine": {"agent/config/bad_test.go", imp("config_test", "agent"), "agent/config must not import"},
 		// agent/termmsg and agent/lifecycle (issue #30).
 		"termmsg imports the engine":          {"agent/termmsg/bad.go", imp("termmsg", "agent"), "agent/termmsg must not import"},
 		"termmsg imports the daemon":          {"agent/termmsg/bad.go", imp("termmsg", "agent/daemon"), "agent/termmsg must not import"},
