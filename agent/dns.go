@@ -29,12 +29,7 @@ func (a *Agent) readResolvConf() ([]byte, error) {
 }
 
 // podDNS reads the node's resolv.conf and returns the pod's resolver
-// configuration and warnings.
+// configuration and warnings (podspec.PodDNS).
 func (a *Agent) podDNS(pod *v1.Pod) (*runtimeapi.DNSConfig, []podspec.DNSWarning, error) {
-	resolv, err := a.readResolvConf()
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg, warns := podspec.PodDNSConfig(pod, resolv, a.clusterDNS())
-	return cfg, warns, nil
+	return podspec.PodDNS(pod, a.sandboxInputs()) // sandbox.go
 }

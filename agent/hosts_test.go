@@ -3,21 +3,12 @@ package agent
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 )
-
-const localhostLines = "# Kubernetes-managed hosts file.\n" +
-	"127.0.0.1\tlocalhost\n" +
-	"::1\tlocalhost ip6-localhost ip6-loopback\n" +
-	"fe00::0\tip6-localnet\n" +
-	"fe00::0\tip6-mcastprefix\n" +
-	"fe00::1\tip6-allnodes\n" +
-	"fe00::2\tip6-allrouters\n"
 
 func TestHostsMount(t *testing.T) {
 	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{})
@@ -65,17 +56,4 @@ func TestHostsMount(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "# Kubernetes-managed hosts file (host network).\n10.0.0.1 node1\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo\n", string(b))
 	})
-}
-
-// The pod's hosts file is writable from its containers: the agent reads
-// no more of it than it would write (issue #16, finding 10).
-func TestWriteFileIfChanged_Bounded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "etc-hosts")
-	require.NoError(t, os.WriteFile(path, []byte(strings.Repeat("x", 8<<20)), 0o644))
-	require.NoError(t, writeFileIfChanged(path, []byte("127.0.0.1\tlocalhost\n"), 0o644))
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, "127.0.0.1\tlocalhost\n", string(got))
-	// Same content: left alone.
-	require.NoError(t, writeFileIfChanged(path, []byte("127.0.0.1\tlocalhost\n"), 0o644))
 }

@@ -64,7 +64,3 @@ func TestAgent_PodSecurityLevelBySource(t *testing.T) {
 	_, msg = restrictedNode.admitSecurity(privileged(source.SourceAPI))
 	assert.True(t, strings.Contains(msg, `violates PodSecurity "restricted:latest"`), msg)
 }
-
-func TestConfig_DefaultPodSecurity(t *testing.T) {
-	assert.Equal(t, node.PodSecurityBaseline, Config{}.withDefaults().PodSecurity, "the default level")
-}

@@ -1,20 +1,8 @@
 package agent
 
-// Service links: the environment variables the kubelet gives every
-// container for the cluster's Services (its getServiceEnvVarMap and
-// pkg/kubelet/envvars; the code here is written afresh from their rules).
-//
-//   - Only a node in a cluster has Services (Deps.Services); a standalone
-//     node's containers get none.
-//   - The `kubernetes` Service of the `default` namespace (the API server)
-//     is always linked, whatever enableServiceLinks says: in-cluster
-//     clients read KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT.
-//   - With enableServiceLinks (true unless the pod says false) every
-//     Service of the pod's own namespace is linked too; one named like a
-//     master service replaces it.
-//   - Services without a cluster IP (headless: None, or "") get nothing.
-//   - The variables come first for $(VAR) expansion and last in the
-//     environment: a variable the container defines wins.
+// Service links (cluster mode): the variables are agent/podspec's
+// (PodServiceEnv, whose top comment has the kubelet's rules); the engine
+// lists the Services and waits for the first list of a cluster pod.
 
 import (
 	"errors"
@@ -52,6 +40,5 @@ func (a *Agent) serviceEnv(pod *v1.Pod) (map[string]string, error) {
 	if pod.Annotations[source.AnnotationConfigSource] == sourceCluster && !a.services.HasSynced() {
 		return nil, errServicesNotSynced
 	}
-	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
-	return podspec.ServiceLinkEnv(a.services.ListServices(), pod.Namespace, links), nil
+	return podspec.PodServiceEnv(pod, a.services.ListServices()), nil
 }

@@ -156,6 +156,12 @@ tests=1 check "$mod/agent/ipamrepair" "^$mod/|^google.golang.org/grpc(/|$)" "lea
 # registry; the engine updates them and passes its running pods count in.
 # Nothing of the repository, no CRI. Its tests too.
 tests=1 check "$mod/agent/metrics" "^$mod/|^google.golang.org/grpc(/|$)|^k8s.io/cri-api(/|$)" "the Prometheus metrics: below the engine, nothing of the repository"
+# The engine's configuration (issue #30), apart from the engine as the
+# kubelet's apis/config: the fields and their defaults. Of the repository
+# only the packages its fields' types come from: agent/node, agent/userns
+# and cni (the pod network's Config); never the engine, the daemon, the
+# CRI client, cgroups or probes. Its tests too.
+tests=1 check "$mod/agent/config" "^$mod/|^google.golang.org/grpc(/|$)" "the engine's configuration: below the engine; agent/node, agent/userns and cni (its fields' types) only" "^$mod/(agent/(config|node|userns)|cni)$"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

@@ -25,6 +25,8 @@
 //   - the pinned subPath mounts (subpath_pin.go) over the subPath checks
 //     (subpath.go), and their cleanup after a killed agent;
 //   - the fsGroup ownership of volumes (fsgroup.go);
+//   - the pod's /etc/hosts (etchosts.go): the node's file read bounded,
+//     the pod's written in place (agent/podspec makes its content);
 //   - the disk usage of a pod's files for the eviction manager
 //     (usage*.go: DiskUsage, a walk by file descriptors that never follows
 //     a pod-written name).

@@ -148,6 +148,14 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"metrics imports the daemon":            {"agent/metrics/bad.go", imp("metrics", "agent/daemon"), "agent/metrics must not import"},
 		"metrics imports the CRI client":        {"agent/metrics/bad.go", imp("metrics", "cri"), "agent/metrics must not import"},
 		"metrics's test imports the engine":     {"agent/metrics/bad_test.go", imp("metrics_test", "agent"), "agent/metrics must not import"},
+		// agent/config: its fields' types only (agent/node, agent/userns, cni).
+		"config imports the engine":        {"agent/config/bad.go", imp("config", "agent"), "agent/config must not import"},
+		"config imports the daemon":        {"agent/config/bad.go", imp("config", "agent/daemon"), "agent/config must not import"},
+		"config imports the CRI client":    {"agent/config/bad.go", imp("config", "cri"), "agent/config must not import"},
+		"config imports cgroups":           {"agent/config/bad.go", imp("config", "cgroups"), "agent/config must not import"},
+		"config imports probes":            {"agent/config/bad.go", imp("config", "probes"), "agent/config must not import"},
+		"config imports volume":            {"agent/config/bad.go", imp("config", "agent/volume"), "agent/config must not import"},
+		"config's test imports the engine": {"agent/config/bad_test.go", imp("config_test", "agent"), "agent/config must not import"},
 		// agent/termmsg and agent/lifecycle (issue #30).
 		"termmsg imports the engine":          {"agent/termmsg/bad.go", imp("termmsg", "agent"), "agent/termmsg must not import"},
 		"termmsg imports the daemon":          {"agent/termmsg/bad.go", imp("termmsg", "agent/daemon"), "agent/termmsg must not import"},
