@@ -136,6 +136,13 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
 		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+		// agent/podevents (issue #30): agent/manifest at most.
+		"podevents imports the engine":        {"agent/podevents/bad.go", imp("podevents", "agent"), "agent/podevents must not import"},
+		"podevents imports the daemon":        {"agent/podevents/bad.go", imp("podevents", "agent/daemon"), "agent/podevents must not import"},
+		"podevents imports the CRI client":    {"agent/podevents/bad.go", imp("podevents", "cri"), "agent/podevents must not import"},
+		"podevents imports cgroups":           {"agent/podevents/bad.go", imp("podevents", "cgroups"), "agent/podevents must not import"},
+		"podevents imports volume":            {"agent/podevents/bad.go", imp("podevents", "agent/volume"), "agent/podevents must not import"},
+		"podevents's test imports the engine": {"agent/podevents/bad_test.go", imp("podevents_test", "agent"), "agent/podevents must not import"},
 		// agent/termmsg and agent/lifecycle (issue #30).
 		"termmsg imports the engine":          {"agent/termmsg/bad.go", imp("termmsg", "agent"), "agent/termmsg must not import"},
 		"termmsg imports the daemon":          {"agent/termmsg/bad.go", imp("termmsg", "agent/daemon"), "agent/termmsg must not import"},
