@@ -24,6 +24,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -50,7 +51,7 @@ type Deps struct {
 	Images   cri.Images
 	Clock    clock.WithTicker // nil = real clock
 	Logger   *slog.Logger
-	Observer Observer // nil = nobody watches
+	Observer podevents.Observer // nil = nobody watches
 	// Cgroups manages the kubepods hierarchy and pod cgroups; nil leaves
 	// pods in the runtime's default cgroup parent.
 	Cgroups cgroups.Manager
@@ -80,7 +81,7 @@ type Agent struct {
 	images   cri.Images
 	clock    clock.WithTicker
 	logger   *slog.Logger
-	observer Observer
+	observer podevents.Observer
 	// lifecycle is told when pods appear and leave (nil: nobody).
 	lifecycle podLifecycle
 	// finalStatus keeps the final status of the local API's pods (nil:
@@ -192,7 +193,7 @@ func New(cfg Config, deps Deps) *Agent {
 		a.logger = slog.New(slog.DiscardHandler)
 	}
 	if a.observer == nil {
-		a.observer = nopObserver{}
+		a.observer = podevents.Nop{}
 	}
 	a.started = a.clock.Now()
 	a.tokens = volume.NewTokenCache(deps.Tokens, a.clock, a.logger)
@@ -350,7 +351,7 @@ func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 	rp.Status = node.RejectedStatus(p, reason, msg, now)
 	a.rejected[p.UID] = rp
 	a.logger.Warn("Pod rejected", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID), "reason", reason, "message", msg)
-	a.observer.PodEvent(rp, Event{Type: v1.EventTypeWarning, Reason: reason, Message: truncateMessage(msg, maxEventMessageBytes), Count: 1, FirstTimestamp: now, LastTimestamp: now})
+	a.observer.PodEvent(rp, podevents.Event{Type: v1.EventTypeWarning, Reason: reason, Message: podevents.TruncateMessage(msg, podevents.MaxMessageBytes), Count: 1, FirstTimestamp: now, LastTimestamp: now})
 	a.observer.PodStatus(rp.DeepCopy())
 }
 
@@ -432,8 +433,8 @@ func shorterGrace(next, cur *int64) bool {
 
 // AddObserver adds o to the agent's observers (the daemon's API watch, the
 // cluster's status writer). It must be called before Run.
-func (a *Agent) AddObserver(o Observer) {
-	a.observer = Observers(a.observer, o)
+func (a *Agent) AddObserver(o podevents.Observer) {
+	a.observer = podevents.Observers(a.observer, o)
 }
 
 // Holds reports whether the agent has a worker for the pod: it runs it,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri/critest"
@@ -29,21 +30,21 @@ import (
 // recorder is an Observer that keeps everything and signals each status.
 type recorder struct {
 	mu       sync.Mutex
-	events   []Event
-	steps    []Step
+	events   []podevents.Event
+	steps    []podevents.Step
 	statuses []*v1.Pod
 	changed  chan struct{} // capacity 1, poked on every status
 }
 
 func newRecorder() *recorder { return &recorder{changed: make(chan struct{}, 1)} }
 
-func (r *recorder) PodEvent(_ *v1.Pod, ev Event) {
+func (r *recorder) PodEvent(_ *v1.Pod, ev podevents.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, ev)
 	r.mu.Unlock()
 }
 
-func (r *recorder) PodStep(_ *v1.Pod, s Step) {
+func (r *recorder) PodStep(_ *v1.Pod, s podevents.Step) {
 	r.mu.Lock()
 	r.steps = append(r.steps, s)
 	r.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/logrotate"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cri"
@@ -87,7 +88,7 @@ func (a *Agent) ensurePulled(ctx context.Context, pw *podWorker, p imagePull, sa
 		}
 		if img := st.GetImage(); img != nil {
 			p.event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", p.image)
-			pw.step(stepImage, 0, fmt.Sprintf("%s already present", p.image))
+			pw.step(podevents.StepImage, 0, fmt.Sprintf("%s already present", p.image))
 			return img.GetId(), img, nil
 		}
 		if p.policy == v1.PullNever {
@@ -111,7 +112,7 @@ func (a *Agent) ensurePulled(ctx context.Context, pw *podWorker, p imagePull, sa
 	}
 	d := a.clock.Since(start)
 	p.event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", p.image, d.Round(time.Millisecond))
-	pw.step(stepImage, d, fmt.Sprintf("%s pulled", p.image))
+	pw.step(podevents.StepImage, d, fmt.Sprintf("%s pulled", p.image))
 	return ref, nil, nil
 }
 
@@ -248,7 +249,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		return "", newReasonError(ErrCreateContainer, "%s", msg)
 	}
 	pw.containerEvent(c.Name, v1.EventTypeNormal, "Created", "Created container: %s", c.Name)
-	pw.step(stepCreated, a.clock.Since(t0), c.Name)
+	pw.step(podevents.StepCreated, a.clock.Since(t0), c.Name)
 	t1 := a.clock.Now()
 	if err := a.runtime.StartContainer(ctx, id); err != nil {
 		msg := cri.Message(err)
@@ -256,7 +257,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		return id, newReasonError(ErrRunContainer, "%s", msg)
 	}
 	pw.containerEvent(c.Name, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	pw.step(stepStarted, a.clock.Since(t1), c.Name)
+	pw.step(podevents.StepStarted, a.clock.Since(t1), c.Name)
 	if err := logrotate.LinkContainerLog(a.cfg.ContainerLogsDir, pod.Name, pod.Namespace, c.Name, id, filepath.Join(sb.config.LogDirectory, cfg.LogPath)); err != nil {
 		pw.logger.Warn("Create the container log symlink failed", "container", c.Name, "containerID", id, "err", err)
 	}

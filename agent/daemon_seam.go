@@ -22,6 +22,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -37,9 +38,9 @@ type PodWorker interface {
 	// Snapshot is a copy of the pod carrying its current status.
 	Snapshot() *v1.Pod
 	// Events is a copy of the pod's events, oldest first.
-	Events() []Event
+	Events() []podevents.Event
 	// Steps is a copy of the pod's startup trace, in order.
-	Steps() []Step
+	Steps() []podevents.Step
 	// Terminating reports whether the worker tears its pod down.
 	Terminating() bool
 	// SetDeletion marks the pod deleted through the local API, with an
@@ -48,18 +49,18 @@ type PodWorker interface {
 	SetDeletion(grace *int64)
 }
 
-func (w *podWorker) Pod() *v1.Pod      { return w.pod() }
-func (w *podWorker) Snapshot() *v1.Pod { return w.snapshot() }
-func (w *podWorker) Events() []Event   { return w.eventList() }
-func (w *podWorker) Terminating() bool { return w.isTerminating() }
+func (w *podWorker) Pod() *v1.Pod              { return w.pod() }
+func (w *podWorker) Snapshot() *v1.Pod         { return w.snapshot() }
+func (w *podWorker) Events() []podevents.Event { return w.eventList() }
+func (w *podWorker) Terminating() bool         { return w.isTerminating() }
 func (w *podWorker) SetDeletion(grace *int64) {
 	w.setDeletion(grace, w.a.clock.Now(), true)
 }
 
-func (w *podWorker) Steps() []Step {
+func (w *podWorker) Steps() []podevents.Step {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]Step(nil), w.steps...)
+	return append([]podevents.Step(nil), w.steps...)
 }
 
 // FindPod returns the worker of the pod namespace/name, or the rejected
@@ -195,8 +196,8 @@ func (a *Agent) LatestContainer(ctx context.Context, pod *v1.Pod, name string) (
 
 // RejectedEvent is the one event of a pod admission rejected: its
 // status's reason and message.
-func RejectedEvent(rejected *v1.Pod) Event {
-	return Event{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: truncateMessage(rejected.Status.Message, maxEventMessageBytes), Count: 1,
+func RejectedEvent(rejected *v1.Pod) podevents.Event {
+	return podevents.Event{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: podevents.TruncateMessage(rejected.Status.Message, podevents.MaxMessageBytes), Count: 1,
 		FirstTimestamp: rejected.Status.StartTime.Time, LastTimestamp: rejected.Status.StartTime.Time}
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
 // The kubelet's reason and message for a pod past its deadline.
@@ -21,16 +23,6 @@ const (
 	reasonDeadlineExceeded  = "DeadlineExceeded"
 	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
 )
-
-// activeDeadlineLeft is how long pod, started at start, may still run at
-// now (0 or less: the deadline passed); ok is false without a deadline.
-func activeDeadlineLeft(pod *v1.Pod, start, now time.Time) (left time.Duration, ok bool) {
-	if pod.Spec.ActiveDeadlineSeconds == nil || start.IsZero() {
-		return 0, false
-	}
-	allowed := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
-	return allowed - now.Sub(start), true
-}
 
 // setFailed fails the pod for good with reason and message: every later
 // status is Failed with them (computePodStatus) and every later sync only
@@ -62,7 +54,7 @@ func (a *Agent) checkActiveDeadline(w *podWorker, pod *v1.Pod) (failed bool, due
 	w.mu.Lock()
 	start := w.startTime
 	w.mu.Unlock()
-	left, ok := activeDeadlineLeft(pod, start, a.clock.Now())
+	left, ok := podstatus.ActiveDeadlineLeft(pod, start, a.clock.Now())
 	switch {
 	case !ok || pod.DeletionTimestamp != nil:
 		// A pod being deleted is torn down with its own grace period.

@@ -11,19 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestActiveDeadlineLeft(t *testing.T) {
-	start := time.Unix(1000, 0)
-	pod := &v1.Pod{}
-	_, ok := activeDeadlineLeft(pod, start, start.Add(time.Hour))
-	assert.False(t, ok, "no deadline")
-	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](5)
-	left, ok := activeDeadlineLeft(pod, start, start.Add(2*time.Second))
-	assert.True(t, ok)
-	assert.Equal(t, 3*time.Second, left)
-	left, _ = activeDeadlineLeft(pod, start, start.Add(5*time.Second))
-	assert.LessOrEqual(t, left, time.Duration(0), "due at the deadline itself, as the kubelet's >=")
-}
-
 // A running pod whose activeDeadlineSeconds is set by an update fails with
 // the kubelet's reason, message and event once the deadline passes; its
 // container is killed and, although its restartPolicy is Always, never

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
@@ -96,7 +97,7 @@ func TestEviction_LocalStorageLimits(t *testing.T) {
 			assert.Equal(t, tc.wantMsg, got.Status.Message)
 			assert.False(t, podstatus.ConditionTrue(got.Status.Conditions, v1.DisruptionTarget), "no DisruptionTarget for a local storage eviction")
 			assert.Equal(t, "StopContainer app timeout=2", stopCalls(h, "app")[0])
-			var ev *Event
+			var ev *podevents.Event
 			h.rec.mu.Lock()
 			for i := range h.rec.events {
 				if h.rec.events[i].Reason == eviction.Reason {

@@ -9,9 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -49,7 +47,7 @@ func (a *Agent) runLifecycleHandler(ctx context.Context, pw *podWorker, c *v1.Co
 		if err == nil {
 			return "", nil
 		}
-		return hookMessage("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %s, message: %q",
+		return lifecycle.HookMessage("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %s, message: %q",
 			h.Exec.Command, c.Name, podRef, lifecycle.ExecErrorText(err), output), err
 	case h.HTTPGet != nil:
 		fallback := func(u string) {
@@ -57,7 +55,7 @@ func (a *Agent) runLifecycleHandler(ctx context.Context, pw *podWorker, c *v1.Co
 				"Lifecycle hook of container %q: %s got an HTTP response to HTTPS, retrying over HTTP", c.Name, u)
 		}
 		if err := lifecycle.HTTPGet(ctx, c, podIP, h.HTTPGet, fallback); err != nil {
-			return hookMessage("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
+			return lifecycle.HookMessage("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v",
 				h.HTTPGet.Path, c.Name, podRef, err), err
 		}
 		return "", nil
@@ -75,22 +73,9 @@ func (a *Agent) runLifecycleHandler(ctx context.Context, pw *podWorker, c *v1.Co
 	return fmt.Sprintf("Cannot run handler: %v", err), err
 }
 
-// maxHookOutput bounds what is kept of an exec hook's output (stdout, then
-// stderr): the kubelet's bound on a hook's or probe's HTTP body
-// (maxRespBodyLength, 10 KiB), as probes cut their output. The kubelet
-// quotes an exec hook's whole output in its message; here a hook printing
-// megabytes must not make every status, log line and event carry them.
-const maxHookOutput = 10 * 1024
-
-// maxHookMessage bounds a hook failure's message (the container's waiting
-// message, the log): the quoted output (up to 4 bytes per byte kept) is cut
-// again with the rest of the message. Its event is cut further
-// (maxEventMessageBytes).
-const maxHookMessage = 12 * 1024
-
 // execHook runs an exec hook's command without a timeout (kubelet-facts
-// §7.3: ctx bounds it) and returns at most maxHookOutput bytes of its
-// output, cut on a character boundary.
+// §7.3: ctx bounds it) and returns at most lifecycle.MaxHookOutput bytes
+// of its output, cut on a character boundary.
 func (a *Agent) execHook(ctx context.Context, containerID string, cmd []string) (string, error) {
 	out, size, err := a.execBounded(ctx, containerID, cmd)
 	if size > lifecycle.BigExecAnswer {
@@ -104,28 +89,7 @@ func (a *Agent) execHook(ctx context.Context, containerID string, cmd []string) 
 // once it returns.
 func (a *Agent) execBounded(ctx context.Context, containerID string, cmd []string) (string, int, error) {
 	stdout, stderr, err := a.runtime.ExecSync(ctx, containerID, cmd, 0)
-	return boundedOutput(stdout, stderr, maxHookOutput), len(stdout) + len(stderr), err
-}
-
-// boundedOutput joins stdout and stderr into a fresh string of at most
-// limit bytes, cut on a character boundary: it holds no reference to
-// either slice.
-func boundedOutput(stdout, stderr []byte, limit int) string {
-	var b strings.Builder
-	b.Grow(min(len(stdout)+len(stderr), limit+utf8.UTFMax))
-	for _, p := range [][]byte{stdout, stderr} {
-		if room := limit + utf8.UTFMax - b.Len(); len(p) > room {
-			p = p[:max(room, 0)]
-		}
-		b.Write(p)
-	}
-	return clipUTF8(b.String(), limit)
-}
-
-// hookMessage formats a hook failure's message, cut to maxHookMessage
-// bytes on a character boundary.
-func hookMessage(format string, args ...any) string {
-	return truncateMessage(fmt.Sprintf(format, args...), maxHookMessage)
+	return lifecycle.BoundedOutput(stdout, stderr, lifecycle.MaxHookOutput), len(stdout) + len(stderr), err
 }
 
 // preStopTarget returns the spec to run the named container's preStop hook

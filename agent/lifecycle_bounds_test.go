@@ -17,40 +17,17 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/minikubelet/minikubelet/agent/lifecycle"
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
 // Issue #29, findings 2 to 4: a hook's output is bounded wherever it goes,
 // every event message is bounded, a termination request cancels the sync
 // in flight (a hung hook or pull), and stopping the agent waits for no pod.
-
-func TestTruncateMessage_CharacterBoundary(t *testing.T) {
-	for _, r := range []string{"a", "é", "€", "😀"} {
-		s := strings.Repeat(r, 2000)
-		for _, limit := range []int{1024, 1025, 1026, 1027, 100} {
-			got := truncateMessage(s, limit)
-			assert.LessOrEqual(t, len(got), limit, "%q limit %d", r, limit)
-			assert.Greater(t, len(got), limit-len(" ...")-utf8.UTFMax, "%q limit %d: cut no more than a character", r, limit)
-			assert.True(t, utf8.ValidString(got), "%q limit %d: no character cut in two", r, limit)
-			assert.True(t, strings.HasSuffix(got, " ..."), "%q limit %d", r, limit)
-		}
-	}
-	assert.Equal(t, "short", truncateMessage("short", 1024), "a short message is kept as it is")
-	// Bytes that are no characters are cut where the limit falls.
-	junk := strings.Repeat("\x80", 3000)
-	assert.Len(t, truncateMessage(junk, 1024), 1024)
-	assert.Equal(t, "", clipUTF8("abc", 0))
-}
-
-func TestBoundedOutput(t *testing.T) {
-	out := boundedOutput([]byte(strings.Repeat("é", 8<<20)), []byte("stderr"), maxHookOutput)
-	assert.LessOrEqual(t, len(out), maxHookOutput)
-	assert.Greater(t, len(out), maxHookOutput-utf8.UTFMax)
-	assert.True(t, utf8.ValidString(out))
-	assert.Equal(t, "outerr", boundedOutput([]byte("out"), []byte("err"), maxHookOutput), "stdout, then stderr")
-	assert.Equal(t, "ab", boundedOutput([]byte("a"), []byte("bcd"), 2))
-}
+// The pure bounds are tested where they live: TestTruncateMessage_CharacterBoundary
+// in agent/podevents, TestBoundedOutput in agent/lifecycle.
 
 // Every event is cut to the API's 1024 bytes, in the pod's ring and for the
 // observers (the daemon's event API, the cluster's event writer).
@@ -63,21 +40,21 @@ func TestEvents_EveryMessageBounded(t *testing.T) {
 	evs := w.eventList()
 	require.Len(t, evs, 2)
 	for _, e := range evs {
-		assert.LessOrEqual(t, len(e.Message), maxEventMessageBytes)
+		assert.LessOrEqual(t, len(e.Message), podevents.MaxMessageBytes)
 		assert.True(t, utf8.ValidString(e.Message))
 	}
 	h.rec.mu.Lock()
 	defer h.rec.mu.Unlock()
 	require.Len(t, h.rec.events, 2)
 	for _, e := range h.rec.events {
-		assert.LessOrEqual(t, len(e.Message), maxEventMessageBytes, "what the observers got")
+		assert.LessOrEqual(t, len(e.Message), podevents.MaxMessageBytes, "what the observers got")
 	}
 }
 
 // The attack: a postStart exec hook prints 8 MB (2-byte characters, so a
 // cut can fall inside one) and exits 1. The container's waiting message
-// keeps at most maxHookMessage bytes, its FailedPostStartHook event 1024,
-// both valid UTF-8 and beginning with what the hook printed.
+// keeps at most lifecycle.MaxHookMessage bytes, its FailedPostStartHook
+// event 1024, both valid UTF-8 and beginning with what the hook printed.
 func TestAgent_PostStartHookOutputBounded(t *testing.T) {
 	h := newHarness(t)
 	h.fake.SetExecHandler(func(string, []string) ([]byte, []byte, error) {
@@ -90,7 +67,7 @@ func TestAgent_PostStartHookOutputBounded(t *testing.T) {
 		return w != nil && w.Reason == "PostStartHookError"
 	})
 	msg := p.Status.ContainerStatuses[0].State.Waiting.Message
-	assert.LessOrEqual(t, len(msg), maxHookMessage)
+	assert.LessOrEqual(t, len(msg), lifecycle.MaxHookMessage)
 	assert.True(t, utf8.ValidString(msg))
 	assert.Contains(t, msg, `Exec lifecycle hook ([/bin/loud]) for Container "web"`)
 	assert.Contains(t, msg, `message: "éééé`)
@@ -99,7 +76,7 @@ func TestAgent_PostStartHookOutputBounded(t *testing.T) {
 	defer h.rec.mu.Unlock()
 	found := false
 	for _, e := range h.rec.events {
-		assert.LessOrEqual(t, len(e.Message), maxEventMessageBytes, "event %s", e.Reason)
+		assert.LessOrEqual(t, len(e.Message), podevents.MaxMessageBytes, "event %s", e.Reason)
 		assert.True(t, utf8.ValidString(e.Message), "event %s", e.Reason)
 		if e.Reason == "FailedPostStartHook" {
 			found = true

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/agent/resize"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
@@ -56,9 +57,9 @@ type podWorker struct {
 	// status is the last computed status.
 	status v1.PodStatus
 	// events is the pod's bounded event ring.
-	events eventRing
+	events podevents.Ring
 	// steps is the startup trace, in order.
-	steps []Step
+	steps []podevents.Step
 	// reasons caches the last start failure per container name (the
 	// kubelet's reason cache): it becomes the waiting reason in status.
 	reasons map[string]error
@@ -508,10 +509,10 @@ func (w *podWorker) event(typ, reason, format string, args ...any) {
 
 // step records one link of the startup chain.
 func (w *podWorker) step(name string, d time.Duration, detail string) {
-	s := Step{Name: name, Duration: d, Detail: detail, At: w.a.clock.Now()}
+	s := podevents.Step{Name: name, Duration: d, Detail: detail, At: w.a.clock.Now()}
 	w.mu.Lock()
 	w.steps = append(w.steps, s)
-	if name == stepImage {
+	if name == podevents.StepImage {
 		w.pulls += d
 	}
 	pod := w.spec
@@ -604,7 +605,7 @@ func (w *podWorker) setStatus(st v1.PodStatus) {
 	w.status = st
 	w.mu.Unlock()
 	// The daemon observes nothing: no copy of the pod for nobody.
-	if _, nop := w.a.observer.(nopObserver); !same && !nop {
+	if _, nop := w.a.observer.(podevents.Nop); !same && !nop {
 		w.a.observer.PodStatus(w.snapshot())
 	}
 }
@@ -623,8 +624,8 @@ func (w *podWorker) snapshot() *v1.Pod {
 }
 
 // Events returns a copy of the pod's events, oldest first.
-func (w *podWorker) eventList() []Event {
+func (w *podWorker) eventList() []podevents.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.events.list()
+	return w.events.List()
 }

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
@@ -120,14 +121,14 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	out.Conditions = append(out.Conditions, w.resizeConditions(out.Phase)...)
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
 		total := a.clock.Since(startTime)
-		w.step(stepRunning, total, "total since accepted")
+		w.step(podevents.StepRunning, total, "total since accepted")
 		if pulls := w.pullTime(); !w.startRecorded() {
 			// The pod start SLI excludes image pulls (kubelet-facts §8.1).
 			a.metrics.PodStartSLI.Observe((total - pulls).Seconds())
 		}
 	}
 	if podstatus.ConditionTrue(out.Conditions, v1.PodReady) && !podstatus.ConditionTrue(prev.Conditions, v1.PodReady) && !w.readySeen() {
-		w.step(stepReady, a.clock.Since(startTime), "total since accepted")
+		w.step(podevents.StepReady, a.clock.Since(startTime), "total since accepted")
 	}
 	return out
 }

@@ -22,6 +22,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -674,7 +675,7 @@ func (a *Agent) killPod(ctx context.Context, w *podWorker, st *podState, grace i
 		stopped++
 	}
 	if running := countRunning(st); len(errs) == 0 && (stopped > 0 || running > 0) {
-		w.step(stepKilled, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", running, stopped))
+		w.step(podevents.StepKilled, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", running, stopped))
 	}
 	return errors.Join(errs...)
 }

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -227,7 +228,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	if parent != "" {
 		detail += ", cgroup " + parent
 	}
-	w.step(stepSandbox, a.clock.Since(t0), detail)
+	w.step(podevents.StepSandbox, a.clock.Since(t0), detail)
 	pulls.Wait()
 	return sb, prepulled
 }

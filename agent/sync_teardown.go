@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/minikubelet/minikubelet/agent/logrotate"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -102,7 +103,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		a.imageBackoff.reset(imageBackoffKey(pod, &pod.Spec.InitContainers[i]))
 	}
 	if len(errs) == 0 {
-		w.step(stepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))
+		w.step(podevents.StepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))
 	}
 	return errors.Join(errs...)
 }
@@ -115,9 +116,9 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 // API server until it goes (the Lifecycle Sleep Hook conformance specs
 // wait for the container's terminated state of such a pod). It costs one
 // ContainerStatus per container of st (the teardown's listing), nothing
-// when there is nobody to tell (the daemon's nopObserver).
+// when there is nobody to tell (the daemon's podevents.Nop).
 func (a *Agent) publishStopped(ctx context.Context, w *podWorker, pod *v1.Pod, listed *podState) {
-	if _, nop := a.observer.(nopObserver); nop || len(listed.containers) == 0 {
+	if _, nop := a.observer.(podevents.Nop); nop || len(listed.containers) == 0 {
 		return
 	}
 	res := &syncResult{}

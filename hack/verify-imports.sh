@@ -124,10 +124,11 @@ tests=1 check "$mod/agent/source" "^$mod/agent$|^$mod/agent/(api|cluster|kubelet
 # daemon, no CRI client, no runtime leaf. Its tests too.
 tests=1 check "$mod/agent/termmsg" "^$mod/|^google.golang.org/grpc(/|$)" "termination messages: file reading below the engine; agent/safepath and agent/api only, no CRI client" "^$mod/agent/(termmsg|safepath|api)$"
 # The lifecycle hooks' parts that need no runtime (issue #30): the httpGet
-# and sleep handlers, an exec failure's text. The engine runs exec through
-# the runtime: of the repository only cri (its errors); no engine, no
-# daemon, no runtime leaf. Its tests too.
-tests=1 check "$mod/agent/lifecycle" "^$mod/|^google.golang.org/grpc(/|$)" "lifecycle hooks below the engine: cri's errors only, no engine, no daemon, no runtime leaf" "^$mod/(agent/lifecycle|cri)$"
+# and sleep handlers, an exec failure's text, the bounds on a hook's output
+# and message. The engine runs exec through the runtime: of the repository
+# only cri (its errors) and agent/podevents (the message cuts); no engine,
+# no daemon, no runtime leaf. Its tests too.
+tests=1 check "$mod/agent/lifecycle" "^$mod/|^google.golang.org/grpc(/|$)" "lifecycle hooks below the engine: cri's errors and agent/podevents' message cuts only, no engine, no daemon, no runtime leaf" "^$mod/(agent/(lifecycle|podevents)|cri)$"
 # The pure parts of a pod's status (issue #30): phase, the kubelet-owned
 # conditions, the container restart rules. The engine builds the container
 # statuses and passes what it saw of the runtime as plain values: of the
@@ -162,6 +163,12 @@ tests=1 check "$mod/agent/metrics" "^$mod/|^google.golang.org/grpc(/|$)|^k8s.io/
 # and cni (the pod network's Config); never the engine, the daemon, the
 # CRI client, cgroups or probes. Its tests too.
 tests=1 check "$mod/agent/config" "^$mod/|^google.golang.org/grpc(/|$)" "the engine's configuration: below the engine; agent/node, agent/userns and cni (its fields' types) only" "^$mod/(agent/(config|node|userns)|cni)$"
+# A pod's events and steps as values, the Observer and its fan-out, the
+# message bounds (issue #30): pure, below everything that records or
+# observes events (the engine, the daemon, the cluster's writers, cmd). Of
+# the repository agent/manifest at most; never the engine, the daemon, the
+# CRI client or gRPC, or a runtime leaf. Its tests too.
+tests=1 check "$mod/agent/podevents" "^$mod/|^google.golang.org/grpc(/|$)" "a pod's events and steps as values: agent/manifest at most; no engine, no daemon, no CRI client, no runtime leaf" "^$mod/agent/(podevents|manifest)(/|$)"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

@@ -1,6 +1,6 @@
 package cluster
 
-// Events on the API server: the agent's pod events (agent.Observer's
+// Events on the API server: the agent's pod events (podevents.Observer's
 // PodEvent) become core/v1 Events, as the kubelet's recorder posts them
 // (client-go's record.EventBroadcaster writing to the core/v1 EventSink;
 // `kubectl describe pod` and `kubectl get events` read those). client-go's
@@ -41,7 +41,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 )
 
 // client-go's record package constants (events_cache.go, event.go).
@@ -66,7 +66,7 @@ const (
 )
 
 // EventRecorder sends the node's events to the API server. It is an
-// agent.Observer (only PodEvent does anything); Run writes the queue.
+// podevents.Observer (only PodEvent does anything); Run writes the queue.
 type EventRecorder struct {
 	client API
 	node   string
@@ -83,7 +83,7 @@ type EventRecorder struct {
 	writes     *tokenBucket
 }
 
-var _ agent.Observer = (*EventRecorder)(nil)
+var _ podevents.Observer = (*EventRecorder)(nil)
 
 // NewEventRecorder builds the recorder of node nodeName; clk nil is the
 // real clock.
@@ -113,7 +113,7 @@ func (r *EventRecorder) SetLogger(logger *slog.Logger) {
 
 // PodEvent queues one occurrence of ev about pod. Pods of the local API
 // exist only on this node: their events stay there.
-func (r *EventRecorder) PodEvent(pod *v1.Pod, ev agent.Event) {
+func (r *EventRecorder) PodEvent(pod *v1.Pod, ev podevents.Event) {
 	if r == nil || pod == nil || pod.Annotations[annotationConfigSource] == localAPISourceValue {
 		return
 	}
@@ -123,7 +123,7 @@ func (r *EventRecorder) PodEvent(pod *v1.Pod, ev agent.Event) {
 }
 
 // PodStep does nothing: steps are not events.
-func (r *EventRecorder) PodStep(*v1.Pod, agent.Step) {}
+func (r *EventRecorder) PodStep(*v1.Pod, podevents.Step) {}
 
 // PodStatus does nothing: the StatusWriter sends statuses.
 func (r *EventRecorder) PodStatus(*v1.Pod) {}

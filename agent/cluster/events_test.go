@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 )
 
 // fakeEventSink is an API whose Events record every call; the next
@@ -202,7 +202,7 @@ func TestEventRecorder_WritesKubeletEvents(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web", ResourceVersion: "42",
 		Annotations: map[string]string{annotationConfigSource: SourceCluster}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
-	started := agent.Event{Type: v1.EventTypeNormal, Reason: "Started", Message: "Started container c", FieldPath: "spec.containers{c}"}
+	started := podevents.Event{Type: v1.EventTypeNormal, Reason: "Started", Message: "Started container c", FieldPath: "spec.containers{c}"}
 	drain := func() {
 		t.Helper()
 		for {
@@ -262,7 +262,7 @@ func TestEventRecorder_WritesKubeletEvents(t *testing.T) {
 	sink.mu.Lock()
 	sink.errs = []error{apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "x", errors.New("no"))}
 	sink.mu.Unlock()
-	r.PodEvent(pod, agent.Event{Type: v1.EventTypeWarning, Reason: "Failed", Message: "refused"})
+	r.PodEvent(pod, podevents.Event{Type: v1.EventTypeWarning, Reason: "Failed", Message: "refused"})
 	drain()
 	calls, _ = sink.snapshot()
 	n := len(calls)
@@ -271,7 +271,7 @@ func TestEventRecorder_WritesKubeletEvents(t *testing.T) {
 	sink.mu.Lock()
 	sink.errs = []error{errors.New("connection refused")}
 	sink.mu.Unlock()
-	r.PodEvent(pod, agent.Event{Type: v1.EventTypeNormal, Reason: "Killing", Message: "Stopping container c", FieldPath: "spec.containers{c}"})
+	r.PodEvent(pod, podevents.Event{Type: v1.EventTypeNormal, Reason: "Killing", Message: "Stopping container c", FieldPath: "spec.containers{c}"})
 	done := make(chan struct{})
 	go func() { defer close(done); drain() }()
 	require.Eventually(t, clk.HasWaiters, 10*time.Second, time.Millisecond)
@@ -306,7 +306,7 @@ func TestEventRecorder_QueueFullDrops(t *testing.T) {
 	r := NewEventRecorder(newFakeEventSink(), "node-a", nil, clocktesting.NewFakeClock(evT0))
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u"}}
 	for i := range eventQueueLength + 10 {
-		r.PodEvent(pod, agent.Event{Type: v1.EventTypeNormal, Reason: "R", Message: fmt.Sprint(i)})
+		r.PodEvent(pod, podevents.Event{Type: v1.EventTypeNormal, Reason: "R", Message: fmt.Sprint(i)})
 	}
 	assert.Len(t, r.queue, eventQueueLength)
 }

@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 )
 
 // Annotations of static and mirror pods (the kubelet's).
@@ -136,7 +136,7 @@ type staticPod struct {
 	sentTo types.UID
 }
 
-var _ agent.Observer = (*MirrorPods)(nil)
+var _ podevents.Observer = (*MirrorPods)(nil)
 
 // NewMirrorPods returns the mirror pods of node nodeName; status is the
 // writer that also sends the cluster pods' statuses (its Run sends these).
@@ -294,11 +294,11 @@ func (m *MirrorPods) poke() {
 	}
 }
 
-// PodEvent implements agent.Observer (events are not sent yet).
-func (m *MirrorPods) PodEvent(*v1.Pod, agent.Event) {}
+// PodEvent implements podevents.Observer (events are not sent yet).
+func (m *MirrorPods) PodEvent(*v1.Pod, podevents.Event) {}
 
-// PodStep implements agent.Observer.
-func (m *MirrorPods) PodStep(*v1.Pod, agent.Step) {}
+// PodStep implements podevents.Observer.
+func (m *MirrorPods) PodStep(*v1.Pod, podevents.Step) {}
 
 // PodStatus sends a static pod's new status to its mirror (once there is
 // one).

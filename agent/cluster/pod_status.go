@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/minikubelet/minikubelet/agent"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 )
 
 // DefaultStatusMinInterval is the shortest time between two status
@@ -31,7 +31,7 @@ import (
 const DefaultStatusMinInterval = time.Second
 
 // StatusWriter sends the statuses of cluster pods to the API server. It is
-// an agent.Observer; only pods annotated kubernetes.io/config.source=cluster
+// a podevents.Observer; only pods annotated kubernetes.io/config.source=cluster
 // are sent.
 type StatusWriter struct {
 	client API
@@ -65,7 +65,7 @@ type podStatusEntry struct {
 	lastPatch time.Time
 }
 
-var _ agent.Observer = (*StatusWriter)(nil)
+var _ podevents.Observer = (*StatusWriter)(nil)
 
 // NewStatusWriter returns a writer; nothing is sent before Run. clk may be
 // nil (the real clock).
@@ -86,11 +86,11 @@ func NewStatusWriter(client API, logger *slog.Logger, clk clock.WithTicker) *Sta
 	}
 }
 
-// PodEvent implements agent.Observer (events are not sent yet).
-func (w *StatusWriter) PodEvent(*v1.Pod, agent.Event) {}
+// PodEvent implements podevents.Observer (events are not sent yet).
+func (w *StatusWriter) PodEvent(*v1.Pod, podevents.Event) {}
 
-// PodStep implements agent.Observer.
-func (w *StatusWriter) PodStep(*v1.Pod, agent.Step) {}
+// PodStep implements podevents.Observer.
+func (w *StatusWriter) PodStep(*v1.Pod, podevents.Step) {}
 
 // PodStatus records pod's new status (the agent's copy) to be sent, for a
 // cluster pod (MirrorPods sends static pods' to their mirrors).

@@ -31,6 +31,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/probes"
@@ -173,13 +174,13 @@ func (d *Daemon) DeletePod(ctx context.Context, namespace, name string, grace *i
 func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
 	w, rejected := d.a.FindPod(namespace, name)
 	var pod *v1.Pod
-	var evs []agent.Event
+	var evs []podevents.Event
 	switch {
 	case w != nil:
 		pod, evs = w.Snapshot(), w.Events()
 	case rejected != nil:
 		pod = rejected
-		evs = []agent.Event{agent.RejectedEvent(rejected)}
+		evs = []podevents.Event{agent.RejectedEvent(rejected)}
 	default:
 		return nil, notFound(name)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 )
 
 // podWatchFeed adapts the agent's reports to a watch hub.
@@ -31,8 +32,8 @@ func newPodWatchFeed(a *agent.Agent) *podWatchFeed {
 	return f
 }
 
-func (f *podWatchFeed) PodEvent(*v1.Pod, agent.Event) {}
-func (f *podWatchFeed) PodStep(*v1.Pod, agent.Step)   {}
+func (f *podWatchFeed) PodEvent(*v1.Pod, podevents.Event) {}
+func (f *podWatchFeed) PodStep(*v1.Pod, podevents.Step)   {}
 
 // PodStatus implements Observer: the pod's new status is a MODIFIED (or
 // the first news of an orphan the agent tears down: ADDED).

@@ -12,7 +12,11 @@
 //     fall-back from HTTPS to HTTP without the Authorization header;
 //   - the sleep handler (Sleep) on a clock passed in;
 //   - the rendering of an exec handler's failure (ExecErrorText) and the
-//     release of a big exec answer's memory (ReleaseBigAnswer).
+//     release of a big exec answer's memory (ReleaseBigAnswer);
+//   - the bounds on what a hook's failure carries (output.go): the exec
+//     output kept (BoundedOutput, MaxHookOutput) and the message
+//     (HookMessage, MaxHookMessage), cut on a character boundary with
+//     agent/podevents' cuts.
 //
 // The engine (package agent, agent/hooks.go) keeps the runner itself
 // (runLifecycleHandler: the messages and events), the exec handler (CRI
@@ -21,6 +25,7 @@
 //
 // It must not import the engine (package agent), agent/daemon, cni,
 // cgroups, probes, cmd or test; of the repository it uses cri for its
-// errors only (ExitError, Message), never a runtime connection. k8s.io/api
-// is fine. hack/verify-imports.sh enforces it, for its tests too.
+// errors only (ExitError, Message), never a runtime connection, and
+// agent/podevents (the message cuts). k8s.io/api is fine.
+// hack/verify-imports.sh enforces it, for its tests too.
 package lifecycle

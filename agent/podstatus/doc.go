@@ -15,6 +15,8 @@
 //   - whether a stopped app container is started again
 //     (restart_rules.go: its restartPolicy and restartPolicyRules, else
 //     the pod's).
+//   - how long a pod may still run before its activeDeadlineSeconds
+//     passes (deadline.go; the engine fails the pod then).
 //
 // What it needs of the runtime comes in as plain values: the container
 // statuses the engine built, and whether the pod's sandbox is ready. The

@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/certificate"
 	"github.com/minikubelet/minikubelet/agent/cluster"
 	"github.com/minikubelet/minikubelet/agent/daemon"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 )
 
 // clusterFlags are serve's cluster-mode settings: with a kubeconfig the
@@ -252,7 +252,7 @@ type clusterPodWiring struct {
 	// observer sends pod statuses to the API server: the cluster pods'
 	// to their objects, the static pods' to their mirrors; and the pods'
 	// events (agent.Agent.AddObserver).
-	observer agent.Observer
+	observer podevents.Observer
 	// staticPods keeps the static pods' mirror pods
 	// (daemon.Config.StaticPods).
 	staticPods func([]*v1.Pod)
@@ -278,7 +278,7 @@ func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, 
 	events.SetLogger(logger)
 	return clusterPodWiring{
 		source:     src,
-		observer:   agent.Observers(sw, mirrors, events),
+		observer:   podevents.Observers(sw, mirrors, events),
 		staticPods: mirrors.SetStaticPods,
 		run: func(ctx context.Context) {
 			var wg sync.WaitGroup

@@ -27,6 +27,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
@@ -522,7 +523,7 @@ func (p *printer) line(who, what string, d time.Duration, detail string) {
 }
 
 // PodEvent prints warnings (normal events are covered by steps).
-func (p *printer) PodEvent(pod *v1.Pod, ev agent.Event) {
+func (p *printer) PodEvent(pod *v1.Pod, ev podevents.Event) {
 	if ev.Type != v1.EventTypeWarning {
 		return
 	}
@@ -534,7 +535,7 @@ func (p *printer) PodEvent(pod *v1.Pod, ev agent.Event) {
 }
 
 // PodStep prints one completed step of the startup chain.
-func (p *printer) PodStep(pod *v1.Pod, s agent.Step) {
+func (p *printer) PodStep(pod *v1.Pod, s podevents.Step) {
 	p.line(podKey(pod), s.Name, s.Duration, s.Detail)
 }
 

@@ -156,6 +156,13 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"config imports probes":            {"agent/config/bad.go", imp("config", "probes"), "agent/config must not import"},
 		"config imports volume":            {"agent/config/bad.go", imp("config", "agent/volume"), "agent/config must not import"},
 		"config's test imports the engine": {"agent/config/bad_test.go", imp("config_test", "agent"), "agent/config must not import"},
+		// agent/podevents (issue #30): agent/manifest at most.
+		"podevents imports the engine":        {"agent/podevents/bad.go", imp("podevents", "agent"), "agent/podevents must not import"},
+		"podevents imports the daemon":        {"agent/podevents/bad.go", imp("podevents", "agent/daemon"), "agent/podevents must not import"},
+		"podevents imports the CRI client":    {"agent/podevents/bad.go", imp("podevents", "cri"), "agent/podevents must not import"},
+		"podevents imports cgroups":           {"agent/podevents/bad.go", imp("podevents", "cgroups"), "agent/podevents must not import"},
+		"podevents imports volume":            {"agent/podevents/bad.go", imp("podevents", "agent/volume"), "agent/podevents must not import"},
+		"podevents's test imports the engine": {"agent/podevents/bad_test.go", imp("podevents_test", "agent"), "agent/podevents must not import"},
 		// agent/termmsg and agent/lifecycle (issue #30).
 		"termmsg imports the engine":          {"agent/termmsg/bad.go", imp("termmsg", "agent"), "agent/termmsg must not import"},
 		"termmsg imports the daemon":          {"agent/termmsg/bad.go", imp("termmsg", "agent/daemon"), "agent/termmsg must not import"},
