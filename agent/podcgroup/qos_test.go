@@ -25,18 +25,8 @@ func qosRes(cpu, mem string) v1.ResourceList {
 	return l
 }
 
-func milli(s string) int64 { q := resource.MustParse(s); return q.MilliValue() }
-
-func bytesOf(s string) int64 { q := resource.MustParse(s); return q.Value() }
-
 func qctr(name string, reqs, lims v1.ResourceList) v1.Container {
 	return v1.Container{Name: name, Image: "busybox", Resources: v1.ResourceRequirements{Requests: reqs, Limits: lims}}
-}
-
-func qosSidecar(name string, reqs, lims v1.ResourceList) v1.Container {
-	c := qctr(name, reqs, lims)
-	c.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
-	return c
 }
 
 func qosPod(uid string, inits []v1.Container, ctrs ...v1.Container) *v1.Pod {
