@@ -152,6 +152,14 @@ done
 # As hack/systemd/10-kubeadm.conf.
 exec "$@" --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml $KUBELET_KUBEADM_ARGS
 `
+	// The tmpfs needs its mount point: on a fresh machine /var/lib/kubelet
+	// does not exist yet (the last CI passed only because an earlier run had
+	// made it). Made here and removed after, if this test made it and it is
+	// empty again, so that nothing is left on the host.
+	if _, err := os.Stat("/var/lib/kubelet"); os.IsNotExist(err) {
+		require.NoError(t, os.MkdirAll("/var/lib/kubelet", 0o755))
+		t.Cleanup(func() { _ = os.Remove("/var/lib/kubelet") })
+	}
 	d := r.newDaemon(t, nil)
 	d.wrap = []string{"unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", dir}
 	d.start(t)
