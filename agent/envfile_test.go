@@ -49,10 +49,13 @@ func TestContainerEnv_FileKeyRef(t *testing.T) {
 
 	// A missing file fails the start, optional or not (the kubelet's rule).
 	require.NoError(t, os.Remove(file))
-	_, _, _, err = a.containerEnv(envFilePod("conf/config.env", true), &pod.Spec.Containers[0], "")
-	require.Error(t, err)
-	assert.True(t, strings.HasPrefix(err.Error(), "couldn't parse env file: "), "%v", err)
-	assert.ErrorIs(t, err, os.ErrNotExist)
+	for _, optional := range []bool{false, true} {
+		p := envFilePod("conf/config.env", optional)
+		_, _, _, err = a.containerEnv(p, &p.Spec.Containers[0], "")
+		require.Error(t, err, "optional=%v", optional)
+		assert.True(t, strings.HasPrefix(err.Error(), "couldn't parse env file: "), "optional=%v: %v", optional, err)
+		assert.ErrorIs(t, err, os.ErrNotExist, "optional=%v", optional)
+	}
 }
 
 // TestReadEnvFile_Attacks performs what a hostile pod can do to the file

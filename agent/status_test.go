@@ -48,3 +48,33 @@ spec:
 	assert.Equal(t, "ContainersNotReady", ready.Reason)
 	assert.Equal(t, "containers with unready status: [app]", ready.Message)
 }
+
+// PodReadyToStartContainers follows the sandbox the engine observed
+// (podstatus.Conditions gets it as a bool since issue #30): False in the
+// status published before the sandbox exists, True once the pod runs in
+// a ready sandbox with its IP.
+func TestAgent_ReadyToStartContainersFollowsTheSandbox(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: sandboxcond}
+spec:
+  containers: [{name: app, image: busybox}]
+`)
+	cond := func(p *v1.Pod) v1.ConditionStatus {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReadyToStartContainers {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	h.agent.SetPods([]*v1.Pod{pod})
+	running := h.rec.waitStatus(t, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	assert.Equal(t, v1.ConditionTrue, cond(running), "running in a ready sandbox")
+	h.rec.mu.Lock()
+	first := h.rec.statuses[0].DeepCopy()
+	h.rec.mu.Unlock()
+	assert.Equal(t, v1.ConditionFalse, cond(first), "published before the sandbox")
+}

@@ -1,0 +1,87 @@
+package podcgroup
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/minikubelet/minikubelet/cgroups"
+	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
+)
+
+func testManager(f *cgroupstest.Fake) Manager {
+	return Manager{Cgroups: f, Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")},
+		Burstable: &BurstableTier{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+func updates(f *cgroupstest.Fake) int {
+	n := 0
+	for _, c := range f.Calls() {
+		if c.Method == "Update" {
+			n++
+		}
+	}
+	return n
+}
+
+// The burstable tier is written only when its shares change, and written
+// again after a failed write even if the value is the same (the tier
+// forgets what it last wrote).
+func TestManager_UpdateBurstableTier(t *testing.T) {
+	f := cgroupstest.NewFake()
+	m := testManager(f)
+	_, err := m.EnsureNode()
+	require.NoError(t, err)
+
+	m.UpdateBurstableTier(500)
+	m.UpdateBurstableTier(500)
+	assert.Equal(t, 1, updates(f), "the same shares are written once")
+	r, _ := f.Resources(cgroups.KubepodsBurstable)
+	require.NotNil(t, r.CPUShares)
+	assert.EqualValues(t, 512, *r.CPUShares, "500m is 512 shares")
+
+	f.InjectError("Update", errors.New("EBUSY"))
+	m.UpdateBurstableTier(1000)
+	assert.Equal(t, 2, updates(f))
+	m.UpdateBurstableTier(1000)
+	assert.Equal(t, 3, updates(f), "after a failed write the same shares are written again")
+	r, _ = f.Resources(cgroups.KubepodsBurstable)
+	assert.EqualValues(t, 1024, *r.CPUShares)
+
+	// A copy of the Manager (one is built per use) shares the tier's memory.
+	m2 := testManager(f)
+	m2.Burstable = m.Burstable
+	m2.UpdateBurstableTier(1000)
+	assert.Equal(t, 3, updates(f), "a new Manager over the same tier knows what was written")
+}
+
+// The node's cgroups, then a pod's under its QoS tier, and its removal.
+func TestManager_NodeAndPod(t *testing.T) {
+	f := cgroupstest.NewFake()
+	m := testManager(f)
+	path, err := m.EnsureNode()
+	require.NoError(t, err)
+	assert.Equal(t, f.Path(cgroups.Kubepods), path)
+	for _, n := range []cgroups.Name{cgroups.Kubepods, cgroups.KubepodsBurstable, cgroups.KubepodsBestEffort} {
+		assert.True(t, f.Exists(n), "%v", n)
+	}
+	pod := qosPod("uid1", nil, qctr("app", qosRes("100m", ""), nil))
+	path, err = m.EnsurePod(pod)
+	require.NoError(t, err)
+	assert.Equal(t, m.Path(pod), path)
+	assert.True(t, f.Exists(Name(pod, v1.PodQOSBurstable)))
+	require.NoError(t, m.Destroy(pod))
+	assert.False(t, f.Exists(Name(pod, v1.PodQOSBurstable)))
+
+	// No driver (cgroups off): nothing to do, no error.
+	off := Manager{}
+	_, err = off.EnsurePod(pod)
+	assert.NoError(t, err)
+	assert.Equal(t, "", off.Path(pod))
+}
