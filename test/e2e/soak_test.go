@@ -613,10 +613,29 @@ func (s *soak) requireNothingLeft(t *testing.T, r *privateRuntime) {
 			left = append(left, fmt.Sprintf("mounts %v", m))
 		}
 		if es, err := os.ReadDir(filepath.Join(s.d.root, "pods")); err == nil && len(es) > 0 {
-			left = append(left, fmt.Sprintf("%d pod dirs under %s/pods", len(es), s.d.root))
+			left = append(left, fmt.Sprintf("%d pod dirs under %s/pods: %s", len(es), s.d.root, podDirsLeft(filepath.Join(s.d.root, "pods"), es)))
 		}
 		return strings.Join(left, "; ")
 	})
+}
+
+// podDirsLeft names up to 3 leftover pod directories and what each holds
+// (paths relative to it, at most 20), so that a failure says which step
+// left it: a volume, a hosts file, a termination message, a marker.
+func podDirsLeft(root string, es []os.DirEntry) string {
+	var out []string
+	for _, e := range es[:min(len(es), 3)] {
+		var files []string
+		_ = filepath.WalkDir(filepath.Join(root, e.Name()), func(p string, d os.DirEntry, err error) error {
+			if err == nil && len(files) < 20 {
+				rel, _ := filepath.Rel(filepath.Join(root, e.Name()), p)
+				files = append(files, rel)
+			}
+			return nil
+		})
+		out = append(out, fmt.Sprintf("%s %v", e.Name(), files))
+	}
+	return strings.Join(out, ", ")
 }
 
 // writeOut writes soak.csv and soak.svg into dir.
