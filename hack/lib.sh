@@ -231,3 +231,21 @@ install_file() {
 	mv -f "$tmp" "$dst"
 	echo changed
 }
+
+# vm_host_tools installs (apt-get, once) what the cgroup v2 guest needs on
+# the host: qemu to boot it, debootstrap and e2fsprogs to build its image.
+# Both hack/vm/image.sh (run early by prebuild.sh, in the background) and
+# hack/vm/run.sh call it, so that a fresh machine's background build does
+# not fail for want of debootstrap and leave the image to the foreground.
+# The dpkg lock is waited for: install-deps.sh may hold it.
+vm_host_tools() {
+	local tool missing=()
+	for tool in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:debootstrap mkfs.ext4:e2fsprogs; do
+		command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+	done
+	((${#missing[@]})) || return 0
+	step "installing ${missing[*]} (apt-get)"
+	apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null || warn "apt-get update failed; trying the install with the lists there are"
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${missing[@]}" >/dev/null ||
+		die "apt-get install ${missing[*]} failed; install them by hand: apt-get install -y ${missing[*]}"
+}

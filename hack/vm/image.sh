@@ -31,9 +31,7 @@ if [[ -f $OUT/disk.raw && -f $OUT/vmlinuz && -f $OUT/initrd.img ]]; then
 	exit 0
 fi
 
-for tool in debootstrap mkfs.ext4; do
-	command -v "$tool" >/dev/null || die "$tool missing; run: apt-get install -y debootstrap e2fsprogs qemu-system-x86 qemu-utils"
-done
+vm_host_tools # hack/lib.sh: debootstrap and e2fsprogs (and qemu, for run.sh)
 mirror=${DEBIAN_MIRROR:-$(grep -rhoE 'https?://deb\.debian\.org/debian/?' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null | head -n1 || true)}
 mirror=${mirror:-http://deb.debian.org/debian}
 

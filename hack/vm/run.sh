@@ -36,16 +36,7 @@ TEST_RUN=${VM_TEST_RUN:-^(TestQoS_(Guaranteed|Burstable|BestEffort|OOMKilledIsRe
 TIME_SCALE=${VM_TIME_SCALE:-30}
 TIMEOUT=${VM_TIMEOUT:-2700}
 
-missing=()
-for tool in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:debootstrap mkfs.ext4:e2fsprogs; do
-	command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
-done
-if ((${#missing[@]})); then
-	step "installing ${missing[*]} (apt-get)"
-	apt-get update -qq >/dev/null || warn "apt-get update failed; trying the install with the lists there are"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
-		die "apt-get install ${missing[*]} failed; install them by hand"
-fi
+vm_host_tools # hack/lib.sh
 # The host side needs what the e2e suite needs (registry, busybox, CNI
 # plugins) when this runs alone, e.g. `make test-cgroupv2` on a fresh machine.
 timed "host dependencies (hack/install-deps.sh)" "$REPO/hack/install-deps.sh"
