@@ -53,7 +53,8 @@
 #
 # Env: NODE (minikubelet or kubelet; default minikubelet), FOCUS (a regexp
 # narrowing the focus), SPECS (a list of exact spec names instead, e.g.
-# hack/conformance/e2e-node-specs.txt: e2e_node's own specs), SKIP, PROCS (default 8), WORK (default
+# hack/conformance/e2e-node-specs.txt: e2e_node's own specs), FEATURE (a feature
+# gate's name: its [Feature:NAME] specs instead of [NodeConformance]), SKIP, PROCS (default 8), WORK (default
 # /var/tmp/mkl-enode: not under /tmp, which specs mount as a hostPath the guard refuses while the node's own files are there, as run.sh), CONTAINERD, MINIKUBELET_BIN, REGISTRY (default
 # 127.0.0.1:5000), POD_CIDR (default 10.237.0.0/16), NODE_CIDR (default
 # 10.238.0.1/24), KUBELET_PORT (default 10452), TIMEOUT (default 2h),
@@ -74,6 +75,7 @@ SPECS=${SPECS:-}
 [[ -z $SPECS || -z $FOCUS ]] || die "SPECS and FOCUS exclude each other"
 [[ -z $SPECS ]] || SPECS=$(realpath "$SPECS")
 SKIP=${SKIP:-}
+FEATURE=${FEATURE:-}
 PROCS=${PROCS:-8}
 WORK=$(realpath -m "${WORK:-/var/tmp/mkl-enode}")
 REGISTRY=${REGISTRY:-127.0.0.1:5000}
@@ -85,7 +87,7 @@ TIMEOUT=${TIMEOUT:-2h}
 NODE_NAME=mkl-enode-node
 BRIDGE=${BRIDGE:-mkebr0}
 DUMMY=${NODE_IF:-mkenode0}
-if [[ -z $FOCUS && -z $SPECS ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
+if [[ -z $FOCUS && -z $SPECS && -z $FEATURE ]]; then UPDATE_DOCS=${UPDATE_DOCS:-1}; else UPDATE_DOCS=${UPDATE_DOCS:-0}; fi
 REPO=$(repo_root)
 HACK=$REPO/hack
 # What the suite assumes (test/e2e_node/services/kubelet.go, util.go).
@@ -270,6 +272,13 @@ start_node_when_api_up() {
 # --- 5. the suite ---------------------------------------------------------------------
 focus='\[NodeConformance\]'
 skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Alpha\]|\[Feature:'
+if [[ -n $FEATURE ]]; then
+	# One feature's own specs (e.g. FEATURE=EnvFiles: the FileKeyRef specs,
+	# tagged [Feature:EnvFiles] and not [NodeConformance]) in place of the
+	# conformance ones; the other features stay skipped.
+	focus="\\[Feature:$FEATURE\\]"
+	skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]|\[Alpha\]'
+fi
 # PSI: see the header.
 skip+='|Summary API when querying /stats/summary should report resource usage through the stats api'
 [[ -z $SKIP ]] || skip+="|$SKIP"
