@@ -118,7 +118,7 @@ func newHarness(t *testing.T) *harness {
 		PodLogDir:  t.TempDir(),
 		ResolvConf: "/nonexistent",
 		Network:    testNetwork(t),
-		// Never the host's own addresses (defaultHostIPs).
+		// Never the host's own addresses (node.HostIPs).
 		HostIPs: []string{"192.0.2.1"},
 	}, Deps{Runtime: h.fake.Runtime, Images: h.fake.Images, Clock: h.clock, Observer: h.rec})
 	t.Cleanup(h.agent.stopWorkers)

@@ -149,7 +149,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 	}
 	a.volumes().ReadOnlyDataMounts(pod, mounts) // agent/volume
 	// The sandbox's user namespace (userns.go).
-	userNS, err := a.podUserNamespace(pod)
+	userNS, err := a.userNSManager().PodNamespace(pod)
 	if err != nil {
 		_ = a.volumes().UnpinSubPaths(pod, c.Name)
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)
@@ -162,7 +162,7 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		Env:            env,
 		EnvMap:         envMap,
 		Mounts:         mounts,
-		SeccompRoot:    a.seccompProfileRoot(),
+		SeccompRoot:    podspec.SeccompProfileRoot(a.cfg.SeccompProfileRoot, a.cfg.RootDir),
 		MemoryCapacity: a.memoryCapacity(),
 		UserNamespace:  userNS,
 	})

@@ -2,16 +2,15 @@ package agent
 
 // The container's environment is agent/podspec's (Env); the engine
 // gathers what it reads: the pod's ConfigMaps and Secrets, the Services,
-// the node's addresses, the env files of fileKeyRef.
+// the node's addresses (node.HostIPs), the env files of fileKeyRef.
 
 import (
-	"net"
 	"path/filepath"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 )
@@ -28,7 +27,7 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 	return podspec.Env(pod, c, podspec.EnvInputs{
 		PodIP:       podIP,
 		NodeName:    a.cfg.NodeName,
-		HostIPs:     a.hostIPs,
+		HostIPs:     func() []string { return node.HostIPs(a.cfg.HostIPs) },
 		Allocatable: a.cfg.Node.Allocatable,
 		ServiceEnv:  svcEnv,
 		ConfigMap:   func(name string) (*v1.ConfigMap, error) { return a.configData().ConfigMap(pod, name) },
@@ -51,61 +50,6 @@ func (a *Agent) containerEnv(pod *v1.Pod, c *v1.Container, podIP string) ([]*run
 func readEnvFile(root, rel string) ([]byte, error) {
 	return safepath.ReadFileBeneath(root, rel, podspec.MaxEnvFileBytes)
 }
-
-// resourceFieldValue resolves a resourceFieldRef against the node's
-// allocatable resources (podspec.ResourceFieldValue).
-func (a *Agent) resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
-	return podspec.ResourceFieldValue(pod, c, ref, a.cfg.Node.Allocatable)
-}
-
-// hostIPs are the node's addresses (Config.HostIPs, else defaultHostIPs).
-func (a *Agent) hostIPs() []string {
-	if len(a.cfg.HostIPs) > 0 {
-		return a.cfg.HostIPs
-	}
-	return defaultHostIPs()
-}
-
-// defaultHostIPs are the node's addresses for status.hostIP(s): the address the
-// host would use for its default route, else its first global unicast
-// addresses (IPv4 first). Read once: the kubelet reads the node's
-// addresses from the Node object, which minikubelet does not have.
-var defaultHostIPs = sync.OnceValue(func() []string {
-	var out []string
-	// A UDP "connection" sends nothing; it only picks a source address.
-	if conn, err := net.Dial("udp4", "192.0.2.1:9"); err == nil {
-		if ua, ok := conn.LocalAddr().(*net.UDPAddr); ok && !ua.IP.IsLoopback() {
-			out = append(out, ua.IP.String())
-		}
-		_ = conn.Close()
-	}
-	if len(out) > 0 {
-		return out
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return nil
-	}
-	var v4, v6 []string
-	for _, ad := range addrs {
-		ipn, ok := ad.(*net.IPNet)
-		if !ok || !ipn.IP.IsGlobalUnicast() {
-			continue
-		}
-		if ipn.IP.To4() != nil {
-			v4 = append(v4, ipn.IP.String())
-		} else {
-			v6 = append(v6, ipn.IP.String())
-		}
-	}
-	if len(v4) > 0 {
-		out = append(out, v4[0])
-	}
-	if len(v6) > 0 {
-		out = append(out, v6[0])
-	}
-	return out
-})
 
 // envWarnings returns the InvalidEnvironmentVariableNames messages of the
 // container's envFrom sources (empty when the environment cannot be built:

@@ -57,7 +57,7 @@ func TestApplyImageUser(t *testing.T) {
 			p := securedPod(nil, tc.sc)
 			p.Spec.Containers[0].Image = tc.image
 			c := &p.Spec.Containers[0]
-			sc, err := podspec.ContainerSecurityContext(p, c, h.agent.seccompProfileRoot())
+			sc, err := podspec.ContainerSecurityContext(p, c, podspec.SeccompProfileRoot(h.agent.cfg.SeccompProfileRoot, h.agent.cfg.RootDir))
 			require.NoError(t, err)
 			cfg := &runtimeapi.ContainerConfig{Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: sc}}
 			require.NoError(t, h.agent.applyImageUser(context.Background(), newPodWorker(h.agent, p), c, cfg, nil))
@@ -168,13 +168,6 @@ spec:
 			assert.Empty(t, without(h.fake.Calls(), observeCalls...))
 		})
 	}
-}
-
-func TestSeccompProfileRoot(t *testing.T) {
-	a := &Agent{cfg: Config{RootDir: "/r"}}
-	assert.Equal(t, "/r/seccomp", a.seccompProfileRoot(), "under the root directory by default")
-	a = &Agent{cfg: Config{RootDir: "/r", SeccompProfileRoot: "/etc/seccomp"}}
-	assert.Equal(t, "/etc/seccomp", a.seccompProfileRoot(), "the flag wins")
 }
 
 // A pod asking for an AppArmor profile is refused as the kubelet refuses

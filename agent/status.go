@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
@@ -43,7 +44,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	}
 	// The node's addresses, as the kubelet sets them from its Node once
 	// the pod is bound to it (a host-network pod has them as its own).
-	if ips := a.hostIPs(); len(ips) > 0 {
+	if ips := node.HostIPs(a.cfg.HostIPs); len(ips) > 0 {
 		out.HostIP = ips[0]
 		for _, ip := range ips {
 			out.HostIPs = append(out.HostIPs, v1.HostIP{IP: ip})

@@ -170,7 +170,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 	}
 
 	// A lone node has no cluster DNS (MissingClusterDNS), and resolver
-	// limits may trim the pod's DNS config (DNSConfigForming): dns.go.
+	// limits may trim the pod's DNS config (DNSConfigForming): sandbox.go.
 	if _, warns, err := a.podDNS(pod); err == nil {
 		for _, wn := range warns {
 			w.event(v1.EventTypeWarning, wn.Reason, "%s", wn.Message)
@@ -186,7 +186,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		return nil, prepulled
 	}
 	cfg.Linux.CgroupParent = parent
-	if err := mkdirLogDir(cfg.LogDirectory); err != nil {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil { // as the kubelet, before RunPodSandbox
 		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod log directory: %v", err)
 		res.fail()
 		pulls.Wait()

@@ -48,7 +48,7 @@ func (a *Agent) podDir(pod *v1.Pod) string {
 // follows a symlink.
 func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
 	// The pod's user namespace range is free from now on (userns.go).
-	uerr := a.releaseUserNamespace(pod)
+	uerr := a.userNSManager().Release(pod)
 	if err := a.volumes().UnmountPod(pod); err != nil {
 		return errors.Join(err, uerr)
 	}
@@ -79,5 +79,5 @@ func (d downwardFields) MetadataFieldValue(pod *v1.Pod, path string) (string, er
 }
 
 func (d downwardFields) ResourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
-	return d.a.resourceFieldValue(pod, c, ref)
+	return podspec.ResourceFieldValue(pod, c, ref, d.a.cfg.Node.Allocatable)
 }

@@ -84,7 +84,7 @@ type Config struct {
 	// HostIPs are the node's addresses, the first its primary one, for
 	// status.hostIP(s), the fieldRef of the same paths and the pod IPs of
 	// host-network pods (cluster mode: the Node's InternalIP). Empty: the
-	// address of the default route's interface (hostIPs).
+	// address of the default route's interface (node.HostIPs).
 	HostIPs []string
 	// UserNamespaces is the pool of host IDs pods with hostUsers: false
 	// get their ranges from (agent/userns); zero: the kubelet's defaults.

@@ -2,7 +2,7 @@ package manifest
 
 // The API server's rules for spec.dnsPolicy, spec.dnsConfig,
 // spec.hostAliases and spec.hostnameOverride. The pod's resolver
-// configuration itself is the engine's (agent/dns.go).
+// configuration itself is agent/podspec's (poddns.go).
 
 import (
 	"fmt"

@@ -11,6 +11,8 @@
 //   - the one reader of /proc/meminfo (meminfo.go), through a path or
 //     function the caller injects (Host, MeminfoFile), so that unit tests
 //     never read the host;
+//   - the node's addresses (hostips.go): the configured ones, else the
+//     host's own, read once (unit tests configure theirs);
 //   - the agents' identities (identity.go): the daemon's and a foreground
 //     run's IDs, how they read, the notices about other minikubelets' pods;
 //   - the admit chain (admission.go): OS label and field, pod count and
@@ -23,7 +25,9 @@
 //     with k8s.io/pod-security-admission), AppArmor against whether the
 //     host enforces it (apparmor.go), sysctls against the safe set and
 //     --allowed-unsafe-sysctls (sysctl.go), and projected service account
-//     tokens against cluster mode and the pod's source (token.go).
+//     tokens against cluster mode and the pod's source (token.go); and
+//     AdmitSecurity, which asks the first three in the engine's order,
+//     with the Strict supplementalGroupsPolicy before sysctls (security.go).
 //
 // The engine (package agent) asks it: Admit and AdmitOS at SetPods, the
 // security handlers at admission, its Config.Node is an Info. What needs

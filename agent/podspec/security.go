@@ -4,7 +4,7 @@ package podspec
 // become in the CRI (LinuxSandboxSecurityContext, LinuxContainerSecurityContext),
 // as the kubelet builds them (k8s pkg/kubelet/kuberuntime
 // security_context*.go, kuberuntime_sandbox.go, pkg/securitycontext).
-// Admission of the same fields is the engine's (agent/security.go); their
+// Admission of the same fields is agent/node's (AdmitSecurity); their
 // validation is agent/manifest's.
 
 import (

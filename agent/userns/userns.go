@@ -13,10 +13,13 @@
 //     JSON form), so a restarted agent gives the pod the same mapping;
 //   - a pod's range is free again once its directory is gone.
 //
-// It also holds the engine's pure rules of user namespaces (pod.go): which
+// It also holds the engine's rules of user namespaces (pod.go): which
 // pods want one, whether the runtime's handler supports them (CRI Status
 // runtime_handlers[].features.user_namespaces, as the kubelet asks) and
-// the message refusing a pod when it does not.
+// the message refusing a pod when it does not; and the engine's state of
+// them (manager.go, Manager): the allocator made on first use and the
+// runtime's answer asked once, through the functions the engine passes in
+// (Inputs), never a CRI client or the engine's config.
 //
 // Where it differs from the kubelet, and why:
 //
