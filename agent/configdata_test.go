@@ -213,7 +213,7 @@ func TestConfigStore_ScopesBySource(t *testing.T) {
 				_, err = a.volumes().VolumePayload(p, &v1.Volume{Name: "p", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{Secret: &v1.SecretProjection{LocalObjectReference: ref}}}}}})
 				assert.ErrorIs(t, err, errConfigNotFound, "projected volume")
 				p.Spec.ImagePullSecrets = []v1.LocalObjectReference{ref}
-				_, missing, _ := a.pullKeyring(p)
+				_, missing, _ := a.imageManager().Keyring(p)
 				assert.Equal(t, []string{"creds"}, missing, "pull secrets")
 				return
 			}

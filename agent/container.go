@@ -12,18 +12,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/images"
 	"github.com/minikubelet/minikubelet/agent/logrotate"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podspec"
+	"github.com/minikubelet/minikubelet/agent/reason"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
 // Container start failure reasons, the kubelet's texts: they become the
-// container's waiting reason (kubelet-facts §1.3, §2.3).
+// container's waiting reason (kubelet-facts §1.3, §2.3). The pulls' are
+// the image manager's (agent/images).
 var (
-	ErrImagePull               = errors.New("ErrImagePull")
-	ErrImageNeverPull          = errors.New("ErrImageNeverPull")
+	ErrImagePull               = images.ErrImagePull
+	ErrImageNeverPull          = images.ErrImageNeverPull
 	ErrCreateContainerConfig   = errors.New("CreateContainerConfigError")
 	ErrCreateContainer         = errors.New("CreateContainerError")
 	ErrRunContainer            = errors.New("RunContainerError")
@@ -34,86 +37,40 @@ var (
 	minimumGracePeriodInSecond = int64(2)
 )
 
-// reasonError carries a kubelet reason (one of the sentinels above) and the
-// human message that goes with it into the container's waiting state.
-type reasonError struct {
-	reason  error
-	message string
-}
-
-func (e *reasonError) Error() string { return e.reason.Error() + ": " + e.message }
-func (e *reasonError) Unwrap() error { return e.reason }
-
-func newReasonError(reason error, format string, args ...any) error {
-	return &reasonError{reason: reason, message: fmt.Sprintf(format, args...)}
+// newReasonError is an error with a kubelet reason (one of the sentinels
+// above) and the human message that goes with it into the container's
+// waiting state (agent/reason). A function, not a variable, so that vet
+// checks its format strings.
+func newReasonError(r error, format string, args ...any) error {
+	return reason.New(r, format, args...)
 }
 
 // reasonAndMessage splits an error into the kubelet-style reason and message.
-func reasonAndMessage(err error) (string, string) {
-	var re *reasonError
-	if errors.As(err, &re) {
-		return re.reason.Error(), re.message
+var reasonAndMessage = reason.Split
+
+// imageManager is the image manager (agent/images) over the agent's image
+// service, clock, pull back-off, Secrets, docker config file and runtime
+// version as they are now (tests swap the image service).
+func (a *Agent) imageManager() *images.Manager {
+	return &images.Manager{
+		Images:         a.images,
+		Clock:          a.clock,
+		Secret:         func(pod *v1.Pod, name string) (*v1.Secret, error) { return a.configData().Secret(pod, name) },
+		PullSecretFile: a.cfg.PullSecretFile,
+		RootDir:        a.cfg.RootDir,
+		InBackoff:      a.imageBackoff.inBackoffSinceUpdate,
+		BackoffNext:    a.imageBackoff.next,
+		BackoffKey:     imageRefBackoffKey,
+		RuntimeVersion: a.runtimeVersion,
 	}
-	return "", err.Error()
 }
 
-// ensureImage makes the container's image present according to its pull
-// policy and returns the image reference (digest) to create the container
-// from, and the image's status when it was already present (the image's
-// user comes from it: applyImageUser). Events follow the kubelet's image
-// manager.
-func (a *Agent) ensureImage(ctx context.Context, pw *podWorker, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
-	event := func(typ, reason, format string, args ...any) { pw.containerEvent(c.Name, typ, reason, format, args...) }
-	return a.ensurePulled(ctx, pw, imagePull{image: c.Image, policy: c.ImagePullPolicy, event: event}, sandboxCfg)
-}
-
-// imagePull is one image ensurePulled makes present: a container's, or an
-// image volume's (imagevolume.go).
-type imagePull struct {
-	image  string
-	policy v1.PullPolicy
-	// event records an event of the pull: on the container, or for an
-	// image volume on the pod, as the kubelet's image manager does.
-	event func(typ, reason, format string, args ...any)
-}
-
-// ensurePulled makes an image present according to its pull policy, with
-// the pod's pull secrets: see ensureImage.
-func (a *Agent) ensurePulled(ctx context.Context, pw *podWorker, p imagePull, sandboxCfg *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
-	spec := &runtimeapi.ImageSpec{Image: p.image, UserSpecifiedImage: p.image}
-	if p.policy != v1.PullAlways {
-		st, err := a.images.ImageStatus(ctx, spec, false)
-		if err != nil {
-			return "", nil, newReasonError(ErrImagePull, "inspect image %q: %s", p.image, cri.Message(err))
-		}
-		if img := st.GetImage(); img != nil {
-			p.event(v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", p.image)
-			pw.step(podevents.StepImage, 0, fmt.Sprintf("%s already present", p.image))
-			return img.GetId(), img, nil
-		}
-		if p.policy == v1.PullNever {
-			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", p.image)
-			p.event(v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
-			return "", nil, newReasonError(ErrImageNeverPull, "%s", msg)
-		}
-	}
-	p.event(v1.EventTypeNormal, "Pulling", "Pulling image %q", p.image)
-	start := a.clock.Now()
-	ref, err := a.pullImage(ctx, pw, spec, sandboxCfg)
-	if err != nil && ctx.Err() != nil {
-		// Cancelled (the pod is being terminated, or the agent stops):
-		// no failure to report, and no pull back-off.
-		return "", nil, fmt.Errorf("pull of image %q abandoned: %w", p.image, context.Cause(ctx))
-	}
-	if err != nil {
-		msg := cri.Message(err)
-		p.event(v1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", p.image, msg)
-		return "", nil, newReasonError(ErrImagePull, "%s", msg)
-	}
-	d := a.clock.Since(start)
-	p.event(v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", p.image, d.Round(time.Millisecond))
-	pw.step(podevents.StepImage, d, fmt.Sprintf("%s pulled", p.image))
-	return ref, nil, nil
+// pullReport is where the image manager reports the worker's pulls for a
+// container ("": an image volume, on the pod).
+func (w *podWorker) pullReport(container string) images.Report {
+	event := func(typ, why, format string, args ...any) { w.containerEvent(container, typ, why, format, args...) }
+	step := func(d time.Duration, detail string) { w.step(podevents.StepImage, d, detail) }
+	return images.Report{Event: event, PodEvent: w.event, Step: step, Logger: w.logger}
 }
 
 // generateContainerConfig converts one container into its CRI config
@@ -173,18 +130,18 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 }
 
 // startContainer runs one container of the pod: image, config, create,
-// start, postStart hook (kubelet's startContainer order). ensureImage may
-// already have run concurrently with sandbox creation; imageRef is then
+// start, postStart hook (kubelet's startContainer order). The image may
+// have been pulled during sandbox creation (PullAll); imageRef is then
 // non-empty, and img the image's status if it was present (nil: asked
 // again for the image's user). A failed postStart hook kills the container
 // and returns ErrPostStartHook; the container then follows its restart
 // policy. The container's ID is returned once it was created. images are
-// the pulled images of the image volumes c mounts (imagevolume.go).
+// the pulled images of the image volumes c mounts (images.ContainerVolumes).
 func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxInfo, c *v1.Container, ctype string, restartCount int, imageRef string, img *runtimeapi.Image, images map[string]*runtimeapi.ImageSpec) (string, error) {
 	pod := pw.pod()
 	var err error
 	if imageRef == "" {
-		imageRef, img, err = a.ensureImage(ctx, pw, c, sb.config)
+		imageRef, img, err = a.imageManager().EnsureImage(ctx, pod, pw.pullReport(c.Name), c.Image, c.ImagePullPolicy, sb.config)
 		if err != nil {
 			return "", err
 		}

@@ -31,7 +31,7 @@ func TestPullKeyring(t *testing.T) {
 	pod := &v1.Pod{Spec: v1.PodSpec{ImagePullSecrets: []v1.LocalObjectReference{{Name: "regcred"}, {Name: "missing"}, {Name: "legacy"}, {Name: "opaque"}, {Name: "elsewhere"}}}}
 	pod.Namespace = "shop"
 
-	k, missing, problems := a.pullKeyring(pod)
+	k, missing, problems := a.imageManager().Keyring(pod)
 	assert.Equal(t, []string{"missing", "elsewhere"}, missing, "secrets are looked up in the pod's namespace")
 	assert.Empty(t, problems)
 	var users []string
@@ -41,7 +41,7 @@ func TestPullKeyring(t *testing.T) {
 	assert.Equal(t, []string{"pod", "old", "node"}, users, "pod secrets in order, then the node's file (<root>/config.json)")
 
 	a.cfg.PullSecretFile = filepath.Join(root, "nope.json")
-	_, _, problems = a.pullKeyring(pod)
+	_, _, problems = a.imageManager().Keyring(pod)
 	require.Len(t, problems, 1, "an explicit node file must exist")
 }
 

@@ -21,6 +21,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/images"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/cri"
@@ -29,7 +30,7 @@ import (
 // Back-off reasons (kubelet-facts §1).
 var (
 	ErrCrashLoopBackOff = errors.New("CrashLoopBackOff")
-	ErrImagePullBackOff = errors.New("ImagePullBackOff")
+	ErrImagePullBackOff = images.ErrImagePullBackOff
 )
 
 // networkRetryPeriod is how soon a pod waiting for the pod network is
@@ -264,8 +265,8 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 
 	if sb != nil && startsContainers(act) {
 		// Step 4b: the images of the image volumes, before any container
-		// that may mount them is created (imagevolume.go).
-		sb.imageVolumes = a.pullImageVolumes(ctx, w, pod, sb.config, res)
+		// that may mount them is created (agent/images).
+		sb.imageVolumes = a.imageManager().PullVolumes(ctx, pod, w.pullReport(""), sb.config, res.retryAfter)
 	}
 	if sb != nil {
 		// Step 5: next init container.
@@ -506,13 +507,7 @@ func (a *Agent) refreshPodState(ctx context.Context, pod *v1.Pod, st *podState, 
 }
 
 // pullResult is the outcome of one image pull made during sandbox creation.
-type pullResult struct {
-	ref string
-	// image is the image's status when it was already present (nil
-	// after a pull).
-	image *runtimeapi.Image
-	err   error
-}
+type pullResult = images.PullResult
 
 // startOne starts one container unless it is backing off, and records the
 // outcome in the reason cache.
@@ -554,8 +549,8 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		a.metrics.Restarts.Inc()
 	}
 	pr, pulled := prepulled[c.Image]
-	if pulled && pr.err != nil {
-		w.setReason(c.Name, pr.err)
+	if pulled && pr.Err != nil {
+		w.setReason(c.Name, pr.Err)
 		res.fail()
 		return
 	}
@@ -566,7 +561,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		res.retryAfter(left)
 		return
 	}
-	images, err := containerImageVolumes(w, pod, c, sb.imageVolumes) // imagevolume.go
+	vols, err := images.ContainerVolumes(pod, c, sb.imageVolumes, w.pullReport(c.Name).Event)
 	if err != nil {
 		w.setReason(c.Name, err)
 		if !errors.Is(err, ErrImagePullBackOff) { // back-off: requeued when it ends
@@ -574,7 +569,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		}
 		return
 	}
-	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.ref, pr.image, images)
+	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.Ref, pr.Image, vols)
 	if id != "" {
 		res.touch(id, sb.id)
 		if ctype != containerTypeInit || isSidecar(c) {

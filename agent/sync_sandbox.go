@@ -11,11 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 
-	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/cni"
@@ -134,40 +131,9 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		return nil, nil
 	}
 
-	// Pull every image the pod will need while the sandbox comes up. The
-	// pulls get their own copy of the config: this goroutine goes on
-	// filling cfg (cgroup parent) while gRPC marshals the pulls' requests.
-	pullCfg := proto.Clone(cfg).(*runtimeapi.PodSandboxConfig)
-	prepulled := map[string]pullResult{}
-	var pmu sync.Mutex
-	var pulls sync.WaitGroup
-	seen := map[string]bool{}
-	var toPull []*v1.Container
-	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			c := &list[i]
-			if !seen[c.Image] {
-				seen[c.Image] = true
-				toPull = append(toPull, c)
-			}
-		}
-	}
-	for _, c := range toPull {
-		if a.imageInBackoff(pod, c) {
-			continue // startOne reports ImagePullBackOff
-		}
-		pulls.Add(1)
-		go func() {
-			defer pulls.Done()
-			ref, img, err := a.ensureImage(ctx, w, c, pullCfg)
-			if err != nil && errors.Is(err, ErrImagePull) {
-				a.imageBackoff.next(imageBackoffKey(pod, c), a.clock.Now())
-			}
-			pmu.Lock()
-			prepulled[c.Image] = pullResult{ref: ref, image: img, err: err}
-			pmu.Unlock()
-		}()
-	}
+	// Pull every image the pod will need while the sandbox comes up
+	// (images.Manager.PullAll).
+	prepulled, pulls := a.imageManager().PullAll(ctx, pod, w.pullReport, cfg)
 
 	// A lone node has no cluster DNS (MissingClusterDNS), and resolver
 	// limits may trim the pod's DNS config (DNSConfigForming): sandbox.go.

@@ -135,12 +135,14 @@ tests=1 check "$mod/agent/lifecycle" "^$mod/|^google.golang.org/grpc(/|$)" "life
 # repository only agent/manifest and agent/podspec; no engine, no daemon,
 # no CRI client or gRPC, no runtime leaf, no filesystem. Its tests too.
 tests=1 check "$mod/agent/podstatus" "^$mod/|^google.golang.org/grpc(/|$)|^os$|^os/|^io/ioutil$|^syscall$" "the pure parts of a pod's status: agent/manifest and agent/podspec only, no engine, no CRI client, no filesystem" "^$mod/agent/(podstatus|manifest|podspec)(/|$)"
-# Image pull credentials and the image volume rules (issue #30): below the
-# engine, which finds the pull secrets and pulls. Of the repository only
-# cri (a pull's error message; the image service it declares as an
-# interface), agent/manifest and agent/podspec; never the engine, the
-# daemon or another runtime leaf. Its tests too.
-tests=1 check "$mod/agent/images" "^$mod/" "image pull credentials and image volume rules: below the engine; cri, agent/manifest and agent/podspec only" "^$mod/(cri|agent/(images|manifest|podspec))$"
+# The image manager (issue #30): pulls with their policy, events and
+# back-off, pull credentials, the image volume rules. Below the engine,
+# which builds a Manager from its image service, Secrets and back-off. Of
+# the repository only cri (a pull's error message; the image service it
+# declares as an interface), agent/reason (the pulls' reasons),
+# agent/manifest and agent/podspec; never the engine, the daemon or another
+# runtime leaf. Its tests too.
+tests=1 check "$mod/agent/images" "^$mod/" "the image manager: below the engine; cri, agent/reason, agent/manifest and agent/podspec only" "^$mod/(cri|agent/(images|manifest|podspec|reason))$"
 # The pod and QoS-tier cgroups (issue #30), the kubelet's pod container
 # manager: below the engine, which builds a Manager from its cgroups
 # driver and config. Of the repository the cgroups leaf, agent/podspec
@@ -169,6 +171,10 @@ tests=1 check "$mod/agent/config" "^$mod/|^google.golang.org/grpc(/|$)" "the eng
 # the repository agent/manifest at most; never the engine, the daemon, the
 # CRI client or gRPC, or a runtime leaf. Its tests too.
 tests=1 check "$mod/agent/podevents" "^$mod/|^google.golang.org/grpc(/|$)" "a pod's events and steps as values: agent/manifest at most; no engine, no daemon, no CRI client, no runtime leaf" "^$mod/agent/(podevents|manifest)(/|$)"
+# A container's waiting reason carried with its message (issue #30): below
+# every package that decides a reason (the engine, agent/images); nothing
+# of the repository. Its tests too.
+tests=1 check "$mod/agent/reason" "^$mod/" "the waiting reason's error: below everything that reports one; nothing of the repository" "^$mod/agent/reason$"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

@@ -21,10 +21,13 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/cri"
@@ -124,6 +127,49 @@ func (k *Keyring) AddConfig(data []byte) []error {
 		return []error{err}
 	}
 	return k.add(entries)
+}
+
+// Keyring builds the keyring for a pod: the Secrets its imagePullSecrets
+// name (types kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg;
+// others are ignored, as by the kubelet), then the node's docker config
+// file. It returns the names of the Secrets it could not find and the
+// problems met reading the others.
+func (m *Manager) Keyring(pod *v1.Pod) (k *Keyring, missing []string, problems []error) {
+	k = &Keyring{}
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		s, err := m.Secret(pod, ref.Name)
+		if err != nil {
+			missing = append(missing, ref.Name)
+			continue
+		}
+		var data []byte
+		switch s.Type {
+		case v1.SecretTypeDockerConfigJson:
+			data = s.Data[v1.DockerConfigJsonKey]
+		case v1.SecretTypeDockercfg:
+			data = s.Data[v1.DockerConfigKey]
+		}
+		if len(data) == 0 {
+			continue
+		}
+		for _, err := range k.AddConfig(data) {
+			problems = append(problems, fmt.Errorf("secret %q: %w", ref.Name, err))
+		}
+	}
+	file := m.PullSecretFile
+	if file == "" {
+		file = filepath.Join(m.RootDir, "config.json")
+	}
+	data, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		for _, err := range k.AddConfig(data) {
+			problems = append(problems, fmt.Errorf("%s: %w", file, err))
+		}
+	case !os.IsNotExist(err) || m.PullSecretFile != "":
+		problems = append(problems, err)
+	}
+	return k, missing, problems
 }
 
 // registryKey normalises a docker config key: no scheme, no /v1/ or /v2/

@@ -136,6 +136,11 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
 		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+		// agent/reason (issue #30): nothing of the repository.
+		"reason imports the engine":        {"agent/reason/bad.go", imp("reason", "agent"), "agent/reason must not import"},
+		"reason imports the CRI client":    {"agent/reason/bad.go", imp("reason", "cri"), "agent/reason must not import"},
+		"reason imports manifest":          {"agent/reason/bad.go", imp("reason", "agent/manifest"), "agent/reason must not import"},
+		"reason's test imports the engine": {"agent/reason/bad_test.go", imp("reason_test", "agent"), "agent/reason must not import"},
 		// agent/ipamrepair (the cni leaf only) and agent/metrics (nothing
 		// of the repository), issue #30.
 		"ipamrepair imports the engine":         {"agent/ipamrepair/bad.go", imp("ipamrepair", "agent"), "agent/ipamrepair must not import"},
