@@ -30,20 +30,15 @@ import (
 func (a *Agent) EnableEviction(cfg eviction.Config) error {
 	pods := eviction.PodsFuncs{EvictableFunc: a.evictablePods, EvictFunc: a.evictPod, CleanedUpFunc: a.evictionCleanedUp}
 	m, err := eviction.NewManager(cfg, pods, a.clock, a.logger, a.metrics.Registry)
-	if err != nil {
-		return err
+	if err == nil {
+		a.eviction = m
 	}
-	a.eviction = m
-	return nil
+	return err
 }
 
 // RunEviction runs the eviction loop until ctx ends (no-op unless
 // EnableEviction was called).
-func (a *Agent) RunEviction(ctx context.Context) {
-	if a.eviction != nil {
-		a.eviction.Run(ctx)
-	}
-}
+func (a *Agent) RunEviction(ctx context.Context) { a.eviction.Run(ctx) }
 
 // ContainerStatsLister is the CRI call pod stats need (cri.Instrumented
 // has it).

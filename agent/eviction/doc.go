@@ -30,8 +30,8 @@
 // never imports it) and Reclaimer (agent/gc). The engine (package agent)
 // builds the manager (EnableEviction), runs its loop, kills the pods it
 // evicts and asks it at admission and for the Node status (Admit,
-// NodePressure: a nil Manager, eviction not enabled, admits every pod
-// and reports no pressure).
+// NodePressure). A nil Manager (eviction not enabled) runs no loop, admits
+// every pod and reports no pressure, so that the engine calls it as is.
 //
 // It must not import the engine (package agent), the CRI client or any
 // runtime leaf (cri, cni, cgroups, probes), agent/eviction/hoststats (the

@@ -173,8 +173,12 @@ func NewManager(cfg Config, pods Pods, clk clock.WithTicker, logger *slog.Logger
 // Config returns the manager's configuration, defaults set.
 func (m *Manager) Config() Config { return m.cfg }
 
-// Run runs the eviction loop until ctx ends.
+// Run runs the eviction loop until ctx ends; a nil manager (eviction not
+// enabled) returns at once.
 func (m *Manager) Run(ctx context.Context) {
+	if m == nil {
+		return
+	}
 	t := m.clock.NewTicker(m.cfg.Period)
 	defer t.Stop()
 	cycles, _ := m.cfg.Stats.(CycleStats)

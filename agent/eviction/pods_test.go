@@ -35,10 +35,11 @@ func TestEvictable(t *testing.T) {
 	assert.Empty(t, Evictable(nil))
 }
 
-// Without eviction enabled (a nil manager) every pod is admitted and the
-// node reports no pressure.
+// Without eviction enabled (a nil manager) every pod is admitted, the
+// node reports no pressure and the loop returns at once.
 func TestManager_Nil(t *testing.T) {
 	var m *Manager
+	m.Run(context.Background())
 	reason, msg := m.Admit(testPod("be", nil, nil))
 	assert.Empty(t, reason)
 	assert.Empty(t, msg)
