@@ -300,7 +300,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			a.reject(p, reason, msg)
 			continue
 		}
-		if reason, msg := a.admitPressure(p); reason != "" { // eviction_engine.go
+		if reason, msg := a.eviction.Admit(p); reason != "" { // agent/eviction (nil: admitted)
 			a.reject(p, reason, msg)
 			continue
 		}

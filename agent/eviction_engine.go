@@ -1,21 +1,14 @@
 package agent
 
-// The engine's side of eviction (issue #21): the manager itself lives in
-// agent/eviction (its loop, thresholds, conditions, ranking, records);
-// here the engine builds it and runs its loop (EnableEviction,
-// RunEviction), implements what it asks of the engine (evictionPods: the
-// pods it may rank, a way to evict one, whether an evicted one was
-// cleaned up), builds the stats provider (agent/eviction/hoststats,
-// NewEvictionStats) and implements what that asks (evictionHost), asks
-// it one question at admission (admitPressure), and kills an evicted pod
-// (syncEvicted): its containers with the eviction grace period, its
-// volumes, and its status Failed/Evicted; it is never restarted (its
+// The engine's side of eviction (issues #21 and #30); the manager, its
+// rules and the host's stats provider are agent/eviction's (and
+// hoststats'). The engine builds them over its pods, cgroups and runtime
+// and kills an evicted pod (syncEvicted); it is never restarted (its
 // worker keeps it evicted until its source drops it).
 
 import (
-	"cmp"
 	"context"
-	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -35,30 +28,17 @@ import (
 // EnableEviction sets up the eviction manager (eviction.NewManager over
 // the agent's pods); RunEviction runs it. Call before the agent runs.
 func (a *Agent) EnableEviction(cfg eviction.Config) error {
-	if cfg.Stats == nil {
-		return errors.New("eviction: no stats provider")
+	pods := eviction.PodsFuncs{EvictableFunc: a.evictablePods, EvictFunc: a.evictPod, CleanedUpFunc: a.evictionCleanedUp}
+	m, err := eviction.NewManager(cfg, pods, a.clock, a.logger, a.metrics.Registry)
+	if err == nil {
+		a.eviction = m
 	}
-	cfg = cfg.WithDefaults()
-	if h, ok := cfg.Stats.(*hoststats.Provider); ok {
-		if err := h.ConfigureWalks(cfg.VolumeStatsAggPeriod, cfg.Period, a.metrics.Registry); err != nil {
-			return err
-		}
-	}
-	m, err := eviction.NewManager(cfg, evictionPods{a}, a.clock, a.logger, a.metrics.Registry)
-	if err != nil {
-		return err
-	}
-	a.eviction = m
-	return nil
+	return err
 }
 
 // RunEviction runs the eviction loop until ctx ends (no-op unless
 // EnableEviction was called).
-func (a *Agent) RunEviction(ctx context.Context) {
-	if a.eviction != nil {
-		a.eviction.Run(ctx)
-	}
-}
+func (a *Agent) RunEviction(ctx context.Context) { a.eviction.Run(ctx) }
 
 // ContainerStatsLister is the CRI call pod stats need (cri.Instrumented
 // has it).
@@ -77,75 +57,29 @@ func (a *Agent) NewEvictionStats(stats ContainerStatsLister) eviction.StatsProvi
 		Statuses:          a.runtime,
 		Images:            a.images,
 		Logger:            a.logger,
-	}, evictionHost{a})
+	}, hoststats.EngineFuncs{HasFunc: a.hasWorker, PodDirFunc: a.podDir,
+		PodLogDirFunc:    func(p *v1.Pod) string { return podLogDir(a.cfg.PodLogDir, p) },
+		EmptyDirPathFunc: func(p *v1.Pod, vol string) string { return a.volumes().EmptyDirPath(p, vol) },
+		PodCgroupFunc:    func(p *v1.Pod) cgroups.Name { return podcgroup.Name(p, podQOSClass(p)) }})
 }
 
-// evictionHost is the engine as the stats provider sees it
-// (hoststats.Engine).
-type evictionHost struct{ a *Agent }
-
-func (e evictionHost) Has(uid types.UID) bool {
-	e.a.mu.Lock()
-	defer e.a.mu.Unlock()
-	return e.a.workers[uid] != nil
-}
-func (e evictionHost) PodDir(p *v1.Pod) string    { return e.a.podDir(p) }
-func (e evictionHost) PodLogDir(p *v1.Pod) string { return podLogDir(e.a.cfg.PodLogDir, p) }
-func (e evictionHost) EmptyDirPath(p *v1.Pod, vol string) string {
-	return e.a.volumes().EmptyDirPath(p, vol)
-}
-func (e evictionHost) PodCgroup(p *v1.Pod) cgroups.Name { return podcgroup.Name(p, podQOSClass(p)) }
-
-// evictionPods is the engine as the eviction manager sees it
-// (eviction.Pods).
-type evictionPods struct{ a *Agent }
-
-func (p evictionPods) Evictable() []*v1.Pod { return p.a.evictablePods() }
-func (p evictionPods) Evict(uid types.UID, grace int64, message string, disruption bool) bool {
-	return p.a.evictPod(uid, grace, message, disruption)
-}
-func (p evictionPods) CleanedUp(uid types.UID) (cleanedUp, gone <-chan struct{}) {
-	return p.a.evictionCleanedUp(uid)
-}
-
-// isCritical reports whether the kubelet would treat pod as critical
-// (eviction.IsCritical).
-func isCritical(pod *v1.Pod) bool { return eviction.IsCritical(pod) }
-
-// evictablePods are the pods eviction may pick: those with a worker that
-// is neither terminating nor evicted, not in a terminal phase, and not
-// critical.
+// evictablePods are the pods eviction may pick (eviction.Evictable over
+// the workers' states).
 func (a *Agent) evictablePods() []*v1.Pod {
 	a.mu.Lock()
-	workers := make([]*podWorker, 0, len(a.workers))
-	for _, w := range a.workers {
-		workers = append(workers, w)
-	}
+	workers := slices.Collect(maps.Values(a.workers))
 	a.mu.Unlock()
-	var out []*v1.Pod
-	for _, w := range workers {
+	states := make([]eviction.PodState, len(workers))
+	for i, w := range workers {
 		w.mu.Lock()
-		pod, phase, skip := w.spec, w.status.Phase, w.terminating || w.evicted != nil
+		states[i] = eviction.PodState{Pod: w.spec, Phase: w.status.Phase, Stopping: w.terminating || w.evicted != nil}
 		w.mu.Unlock()
-		if skip || phase == v1.PodSucceeded || phase == v1.PodFailed || isCritical(pod) {
-			continue
-		}
-		out = append(out, pod)
 	}
-	slices.SortFunc(out, func(x, y *v1.Pod) int { return cmp.Compare(string(x.UID), string(y.UID)) })
-	return out
+	return eviction.Evictable(states)
 }
 
 // podEviction is what the eviction manager decided for a pod.
-type podEviction struct {
-	grace   int64
-	message string
-	at      time.Time
-	// disruption adds the DisruptionTarget condition to the status: the
-	// kubelet adds it for pressure evictions, not for local storage
-	// limit evictions (its evictPod gets no condition there).
-	disruption bool
-}
+type podEviction = eviction.Decision
 
 // evictionCleanedUp reports whether the worker's pod was evicted and
 // cleaned up (its containers dead, its volumes removed): syncEvicted
@@ -193,7 +127,7 @@ func (a *Agent) evictPod(uid types.UID, grace int64, message string, disruption 
 		w.mu.Unlock()
 		return false
 	}
-	w.evicted = &podEviction{grace: grace, message: message, at: a.clock.Now(), disruption: disruption}
+	w.evicted = &podEviction{Grace: grace, Message: message, At: a.clock.Now(), Disruption: disruption}
 	// A sync in flight (a hook, a pull) must not hold the kill up: the
 	// next sync kills the pod (syncEvicted).
 	w.cancelSyncLocked(errPodEvicted)
@@ -220,49 +154,32 @@ func (a *Agent) syncEvicted(ctx context.Context, w *podWorker, ev *podEviction) 
 	// Nothing of it runs again: no probe either.
 	a.probes.RemovePod(pod.UID)
 	st, err := a.observePod(ctx, pod)
+	if err == nil && podKillChanges(w, st) {
+		if err := a.killPod(ctx, w, st, ev.Grace); err != nil {
+			w.logger.Warn("Kill evicted pod failed", "err", err)
+			return a.cfg.ErrorBackoff
+		}
+		st, err = a.observePod(ctx, pod)
+	}
 	if err != nil {
 		w.logger.Warn("Observe pod failed", "err", err)
 		return a.cfg.ErrorBackoff
 	}
-	if podKillChanges(w, st) {
-		if err := a.killPod(ctx, w, st, ev.grace); err != nil {
-			w.logger.Warn("Kill evicted pod failed", "err", err)
-			return a.cfg.ErrorBackoff
-		}
-		if st, err = a.observePod(ctx, pod); err != nil {
-			w.logger.Warn("Observe pod failed", "err", err)
-			return a.cfg.ErrorBackoff
-		}
-	}
 	w.setObserved(st)
-	if err := a.removePodVolumes(pod); err != nil {
+	// Published whether or not the volumes are gone: the pod is dead.
+	err = a.removePodVolumes(pod)
+	w.setStatus(eviction.EvictedStatus(a.computePodStatus(w, pod, st), ev.Message, ev.At, ev.Disruption))
+	if err != nil {
 		w.logger.Warn("Remove the evicted pod's volumes failed", "err", err)
-		w.setStatus(eviction.EvictedStatus(a.computePodStatus(w, pod, st), ev.message, ev.at, ev.disruption))
 		return a.cfg.ErrorBackoff
 	}
-	w.setStatus(eviction.EvictedStatus(a.computePodStatus(w, pod, st), ev.message, ev.at, ev.disruption))
 	a.finishPod(w, true) // final_status.go: kept for a local-API pod
 	return a.cfg.ResyncPeriod
 }
 
-// admitPressure asks the eviction manager whether pod may start under the
-// node's pressure conditions (eviction.Manager.Admit). a.mu may be held.
-func (a *Agent) admitPressure(pod *v1.Pod) (reason, message string) {
-	if a.eviction == nil {
-		return "", ""
-	}
-	return a.eviction.Admit(pod)
-}
-
 // NodePressure reports the pressure conditions, for the cluster's Node
 // status; ok is false without an eviction manager.
-func (a *Agent) NodePressure() (memory, disk, pid, ok bool) {
-	m := a.eviction
-	if m == nil {
-		return false, false, false, false
-	}
-	return m.UnderPressure(v1.NodeMemoryPressure), m.UnderPressure(v1.NodeDiskPressure), m.UnderPressure(v1.NodePIDPressure), true
-}
+func (a *Agent) NodePressure() (memory, disk, pid, ok bool) { return a.eviction.NodePressure() }
 
 // removePodVolumes unmounts and removes the pod's volume directories
 // (emptyDirs, projected data) once its containers are dead, and trims its

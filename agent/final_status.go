@@ -114,7 +114,7 @@ func (a *Agent) startFinishedWorkerLocked(p *v1.Pod, st v1.PodStatus) {
 	if st.Reason == eviction.Reason {
 		// Evicted and cleaned up (syncEvicted stored it): GC removes its
 		// dead containers at once (podGoneForGC), as before the restart.
-		w.evicted = &podEviction{message: st.Message, at: a.clock.Now()}
+		w.evicted = &podEviction{Message: st.Message, At: a.clock.Now()}
 	}
 	w.finish(true)
 	w.logger.Info("Pod finished before the restart; keeping its final status", "phase", st.Phase, "reason", st.Reason)

@@ -16,15 +16,22 @@
 //     transition period, the eviction records and metrics, and the answer
 //     to the engine's one question at admission (Manager.Admit);
 //   - the trimming of an evicted pod's termination-message files
-//     (trim.go).
+//     (trim.go);
+//   - the pure parts of the engine's side (pods.go): which of the pods it
+//     runs may be ranked, given each one's state (Evictable), and the
+//     decision it keeps on an evicted pod's worker (Decision).
 //
 // It sees the engine through narrow interfaces the engine implements:
 // Pods (the pods it may rank, a way to evict one, whether an evicted one
-// was cleaned up), StatsProvider (the node's signals and the pods' usage:
-// its subpackage agent/eviction/hoststats reads the host, the pods'
-// cgroups and the runtime; this package never imports it) and Reclaimer
-// (agent/gc). The engine (package agent) builds the
-// manager (EnableEviction), runs its loop and kills the pods it evicts.
+// was cleaned up; the engine passes its own methods as PodsFuncs),
+// StatsProvider (the node's signals and the pods' usage: its subpackage
+// agent/eviction/hoststats reads the host, the pods' cgroups and the
+// runtime, and configures its walks through WalkConfigurer; this package
+// never imports it) and Reclaimer (agent/gc). The engine (package agent)
+// builds the manager (EnableEviction), runs its loop, kills the pods it
+// evicts and asks it at admission and for the Node status (Admit,
+// NodePressure). A nil Manager (eviction not enabled) runs no loop, admits
+// every pod and reports no pressure, so that the engine calls it as is.
 //
 // It must not import the engine (package agent), the CRI client or any
 // runtime leaf (cri, cni, cgroups, probes), agent/eviction/hoststats (the

@@ -108,13 +108,27 @@ type LoopStatusLite struct {
 	LastSuccess    time.Time
 }
 
+// WalkConfigurer is implemented by a StatsProvider that walks the pods'
+// files in the background (agent/eviction/hoststats): NewManager sets how
+// often each pod's files are walked and how much walk time each cycle of
+// period may take, and the walks' metrics go on reg with the manager's.
+type WalkConfigurer interface {
+	ConfigureWalks(period, cyclePeriod time.Duration, reg prometheus.Registerer) error
+}
+
 // NewManager builds the eviction manager over the engine's pods and
-// registers its metrics on reg; Run runs it.
+// registers its metrics on reg (and configures the stats provider's walks,
+// WalkConfigurer); Run runs it.
 func NewManager(cfg Config, pods Pods, clk clock.WithTicker, logger *slog.Logger, reg prometheus.Registerer) (*Manager, error) {
 	if cfg.Stats == nil {
 		return nil, errors.New("eviction: no stats provider")
 	}
 	cfg = cfg.WithDefaults()
+	if w, ok := cfg.Stats.(WalkConfigurer); ok {
+		if err := w.ConfigureWalks(cfg.VolumeStatsAggPeriod, cfg.Period, reg); err != nil {
+			return nil, err
+		}
+	}
 	m := &Manager{
 		cfg: cfg, pods: pods, clock: clk, logger: logger, tracker: NewTracker(),
 		conditionLastObserved: map[v1.NodeConditionType]time.Time{},
@@ -159,8 +173,12 @@ func NewManager(cfg Config, pods Pods, clk clock.WithTicker, logger *slog.Logger
 // Config returns the manager's configuration, defaults set.
 func (m *Manager) Config() Config { return m.cfg }
 
-// Run runs the eviction loop until ctx ends.
+// Run runs the eviction loop until ctx ends; a nil manager (eviction not
+// enabled) returns at once.
 func (m *Manager) Run(ctx context.Context) {
+	if m == nil {
+		return
+	}
 	t := m.clock.NewTicker(m.cfg.Period)
 	defer t.Stop()
 	cycles, _ := m.cfg.Stats.(CycleStats)
@@ -192,9 +210,10 @@ func (m *Manager) Run(ctx context.Context) {
 // Admit is the kubelet's eviction admit handler, the one question the
 // engine asks at admission: under MemoryPressure alone, BestEffort pods
 // are refused; under any other pressure every pod is; critical pods
-// always pass. An empty reason admits the pod.
+// always pass. An empty reason admits the pod; a nil manager (eviction
+// not enabled) admits every pod.
 func (m *Manager) Admit(pod *v1.Pod) (reason, message string) {
-	if IsCritical(pod) {
+	if m == nil || IsCritical(pod) {
 		return "", ""
 	}
 	var on []v1.NodeConditionType
@@ -274,6 +293,16 @@ func (m *Manager) UnderPressure(t v1.NodeConditionType) bool {
 	defer m.mu.Unlock()
 	c := m.conditions[t]
 	return c != nil && c.Status
+}
+
+// NodePressure reports the memory, disk and PID pressure conditions, for
+// the cluster's Node status; ok is false for a nil manager (eviction not
+// enabled).
+func (m *Manager) NodePressure() (memory, disk, pid, ok bool) {
+	if m == nil {
+		return false, false, false, false
+	}
+	return m.UnderPressure(v1.NodeMemoryPressure), m.UnderPressure(v1.NodeDiskPressure), m.UnderPressure(v1.NodePIDPressure), true
 }
 
 // crossed returns the thresholds the observation crosses now, grace

@@ -14,7 +14,9 @@
 //   - the node's addresses (hostips.go): the configured ones, else the
 //     host's own, read once (unit tests configure theirs);
 //   - the agents' identities (identity.go): the daemon's and a foreground
-//     run's IDs, how they read, the notices about other minikubelets' pods;
+//     run's IDs, how they read, whose an object is by its labels and a
+//     pod directory by its owner file (written and read here), the
+//     notices about other minikubelets' pods;
 //   - the admit chain (admission.go): OS label and field, pod count and
 //     resources against allocatable, node selector and affinity, node
 //     name, host ports, with the kubelet's reasons and messages, and the
@@ -41,6 +43,7 @@
 // client or any runtime leaf (cri, cni, cgroups, probes), agent/api,
 // agent/cluster, agent/volume, agent/source, agent/stats or cmd; of the
 // repository it uses agent/eviction (the thresholds kept from
-// allocatable), agent/manifest and agent/podspec. hack/verify-imports.sh
-// enforces it, for its tests too.
+// allocatable), agent/manifest, agent/podspec and agent/safepath (the pod
+// directory's owner file). hack/verify-imports.sh enforces it, for its
+// tests too.
 package node

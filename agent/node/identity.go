@@ -20,21 +20,24 @@ package node
 // source, and then it is the same pod (a `run` of the same file again
 // takes over what an earlier, killed `run` left).
 //
-// This file holds the identities, how they read and whose an object is by
-// its labels; the engine (package agent, agent_identity.go) labels its
-// objects with its own and asks the runtime for the labels.
+// This file holds the identities, how they read, whose an object is by
+// its labels and whose a pod directory is by its owner file; the engine
+// (package agent, agent_identity.go) labels its objects and marks its pod
+// directories with its own, and asks the runtime for the labels.
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/minikubelet/minikubelet/agent/podspec"
+	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
 // Prefixes of agent IDs.
@@ -49,6 +52,16 @@ const (
 func ServeAgentID(rootDir string) string {
 	sum := sha256.Sum256([]byte(filepath.Clean(rootDir)))
 	return agentIDServe + hex.EncodeToString(sum[:6])
+}
+
+// AgentID is the agent's identity: the configured one, or by default the
+// daemon's with root dir rootDir (an engine built as a struct literal in
+// tests has no defaults applied).
+func AgentID(configured, rootDir string) string {
+	if configured == "" {
+		return ServeAgentID(rootDir)
+	}
+	return configured
 }
 
 // ForegroundAgentID is the identity of a foreground `minikubelet run`
@@ -119,4 +132,40 @@ func ForeignPods(self string, sandboxLabels []map[string]string) map[string]int 
 		byOwner[labels[podspec.LabelAgent]]++
 	}
 	return byOwner
+}
+
+// PodDirOwnerFile is the file in a pod's directory that names the agent
+// that made it. A foreground run and the daemon share the default root dir
+// (/var/lib/minikubelet): a pod dir alone does not say whose pod it is,
+// and another agent's pod is between its pod dir and its sandbox while it
+// starts, which is when the daemon's orphan collection would take it for
+// a pod that exists nowhere.
+const PodDirOwnerFile = "agent-id"
+
+// MarkPodDir records the agent with ID id as the maker of the pod
+// directory podDir (which exists). Two agents share a pod dir only when
+// they run the same pod (same source, same UID); the last one to start it
+// owns it.
+func MarkPodDir(podDir, id string) error {
+	path := filepath.Join(podDir, PodDirOwnerFile)
+	if old, err := safepath.ReadFile(path, 256); err == nil && string(old) == id {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id), 0o644); err != nil {
+		return fmt.Errorf("mark pod dir: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("mark pod dir: %w", err)
+	}
+	return nil
+}
+
+// ForeignPodDir reports whether the pod directory podDir names another
+// agent than self as its maker. A directory without the file (made before
+// it existed, or without pod cgroups) is self's, as objects without an
+// agent label are the daemon's.
+func ForeignPodDir(podDir, self string) bool {
+	id, err := safepath.ReadFile(filepath.Join(podDir, PodDirOwnerFile), 256)
+	return err == nil && len(id) > 0 && string(id) != self
 }

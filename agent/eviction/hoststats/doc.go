@@ -14,8 +14,9 @@
 // It sees the engine through Engine (whether a pod still runs, where its
 // files are, its cgroup) and the runtime through three CRI calls
 // (ContainerStatsLister, ContainerStatuser, ImageFsInfoer); the engine
-// (package agent) builds it (agent.NewEvictionStats) and implements
-// Engine.
+// (package agent) builds it (agent.NewEvictionStats) and fills Engine
+// with its own methods (EngineFuncs). The manager configures its walks
+// (ConfigureWalks, eviction.WalkConfigurer) when it is built.
 //
 // It must not import the engine (package agent), the CRI client (cri, or
 // grpc: it uses the CRI message types only), the daemon, agent/api,

@@ -67,6 +67,32 @@ type Engine interface {
 	PodCgroup(p *v1.Pod) cgroups.Name
 }
 
+// EngineFuncs is Engine made of functions: the engine (package agent)
+// fills it with its own methods instead of keeping an adapter type.
+type EngineFuncs struct {
+	HasFunc                   func(uid types.UID) bool
+	PodDirFunc, PodLogDirFunc func(p *v1.Pod) string
+	EmptyDirPathFunc          func(p *v1.Pod, volume string) string
+	PodCgroupFunc             func(p *v1.Pod) cgroups.Name
+}
+
+// Has implements Engine.
+func (f EngineFuncs) Has(uid types.UID) bool { return f.HasFunc(uid) }
+
+// PodDir implements Engine.
+func (f EngineFuncs) PodDir(p *v1.Pod) string { return f.PodDirFunc(p) }
+
+// PodLogDir implements Engine.
+func (f EngineFuncs) PodLogDir(p *v1.Pod) string { return f.PodLogDirFunc(p) }
+
+// EmptyDirPath implements Engine.
+func (f EngineFuncs) EmptyDirPath(p *v1.Pod, volume string) string {
+	return f.EmptyDirPathFunc(p, volume)
+}
+
+// PodCgroup implements Engine.
+func (f EngineFuncs) PodCgroup(p *v1.Pod) cgroups.Name { return f.PodCgroupFunc(p) }
+
 // ContainerStatsLister is the CRI call pod stats need (cri.Instrumented
 // has it).
 type ContainerStatsLister interface {
