@@ -26,7 +26,6 @@ import (
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
-	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/probes"
 )
@@ -261,50 +260,26 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	if err := a.volumes().CleanupStaleSubPaths(desired, live, busy); err != nil {
 		errs = append(errs, err)
 	}
-	// Pod cgroups whose pod has no sandbox and no source.
-	if a.cgroups == nil {
-		return errors.Join(errs...)
-	}
-	for _, tier := range []cgroups.Name{cgroups.Kubepods, cgroups.KubepodsBurstable, cgroups.KubepodsBestEffort} {
-		names, err := a.cgroups.ListPods(tier)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	// Pod cgroups whose pod has no sandbox and no source, of pods this
+	// agent made (it creates the pod dir under its root dir first, and
+	// removes it last): another agent on the machine (a test's, with its
+	// own containerd) may be starting that pod right now, and so may a
+	// foreground run sharing this root dir (its ID is in the pod dir).
+	dir := func(uid types.UID) string { return a.podDir(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}) }
+	keep := func(uid types.UID) bool {
+		if live[uid] || desired[uid] || a.hasWorker(uid) {
+			return true
 		}
-		for _, n := range names {
-			u, ok := n.PodUID()
-			uid := types.UID(u)
-			if !ok || live[uid] || desired[uid] || a.hasWorker(uid) {
-				continue
-			}
-			// Only pod cgroups this agent made (it creates the pod dir
-			// under its root dir first, and removes it last): another
-			// agent on the machine (a test's, with its own containerd)
-			// may be starting that pod right now, and so may a foreground
-			// run sharing this root dir (its ID is in the pod dir). A
-			// cgroup that still has processes is never ours to kill
-			// either.
-			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}
-			if _, err := os.Stat(a.podDir(pod)); err != nil || a.foreignPodDir(uid) {
-				continue
-			}
-			if pids, err := a.cgroups.Pids(n); err != nil || len(pids) > 0 {
-				continue
-			}
-			a.logger.Info("Removing an orphaned pod cgroup", "cgroup", a.cgroups.Path(n))
-			if err := a.cgroups.Destroy(n); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := volume.UnmountUnder(a.podDir(pod)); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := safepath.RemoveAll(a.podDir(pod)); err != nil { // never through a mount left there
-				errs = append(errs, err)
-			}
-		}
+		_, err := os.Stat(dir(uid))
+		return err != nil || a.foreignPodDir(uid)
 	}
+	removed := func(uid types.UID) error {
+		if err := volume.UnmountUnder(dir(uid)); err != nil {
+			return err
+		}
+		return safepath.RemoveAll(dir(uid)) // never through a mount left there
+	}
+	errs = append(errs, a.podCgroups().SweepOrphans(keep, removed))
 	return errors.Join(errs...)
 }
 

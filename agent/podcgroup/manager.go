@@ -1,6 +1,7 @@
 package podcgroup
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/agent/podspec"
@@ -144,4 +146,44 @@ func CheckOOMScoreAdj() string {
 			err, strings.TrimSpace(string(cur)))
 	}
 	return ""
+}
+
+// SweepOrphans removes the pod cgroups of the QoS tiers whose pod exists
+// nowhere: keep(uid) says whether the pod is still somewhere or not this
+// agent's (a sandbox, a source, a worker, another agent's pod directory),
+// and a cgroup that still holds processes is never removed. After each
+// removal, removed(uid) cleans what else the pod left (the engine: its
+// pod directory). Errors are collected; one pod's does not stop the rest.
+func (m Manager) SweepOrphans(keep func(uid types.UID) bool, removed func(uid types.UID) error) error {
+	if m.Cgroups == nil {
+		return nil
+	}
+	var errs []error
+	for _, tier := range []cgroups.Name{cgroups.Kubepods, cgroups.KubepodsBurstable, cgroups.KubepodsBestEffort} {
+		names, err := m.Cgroups.ListPods(tier)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, n := range names {
+			u, ok := n.PodUID()
+			if !ok || keep(types.UID(u)) {
+				continue
+			}
+			if pids, err := m.Cgroups.Pids(n); err != nil || len(pids) > 0 {
+				continue
+			}
+			if m.Logger != nil {
+				m.Logger.Info("Removing an orphaned pod cgroup", "cgroup", m.Cgroups.Path(n))
+			}
+			if err := m.Cgroups.Destroy(n); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := removed(types.UID(u)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

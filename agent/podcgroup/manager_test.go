@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
@@ -84,4 +85,46 @@ func TestManager_NodeAndPod(t *testing.T) {
 	_, err = off.EnsurePod(pod)
 	assert.NoError(t, err)
 	assert.Equal(t, "", off.Path(pod))
+}
+
+// SweepOrphans removes only the pod cgroups keep does not claim and that
+// hold no process, calls removed for each one it removed, and goes on
+// after a failure.
+func TestManager_SweepOrphans(t *testing.T) {
+	f := cgroupstest.NewFake()
+	m := testManager(f)
+	_, err := m.EnsureNode()
+	require.NoError(t, err)
+	pod := func(uid string, qos v1.PodQOSClass) *v1.Pod {
+		p := &v1.Pod{}
+		p.UID = types.UID(uid)
+		p.Status.QOSClass = qos
+		_, err := m.EnsurePod(p)
+		require.NoError(t, err)
+		return p
+	}
+	kept := pod("kept", v1.PodQOSGuaranteed)
+	busy := pod("busy", v1.PodQOSBurstable)
+	orphan := pod("orphan", v1.PodQOSBestEffort)
+	failing := pod("failing", v1.PodQOSBurstable)
+	f.SetPids(Name(busy, v1.PodQOSBurstable), 42)
+
+	var removed []types.UID
+	err = m.SweepOrphans(
+		func(uid types.UID) bool { return uid == kept.UID },
+		func(uid types.UID) error {
+			removed = append(removed, uid)
+			if uid == failing.UID {
+				return errors.New("pod dir busy")
+			}
+			return nil
+		})
+	require.ErrorContains(t, err, "pod dir busy")
+	assert.ElementsMatch(t, []types.UID{orphan.UID, failing.UID}, removed)
+	assert.True(t, f.Exists(Name(kept, v1.PodQOSGuaranteed)), "a pod keep claims stays")
+	assert.True(t, f.Exists(Name(busy, v1.PodQOSBurstable)), "a cgroup with processes stays")
+	assert.False(t, f.Exists(Name(orphan, v1.PodQOSBestEffort)))
+	assert.False(t, f.Exists(Name(failing, v1.PodQOSBurstable)))
+
+	assert.NoError(t, Manager{}.SweepOrphans(nil, nil), "no driver: nothing to sweep")
 }
