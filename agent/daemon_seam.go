@@ -193,13 +193,6 @@ func (a *Agent) LatestContainer(ctx context.Context, pod *v1.Pod, name string) (
 	return c.id, c.state, true, nil
 }
 
-// RejectedEvent is the one event of a pod admission rejected: its
-// status's reason and message.
-func RejectedEvent(rejected *v1.Pod) podevents.Event {
-	return podevents.Event{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: podevents.TruncateMessage(rejected.Status.Message, podevents.MaxMessageBytes), Count: 1,
-		FirstTimestamp: rejected.Status.StartTime.Time, LastTimestamp: rejected.Status.StartTime.Time}
-}
-
 // collectOrphans tears down every pod this agent created that no source
 // wants (the agent's restart found them in the runtime), using only what
 // the runtime's labels and annotations tell, as the kubelet does; and

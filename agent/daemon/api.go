@@ -180,7 +180,7 @@ func (d *Daemon) Events(namespace, name string) ([]v1.Event, error) {
 		pod, evs = w.Snapshot(), w.Events()
 	case rejected != nil:
 		pod = rejected
-		evs = []podevents.Event{agent.RejectedEvent(rejected)}
+		evs = []podevents.Event{podevents.Rejected(rejected)}
 	default:
 		return nil, notFound(name)
 	}

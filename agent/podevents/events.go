@@ -126,3 +126,10 @@ func (r *Ring) Add(typ, reason, msg, fieldPath string, now time.Time) Event {
 func (r *Ring) List() []Event {
 	return append([]Event(nil), r.events...)
 }
+
+// Rejected is the one event of a pod admission rejected: its status's
+// reason and message, at its start time.
+func Rejected(rejected *v1.Pod) Event {
+	return Event{Type: v1.EventTypeWarning, Reason: rejected.Status.Reason, Message: TruncateMessage(rejected.Status.Message, MaxMessageBytes), Count: 1,
+		FirstTimestamp: rejected.Status.StartTime.Time, LastTimestamp: rejected.Status.StartTime.Time}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestEventRing_FoldsRepeats(t *testing.T) {
@@ -100,4 +101,22 @@ func TestTruncateMessage_CharacterBoundary(t *testing.T) {
 	junk := strings.Repeat("\x80", 3000)
 	assert.Len(t, TruncateMessage(junk, 1024), 1024)
 	assert.Equal(t, "", ClipUTF8("abc", 0))
+}
+
+// A rejected pod's one event carries its status's reason and message,
+// bounded, at its start time.
+func TestRejected(t *testing.T) {
+	at := time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
+	p := &v1.Pod{}
+	p.Status.Reason = "OutOfmemory"
+	p.Status.Message = strings.Repeat("m", MaxMessageBytes+10)
+	p.Status.StartTime = &metav1.Time{Time: at}
+	ev := Rejected(p)
+	assert.Equal(t, v1.EventTypeWarning, ev.Type)
+	assert.Equal(t, "OutOfmemory", ev.Reason)
+	assert.LessOrEqual(t, len(ev.Message), MaxMessageBytes)
+	assert.True(t, strings.HasPrefix(ev.Message, "mmm"))
+	assert.Equal(t, 1, ev.Count)
+	assert.Equal(t, at, ev.FirstTimestamp)
+	assert.Equal(t, at, ev.LastTimestamp)
 }
