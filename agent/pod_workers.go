@@ -43,15 +43,11 @@ type podWorker struct {
 	mu sync.Mutex
 	// spec is the newest desired pod.
 	spec *v1.Pod
-	// resize is the pod's in-place resize state (agent/resize): its
-	// resizable resources as the node admitted them and as its running
-	// containers have them, the allocated view of spec, the resize
-	// conditions (resize.go).
-	resize resize.State
-	// saveMu orders the resources checkpoint's writes (resize.go:
-	// saveResize): the agent's loop and the worker both save, and the
-	// newest snapshot must be the one left on disk.
-	saveMu sync.Mutex
+	// resize is the pod's in-place resize state (agent/resize), under a
+	// lock of its own: its resizable resources as the node admitted them
+	// and as its running containers have them, the allocated view of spec,
+	// the resize conditions, its checkpoint (resize.go).
+	resize resize.Tracker
 	// terminating is set once the pod left the desired set; never unset.
 	terminating bool
 	// status is the last computed status.
@@ -161,7 +157,9 @@ func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
 		done:      make(chan struct{}),
 		finished:  make(chan struct{}),
 	}
-	a.initResize(w) // resize.go
+	if err := w.resize.Init(pod, a.podDir(pod), w.logger, w.event); err != nil { // resize.go
+		a.logger.Warn("Ignoring an unreadable resources checkpoint", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
 	w.status = podstatus.Initial(pod, w.startTime)
 	w.trigger()
 	return w
@@ -198,7 +196,7 @@ func (w *podWorker) pod() *v1.Pod {
 func (w *podWorker) update(p *v1.Pod) {
 	w.mu.Lock()
 	w.spec = p
-	w.refreshAllocatedLocked()
+	w.resize.Refresh(p)
 	w.mu.Unlock()
 	w.trigger()
 }

@@ -12,10 +12,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/node"
-	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/resize"
-	"github.com/minikubelet/minikubelet/cgroups"
 )
 
 // resizeFixture is a running pod with one app container "app" (cpu 500m/1,
@@ -117,8 +115,9 @@ func TestAgent_PlanResize(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pod, st := resizeFixture()
 			w := &podWorker{spec: pod}
-			w.resize.Init(pod, resize.Checkpoint{}, false)
-			w.resize.Actuated = resize.Of(pod)
+			dir := t.TempDir() // actuated as allocated
+			require.NoError(t, resize.SaveCheckpoint(dir, resize.Checkpoint{Allocated: resize.Of(pod), Actuated: resize.Of(pod)}))
+			require.NoError(t, w.resize.Init(pod, dir, nil, nil))
 			for _, m := range tc.mutate {
 				if m == nil {
 					st.sandboxes = nil
@@ -148,24 +147,25 @@ func TestPodCgroupSteps(t *testing.T) {
 	u64 := func(v uint64) *uint64 { return &v }
 	before := podCgroupResourcesFor(t, "1", "256Mi")
 	after := podCgroupResourcesFor(t, "2", "128Mi")
-	grow, shrink := podCgroupSteps(v1.ResourceCPU, before, after)
+	grow, shrink := resize.PodCgroupSteps(v1.ResourceCPU, before, after)
 	assert.Equal(t, i64(200000), grow.CPUQuota, "a larger quota is written before the containers")
 	assert.Nil(t, shrink.CPUQuota)
-	grow, shrink = podCgroupSteps(v1.ResourceMemory, before, after)
+	grow, shrink = resize.PodCgroupSteps(v1.ResourceMemory, before, after)
 	assert.Nil(t, grow.MemoryLimit)
 	assert.Equal(t, i64(128<<20), shrink.MemoryLimit, "a smaller memory limit is written after the containers")
 	// Shares follow the request.
-	grow, _ = podCgroupSteps(v1.ResourceCPU, before, after)
+	grow, _ = resize.PodCgroupSteps(v1.ResourceCPU, before, after)
 	assert.Equal(t, u64(2048), grow.CPUShares)
 }
 
 // podCgroupResourcesFor is the Guaranteed pod cgroup of one container with
-// cpu and memory as request and limit.
-func podCgroupResourcesFor(t *testing.T, cpu, mem string) cgroups.Resources {
+// cpu and memory as request and limit, as doResize hands it to
+// resize.Steps.
+func podCgroupResourcesFor(t *testing.T, cpu, mem string) resize.PodCgroup {
 	t.Helper()
 	pod := &v1.Pod{}
 	pod.Spec.Containers = []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: rl(cpu, mem), Limits: rl(cpu, mem)}}}
-	return podcgroup.Resources(pod, v1.PodQOSGuaranteed, 0)
+	return (&Agent{}).podCgroupOf(v1.PodQOSGuaranteed)(pod)
 }
 
 func TestContainerHashIgnoresResources(t *testing.T) {

@@ -80,7 +80,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		c := &pod.Spec.InitContainers[i]
 		cs := a.containerStatus(c, st, reasons[c.Name], "PodInitializing")
 		if isSidecar(c) {
-			setStatusResources(w, c, &cs)
+			w.resize.SetStatusResources(c.Name, &cs) // resize.go
 			a.applyProbes(pod, &cs)
 		} else {
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
@@ -90,7 +90,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := a.containerStatus(c, st, reasons[c.Name], defaultReason)
-		setStatusResources(w, c, &cs)
+		w.resize.SetStatusResources(c.Name, &cs) // resize.go
 		a.applyProbes(pod, &cs)
 		out.ContainerStatuses = append(out.ContainerStatuses, cs)
 	}
@@ -119,7 +119,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 	sandboxChanged, _ := podSandboxChanged(pod, st)
 	out.Conditions = podstatus.Conditions(pod, &out, !sandboxChanged, prev.Conditions, now)
 	// PodResizePending and PodResizeInProgress (resize.go).
-	out.Conditions = append(out.Conditions, w.resizeConditions(out.Phase)...)
+	out.Conditions = append(out.Conditions, w.resize.Conditions(out.Phase)...)
 	if out.Phase == v1.PodRunning && prev.Phase != v1.PodRunning {
 		total := a.clock.Since(startTime)
 		w.step(podevents.StepRunning, total, "total since accepted")
@@ -205,13 +205,4 @@ func (a *Agent) runtimeState(c *containerInfo) v1.ContainerState {
 	default:
 		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}}
 	}
-}
-
-// setStatusResources fills a container status's allocatedResources and
-// resources (resize.go), as the kubelet does for a container that exists.
-func setStatusResources(w *podWorker, c *v1.Container, cs *v1.ContainerStatus) {
-	if cs.ContainerID == "" {
-		return
-	}
-	cs.AllocatedResources, cs.Resources = w.containerStatusResources(c, cs.State.Running != nil)
 }

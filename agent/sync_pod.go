@@ -316,7 +316,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	}
 	w.setObserved(st2)
 	a.updateProbes(pod, st2)
-	a.finishResize(w, pod, st2, resizeErr) // resize.go
+	w.resize.Finish(pod, runningIn(st2), resizeErr, a.clock.Now()) // resize.go
 	status := a.computePodStatus(w, pod, st2)
 	w.setStatus(status)
 	a.finishIfOver(w, status.Phase, st2)
@@ -573,7 +573,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	if id != "" {
 		res.touch(id, sb.id)
 		if ctype != containerTypeInit || isSidecar(c) {
-			a.recordActuated(w, c) // created with its allocated resources (resize.go)
+			w.resize.RecordActuated(c) // created with its allocated resources (resize.go)
 		}
 	}
 	if err != nil {

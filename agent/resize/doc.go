@@ -34,14 +34,22 @@
 //     node.Admit), Deferred or Infeasible;
 //   - the plan of a sync's resize (plan.go): which running containers are
 //     updated in place (memory before cpu, decreases before increases) and
-//     which are restarted, and the refusal of a memory limit below usage;
+//     which are restarted, the refusal of a memory limit below usage, and
+//     the ordered writes of the update in place (Steps: the pod cgroup
+//     before the containers when it grows, after them when it shrinks);
 //   - a pod's resize state (state.go): allocation, actuation, the
 //     PodResizePending and PodResizeInProgress conditions, the events and
-//     their messages, the status's allocatedResources and resources.
+//     their messages, the status's allocatedResources and resources;
+//   - the Tracker (tracker.go): a pod's State under a lock of its own, with
+//     its checkpoint's saves (ordered, a failure logged) and its events
+//     handed to the recorder the engine gives it; it admits a changed spec
+//     (Handle) and answers the sync and the status.
 //
-// The engine (package agent, agent/resize.go) keeps the glue: the worker
-// holds a State under its lock, and the engine calls the runtime's
-// UpdateContainerResources and writes the pod cgroup.
+// The engine (package agent, agent/resize.go) keeps the glue: each pod
+// worker holds a Tracker; the engine decides when to call it (a changed
+// spec, a pod gone, a sync), calls the runtime's UpdateContainerResources
+// and writes the pod cgroup in the order Steps gives, and translates the
+// pod cgroup's values (cgroups) and the container's (agent/podspec).
 //
 // It must not import the engine (package agent), the CRI client (cri,
 // gRPC), cgroups or another runtime leaf (cni, probes), agent/daemon,

@@ -48,6 +48,20 @@ func (r Actions) InPlace() bool {
 	return len(r.Update[v1.ResourceCPU]) > 0 || len(r.Update[v1.ResourceMemory]) > 0
 }
 
+// Starts adds the indexes of r's restarts to a sync plan's app and init
+// container starts (apps, inits), each once.
+func (r Actions) Starts(apps, inits []int) ([]int, []int) {
+	add := func(to, from []int) []int {
+		for _, i := range from {
+			if !slices.Contains(to, i) {
+				to = append(to, i)
+			}
+		}
+		return to
+	}
+	return add(apps, r.RestartApp), add(inits, r.RestartSidecar)
+}
+
 // UpdateOrder is the order of the in-place passes: memory first, then cpu
 // (the kubelet's doPodResizeAction).
 var UpdateOrder = []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU}
@@ -263,4 +277,69 @@ func limitValue(p *int64) int64 {
 		return 1<<63 - 1
 	}
 	return *p
+}
+
+// empty reports whether nothing is to be written.
+func (p PodCgroup) empty() bool {
+	return p.CPUShares == nil && p.CPUQuota == nil && p.MemoryLimit == nil
+}
+
+// Step is one write of a resize in place (Steps): the pod cgroup when
+// Container is empty, otherwise one container's update.
+type Step struct {
+	// PodCgroup is what is written to the pod cgroup (only what is set).
+	PodCgroup PodCgroup
+	// Container is the container to update, ID its running instance.
+	Container, ID string
+	// Resources are the container's cpu and memory once updated: this
+	// pass's resource at its new value, the other one as actuated (the
+	// kubelet's updatePodContainerResources). The engine records them as
+	// actuated when the update succeeded.
+	Resources v1.ResourceRequirements
+	// Pod and Spec are what the engine translates into the runtime's
+	// resources: the pod with the resources actuated so far (for its QoS
+	// class), and the container with Resources.
+	Pod  *v1.Pod
+	Spec *v1.Container
+}
+
+// Steps orders the in-place updates of ra (pod is the allocated view) as
+// the kubelet's doPodResizeAction: memory first, then cpu; for each, the
+// pod cgroup before the containers when its limit or request grows, after
+// them when it shrinks (PodCgroupSteps over podCgroup, the pod cgroup's
+// values for a pod). actuated is what the running containers have now
+// (not changed); each step counts the ones before it as done, so the
+// engine stops at the first that fails.
+func Steps(pod *v1.Pod, actuated Resources, ra Actions, podCgroup func(*v1.Pod) PodCgroup) []Step {
+	actuated = actuated.Clone()
+	var out []Step
+	for _, n := range UpdateOrder {
+		list := ra.Update[n]
+		if len(list) == 0 {
+			continue
+		}
+		// The pod cgroup's values before and after this pass.
+		before := podCgroup(WithResources(pod, actuated))
+		next := actuated.Clone()
+		for _, u := range list {
+			r := next[u.Name]
+			Set(&r, n, Requirements(pod, u))
+			next[u.Name] = r
+		}
+		grow, shrink := PodCgroupSteps(n, before, podCgroup(WithResources(pod, next)))
+		if !grow.empty() {
+			out = append(out, Step{PodCgroup: grow})
+		}
+		for _, u := range list {
+			r := actuated[u.Name]
+			Set(&r, n, Requirements(pod, u))
+			c := ContainerWith(pod, u, r)
+			out = append(out, Step{Container: u.Name, ID: u.ID, Resources: *r.DeepCopy(), Pod: WithResources(pod, actuated), Spec: c})
+			actuated[u.Name] = r
+		}
+		if !shrink.empty() {
+			out = append(out, Step{PodCgroup: shrink})
+		}
+	}
+	return out
 }

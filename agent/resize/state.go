@@ -28,8 +28,8 @@ type Event struct {
 	Message string
 }
 
-// State is one pod's resize state. It has no lock: the engine's pod worker
-// holds it under its own.
+// State is one pod's resize state. It has no lock: a Tracker holds it
+// under its own.
 //
 //	Init ──► allocated = checkpoint's, or the spec's
 //	Wants(desired)? ──Decide(verdict)── fit ──► allocated = desired, InProgress (ResizeStarted)
