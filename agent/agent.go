@@ -22,6 +22,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/eviction"
+	agentmetrics "github.com/minikubelet/minikubelet/agent/metrics"
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podevents"
@@ -125,8 +126,7 @@ type Agent struct {
 	// readySandboxes counts ready sandboxes at the last relist; guarded
 	// by mu.
 	readySandboxes int
-	// metrics are the Prometheus metrics.
-	metrics *metrics
+	metrics *agentmetrics.Metrics // the Prometheus metrics, fed the running pods count
 	// config holds the ConfigMaps and Secrets (SetConfigData); created on
 	// first use by configData, guarded by configOnce.
 	config     *source.ConfigStore
@@ -185,7 +185,7 @@ func New(cfg Config, deps Deps) *Agent {
 	a.crashBackoff.expireAfter = 10 * time.Minute
 	a.imageBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
 	a.probes = a.newProber()
-	a.metrics = newMetrics(a)
+	a.metrics = agentmetrics.New(a.countRunningPods)
 	if a.clock == nil {
 		a.clock = clock.RealClock{}
 	}
@@ -393,7 +393,7 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			// Its probe series go with it, as the kubelet's prober
 			// workers delete theirs when they stop: a series per pod
 			// ever probed would grow the daemon's heap with every pod.
-			a.metrics.forgetPod(uid)
+			a.metrics.ForgetPod(uid)
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)

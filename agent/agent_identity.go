@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // ownsObject reports whether a sandbox or container, by its labels, was
@@ -43,15 +44,12 @@ func (a *Agent) foreignPods(sbs []*runtimeapi.PodSandbox) map[string]int {
 func (a *Agent) ForeignPods(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RuntimeTimeout)
 	defer cancel()
-	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
 	return node.ForeignPodNotices(a.foreignPods(sbs)), nil
 }
-
-// podDirOwnerFile names the agent that made a pod's directory.
-const podDirOwnerFile = node.PodDirOwnerFile
 
 // markPodDir records this agent as the maker of the pod's directory
 // (node.MarkPodDir).

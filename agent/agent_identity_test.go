@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/node"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
@@ -41,9 +42,9 @@ func TestOwnsObject(t *testing.T) {
 	serve := &Agent{cfg: Config{AgentID: node.ServeAgentID("/var/lib/minikubelet")}}
 	run := &Agent{cfg: Config{AgentID: node.ForegroundAgentID(4242), Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}}
 	labels := func(agent string) map[string]string {
-		l := map[string]string{labelManagedBy: managedByValue}
+		l := map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}
 		if agent != "" {
-			l[labelAgent] = agent
+			l[podspec.LabelAgent] = agent
 		}
 		return l
 	}
@@ -57,7 +58,7 @@ func TestOwnsObject(t *testing.T) {
 		{"another run's", labels(node.ForegroundAgentID(7)), false, false},
 		{"another daemon's", labels(node.ServeAgentID("/srv/mk")), false, false},
 		{"older version: the daemon's", labels(""), true, false},
-		{"not minikubelet's", map[string]string{labelAgent: node.ForegroundAgentID(4242)}, false, false},
+		{"not minikubelet's", map[string]string{podspec.LabelAgent: node.ForegroundAgentID(4242)}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.serve, serve.ownsObject(tc.labels), "serve")
@@ -93,8 +94,8 @@ func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
 	// A sandbox an older minikubelet made: no agent label.
 	_, err := h.fake.Runtime.RunPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "legacy", Namespace: "default", Uid: "uid-legacy"},
-		Labels: map[string]string{labelManagedBy: managedByValue, labelPodUID: "uid-legacy",
-			labelPodName: "legacy", labelPodNamespace: "default"},
+		Labels: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: "uid-legacy",
+			podspec.LabelPodName: "legacy", podspec.LabelPodNamespace: "default"},
 	}, "")
 	require.NoError(t, err)
 
@@ -105,10 +106,10 @@ func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
 	require.NoError(t, err)
 	want := map[string]string{"uid-ours": h.agent.cfg.AgentID, "uid-fg": node.ForegroundAgentID(4242), "uid-legacy": ""}
 	for _, sb := range sbs {
-		assert.Equal(t, want[sb.Labels[labelPodUID]], sb.Labels[labelAgent], "sandbox of %s", sb.Labels[labelPodUID])
+		assert.Equal(t, want[sb.Labels[podspec.LabelPodUID]], sb.Labels[podspec.LabelAgent], "sandbox of %s", sb.Labels[podspec.LabelPodUID])
 	}
 	for _, c := range ctrs {
-		assert.Equal(t, want[c.Labels[labelPodUID]], c.Labels[labelAgent], "container of %s", c.Labels[labelPodUID])
+		assert.Equal(t, want[c.Labels[podspec.LabelPodUID]], c.Labels[podspec.LabelAgent], "container of %s", c.Labels[podspec.LabelPodUID])
 	}
 
 	// The run's relist: its own pod only.
@@ -135,7 +136,7 @@ func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
 		require.NoError(t, err)
 		left := map[string]bool{}
 		for _, sb := range sbs {
-			left[sb.Labels[labelPodUID]] = true
+			left[sb.Labels[podspec.LabelPodUID]] = true
 		}
 		return left
 	}
@@ -194,7 +195,7 @@ func TestRelister_SeesAdoptedPods(t *testing.T) {
 	ctrs, err := h.fake.Runtime.ListContainers(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, ctrs, 1, "adopted, not recreated")
-	require.Equal(t, node.ForegroundAgentID(4242), ctrs[0].Labels[labelAgent])
+	require.Equal(t, node.ForegroundAgentID(4242), ctrs[0].Labels[podspec.LabelAgent])
 
 	// The relister compares again next time when the worker is busy (it
 	// may still be finishing the sync that published Running).

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // backoff is the kubelet's per-key exponential backoff (client-go
@@ -90,7 +92,7 @@ func (a *Agent) imageInBackoff(pod *v1.Pod, c *v1.Container) bool {
 // crashBackoffKey is the kubelet's stable key: a spec change gets a fresh
 // back-off.
 func crashBackoffKey(pod *v1.Pod, c *v1.Container) string {
-	return fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, containerHashString(c))
+	return fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, podspec.ContainerHash(c))
 }
 
 func imageBackoffKey(pod *v1.Pod, c *v1.Container) string {

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // Sandbox annotations that carry what the QoS tiers are computed from, so
@@ -44,7 +45,7 @@ func (a *Agent) refreshBurstableTier(ctx context.Context) {
 	if a.cgroups == nil {
 		return
 	}
-	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}})
 	if err != nil {
 		a.logger.Warn("Listing sandboxes for the burstable QoS cgroup failed", "err", err)
 		return

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 func testAgent(t *testing.T, resolv string) *Agent {
@@ -51,7 +53,7 @@ spec:
 `)
 	c := &pod.Spec.Containers[0]
 	vols := map[string]string{"scratch": "/var/lib/mkl/pods/u/volumes/kubernetes.io~empty-dir/scratch", "host": "/srv/data"}
-	cfg, err := a.generateContainerConfig(pod, c, containerTypeRegular, 2, "sha256:abc", "10.88.0.9", vols, nil)
+	cfg, err := a.generateContainerConfig(pod, c, podspec.ContainerTypeRegular, 2, "sha256:abc", "10.88.0.9", vols, nil)
 	require.NoError(t, err)
 	assert.Equal(t, &runtimeapi.ContainerMetadata{Name: "app", Attempt: 2}, cfg.Metadata)
 	assert.Equal(t, "sha256:abc", cfg.Image.Image)
@@ -74,13 +76,13 @@ spec:
 	assert.Equal(t, int64(100000), r.CpuPeriod)
 	assert.Equal(t, int64(50000), r.CpuQuota)
 	assert.Equal(t, int64(128<<20), r.MemoryLimitInBytes)
-	assert.Equal(t, "2", cfg.Annotations[annotationRestartCount])
-	assert.Equal(t, "7", cfg.Annotations[annotationPodTerminationGrace])
-	assert.Equal(t, containerHashString(c), cfg.Annotations[annotationContainerHash])
-	assert.Equal(t, `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`, cfg.Annotations[annotationContainerPorts])
+	assert.Equal(t, "2", cfg.Annotations[podspec.AnnotationRestartCount])
+	assert.Equal(t, "7", cfg.Annotations[podspec.AnnotationPodTerminationGrace])
+	assert.Equal(t, podspec.ContainerHash(c), cfg.Annotations[podspec.AnnotationContainerHash])
+	assert.Equal(t, `[{"name":"http","containerPort":8080,"protocol":"TCP"}]`, cfg.Annotations[podspec.AnnotationContainerPorts])
 	assert.Equal(t, map[string]string{
-		labelPodName: "web", labelPodNamespace: "shop", labelPodUID: "11111111-2222-3333-4444-555555555555",
-		labelContainerName: "app", labelManagedBy: "minikubelet", labelAgent: a.cfg.AgentID,
+		podspec.LabelPodName: "web", podspec.LabelPodNamespace: "shop", podspec.LabelPodUID: "11111111-2222-3333-4444-555555555555",
+		podspec.LabelContainerName: "app", podspec.LabelManagedBy: "minikubelet", podspec.LabelAgent: a.cfg.AgentID,
 	}, cfg.Labels)
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podevents"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -89,7 +90,7 @@ func (a *Agent) Logger() *slog.Logger { return a.logger }
 
 // RunLogRotation rotates the containers' logs until ctx ends.
 func (a *Agent) RunLogRotation(ctx context.Context, cfg LogRotationConfig) {
-	a.runLogRotation(ctx, cfg)
+	a.newLogRotator().Run(ctx, cfg)
 }
 
 // ConfigScopeNode is the scope of the node's ConfigMaps and Secrets (the
@@ -200,7 +201,7 @@ func (a *Agent) LatestContainer(ctx context.Context, pod *v1.Pod, name string) (
 // minikubelet on the runtime (a foreground run, another daemon) are left
 // alone and logged (agent_identity.go).
 func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) error {
-	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManagedBy: managedByValue}})
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}})
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -209,14 +210,14 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	}
 	orphans := map[types.UID]*v1.Pod{}
 	for _, sb := range sbs {
-		uid := types.UID(sb.Labels[labelPodUID])
+		uid := types.UID(sb.Labels[podspec.LabelPodUID])
 		if uid == "" || desired[uid] || orphans[uid] != nil || !a.ownsObject(sb.Labels) {
 			continue
 		}
-		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[labelPodName], Namespace: sb.Labels[labelPodNamespace], UID: uid}}
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[podspec.LabelPodName], Namespace: sb.Labels[podspec.LabelPodNamespace], UID: uid}}
 		// The QoS class finds the pod cgroup; the grace period comes from
 		// the containers' annotations (killPod reads them per container).
-		p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[annotationQOSClass])
+		p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[podspec.AnnotationQOSClass])
 		orphans[uid] = p
 	}
 	a.mu.Lock()
@@ -242,7 +243,7 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	// mounts and its pod cgroup are not this agent's to remove.
 	live := map[types.UID]bool{}
 	for _, sb := range sbs {
-		live[types.UID(sb.Labels[labelPodUID])] = true
+		live[types.UID(sb.Labels[podspec.LabelPodUID])] = true
 	}
 	// Pinned subPath mounts of pods that exist nowhere (a teardown cut
 	// short): no mount outlives its pod.

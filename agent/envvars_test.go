@@ -135,7 +135,7 @@ func TestContainerEnv_Errors(t *testing.T) {
 			_, _, _, err := a.containerEnv(pod, &pod.Spec.Containers[0], "")
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
-			_, err = a.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "", nil, nil)
+			_, err = a.generateContainerConfig(pod, &pod.Spec.Containers[0], podspec.ContainerTypeRegular, 0, "img", "", nil, nil)
 			reason, msg := reasonAndMessage(err)
 			assert.Equal(t, "CreateContainerConfigError", reason)
 			assert.Equal(t, tc.want, msg)

@@ -104,7 +104,7 @@ func (a *Agent) targetPIDNamespace(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	}
 	ctrs, err := a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{labelPodUID: string(pod.UID), labelContainerName: target},
+		LabelSelector: map[string]string{podspec.LabelPodUID: string(pod.UID), podspec.LabelContainerName: target},
 	})
 	if err != nil {
 		return newReasonError(ErrCreateContainerConfig, "find target container %q: %s", target, cri.Message(err))

@@ -100,7 +100,7 @@ spec:
 	running := func(name string) int {
 		cs, err := h.fake.Runtime.ListContainers(context.Background(), &runtimeapi.ContainerFilter{
 			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-			LabelSelector: map[string]string{labelContainerName: name}})
+			LabelSelector: map[string]string{podspec.LabelContainerName: name}})
 		require.NoError(t, err)
 		return len(cs)
 	}

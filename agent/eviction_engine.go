@@ -19,6 +19,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/eviction/hoststats"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -58,9 +59,9 @@ func (a *Agent) NewEvictionStats(stats ContainerStatsLister) eviction.StatsProvi
 		Images:            a.images,
 		Logger:            a.logger,
 	}, hoststats.EngineFuncs{HasFunc: a.hasWorker, PodDirFunc: a.podDir,
-		PodLogDirFunc:    func(p *v1.Pod) string { return podLogDir(a.cfg.PodLogDir, p) },
+		PodLogDirFunc:    func(p *v1.Pod) string { return podspec.LogDir(a.cfg.PodLogDir, p) },
 		EmptyDirPathFunc: func(p *v1.Pod, vol string) string { return a.volumes().EmptyDirPath(p, vol) },
-		PodCgroupFunc:    func(p *v1.Pod) cgroups.Name { return podcgroup.Name(p, podQOSClass(p)) }})
+		PodCgroupFunc:    func(p *v1.Pod) cgroups.Name { return podcgroup.Name(p, podspec.QOSClass(p)) }})
 }
 
 // evictablePods are the pods eviction may pick (eviction.Evictable over

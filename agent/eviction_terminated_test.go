@@ -16,6 +16,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	"github.com/minikubelet/minikubelet/agent/gc"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
 
@@ -81,14 +82,14 @@ func podObjects(t *testing.T, h *harness, uid string) (ctrs, sbs []string) {
 	cs, err := h.fake.Runtime.ListContainers(context.Background(), nil)
 	require.NoError(t, err)
 	for _, c := range cs {
-		if c.GetLabels()[labelPodUID] == uid {
+		if c.GetLabels()[podspec.LabelPodUID] == uid {
 			ctrs = append(ctrs, c.GetMetadata().GetName()+"/"+strings.TrimPrefix(c.GetState().String(), "CONTAINER_"))
 		}
 	}
 	ss, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
 	require.NoError(t, err)
 	for _, sb := range ss {
-		if sb.GetLabels()[labelPodUID] == uid {
+		if sb.GetLabels()[podspec.LabelPodUID] == uid {
 			sbs = append(sbs, strings.TrimPrefix(sb.GetState().String(), "SANDBOX_"))
 		}
 	}

@@ -30,7 +30,7 @@ import (
 //   - burstableMilli (the Burstable tier's CPU shares): never negative,
 //     whatever the annotations say, the sum saturates instead of
 //     wrapping, and a huge sum gives the most shares, not the fewest
-//     (milliCPUToShares overflowed).
+//     (podspec.MilliCPUToShares overflowed).
 func FuzzAdoptionAnnotations(f *testing.F) {
 	f.Add("uid-1", "c", "1f2e3d", "3", "container", `[{"containerPort":80,"protocol":"TCP"}]`, `{"exec":{"command":["true"]}}`, "100", "250")
 	f.Add("", "", "", "-1", "init", `[{"containerPort":"x"}]`, `{"httpGet":{"port":"http"}}`, "-5", "9223372036854775807")
@@ -40,17 +40,17 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 			uid = "uid"
 		}
 		ann := map[string]string{
-			annotationContainerHash:  hash,
-			annotationRestartCount:   restart,
-			annotationContainerType:  ctype,
-			annotationContainerPorts: ports,
-			annotationPreStopHandler: preStop,
+			podspec.AnnotationContainerHash:  hash,
+			podspec.AnnotationRestartCount:   restart,
+			podspec.AnnotationContainerType:  ctype,
+			podspec.AnnotationContainerPorts: ports,
+			podspec.AnnotationPreStopHandler: preStop,
 		}
 		wantRestart, err := strconv.Atoi(restart)
 		if err != nil {
 			wantRestart = 0
 		}
-		if got := annotationInt(ann, annotationRestartCount); got != wantRestart {
+		if got := annotationInt(ann, podspec.AnnotationRestartCount); got != wantRestart {
 			t.Fatalf("annotationInt(%q) = %d, want %d", restart, got, wantRestart)
 		}
 
@@ -60,7 +60,7 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 			Id:          "cid",
 			Metadata:    &runtimeapi.ContainerMetadata{Name: name},
 			State:       runtimeapi.ContainerState_CONTAINER_EXITED,
-			Labels:      map[string]string{labelPodUID: uid, labelManagedBy: managedByValue, labelContainerName: name},
+			Labels:      map[string]string{podspec.LabelPodUID: uid, podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelContainerName: name},
 			Annotations: ann,
 		}, SandboxID: "sid"}})
 		a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}}, Deps{Runtime: fake.Runtime, Images: fake.Images})
@@ -111,7 +111,7 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 		// burstableMilli.
 		sb := func(cpu string, state runtimeapi.PodSandboxState) *runtimeapi.PodSandbox {
 			return &runtimeapi.PodSandbox{State: state, Annotations: map[string]string{
-				annotationQOSClass: string(v1.PodQOSBurstable), annotationCPURequest: cpu}}
+				podspec.AnnotationQOSClass: string(v1.PodQOSBurstable), podspec.AnnotationCPURequest: cpu}}
 		}
 		ready := runtimeapi.PodSandboxState_SANDBOX_READY
 		want := func(cpus ...string) int64 {
@@ -133,7 +133,7 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 			t.Fatalf("burstableMilli(%q, %q) = %d, want %d", cpu1, cpu2, sum, want(cpu1, cpu2))
 		}
 		// The shares grow with the sum up to their maximum.
-		if s, w := milliCPUToShares(sum), min(max(sum*sharesPerCPU/milliPerCPU, minShares), maxShares); sum <= maxShares && s != w || sum > maxShares && s != maxShares {
+		if s, w := podspec.MilliCPUToShares(sum), min(max(sum*podspec.SharesPerCPU/podspec.MilliPerCPU, podspec.MinShares), podspec.MaxShares); sum <= podspec.MaxShares && s != w || sum > podspec.MaxShares && s != podspec.MaxShares {
 			t.Fatalf("shares %d for %d millicores", s, sum)
 		}
 	})

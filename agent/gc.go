@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/gc"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // NewContainerGC builds the garbage collector of this agent's dead
@@ -20,11 +21,11 @@ func (a *Agent) NewContainerGC() (*gc.ContainerGC, error) {
 		Runtime:  a.runtime,
 		Selector: relistSelector(),
 		Owns:     a.relistOwns,
-		Labels:   gc.PodLabels{UID: labelPodUID, Name: labelPodName, Namespace: labelPodNamespace},
+		Labels:   gc.PodLabels{UID: podspec.LabelPodUID, Name: podspec.LabelPodName, Namespace: podspec.LabelPodNamespace},
 		PodGone:  a.podGoneForGC,
 		// Under disk pressure (DeleteAllUnused), also finished pods.
 		PodTerminated: a.podTerminatedForGC,
-		LogFile:       gc.ContainerLogFile(labelContainerName, annotationRestartCount),
+		LogFile:       gc.ContainerLogFile(podspec.LabelContainerName, podspec.AnnotationRestartCount),
 		// RemoveContainer stays the runtime's: the agent's removeContainer
 		// (which deletes a task containerd left behind) needs a pod
 		// worker. Such a container's removal fails and is tried again at

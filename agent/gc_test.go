@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/gc"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // A pod is gone for container GC only once orphans were collected, and
@@ -31,13 +32,13 @@ func TestPodGoneForGC(t *testing.T) {
 // container.go names (agent/gc.ContainerLogFile with the engine's keys).
 func TestContainerLogFile(t *testing.T) {
 	c := &runtimeapi.Container{
-		Labels:      map[string]string{labelContainerName: "web"},
-		Annotations: map[string]string{annotationRestartCount: "3"},
+		Labels:      map[string]string{podspec.LabelContainerName: "web"},
+		Annotations: map[string]string{podspec.AnnotationRestartCount: "3"},
 	}
-	containerLogFile := gc.ContainerLogFile(labelContainerName, annotationRestartCount)
+	containerLogFile := gc.ContainerLogFile(podspec.LabelContainerName, podspec.AnnotationRestartCount)
 	assert.Equal(t, "web/3.log", containerLogFile(c))
 	assert.Empty(t, containerLogFile(&runtimeapi.Container{}))
-	assert.True(t, a0().relistOwns(map[string]string{labelManagedBy: managedByValue}))
+	assert.True(t, a0().relistOwns(map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}))
 	assert.False(t, a0().relistOwns(map[string]string{"other": "x"}))
 }
 

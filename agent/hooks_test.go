@@ -468,16 +468,16 @@ func TestKillContainer_NoHookWithoutGrace(t *testing.T) {
 func TestGenerateContainerConfig_PreStopAnnotation(t *testing.T) {
 	h := newHarness(t)
 	pod := lifecyclePod(t, &v1.Lifecycle{PreStop: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/quit", Port: intstr.FromString("http")}}})
-	cfg, err := h.agent.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "10.0.0.1", nil, nil)
+	cfg, err := h.agent.generateContainerConfig(pod, &pod.Spec.Containers[0], podspec.ContainerTypeRegular, 0, "img", "10.0.0.1", nil, nil)
 	require.NoError(t, err)
 	got := podspec.ContainerFromAnnotations("web", cfg.Annotations)
 	assert.Equal(t, pod.Spec.Containers[0].Lifecycle.PreStop, got.Lifecycle.PreStop)
 	assert.Equal(t, pod.Spec.Containers[0].Ports, got.Ports)
 
 	plain := testPod(t, hookPod)
-	cfg, err = h.agent.generateContainerConfig(plain, &plain.Spec.Containers[0], containerTypeRegular, 0, "img", "10.0.0.1", nil, nil)
+	cfg, err = h.agent.generateContainerConfig(plain, &plain.Spec.Containers[0], podspec.ContainerTypeRegular, 0, "img", "10.0.0.1", nil, nil)
 	require.NoError(t, err)
-	assert.NotContains(t, cfg.Annotations, annotationPreStopHandler)
+	assert.NotContains(t, cfg.Annotations, podspec.AnnotationPreStopHandler)
 }
 
 func TestAgent_PostStartHookAbandonedWhenAgentStops(t *testing.T) {

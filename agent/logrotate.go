@@ -5,8 +5,6 @@ package agent
 // it the runtime and the clock; the daemon runs it (RunLogRotation).
 
 import (
-	"context"
-
 	"github.com/minikubelet/minikubelet/agent/logrotate"
 )
 
@@ -23,15 +21,4 @@ func (a *Agent) newLogRotator() *logrotate.Rotator {
 		Logger:         a.logger.With("component", "log-rotation"),
 		RuntimeTimeout: a.cfg.RuntimeTimeout,
 	})
-}
-
-// runLogRotation rotates container logs every cfg.Period on a.clock until
-// ctx ends.
-func (a *Agent) runLogRotation(ctx context.Context, cfg LogRotationConfig) {
-	a.newLogRotator().Run(ctx, cfg)
-}
-
-// rotateLogs makes one pass with a rotator of its own (nothing cached).
-func (a *Agent) rotateLogs(ctx context.Context, cfg LogRotationConfig) error {
-	return a.newLogRotator().Pass(ctx, cfg)
 }

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
@@ -51,15 +52,15 @@ func TestAgent_RotateLogs_OwnContainersOnly(t *testing.T) {
 		Deps{Runtime: rt, Images: fake.Images, Clock: clk})
 	logOf := map[string]string{}
 	for name, labels := range map[string]map[string]string{
-		"ours":        {labelManagedBy: managedByValue, labelAgent: "agent-a"},
-		"other-agent": {labelManagedBy: managedByValue, labelAgent: "agent-b"},
+		"ours":        {podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelAgent: "agent-a"},
+		"other-agent": {podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelAgent: "agent-b"},
 		"unmanaged":   {},
 	} {
 		sb, err := fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
 			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: name + "-uid"},
 		}, "")
 		require.NoError(t, err)
-		labels[labelContainerName] = name
+		labels[podspec.LabelContainerName] = name
 		id, err := fake.Runtime.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: name},
 			Image:    &runtimeapi.ImageSpec{Image: "registry.example/app:1.0"},
@@ -74,7 +75,7 @@ func TestAgent_RotateLogs_OwnContainersOnly(t *testing.T) {
 		logOf[name] = path
 	}
 
-	require.NoError(t, a.rotateLogs(ctx, LogRotationConfig{MaxSize: 100, MaxFiles: 2}))
+	require.NoError(t, a.newLogRotator().Pass(ctx, LogRotationConfig{MaxSize: 100, MaxFiles: 2}))
 	for name, path := range logOf {
 		_, err := os.Stat(path + ".20260102-030405.123456")
 		assert.Equal(t, name == "ours", err == nil, "%s's log rotated", name)

@@ -5,19 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/types"
-
-	agentmetrics "github.com/minikubelet/minikubelet/agent/metrics"
 )
-
-// metrics are the engine's Prometheus metrics (agent/metrics), fed the
-// engine's running pods count.
-type metrics struct{ *agentmetrics.Metrics }
-
-func newMetrics(a *Agent) *metrics { return &metrics{agentmetrics.New(a.countRunningPods)} }
-
-// forgetPod deletes the per-pod series of the pod uid once its worker ended.
-func (m *metrics) forgetPod(uid types.UID) { m.ForgetPod(uid) }
 
 // ObserveRuntimeOp records one CRI call in the runtime operation metrics;
 // cmd hooks it into the CRI decorator.

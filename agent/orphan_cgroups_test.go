@@ -18,6 +18,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 )
@@ -58,7 +59,7 @@ func TestCollectOrphans_PodCgroups(t *testing.T) {
 	for _, uid := range []string{"ours-busy", "ours-desired", "foreign", "run-starting"} {
 		assert.True(t, cg.Exists(name(uid)), uid)
 	}
-	assert.FileExists(t, filepath.Join(h.agent.podDir(pod("run-starting")), podDirOwnerFile), "the run's pod dir stays")
+	assert.FileExists(t, filepath.Join(h.agent.podDir(pod("run-starting")), node.PodDirOwnerFile), "the run's pod dir stays")
 	assert.DirExists(t, runPins, "and its subPath pins")
 }
 
@@ -69,7 +70,7 @@ func TestEnsurePodCgroup_MarksPodDir(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
 	_, err := h.agent.ensurePodCgroup(pod)
 	require.NoError(t, err)
-	id, err := os.ReadFile(filepath.Join(h.agent.podDir(pod), podDirOwnerFile))
+	id, err := os.ReadFile(filepath.Join(h.agent.podDir(pod), node.PodDirOwnerFile))
 	require.NoError(t, err)
 	assert.Equal(t, h.agent.agentID(), string(id))
 	assert.False(t, h.agent.foreignPodDir(pod.UID))
@@ -95,7 +96,7 @@ func TestTeardownFailure_RetriedUntilGone(t *testing.T) {
 	pod := testPod(t, twoContainers)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
-	name := podcgroup.Name(pod, podQOSClass(pod))
+	name := podcgroup.Name(pod, podspec.QOSClass(pod))
 	require.True(t, cg.Exists(name), "the pod cgroup exists while it runs")
 
 	done := h.agent.PodDone(pod.UID)

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 const (
@@ -47,7 +49,7 @@ func ctr(pod *v1.Pod, name string, state runtimeapi.ContainerState, exit int32, 
 		}
 	}
 	return &containerInfo{id: name + "-" + string(rune('0'+created)), name: name, sandboxID: "sb1", state: state, exitCode: exit,
-		createdAt: created, hash: containerHashString(spec)}
+		createdAt: created, hash: podspec.ContainerHash(spec)}
 }
 
 // initialized is the state of a pod whose init phase is over and whose app

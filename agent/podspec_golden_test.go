@@ -251,8 +251,8 @@ func TestPodSpecGolden(t *testing.T) {
 				out.Containers = append(out.Containers, co)
 			}
 		}
-		add(pod.Spec.InitContainers, containerTypeInit)
-		add(pod.Spec.Containers, containerTypeRegular)
+		add(pod.Spec.InitContainers, podspec.ContainerTypeInit)
+		add(pod.Spec.Containers, podspec.ContainerTypeRegular)
 		got = append(got, out)
 	}
 	b, err := json.MarshalIndent(got, "", "  ")

@@ -48,7 +48,7 @@ func (a *Agent) onProbeEvent(ev probes.Event) {
 
 // countProbeResult records a probe result change in prober_probe_total.
 // a.mu is held throughout: the worker's end removes the pod's series under
-// it (metrics.forgetPod), and a result counted after that would bring a
+// it (metrics.ForgetPod), and a result counted after that would bring a
 // series back for good.
 func (a *Agent) countProbeResult(u probes.Update) {
 	a.mu.Lock()

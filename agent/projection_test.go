@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/agent/volume/volumetest"
 )
@@ -122,7 +123,7 @@ spec:
 	}, mounter.Mounts)
 
 	// Data volumes are mounted read-only whatever the mount says.
-	cfgCRI, err := a.generateContainerConfig(pod, &pod.Spec.Containers[0], containerTypeRegular, 0, "img", "", paths, nil)
+	cfgCRI, err := a.generateContainerConfig(pod, &pod.Spec.Containers[0], podspec.ContainerTypeRegular, 0, "img", "", paths, nil)
 	require.NoError(t, err)
 	ro := map[string]bool{}
 	for _, m := range cfgCRI.Mounts {

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/minikubelet/minikubelet/agent/manifest"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/test/testutil"
 )
@@ -43,19 +44,19 @@ func TestQOSClass_DocsExamples(t *testing.T) {
 			pods, err := manifest.PrepareManifest(data, "x.yaml", "node")
 			require.NoError(t, err)
 			require.Len(t, pods, 1)
-			assert.Equal(t, tt.want, podQOSClass(pods[0]))
+			assert.Equal(t, tt.want, podspec.QOSClass(pods[0]))
 		})
 	}
 }
 
 func TestShareAndQuotaConversions(t *testing.T) {
 	for m, want := range map[int64]int64{0: 2, 1: 2, 100: 102, 250: 256, 1000: 1024, 300000: 262144} {
-		assert.Equal(t, want, milliCPUToShares(m), "shares of %dm", m)
+		assert.Equal(t, want, podspec.MilliCPUToShares(m), "shares of %dm", m)
 	}
 	for m, want := range map[int64]int64{0: 0, 5: 1000, 10: 1000, 500: 50000, 2500: 250000} {
-		assert.Equal(t, want, milliCPUToQuota(m, quotaPeriod), "quota of %dm", m)
+		assert.Equal(t, want, podspec.MilliCPUToQuota(m, podspec.QuotaPeriod), "quota of %dm", m)
 	}
 	// cgroup v2 weights of the pod shares above (linear, the target's runc).
-	assert.Equal(t, uint64(39), cgroups.WeightLinear.SharesToWeight(uint64(milliCPUToShares(1000))))
-	assert.Equal(t, uint64(100), cgroups.WeightNonLinear.SharesToWeight(uint64(milliCPUToShares(1000))))
+	assert.Equal(t, uint64(39), cgroups.WeightLinear.SharesToWeight(uint64(podspec.MilliCPUToShares(1000))))
+	assert.Equal(t, uint64(100), cgroups.WeightNonLinear.SharesToWeight(uint64(podspec.MilliCPUToShares(1000))))
 }

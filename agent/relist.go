@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // relister is the PLEG: every period it lists all of minikubelet's sandboxes
@@ -76,7 +78,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	for _, sb := range sbs {
 		start := len(r.arena)
 		r.arena = appendSandboxFingerprint(r.arena, sb.Id, sb.State)
-		r.parts = append(r.parts, relistPart{uid: types.UID(sb.Labels[labelPodUID]), start: start, end: len(r.arena)})
+		r.parts = append(r.parts, relistPart{uid: types.UID(sb.Labels[podspec.LabelPodUID]), start: start, end: len(r.arena)})
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			ready++
 		}
@@ -85,7 +87,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	for _, c := range ctrs {
 		start := len(r.arena)
 		r.arena = appendContainerFingerprint(r.arena, c.Id, c.State)
-		r.parts = append(r.parts, relistPart{uid: types.UID(c.Labels[labelPodUID]), start: start, end: len(r.arena)})
+		r.parts = append(r.parts, relistPart{uid: types.UID(c.Labels[podspec.LabelPodUID]), start: start, end: len(r.arena)})
 		if c.State >= 0 && int(c.State) < len(states) {
 			states[c.State]++
 		}
@@ -191,8 +193,8 @@ func appendContainerFingerprint(b []byte, id string, state runtimeapi.ContainerS
 func burstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
 	var sum int64
 	for _, sb := range sbs {
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[annotationQOSClass] == string(v1.PodQOSBurstable) {
-			m, err := strconv.ParseInt(sb.Annotations[annotationCPURequest], 10, 64)
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[podspec.AnnotationQOSClass] == string(v1.PodQOSBurstable) {
+			m, err := strconv.ParseInt(sb.Annotations[podspec.AnnotationCPURequest], 10, 64)
 			if err != nil || m < 0 {
 				continue
 			}
@@ -208,7 +210,7 @@ func burstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
 // relistSelector is the label selector of the relister's runtime lists;
 // container GC lists with it too.
 func relistSelector() map[string]string {
-	return map[string]string{labelManagedBy: managedByValue}
+	return map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}
 }
 
 // relistOwns reports whether an object the relister listed, by its labels,
@@ -225,8 +227,8 @@ func (a *Agent) relistOwns(labels map[string]string) bool {
 	if a.ownsObject(labels) {
 		return true
 	}
-	uid := types.UID(labels[labelPodUID])
-	if labels[labelManagedBy] != managedByValue || uid == "" {
+	uid := types.UID(labels[podspec.LabelPodUID])
+	if labels[podspec.LabelManagedBy] != podspec.ManagedByValue || uid == "" {
 		return false
 	}
 	a.mu.Lock()

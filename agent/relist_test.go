@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
@@ -31,7 +32,7 @@ type baselineRelister struct {
 }
 
 func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
-	sel := map[string]string{labelManagedBy: managedByValue}
+	sel := map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}
 	sbs, err := r.a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
@@ -42,7 +43,7 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 	}
 	parts := map[types.UID][]string{}
 	for _, sb := range sbs {
-		uid := types.UID(sb.Labels[labelPodUID])
+		uid := types.UID(sb.Labels[podspec.LabelPodUID])
 		parts[uid] = append(parts[uid], sandboxFingerprint(sb.Id, sb.State))
 	}
 	r.a.podCgroups().UpdateBurstableTier(burstableMilli(sbs))
@@ -60,7 +61,7 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 		r.a.metrics.RunningContainers.WithLabelValues(s).Set(float64(states[s]))
 	}
 	for _, c := range ctrs {
-		uid := types.UID(c.Labels[labelPodUID])
+		uid := types.UID(c.Labels[podspec.LabelPodUID])
 		parts[uid] = append(parts[uid], containerFingerprint(c.Id, c.State))
 	}
 	now := make(map[types.UID]string, len(parts))
@@ -148,7 +149,7 @@ func TestRelister_SameAsBaseline(t *testing.T) {
 					case op == 0 || len(sandboxes[uid]) == 0:
 						id, err := fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
 							Metadata: &runtimeapi.PodSandboxMetadata{Name: string(uid) + "x", Namespace: "ns", Uid: string(uid), Attempt: attempt},
-							Labels:   map[string]string{labelManagedBy: managedByValue, labelPodUID: string(uid)},
+							Labels:   map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: string(uid)},
 						}, "")
 						require.NoError(t, err)
 						sandboxes[uid] = append(sandboxes[uid], id)
@@ -157,7 +158,7 @@ func TestRelister_SameAsBaseline(t *testing.T) {
 						id, err := fake.Runtime.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
 							Metadata: &runtimeapi.ContainerMetadata{Name: "c", Attempt: attempt},
 							Image:    &runtimeapi.ImageSpec{Image: "img"},
-							Labels:   map[string]string{labelManagedBy: managedByValue, labelPodUID: string(uid)},
+							Labels:   map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: string(uid)},
 						}, nil)
 						require.NoError(t, err)
 						containers[uid] = append(containers[uid], id)
@@ -272,7 +273,7 @@ func BenchmarkRelist(b *testing.B) {
 	}
 	for i := range 100 {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
-		labels := map[string]string{labelManagedBy: managedByValue, labelPodUID: uid}
+		labels := map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: uid}
 		rt.sbs = append(rt.sbs, &runtimeapi.PodSandbox{Id: hexID('s', i), State: runtimeapi.PodSandboxState_SANDBOX_READY, Labels: labels})
 		rt.ctrs = append(rt.ctrs, &runtimeapi.Container{Id: hexID('c', i), State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: labels})
 		a.workers[types.UID(uid)] = &podWorker{observed: joinFingerprint([]string{

@@ -103,7 +103,7 @@ func (a *Agent) doResize(ctx context.Context, w *podWorker, pod *v1.Pod, ra resi
 		}
 	}
 	defer w.resize.Save()
-	for _, s := range w.resize.Steps(pod, ra, a.podCgroupOf(podQOSClass(pod))) {
+	for _, s := range w.resize.Steps(pod, ra, a.podCgroupOf(podspec.QOSClass(pod))) {
 		if s.Container == "" {
 			if err := a.updatePodCgroup(pod, s.PodCgroup); err != nil {
 				return err
@@ -134,7 +134,7 @@ func (a *Agent) updatePodCgroup(pod *v1.Pod, p resize.PodCgroup) error {
 		return nil
 	}
 	r := cgroups.Resources{CPUShares: p.CPUShares, CPUQuota: p.CPUQuota, CPUPeriod: p.CPUPeriod, MemoryLimit: p.MemoryLimit}
-	name := podcgroup.Name(pod, podQOSClass(pod))
+	name := podcgroup.Name(pod, podspec.QOSClass(pod))
 	if err := a.cgroups.Update(name, r); err != nil {
 		return fmt.Errorf("%w: update pod cgroup %s (%s): %v", resize.ErrResize, a.cgroups.Path(name), r, err)
 	}

@@ -14,9 +14,6 @@ import (
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
-// podLogDir is <podLogsDir>/<namespace>_<name>_<uid> (podspec.LogDir).
-func podLogDir(root string, pod *v1.Pod) string { return podspec.LogDir(root, pod) }
-
 // generatePodSandboxConfig converts a pod into the CRI sandbox config for the
 // given attempt (podspec.SandboxConfig).
 func (a *Agent) generatePodSandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -156,7 +157,7 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 // containers as the runtime lists them (IDs, names, states), without
 // their statuses: no IP, exit code or start time. Teardown needs no more.
 func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
-	sel := map[string]string{labelPodUID: string(pod.UID), labelManagedBy: managedByValue}
+	sel := map[string]string{podspec.LabelPodUID: string(pod.UID), podspec.LabelManagedBy: podspec.ManagedByValue}
 	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
@@ -180,10 +181,10 @@ func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
 			id:           c.Id,
 			name:         c.GetMetadata().GetName(),
 			sandboxID:    c.PodSandboxId,
-			ctype:        c.Annotations[annotationContainerType],
+			ctype:        c.Annotations[podspec.AnnotationContainerType],
 			state:        c.State,
-			hash:         c.Annotations[annotationContainerHash],
-			restartCount: annotationInt(c.Annotations, annotationRestartCount),
+			hash:         c.Annotations[podspec.AnnotationContainerHash],
+			restartCount: annotationInt(c.Annotations, podspec.AnnotationRestartCount),
 			createdAt:    c.CreatedAt,
 			imageRef:     c.ImageRef,
 		})
@@ -215,9 +216,9 @@ func (a *Agent) containerFromStatus(s *runtimeapi.ContainerStatus, sandboxID str
 		id:           s.GetId(),
 		name:         s.GetMetadata().GetName(),
 		sandboxID:    sandboxID,
-		ctype:        ann[annotationContainerType],
-		hash:         ann[annotationContainerHash],
-		restartCount: annotationInt(ann, annotationRestartCount),
+		ctype:        ann[podspec.AnnotationContainerType],
+		hash:         ann[podspec.AnnotationContainerHash],
+		restartCount: annotationInt(ann, podspec.AnnotationRestartCount),
 		createdAt:    s.GetCreatedAt(),
 	}
 	a.applyContainerStatus(ci, s)

@@ -11,6 +11,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podevents"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
@@ -39,7 +40,7 @@ func (a *Agent) computePodStatus(w *podWorker, pod *v1.Pod, st *podState) v1.Pod
 		// sets it (PodObservedGenerationTracking, on since v1.34): it can
 		// trail metadata.generation while an update waits for a sync.
 		ObservedGeneration: pod.Generation,
-		QOSClass:           podQOSClass(pod),
+		QOSClass:           podspec.QOSClass(pod),
 		StartTime:          &t,
 	}
 	// The node's addresses, as the kubelet sets them from its Node once

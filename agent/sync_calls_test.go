@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
 )
 
@@ -182,7 +183,7 @@ func TestSyncPod_NewPodCgroupBeforeSandboxAndGoneAfterTeardown(t *testing.T) {
 	cg := cgroupstest.NewFake()
 	h.agent.cgroups = cg
 	pod := startCallsPod(t, h)
-	name := podcgroup.Name(pod, podQOSClass(pod))
+	name := podcgroup.Name(pod, podspec.QOSClass(pod))
 	assert.True(t, cg.Exists(name), "the pod cgroup exists while the pod runs")
 
 	done := h.agent.PodDone(pod.UID)
@@ -205,5 +206,5 @@ func TestSyncPod_NewPodCgroupBeforeSandboxAndGoneAfterTeardown(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("teardown did not finish")
 	}
-	assert.False(t, cg.Exists(podcgroup.Name(again, podQOSClass(again))), "no pod cgroup left behind")
+	assert.False(t, cg.Exists(podcgroup.Name(again, podspec.QOSClass(again))), "no pod cgroup left behind")
 }

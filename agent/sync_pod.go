@@ -24,6 +24,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/images"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/podevents"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -271,7 +272,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 	if sb != nil {
 		// Step 5: next init container.
 		if i := act.NextInitContainer; i >= 0 {
-			a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], containerTypeInit, prepulled, res)
+			a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], podspec.ContainerTypeInit, prepulled, res)
 		}
 		// Step 6: sidecar restarts and app containers, concurrently (the
 		// kubelet starts them one after another).
@@ -280,14 +281,14 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], containerTypeInit, prepulled, res)
+				a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], podspec.ContainerTypeInit, prepulled, res)
 			}()
 		}
 		for _, i := range act.ContainersToStart {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a.startOne(ctx, w, sb, st, &pod.Spec.Containers[i], containerTypeRegular, prepulled, res)
+				a.startOne(ctx, w, sb, st, &pod.Spec.Containers[i], podspec.ContainerTypeRegular, prepulled, res)
 			}()
 		}
 		for _, i := range act.EphemeralContainersToStart {
@@ -572,7 +573,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	id, err := a.startContainer(ctx, w, sb, c, ctype, restartCount, pr.Ref, pr.Image, vols)
 	if id != "" {
 		res.touch(id, sb.id)
-		if ctype != containerTypeInit || isSidecar(c) {
+		if ctype != podspec.ContainerTypeInit || isSidecar(c) {
 			w.resize.RecordActuated(c) // created with its allocated resources (resize.go)
 		}
 	}

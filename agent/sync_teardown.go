@@ -13,6 +13,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/logrotate"
 	"github.com/minikubelet/minikubelet/agent/podevents"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/cri"
 )
@@ -83,7 +84,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	}
 	// Only a Burstable pod's requests count in the burstable tier: tearing
 	// down 100 BestEffort pods must not list every sandbox 100 times.
-	if podQOSClass(pod) == v1.PodQOSBurstable {
+	if podspec.QOSClass(pod) == v1.PodQOSBurstable {
 		a.refreshBurstableTier(ctx)
 	}
 	// The pod dir goes last, and only after a clean teardown: it marks the

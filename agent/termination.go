@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 )
 
@@ -66,7 +67,7 @@ func (a *Agent) terminationMessage(ctx context.Context, containerID string, anno
 	if annotations == nil {
 		annotations = s.GetAnnotations()
 	}
-	return termmsg.Read(annotations[annotationTerminationMessagePath], annotations[annotationTerminationMsgPolicy], exitCode, s.GetMounts(), s.GetLogPath(), a.podsDir())
+	return termmsg.Read(annotations[podspec.AnnotationTerminationMessagePath], annotations[podspec.AnnotationTerminationMsgPolicy], exitCode, s.GetMounts(), s.GetLogPath(), a.podsDir())
 }
 
 // terminationMessageFromStatus is terminationMessage for a container status
@@ -74,7 +75,7 @@ func (a *Agent) terminationMessage(ctx context.Context, containerID string, anno
 // call. The status must be of an exited container.
 func (a *Agent) terminationMessageFromStatus(s *runtimeapi.ContainerStatus) string {
 	an := s.GetAnnotations()
-	return termmsg.Read(an[annotationTerminationMessagePath], an[annotationTerminationMsgPolicy], s.GetExitCode(), s.GetMounts(), s.GetLogPath(), a.podsDir())
+	return termmsg.Read(an[podspec.AnnotationTerminationMessagePath], an[podspec.AnnotationTerminationMsgPolicy], s.GetExitCode(), s.GetMounts(), s.GetLogPath(), a.podsDir())
 }
 
 // podsDir is <rootDir>/pods, where every pod directory lives.

@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
@@ -93,7 +94,7 @@ func TestAgent_TerminationMessageFileMountedAndRead(t *testing.T) {
 	fi, err := os.Stat(hostPath)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o666), fi.Mode().Perm())
-	assert.Equal(t, "/tmp/why", cfg.Annotations[annotationTerminationMessagePath])
+	assert.Equal(t, "/tmp/why", cfg.Annotations[podspec.AnnotationTerminationMessagePath])
 
 	// The container writes its message and exits.
 	require.NoError(t, os.WriteFile(hostPath, []byte("disk full"), 0o666))

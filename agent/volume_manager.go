@@ -55,7 +55,7 @@ func (a *Agent) cleanupPodDirs(pod *v1.Pod) error {
 	return errors.Join(
 		uerr,
 		safepath.RemoveAll(a.podDir(pod)),
-		safepath.RemoveAll(podLogDir(a.cfg.PodLogDir, pod)),
+		safepath.RemoveAll(podspec.LogDir(a.cfg.PodLogDir, pod)),
 	)
 }
 

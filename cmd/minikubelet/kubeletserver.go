@@ -18,10 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/minikubelet/minikubelet/agent"
 	"github.com/minikubelet/minikubelet/agent/api"
 	"github.com/minikubelet/minikubelet/agent/daemon"
 	"github.com/minikubelet/minikubelet/agent/kubeletserver"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/stats"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cri"
@@ -291,7 +291,7 @@ func clusterSummary(view *daemon.ClusterView, rt stats.Runtime, host stats.Host,
 		Host:     host,
 		RootDir:  rootDir,
 		LogUsage: daemonLogs{view: view}.usage,
-		QOSClass: agent.QOSClass,
+		QOSClass: podspec.QOSClass,
 		Logger:   logger,
 	})
 }

@@ -28,6 +28,7 @@ import (
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podevents"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/userns"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cni"
@@ -495,7 +496,7 @@ func localStorageNotice(pod *v1.Pod) string {
 func qosOf(pod *v1.Pod) string {
 	p := pod.DeepCopy()
 	p.Status = v1.PodStatus{}
-	return string(agent.QOSClass(p))
+	return string(podspec.QOSClass(p))
 }
 
 // printer is the run command's Observer: it prints the startup chain,
