@@ -126,7 +126,7 @@ type Agent struct {
 	// readySandboxes counts ready sandboxes at the last relist; guarded
 	// by mu.
 	readySandboxes int
-	metrics *agentmetrics.Metrics // the Prometheus metrics, fed the running pods count
+	metrics        *agentmetrics.Metrics // the Prometheus metrics, fed the running pods count
 	// config holds the ConfigMaps and Secrets (SetConfigData); created on
 	// first use by configData, guarded by configOnce.
 	config     *source.ConfigStore
