@@ -305,6 +305,9 @@ func (w *podWorker) setDeletion(grace *int64, now time.Time, bumpGeneration bool
 		w.graceCut = make(chan struct{})
 	}
 	w.spec = p
+	// The allocated view (a resize pending, Deferred or Infeasible) must
+	// carry the deletion too: w.pod() is what teardown and markDeleted read.
+	w.resize.Refresh(p)
 }
 
 // killDeadline is when a kill must be over by the newest deletion's grace

@@ -394,3 +394,39 @@ func TestAgent_ResizeCheckpointAfterRestart(t *testing.T) {
 	lim := cp.Allocated["app"].Limits[v1.ResourceCPU]
 	assert.Equal(t, int64(1500), lim.MilliValue())
 }
+
+// A pod whose resize is pending (Infeasible: its allocated view differs
+// from its spec) and is then deleted with a grace period of its own is
+// killed with that grace period: the deletion reaches the view the
+// teardown reads, not only the spec (the view once kept the spec of
+// before the deletion, and the pod's own 30 s were used).
+func TestAgent_DeletionOfAPodWithAPendingResize(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.Node = node.Info{Name: "node-1", Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
+	}}
+	pod := testPod(t, resizePod)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	big := pod.DeepCopy()
+	big.Generation++
+	big.Spec.Containers[0].Resources.Requests = rl("3", "64Mi")
+	big.Spec.Containers[0].Resources.Limits = rl("3", "128Mi")
+	h.agent.SetPods([]*v1.Pod{big})
+	h.rec.waitStatus(t, "PodResizePending", hasResizeCondition)
+	h.waitCallsSettle(t)
+	h.fake.Reset()
+
+	w, _ := h.agent.FindPod(pod.Namespace, pod.Name)
+	require.NotNil(t, w)
+	grace := int64(3)
+	w.SetDeletion(&grace)
+	got := w.Pod()
+	require.NotNil(t, got.DeletionTimestamp, "the worker's pod carries the deletion")
+	require.NotNil(t, got.DeletionGracePeriodSeconds)
+	assert.Equal(t, grace, *got.DeletionGracePeriodSeconds)
+
+	h.agent.SetPods(nil)
+	require.Eventually(t, func() bool { return len(stopCalls(h, "app")) > 0 }, 10*time.Second, 10*time.Millisecond, "the container is stopped")
+	assert.Equal(t, "StopContainer app timeout=3", stopCalls(h, "app")[0], "the deletion's grace period, not the pod's own")
+}
