@@ -23,8 +23,8 @@
 // else consumes it, so it sits at the bottom (hack/verify-imports.sh).
 //
 // The validation of a few fields lives here although their use is the
-// engine's: spec.securityContext and sysctls (security.go; the engine's
-// security.go turns them into CRI config and admits them), the resolver
+// engine's: spec.securityContext and sysctls (security.go; agent/podspec
+// turns them into CRI config, agent/node admits them), the resolver
 // configuration (dns.go), node selectors and affinity (nodeaffinity.go;
 // agent/node/admission.go evaluates them). A pod is refused as a whole
 // before anything runs, so every rule the API server checks is here.

@@ -3,7 +3,8 @@ package manifest
 // The security context types: their support tables (support.go) and the
 // API server's rules (ValidatePodSecurityContext, ValidateSecurityContext)
 // for the supported fields, sysctl names included. What they become in the
-// CRI, and their admission, is the engine's (agent/security.go).
+// CRI is agent/podspec's (security.go), their admission agent/node's
+// (AdmitSecurity, podsecurity.go).
 
 import (
 	"fmt"

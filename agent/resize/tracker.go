@@ -17,7 +17,13 @@ import (
 // its own for it, except where the allocated view must follow the
 // worker's spec (View, Refresh): it then takes its lock first and the
 // Tracker's inside it, never the other way round, as a Tracker calls
-// nothing outside this package while it holds its lock.
+// nothing outside this package while it holds its lock. Handle is the
+// exception: it refreshes the view from the spec its caller read, without
+// the worker's lock; the engine calls it under the agent's lock, and a
+// spec that changes meanwhile (a new one from a source, a deletion) goes
+// through update or setDeletion, which refresh the view again. The
+// logger and the event recorder are fixed once Init returned (the worker
+// is not shared before).
 type Tracker struct {
 	mu sync.Mutex
 	s  State
@@ -42,6 +48,9 @@ func (t *Tracker) Init(spec *v1.Pod, dir string, logger *slog.Logger, event func
 	cp, ok, err := LoadCheckpoint(dir)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	t.dir, t.logger, t.event = dir, logger, event
 	t.s.Init(spec, cp, ok)
 	return err

@@ -196,6 +196,10 @@ type podFilesMetrics struct {
 	walks, pauses, seconds prometheus.Counter
 }
 
+// The manager configures the walks through this interface (a type
+// assertion): the compiler holds Provider to it.
+var _ eviction.WalkConfigurer = (*Provider)(nil)
+
 // ConfigureWalks sets how often the pods' files are walked (period) and
 // how much walk time each eviction cycle of cyclePeriod may take, and
 // registers the walks' metrics on reg. Call before the first measurement.
