@@ -286,21 +286,28 @@ func TestAgent_ResizeInPlace(t *testing.T) {
 
 // A resize beyond the node's allocatable is Infeasible and not applied;
 // reverting it clears the condition.
-func TestAgent_ResizeInfeasible(t *testing.T) {
-	h := newHarness(t)
+// runningOnTwoCPUs starts resizePod on a node of 2 CPUs and 1 GiB, and
+// returns it with a resize of it to 3 CPUs (Infeasible there), not yet
+// handed over.
+func runningOnTwoCPUs(t *testing.T, h *harness) (pod, big *v1.Pod) {
 	h.agent.cfg.Node = node.Info{Name: "node-1", Allocatable: v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
 	}}
-	pod := testPod(t, resizePod)
+	pod = testPod(t, resizePod)
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	h.waitCallsSettle(t)
 	h.fake.Reset()
-
-	big := pod.DeepCopy()
+	big = pod.DeepCopy()
 	big.Generation++
 	big.Spec.Containers[0].Resources.Requests = rl("3", "64Mi")
 	big.Spec.Containers[0].Resources.Limits = rl("3", "128Mi")
+	return pod, big
+}
+
+func TestAgent_ResizeInfeasible(t *testing.T) {
+	h := newHarness(t)
+	pod, big := runningOnTwoCPUs(t, h)
 	h.agent.SetPods([]*v1.Pod{big})
 	got := h.rec.waitStatus(t, "PodResizePending", func(p *v1.Pod) bool {
 		for _, c := range p.Status.Conditions {
@@ -402,16 +409,7 @@ func TestAgent_ResizeCheckpointAfterRestart(t *testing.T) {
 // before the deletion, and the pod's own 30 s were used).
 func TestAgent_DeletionOfAPodWithAPendingResize(t *testing.T) {
 	h := newHarness(t)
-	h.agent.cfg.Node = node.Info{Name: "node-1", Allocatable: v1.ResourceList{
-		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110"),
-	}}
-	pod := testPod(t, resizePod)
-	h.agent.SetPods([]*v1.Pod{pod})
-	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
-	big := pod.DeepCopy()
-	big.Generation++
-	big.Spec.Containers[0].Resources.Requests = rl("3", "64Mi")
-	big.Spec.Containers[0].Resources.Limits = rl("3", "128Mi")
+	pod, big := runningOnTwoCPUs(t, h)
 	h.agent.SetPods([]*v1.Pod{big})
 	h.rec.waitStatus(t, "PodResizePending", hasResizeCondition)
 	h.waitCallsSettle(t)
