@@ -129,7 +129,9 @@ build_all() {
 	[[ $NODE != kubelet ]] || want+=(kubelet)
 	"$CONFORMANCE_DIR/build.sh" "${want[@]}" | tee "$WORK/build-conformance.log"
 	BIN=$(tail -n 1 "$WORK/build-conformance.log")
-	# kube-proxy and CoreDNS: built (cached) and their images pushed.
+	# kube-proxy and CoreDNS: built (cached) and their images pushed, to the
+	# registry started here (the images step starts it too, too late for this).
+	"$HACK/start-registry.sh" "$REGISTRY"
 	REGISTRY=$REGISTRY "$HACK/cluster/addons.sh" images >"$WORK/build-addons.log" 2>&1 || {
 		cat "$WORK/build-addons.log" >&2
 		die "hack/cluster/addons.sh images failed"
