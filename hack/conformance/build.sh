@@ -21,6 +21,8 @@
 #                            in hack/cluster's would change that module's hash
 #                            and so every stamp here)
 #   coredns                  hack/coredns (CoreDNS with a cluster's plugins)
+#   sample-apiserver         k8s.io/sample-apiserver, from the module
+#                            hack/sampleapiserver (the Aggregator spec's image)
 #   (kube-proxy and coredns are the programs of the cluster add-on images,
 #   hack/images --system; hack/cluster/addons)
 #
@@ -67,6 +69,7 @@ declare -A modules=(
 	[kube-proxy]=$REPO_HACK/kubeproxy
 	[coredns]=$REPO_HACK/coredns
 	[e2e_node.test]=$REPO_HACK/e2enode
+	[sample-apiserver]=$REPO_HACK/sampleapiserver
 )
 mod_of() { printf '%s\n' "${modules[$1]:-$CLUSTER_MOD}"; }
 sum_of() {
@@ -124,8 +127,9 @@ declare -A pkgs=(
 	[kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
 	[coredns]=github.com/minikubelet/minikubelet/hack/coredns
 	[e2e_node.test]=k8s.io/kubernetes/test/e2e_node
+	[sample-apiserver]=k8s.io/sample-apiserver
 )
-order=(kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp kube-proxy coredns e2e_node.test)
+order=(kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp sample-apiserver kube-proxy coredns e2e_node.test)
 want=("$@")
 # Without arguments: what the conformance run needs (not the add-ons).
 ((${#want[@]})) || want=(e2e.test kube-controller-manager kube-scheduler kubelet ginkgo agnhost nnp)

@@ -127,6 +127,9 @@ build_all() {
 	# The kubelet only when it is the node.
 	local want=(e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp)
 	[[ $NODE != kubelet ]] || want+=(kubelet)
+	# The Aggregator spec's image (10 minutes the first time): only for the
+	# whole [Conformance] suite, not make test's list.
+	[[ $SUITE != conformance || -n ${SPECS:-} ]] || want+=(sample-apiserver)
 	"$CONFORMANCE_DIR/build.sh" "${want[@]}" | tee "$WORK/build-conformance.log"
 	BIN=$(tail -n 1 "$WORK/build-conformance.log")
 	# kube-proxy and CoreDNS: built (cached) and their images pushed, to the

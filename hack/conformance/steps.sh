@@ -47,15 +47,37 @@ agnhost_extra() {
 		/usr/bin/dig:usr/bin/dig /usr/bin/getent:usr/bin/getent; do
 		src=${pair%%:*} dst=${pair#*:}
 		[[ -x $src ]] || die "$src missing: apt-get install curl bash netcat-openbsd dash bind9-dnsutils libc-bin (hack/install-deps.sh installs them; dash is Debian's /bin/sh)"
-		install -D -m 0755 "$src" "$d/$dst"
-		# "libX.so => /lib/.../libX.so (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)".
-		for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
-			[[ -e $d$lib ]] || install -D -m 0755 "$(realpath "$lib")" "$d$lib"
-		done
+		install_with_libs "$src" "$d" "$dst"
 	done
 	mkdir -p "$d/etc"
 	printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$d/etc/nsswitch.conf"
 	step "agnhost extras: $(find "$d" -type f | wc -l) files ($(du -sh "$d" | cut -f1)) in $d"
+}
+# install_with_libs SRC DIR DST: SRC as DIR/DST, with the shared libraries
+# ldd names ("libX.so => /lib/.../libX.so (0x...)" and
+# "/lib64/ld-linux-x86-64.so.2 (0x...)") at their paths below DIR.
+install_with_libs() {
+	local src=$1 d=$2 dst=$3 lib
+	install -D -m 0755 "$src" "$d/$dst"
+	for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+		[[ -e $d$lib ]] || install -D -m 0755 "$(realpath "$lib")" "$d$lib"
+	done
+}
+# busybox_sh DIR: bash as /bin/sh for the busybox image. The host's busybox
+# is Debian's 1.35, whose sh drops every environment variable whose name is
+# not a shell identifier before it runs a command; the real image's (1.37)
+# passes them on, and the specs that run `sh -c env` with envFrom keys like
+# data-1 (ConfigMap and Secrets "should be consumable via the environment",
+# "... as environment variable names with various prefixes") read them.
+# bash keeps them, even as sh; dash drops them too. The applets stay
+# busybox's: bash finds them in PATH (/bin/<applet> -> busybox).
+busybox_sh() {
+	local d=$1
+	rm -rf "$d"
+	[[ -x /bin/bash ]] || die "/bin/bash missing: apt-get install bash"
+	install_with_libs /bin/bash "$d" bin/bash
+	ln -s bash "$d/bin/sh"
+	step "busybox's sh: bash and $(find "$d" -type f | wc -l) files ($(du -sh "$d" | cut -f1)) in $d"
 }
 images() {
 	"$HACK/start-registry.sh" "$REGISTRY"
@@ -64,8 +86,18 @@ images() {
 	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") >"$WORK/images.log" 2>&1 ||
 		die "hack/images failed (log: $WORK/images.log)"
 	agnhost_extra "$WORK/agnhost-extra"
+	busybox_sh "$WORK/busybox-sh"
+	# The etcd image carries the control plane's etcd; nautilus and kitten
+	# their files from the k8s.io/kubernetes source e2e.test was built from.
+	local more=() src
+	[[ -z ${CLUSTER_BIN:-} || ! -x $CLUSTER_BIN/etcd ]] || more+=(--e2e-etcd "$CLUSTER_BIN/etcd")
+	if src=$(cd "$CLUSTER_MOD" && go list -m -f '{{.Dir}}' k8s.io/kubernetes 2>/dev/null) && [[ -d $src/test/images ]]; then
+		more+=(--e2e-kube-src "$src")
+	else
+		warn "no k8s.io/kubernetes source in the module cache: the nautilus and kitten images are skipped (kubectl's Update Demo specs fail)"
+	fi
 	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY" --e2e "$WORK/e2e-images.txt" --e2e-bin "$BIN" \
-		--e2e-agnhost-extra "$WORK/agnhost-extra") |
+		--e2e-agnhost-extra "$WORK/agnhost-extra" --e2e-busybox-sh "$WORK/busybox-sh" "${more[@]}") |
 		tee -a "$WORK/images.log" | grep -E 'pushed|skipped|e2e:' || true
 	[[ ${PIPESTATUS[0]} == 0 ]] || die "hack/images --e2e failed (log: $WORK/images.log)"
 }

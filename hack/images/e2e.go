@@ -21,14 +21,29 @@ package main
 //	            the busybox image below and the same extras (the DNS specs
 //	            run dig and getent hosts in it, the hostname specs sh,
 //	            hostname and hostname -f)
-//	busybox     busybox, cmd sh, and the standin as /bin/nmeter
+//	busybox     busybox, cmd sh, and the standin as /bin/nmeter; with
+//	            --e2e-busybox-sh DIR, DIR's tree on top (bash as /bin/sh:
+//	            hack/conformance/steps.sh's busybox_sh says why)
 //	nginx       the nginx stand-in of standins.go (busybox + /standin)
 //	nonewprivs  busybox + setuid /usr/local/bin/nnp, cmd nnp
 //	nonroot     busybox, user 1234
 //	pause       the static Go pause of ./pause
+//	nautilus, kitten
+//	            the agnhost image and its test/images/<name>/html files
+//	            (<name>.jpg, data.json) from the k8s.io/kubernetes source
+//	            (--e2e-kube-src), cmd test-webserver, as their Dockerfiles
+//	            build them (kubectl's Update Demo specs read data.json
+//	            through the API server's pod proxy)
+//	sample-apiserver
+//	            /sample-apiserver (k8s.io/sample-apiserver at the pinned
+//	            version, hack/conformance/build.sh), its entrypoint (the
+//	            Aggregator spec)
+//	etcd        /usr/local/bin/etcd, the control plane's etcd (--e2e-etcd;
+//	            the Aggregator spec runs it beside the sample-apiserver)
 //
-// Every other name is listed as skipped: no spec of the [NodeConformance]
-// set the harness runs needs it.
+// Every other name is listed as skipped: no spec of the suites the harness
+// runs needs it, or (the CSI drivers, the NFS server) it needs what this
+// machine cannot give a pod.
 
 import (
 	"context"
@@ -49,9 +64,22 @@ func standinLayer(standinBin []byte) layerSpec {
 
 var nmeterLayer = layerSpec{what: "/bin/nmeter -> /standin", entries: []entry{symlink("bin/nmeter", "/standin")}}
 
+// e2eInputs are what the recipes build from; a nil binary skips the images
+// that need it.
+type e2eInputs struct {
+	busybox                      layerSpec
+	agnhost, nnp, pause, standin []byte
+	sampleAPIServer, etcd        []byte
+	agnhostExtra, busyboxSh      []entry
+	// html holds test/images/<name>/html's files per image name (nautilus,
+	// kitten), read from --e2e-kube-src.
+	html map[string][]entry
+}
+
 // e2eImageSpecs maps each listed image name to an image spec; names it
 // has no recipe for come back in skipped.
-func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin []byte, agnhostExtra []entry) (specs []imageSpec, skipped []string, err error) {
+func e2eImageSpecs(names []string, in e2eInputs) (specs []imageSpec, skipped []string, err error) {
+	bb, agnhost, nnp, pause, standinBin, agnhostExtra := in.busybox, in.agnhost, in.nnp, in.pause, in.standin, in.agnhostExtra
 	var nginx *standin
 	for i := range standins {
 		if standins[i].upstream == "docker.io/library/nginx" {
@@ -70,8 +98,7 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 		}
 		base := repo[strings.LastIndex(repo, "/")+1:]
 		s := imageSpec{repo: repo, tag: tag}
-		switch {
-		case base == "agnhost" && agnhost != nil:
+		agnhostLayers := func() []layerSpec {
 			own := []entry{
 				file("agnhost", 0o755, agnhost), symlink("agnhost-2", "agnhost"),
 				dir("etc", 0o755),
@@ -79,11 +106,27 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 				dir("home", 0o755), dir("home/user-defined-in-image", 0o755),
 				dir("uploads", 0o755),
 			}
-			s.layers = []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}, standinLayer(standinBin), nmeterLayer}
+			ls := []layerSpec{bb, {what: "/agnhost (k8s.io/kubernetes/test/images/agnhost)", entries: own}, standinLayer(standinBin), nmeterLayer}
 			if len(agnhostExtra) > 0 {
-				s.layers = append(s.layers, layerSpec{what: "agnhost extras (--e2e-agnhost-extra)", entries: agnhostExtra})
+				ls = append(ls, layerSpec{what: "agnhost extras (--e2e-agnhost-extra)", entries: agnhostExtra})
 			}
+			return ls
+		}
+		switch {
+		case base == "agnhost" && agnhost != nil:
+			s.layers = agnhostLayers()
 			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"pause"}
+		case (base == "nautilus" || base == "kitten") && agnhost != nil && in.html[base] != nil:
+			// FROM agnhost, COPY html/<name>.jpg and html/data.json to /,
+			// CMD ["test-webserver"] (agnhost serves / on port 80).
+			s.layers = append(agnhostLayers(), layerSpec{what: base + "'s html (k8s.io/kubernetes/test/images/" + base + ")", entries: in.html[base]})
+			s.entrypoint, s.cmd = []string{"/agnhost"}, []string{"test-webserver"}
+		case base == "sample-apiserver" && in.sampleAPIServer != nil:
+			s.layers = []layerSpec{bb, {what: "/sample-apiserver (k8s.io/sample-apiserver)", entries: binaryEntries("sample-apiserver", in.sampleAPIServer)}}
+			s.entrypoint = []string{"/sample-apiserver"}
+		case base == "etcd" && in.etcd != nil:
+			own := []entry{dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755), file("usr/local/bin/etcd", 0o755, in.etcd)}
+			s.layers = []layerSpec{bb, {what: "/usr/local/bin/etcd (the control plane's)", entries: own}}
 		case base == "glibc-dns-testing":
 			s.layers, s.cmd = []layerSpec{bb, standinLayer(standinBin), nmeterLayer}, []string{"sh"}
 			if len(agnhostExtra) > 0 {
@@ -91,6 +134,9 @@ func e2eImageSpecs(names []string, bb layerSpec, agnhost, nnp, pause, standinBin
 			}
 		case base == "busybox":
 			s.layers, s.cmd = []layerSpec{bb, standinLayer(standinBin), nmeterLayer}, []string{"sh"}
+			if len(in.busyboxSh) > 0 {
+				s.layers = append(s.layers, layerSpec{what: "bash as /bin/sh (--e2e-busybox-sh)", entries: in.busyboxSh})
+			}
 		case base == "nginx" && nginx != nil:
 			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}
 			s.layers = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)}, own}
@@ -139,7 +185,34 @@ func runE2E(ctx context.Context, o options, bb layerSpec, pause, standinBin []by
 			return fmt.Errorf("--e2e-agnhost-extra: %w", err)
 		}
 	}
-	specs, skipped, err := e2eImageSpecs(names, bb, readBin("agnhost"), readBin("nnp"), pause, standinBin, extra)
+	in := e2eInputs{busybox: bb, agnhost: readBin("agnhost"), nnp: readBin("nnp"), pause: pause, standin: standinBin,
+		sampleAPIServer: readBin("sample-apiserver"), agnhostExtra: extra}
+	if o.e2eBusyboxSh != "" {
+		if in.busyboxSh, err = treeEntries(o.e2eBusyboxSh); err != nil {
+			return fmt.Errorf("--e2e-busybox-sh: %w", err)
+		}
+	}
+	if o.e2eEtcd != "" {
+		if in.etcd, err = os.ReadFile(o.e2eEtcd); err != nil {
+			return fmt.Errorf("--e2e-etcd: %w", err)
+		}
+	}
+	if o.e2eKubeSrc != "" {
+		in.html = map[string][]entry{}
+		for _, name := range []string{"nautilus", "kitten"} {
+			// Dockerfile: COPY html/<name>.jpg <name>.jpg, COPY html/data.json data.json.
+			var es []entry
+			for _, f := range []string{name + ".jpg", "data.json"} {
+				b, err := os.ReadFile(filepath.Join(o.e2eKubeSrc, "test", "images", name, "html", f))
+				if err != nil {
+					return fmt.Errorf("--e2e-kube-src: %w (want the k8s.io/kubernetes module's source)", err)
+				}
+				es = append(es, file(f, 0o644, b))
+			}
+			in.html[name] = es
+		}
+	}
+	specs, skipped, err := e2eImageSpecs(names, in)
 	if err != nil {
 		return err
 	}

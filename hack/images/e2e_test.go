@@ -62,14 +62,14 @@ func TestE2EImageSpecs_AgnhostExtraLayer(t *testing.T) {
 	names := []string{"registry.k8s.io/e2e-test-images/agnhost:2.66.1"}
 	extra := []entry{file("localhost.crt", 0o644, []byte("CRT"))}
 
-	specs, _, err := e2eImageSpecs(names, bb, []byte("agnhost"), nil, nil, nil, extra)
+	specs, _, err := e2eImageSpecs(names, e2eInputs{busybox: bb, agnhost: []byte("agnhost"), agnhostExtra: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(specs) != 1 || len(specs[0].layers) != 5 || specs[0].layers[4].entries[0].name != "localhost.crt" {
 		t.Fatalf("agnhost with extras: %+v, want busybox, /agnhost, /standin, the nmeter link and the extra layer", specs)
 	}
-	specs, _, err = e2eImageSpecs(names, bb, []byte("agnhost"), nil, nil, nil, nil)
+	specs, _, err = e2eImageSpecs(names, e2eInputs{busybox: bb, agnhost: []byte("agnhost")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestE2EImageSpecs_AgnhostExtraLayer(t *testing.T) {
 func TestE2EImageSpecs_Nmeter(t *testing.T) {
 	bb := layerSpec{what: "busybox"}
 	specs, _, err := e2eImageSpecs([]string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "registry.k8s.io/e2e-test-images/agnhost:2.66.1"},
-		bb, []byte("agnhost"), nil, nil, []byte("standin"), nil)
+		e2eInputs{busybox: bb, agnhost: []byte("agnhost"), standin: []byte("standin")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestE2EImageSpecs_Nmeter(t *testing.T) {
 			t.Errorf("%s layers %+v: want /standin and bin/nmeter -> /standin", s.repo, s.layers)
 		}
 	}
-	if specs[0].cmd[0] != "sh" || specs[1].entrypoint[0] != "/agnhost" {
+	if len(specs[0].layers) != 3 || specs[0].cmd[0] != "sh" || specs[1].entrypoint[0] != "/agnhost" {
 		t.Errorf("busybox cmd %v, agnhost entrypoint %v: want sh and /agnhost", specs[0].cmd, specs[1].entrypoint)
 	}
 }
@@ -114,7 +114,7 @@ func TestE2EImageSpecs_GlibcDNSTestingGetsTheExtras(t *testing.T) {
 	bb := layerSpec{what: "busybox"}
 	names := []string{"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1", "docker.io/library/busybox:1.37.0-glibc"}
 	extra := []entry{file("usr/bin/dig", 0o755, []byte("DIG"))}
-	specs, skipped, err := e2eImageSpecs(names, bb, nil, nil, nil, nil, extra)
+	specs, skipped, err := e2eImageSpecs(names, e2eInputs{busybox: bb, agnhostExtra: extra})
 	if err != nil || len(skipped) != 0 || len(specs) != 2 {
 		t.Fatalf("specs %+v, skipped %v, err %v", specs, skipped, err)
 	}
@@ -133,5 +133,73 @@ func TestE2EImageSpecs_GlibcDNSTestingGetsTheExtras(t *testing.T) {
 	}
 	if last := g.layers[len(g.layers)-1]; last.entries[0].name != "usr/bin/dig" {
 		t.Errorf("glibc-dns-testing's last layer %+v, want the extras", last)
+	}
+}
+
+// The Update Demo and Aggregator specs' images: nautilus and kitten are
+// agnhost with their html files, running test-webserver; sample-apiserver
+// and etcd carry their binaries where the specs run them. Without their
+// inputs they are skipped, not built empty.
+func TestE2EImageSpecs_UpdateDemoAndAggregatorImages(t *testing.T) {
+	bb := layerSpec{what: "busybox"}
+	names := []string{
+		"registry.k8s.io/e2e-test-images/nautilus:1.8", "registry.k8s.io/e2e-test-images/kitten:1.8",
+		"registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2", "registry.k8s.io/etcd:3.7.0-0",
+	}
+	_, skipped, err := e2eImageSpecs(names, e2eInputs{busybox: bb, agnhost: []byte("agnhost")})
+	if err != nil || len(skipped) != 4 {
+		t.Fatalf("without html, sample-apiserver and etcd: skipped %v, err %v; want all four skipped", skipped, err)
+	}
+	in := e2eInputs{busybox: bb, agnhost: []byte("agnhost"), standin: []byte("standin"),
+		sampleAPIServer: []byte("SAS"), etcd: []byte("ETCD"),
+		html: map[string][]entry{
+			"nautilus": {file("nautilus.jpg", 0o644, []byte("JPG")), file("data.json", 0o644, []byte(`{"image": "nautilus.jpg"}`))},
+			"kitten":   {file("kitten.jpg", 0o644, []byte("JPG")), file("data.json", 0o644, []byte(`{"image": "kitten.jpg"}`))},
+		}}
+	specs, skipped, err := e2eImageSpecs(names, in)
+	if err != nil || len(skipped) != 0 || len(specs) != 4 {
+		t.Fatalf("specs %+v, skipped %v, err %v", specs, skipped, err)
+	}
+	has := func(s imageSpec, name string, data string) bool {
+		for _, l := range s.layers {
+			for _, e := range l.entries {
+				if e.name == name && string(e.data) == data {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, s := range specs[:2] {
+		base := s.repo[strings.LastIndex(s.repo, "/")+1:]
+		if !has(s, "agnhost", "agnhost") || !has(s, "data.json", `{"image": "`+base+`.jpg"}`) || !has(s, base+".jpg", "JPG") ||
+			s.entrypoint[0] != "/agnhost" || s.cmd[0] != "test-webserver" {
+			t.Errorf("%s: %+v, want agnhost, %s.jpg and data.json, /agnhost test-webserver", s.repo, s, base)
+		}
+	}
+	if s := specs[2]; !has(s, "sample-apiserver", "SAS") || s.entrypoint[0] != "/sample-apiserver" {
+		t.Errorf("sample-apiserver: %+v", s)
+	}
+	if s := specs[3]; !has(s, "usr/local/bin/etcd", "ETCD") || s.repo != "etcd" || s.tag != "3.7.0-0" {
+		t.Errorf("etcd: %+v, want repo etcd, tag 3.7.0-0, /usr/local/bin/etcd", s)
+	}
+}
+
+// With --e2e-busybox-sh the busybox image gets that tree on top (bash as
+// /bin/sh); no other image does.
+func TestE2EImageSpecs_BusyboxShell(t *testing.T) {
+	bb := layerSpec{what: "busybox"}
+	sh := []entry{file("bin/bash", 0o755, []byte("BASH")), symlink("bin/sh", "bash")}
+	names := []string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "registry.k8s.io/e2e-test-images/nonroot:1.4"}
+	specs, _, err := e2eImageSpecs(names, e2eInputs{busybox: bb, standin: []byte("standin"), busyboxSh: sh})
+	if err != nil || len(specs) != 2 {
+		t.Fatalf("specs %+v, err %v", specs, err)
+	}
+	last := specs[0].layers[len(specs[0].layers)-1]
+	if len(specs[0].layers) != 4 || len(last.entries) != 2 || last.entries[1].target != "bash" {
+		t.Errorf("busybox layers %+v: want busybox, /standin, nmeter and bash as sh", specs[0].layers)
+	}
+	if len(specs[1].layers) != 1 {
+		t.Errorf("nonroot layers %+v: want busybox only", specs[1].layers)
 	}
 }

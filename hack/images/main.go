@@ -59,6 +59,12 @@ type options struct {
 	e2eList, e2eBin string
 	// e2eAgnhostExtra is a directory tree layered on top of agnhost (e2e.go).
 	e2eAgnhostExtra string
+	// e2eEtcd is the etcd binary of the e2e etcd image; e2eKubeSrc the
+	// k8s.io/kubernetes source the nautilus and kitten images take their
+	// files from (e2e.go).
+	e2eEtcd, e2eKubeSrc string
+	// e2eBusyboxSh is a tree layered on top of the e2e busybox image (e2e.go).
+	e2eBusyboxSh string
 	// system, systemIptables and the versions select the cluster add-on
 	// images instead (system.go).
 	system, systemIptables, kubeVersion, corednsVersion string
@@ -92,6 +98,9 @@ func main() {
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "image and binary architecture (the busybox must match)")
 	flag.StringVar(&o.e2eList, "e2e", "", "build only the e2e suite's images named in this file (e2e.test --list-images; see e2e.go)")
 	flag.StringVar(&o.e2eBin, "e2e-bin", "", "directory with the agnhost and nnp binaries for --e2e")
+	flag.StringVar(&o.e2eBusyboxSh, "e2e-busybox-sh", "", "with --e2e: a directory tree added as a layer on top of the busybox image (see e2e.go)")
+	flag.StringVar(&o.e2eEtcd, "e2e-etcd", "", "with --e2e: the etcd binary of the etcd image (see e2e.go)")
+	flag.StringVar(&o.e2eKubeSrc, "e2e-kube-src", "", "with --e2e: the k8s.io/kubernetes module's source directory (the nautilus and kitten images' files; see e2e.go)")
 	flag.StringVar(&o.e2eAgnhostExtra, "e2e-agnhost-extra", "", "with --e2e: a directory tree added as a layer on top of the agnhost image (see e2e.go)")
 	flag.StringVar(&o.system, "system", "", "build only the cluster add-on images (kube-proxy, coredns) from the binaries in this directory (see system.go)")
 	flag.StringVar(&o.systemIptables, "system-iptables", "", "with --system: the iptables tree layered into the kube-proxy image")
