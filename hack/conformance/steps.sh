@@ -63,22 +63,6 @@ install_with_libs() {
 		[[ -e $d$lib ]] || install -D -m 0755 "$(realpath "$lib")" "$d$lib"
 	done
 }
-# busybox_sh DIR: bash as /bin/sh for the busybox image. The host's busybox
-# is Debian's 1.35, whose sh drops every environment variable whose name is
-# not a shell identifier before it runs a command; the real image's (1.37)
-# passes them on, and the specs that run `sh -c env` with envFrom keys like
-# data-1 (ConfigMap and Secrets "should be consumable via the environment",
-# "... as environment variable names with various prefixes") read them.
-# bash keeps them, even as sh; dash drops them too. The applets stay
-# busybox's: bash finds them in PATH (/bin/<applet> -> busybox).
-busybox_sh() {
-	local d=$1
-	rm -rf "$d"
-	[[ -x /bin/bash ]] || die "/bin/bash missing: apt-get install bash"
-	install_with_libs /bin/bash "$d" bin/bash
-	ln -s bash "$d/bin/sh"
-	step "busybox's sh: bash and $(find "$d" -type f | wc -l) files ($(du -sh "$d" | cut -f1)) in $d"
-}
 images() {
 	"$HACK/start-registry.sh" "$REGISTRY"
 	"$BIN/e2e.test" --list-images >"$WORK/e2e-images.txt"
@@ -86,7 +70,8 @@ images() {
 	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY") >"$WORK/images.log" 2>&1 ||
 		die "hack/images failed (log: $WORK/images.log)"
 	agnhost_extra "$WORK/agnhost-extra"
-	busybox_sh "$WORK/busybox-sh"
+	# The busybox image is upstream BusyBox, as the real one (build-busybox.sh says why).
+	"$CONFORMANCE_DIR/build-busybox.sh" | tee "$WORK/build-busybox.log"
 	# The etcd image carries the control plane's etcd; nautilus and kitten
 	# their files from the k8s.io/kubernetes source e2e.test was built from.
 	local more=() src
@@ -97,7 +82,7 @@ images() {
 		warn "no k8s.io/kubernetes source in the module cache: the nautilus and kitten images are skipped (kubectl's Update Demo specs fail)"
 	fi
 	(cd "$REPO" && go run ./hack/images --registry "$REGISTRY" --e2e "$WORK/e2e-images.txt" --e2e-bin "$BIN" \
-		--e2e-agnhost-extra "$WORK/agnhost-extra" --e2e-busybox-sh "$WORK/busybox-sh" "${more[@]}") |
+		--e2e-agnhost-extra "$WORK/agnhost-extra" --e2e-busybox "$(tail -n 1 "$WORK/build-busybox.log")" "${more[@]}") |
 		tee -a "$WORK/images.log" | grep -E 'pushed|skipped|e2e:' || true
 	[[ ${PIPESTATUS[0]} == 0 ]] || die "hack/images --e2e failed (log: $WORK/images.log)"
 }

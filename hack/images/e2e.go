@@ -22,8 +22,9 @@ package main
 //	            run dig and getent hosts in it, the hostname specs sh,
 //	            hostname and hostname -f)
 //	busybox     busybox, cmd sh, and the standin as /bin/nmeter; with
-//	            --e2e-busybox-sh DIR, DIR's tree on top (bash as /bin/sh:
-//	            hack/conformance/steps.sh's busybox_sh says why)
+//	            --e2e-busybox FILE, that busybox instead of the host's
+//	            (upstream BusyBox 1.37.0, as the real image:
+//	            hack/conformance/build-busybox.sh says why)
 //	nginx       the nginx stand-in of standins.go (busybox + /standin)
 //	nonewprivs  busybox + setuid /usr/local/bin/nnp, cmd nnp
 //	nonroot     busybox, user 1234
@@ -70,7 +71,10 @@ type e2eInputs struct {
 	busybox                      layerSpec
 	agnhost, nnp, pause, standin []byte
 	sampleAPIServer, etcd        []byte
-	agnhostExtra, busyboxSh      []entry
+	agnhostExtra                 []entry
+	// busyboxImage is the busybox image's own busybox layer (--e2e-busybox);
+	// empty: the host's, as every other image.
+	busyboxImage layerSpec
 	// html holds test/images/<name>/html's files per image name (nautilus,
 	// kitten), read from --e2e-kube-src.
 	html map[string][]entry
@@ -103,6 +107,7 @@ func e2eImageSpecs(names []string, in e2eInputs) (specs []imageSpec, skipped []s
 				file("agnhost", 0o755, agnhost), symlink("agnhost-2", "agnhost"),
 				dir("etc", 0o755),
 				file("etc/passwd", 0o644, []byte(agnhostPasswd)), file("etc/group", 0o644, []byte(agnhostGroup)),
+				file("etc/os-release", 0o644, []byte(agnhostOSRelease)),
 				dir("home", 0o755), dir("home/user-defined-in-image", 0o755),
 				dir("uploads", 0o755),
 			}
@@ -133,10 +138,11 @@ func e2eImageSpecs(names []string, in e2eInputs) (specs []imageSpec, skipped []s
 				s.layers = append(s.layers, layerSpec{what: "dig, getent and the rest (--e2e-agnhost-extra)", entries: agnhostExtra})
 			}
 		case base == "busybox":
-			s.layers, s.cmd = []layerSpec{bb, standinLayer(standinBin), nmeterLayer}, []string{"sh"}
-			if len(in.busyboxSh) > 0 {
-				s.layers = append(s.layers, layerSpec{what: "bash as /bin/sh (--e2e-busybox-sh)", entries: in.busyboxSh})
+			own := bb
+			if len(in.busyboxImage.entries) > 0 {
+				own = in.busyboxImage
 			}
+			s.layers, s.cmd = []layerSpec{own, standinLayer(standinBin), nmeterLayer}, []string{"sh"}
 		case base == "nginx" && nginx != nil:
 			own := layerSpec{what: "stand-in for nginx", entries: standinEntries(*nginx)}
 			s.layers = []layerSpec{bb, {what: "/standin", entries: binaryEntries("standin", standinBin)}, own}
@@ -187,10 +193,12 @@ func runE2E(ctx context.Context, o options, bb layerSpec, pause, standinBin []by
 	}
 	in := e2eInputs{busybox: bb, agnhost: readBin("agnhost"), nnp: readBin("nnp"), pause: pause, standin: standinBin,
 		sampleAPIServer: readBin("sample-apiserver"), agnhostExtra: extra}
-	if o.e2eBusyboxSh != "" {
-		if in.busyboxSh, err = treeEntries(o.e2eBusyboxSh); err != nil {
-			return fmt.Errorf("--e2e-busybox-sh: %w", err)
+	if o.e2eBusybox != "" {
+		b, applets, err := readBusybox(ctx, o.e2eBusybox)
+		if err != nil {
+			return fmt.Errorf("--e2e-busybox: %w", err)
 		}
+		in.busyboxImage = layerSpec{what: "busybox (--e2e-busybox) with " + fmt.Sprint(len(applets)) + " applets", entries: busyboxEntries(b, applets)}
 	}
 	if o.e2eEtcd != "" {
 		if in.etcd, err = os.ReadFile(o.e2eEtcd); err != nil {

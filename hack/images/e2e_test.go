@@ -172,6 +172,10 @@ func TestE2EImageSpecs_UpdateDemoAndAggregatorImages(t *testing.T) {
 	}
 	for _, s := range specs[:2] {
 		base := s.repo[strings.LastIndex(s.repo, "/")+1:]
+		// The ImageVolume specs read the mounted kitten's /etc/os-release.
+		if !has(s, "etc/os-release", agnhostOSRelease) || !strings.Contains(agnhostOSRelease, "Alpine Linux") {
+			t.Errorf("%s: no /etc/os-release naming Alpine Linux", s.repo)
+		}
 		if !has(s, "agnhost", "agnhost") || !has(s, "data.json", `{"image": "`+base+`.jpg"}`) || !has(s, base+".jpg", "JPG") ||
 			s.entrypoint[0] != "/agnhost" || s.cmd[0] != "test-webserver" {
 			t.Errorf("%s: %+v, want agnhost, %s.jpg and data.json, /agnhost test-webserver", s.repo, s, base)
@@ -185,21 +189,20 @@ func TestE2EImageSpecs_UpdateDemoAndAggregatorImages(t *testing.T) {
 	}
 }
 
-// With --e2e-busybox-sh the busybox image gets that tree on top (bash as
-// /bin/sh); no other image does.
-func TestE2EImageSpecs_BusyboxShell(t *testing.T) {
-	bb := layerSpec{what: "busybox"}
-	sh := []entry{file("bin/bash", 0o755, []byte("BASH")), symlink("bin/sh", "bash")}
+// With --e2e-busybox the busybox image has that busybox; every other image
+// keeps the host's.
+func TestE2EImageSpecs_BusyboxImageHasItsOwnBusybox(t *testing.T) {
+	bb := layerSpec{what: "busybox", entries: []entry{file("bin/busybox", 0o755, []byte("HOST"))}}
+	own := layerSpec{what: "busybox 1.37", entries: []entry{file("bin/busybox", 0o755, []byte("UPSTREAM"))}}
 	names := []string{"registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "registry.k8s.io/e2e-test-images/nonroot:1.4"}
-	specs, _, err := e2eImageSpecs(names, e2eInputs{busybox: bb, standin: []byte("standin"), busyboxSh: sh})
+	specs, _, err := e2eImageSpecs(names, e2eInputs{busybox: bb, standin: []byte("standin"), busyboxImage: own})
 	if err != nil || len(specs) != 2 {
 		t.Fatalf("specs %+v, err %v", specs, err)
 	}
-	last := specs[0].layers[len(specs[0].layers)-1]
-	if len(specs[0].layers) != 4 || len(last.entries) != 2 || last.entries[1].target != "bash" {
-		t.Errorf("busybox layers %+v: want busybox, /standin, nmeter and bash as sh", specs[0].layers)
+	if len(specs[0].layers) != 3 || string(specs[0].layers[0].entries[0].data) != "UPSTREAM" || specs[0].cmd[0] != "sh" {
+		t.Errorf("busybox layers %+v: want its own busybox, /standin and nmeter, cmd sh", specs[0].layers)
 	}
-	if len(specs[1].layers) != 1 {
-		t.Errorf("nonroot layers %+v: want busybox only", specs[1].layers)
+	if len(specs[1].layers) != 1 || string(specs[1].layers[0].entries[0].data) != "HOST" {
+		t.Errorf("nonroot layers %+v: want the host's busybox only", specs[1].layers)
 	}
 }

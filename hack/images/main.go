@@ -63,8 +63,8 @@ type options struct {
 	// k8s.io/kubernetes source the nautilus and kitten images take their
 	// files from (e2e.go).
 	e2eEtcd, e2eKubeSrc string
-	// e2eBusyboxSh is a tree layered on top of the e2e busybox image (e2e.go).
-	e2eBusyboxSh string
+	// e2eBusybox is the busybox binary of the e2e busybox image (e2e.go).
+	e2eBusybox string
 	// system, systemIptables and the versions select the cluster add-on
 	// images instead (system.go).
 	system, systemIptables, kubeVersion, corednsVersion string
@@ -98,7 +98,7 @@ func main() {
 	flag.StringVar(&o.arch, "arch", runtime.GOARCH, "image and binary architecture (the busybox must match)")
 	flag.StringVar(&o.e2eList, "e2e", "", "build only the e2e suite's images named in this file (e2e.test --list-images; see e2e.go)")
 	flag.StringVar(&o.e2eBin, "e2e-bin", "", "directory with the agnhost and nnp binaries for --e2e")
-	flag.StringVar(&o.e2eBusyboxSh, "e2e-busybox-sh", "", "with --e2e: a directory tree added as a layer on top of the busybox image (see e2e.go)")
+	flag.StringVar(&o.e2eBusybox, "e2e-busybox", "", "with --e2e: the busybox binary of the busybox image instead of --busybox (see e2e.go)")
 	flag.StringVar(&o.e2eEtcd, "e2e-etcd", "", "with --e2e: the etcd binary of the etcd image (see e2e.go)")
 	flag.StringVar(&o.e2eKubeSrc, "e2e-kube-src", "", "with --e2e: the k8s.io/kubernetes module's source directory (the nautilus and kitten images' files; see e2e.go)")
 	flag.StringVar(&o.e2eAgnhostExtra, "e2e-agnhost-extra", "", "with --e2e: a directory tree added as a layer on top of the agnhost image (see e2e.go)")

@@ -72,6 +72,11 @@ working. Further configuration is required.</p>
 const (
 	agnhostPasswd = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\nuser-defined-in-image:x:1000:1000:user-defined-in-image:/home/user-defined-in-image:/bin/sh\n"
 	agnhostGroup  = "root:x:0:\nnobody:x:65534:\nuser-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n"
+	// agnhostOSRelease names what this image stands in for: the real agnhost
+	// image (and kitten and nautilus, built FROM it) is Alpine Linux, and
+	// the ImageVolume specs mount kitten and read its /etc/os-release for
+	// "Alpine Linux". It says so without claiming to be Alpine.
+	agnhostOSRelease = "NAME=\"minikubelet e2e stand-in\"\nID=mkl-e2e-standin\nPRETTY_NAME=\"minikubelet's local stand-in for the agnhost image, which upstream is based on Alpine Linux\"\n"
 )
 
 // standins lists every stand-in. TestStandins_CoverDocsExamples checks
