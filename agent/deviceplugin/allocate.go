@@ -175,6 +175,11 @@ func (m *Manager) watchLocked(uid types.UID) {
 	if m.podDone == nil || m.watching[uid] {
 		return
 	}
+	select {
+	case <-m.stop:
+		return // Stop may be waiting for the watchers already
+	default:
+	}
 	m.watching[uid] = true
 	podDone := m.podDone
 	m.wg.Add(1)

@@ -33,6 +33,9 @@ const (
 	// dialTimeout bounds the dial and GetDevicePluginOptions of a
 	// registration (the kubelet's 10 s dial).
 	dialTimeout = 10 * time.Second
+	// maxSocketPath is the longest path a unix socket address holds on
+	// Linux (sun_path is 108 bytes with its terminating NUL).
+	maxSocketPath = 107
 )
 
 // Config says where the manager works.
@@ -142,6 +145,9 @@ func (m *Manager) notify() {
 // again, as with the kubelet), reads the checkpoint and serves the
 // Registration API until Stop.
 func (m *Manager) Start() error {
+	if n := len(m.SocketPath()); n > maxSocketPath {
+		return fmt.Errorf("the registration socket %s is %d bytes long, over a unix socket's %d", m.SocketPath(), n, maxSocketPath)
+	}
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return fmt.Errorf("create the device plugin directory: %w", err)
 	}

@@ -195,3 +195,11 @@ func TestReRegistrationReplacesTheEndpoint(t *testing.T) {
 		t.Errorf("after the old plugin stopped: %+v, want 3/3", got)
 	}
 }
+
+func TestStartRefusesASocketPathTooLong(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 100), DirName)
+	err := New(Config{Dir: dir}).Start()
+	if err == nil || !strings.Contains(err.Error(), "over a unix socket's 107") {
+		t.Fatalf("Start = %v, want the path's length refused", err)
+	}
+}

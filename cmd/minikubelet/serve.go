@@ -258,12 +258,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		// Pods report the Node's InternalIP as their hostIP.
 		acfg.HostIPs = []string{cf.nodeIP}
 	}
-	devices, err := startDevicePlugins(nf.rootDir, logger) // serve_devices.go
-	if err != nil {
-		return err
+	devices := startDevicePlugins(nf.rootDir, logger) // serve_devices.go; nil: off
+	if devices != nil {
+		defer devices.Stop()
+		acfg.Devices = devices
 	}
-	defer devices.Stop()
-	acfg.Devices = devices
 	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
 	if cc != nil {
 		// Cluster pods get their projected service account tokens, and
@@ -276,7 +275,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	a := agent.New(acfg, deps)
-	devices.SetPodDone(a.PodDone)
+	if devices != nil {
+		devices.SetPodDone(a.PodDone)
+	}
 	inst.OnCall(a.ObserveRuntimeOp)
 	reclaim, err := gf.start(ctx, a, inst, logger)
 	if err != nil {

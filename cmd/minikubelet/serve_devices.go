@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"path/filepath"
 
@@ -14,12 +13,18 @@ import (
 // /var/lib/kubelet, the path plugins dial), before the agent is built: the
 // engine admits pods against the devices and applies the plugins' answers
 // to containers (agent/deviceplugin). Stop closes it.
-func startDevicePlugins(rootDir string, logger *slog.Logger) (*deviceplugin.Manager, error) {
+//
+// Unlike the kubelet, which does not start without its device manager, a
+// failure here (a root dir whose socket path is too long for a unix
+// socket, a directory that is not root's) leaves the node without device
+// plugins, with a warning: pods keep running and nothing else depends on it.
+func startDevicePlugins(rootDir string, logger *slog.Logger) *deviceplugin.Manager {
 	m := deviceplugin.New(deviceplugin.Config{Dir: filepath.Join(rootDir, deviceplugin.DirName), Logger: logger})
 	if err := m.Start(); err != nil {
-		return nil, fmt.Errorf("device plugins: %w (check --root-dir; the directory must be root's)", err)
+		logger.Warn("Device plugins are off: their registration socket could not be served (use a shorter --root-dir, such as /var/lib/kubelet, owned by root)", "err", err)
+		return nil
 	}
-	return m, nil
+	return m
 }
 
 // withDevices adds the device plugins' resources to the Node's status
