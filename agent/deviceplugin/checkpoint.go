@@ -34,8 +34,11 @@ type checkpointFile struct {
 	// Registered are the resources registered when it was written: after
 	// a restart they are reported at 0 until their plugin registers again
 	// (and dropped 5 minutes later), as the kubelet does.
-	Registered []string          `json:"registered,omitempty"`
-	Entries    []checkpointEntry `json:"entries,omitempty"`
+	Registered []string `json:"registered,omitempty"`
+	// Removed are the resources dropped after their plugin stopped: the
+	// Node keeps showing them at 0.
+	Removed []string          `json:"removed,omitempty"`
+	Entries []checkpointEntry `json:"entries,omitempty"`
 }
 
 // checkpointEntry is one container's devices of one resource.
@@ -56,7 +59,7 @@ func (m *Manager) saveLocked() {
 	if m.dir == "" {
 		return
 	}
-	cp := checkpointFile{Version: checkpointVersion, Registered: slices.Sorted(maps.Keys(m.resources))}
+	cp := checkpointFile{Version: checkpointVersion, Registered: slices.Sorted(maps.Keys(m.resources)), Removed: slices.Sorted(maps.Keys(m.removed))}
 	for uid, cs := range m.pods {
 		for c, rs := range cs {
 			for name, al := range rs {
@@ -106,6 +109,11 @@ func (m *Manager) loadCheckpoint() error {
 	for _, name := range cp.Registered {
 		if isExtendedResourceName(name) && m.resources[name] == nil {
 			m.resources[name] = &resourceState{devices: map[string]bool{}, stoppedAt: now}
+		}
+	}
+	for _, name := range cp.Removed {
+		if isExtendedResourceName(name) && m.resources[name] == nil {
+			m.removed[name] = true
 		}
 	}
 	for _, e := range cp.Entries {

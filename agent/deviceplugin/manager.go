@@ -66,7 +66,8 @@ type Manager struct {
 	resources map[string]*resourceState
 	// removed are the resources dropped after their plugin stopped: the
 	// node reports them at 0, as the kubelet keeps a device plugin's
-	// resource in the Node's capacity at 0 once it was registered.
+	// resource in the Node's capacity at 0 once it was registered (kept in
+	// the checkpoint: the Node's status is rebuilt at each start).
 	removed map[string]bool
 	// pods are the pods' devices: pod UID → container → resource.
 	pods map[types.UID]map[string]map[string]*allocation

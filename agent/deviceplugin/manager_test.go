@@ -165,10 +165,16 @@ func TestListAndWatchFailureKeepsCapacityThenDropsIt(t *testing.T) {
 	if got := resourceCounts(m, res); got != (counts{0, 0}) {
 		t.Errorf("after the grace period: %+v, want 0/0", got)
 	}
-	// It stays at 0 (the Node keeps showing a device plugin's resource).
-	if got := resourceCounts(m, res); got != (counts{0, 0}) {
-		t.Errorf("later: %+v, want 0/0", got)
+	// It stays at 0 (the Node keeps showing a device plugin's resource),
+	// across a restart too.
+	m.Stop()
+	m2, _ := newStarted(t, m.dir)
+	if got := resourceCounts(m2, res); got != (counts{0, 0}) {
+		t.Errorf("after a restart: %+v, want 0/0", got)
 	}
+	// Registering again brings it back.
+	startPlugin(t, m2, newFakePlugin(healthy("0")...), res, "p2.sock")
+	waitCounts(t, m2, res, counts{1, 1})
 }
 
 func TestPluginStopMakesDevicesUnhealthy(t *testing.T) {
