@@ -283,3 +283,17 @@ func TestCorruptCheckpointIsIgnored(t *testing.T) {
 		t.Error("a symlinked checkpoint was read")
 	}
 }
+
+func TestOversizedCheckpointIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), DirName)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, maxCheckpointBytes+1)
+	if err := os.WriteFile(filepath.Join(dir, checkpointName), big, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(Config{Dir: dir}).loadCheckpoint(); err == nil {
+		t.Error("a checkpoint over the bound was read")
+	}
+}
