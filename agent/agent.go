@@ -300,7 +300,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			a.reject(p, reason, msg)
 			continue
 		}
-		if reason, msg := a.eviction.Admit(p); reason != "" { // agent/eviction (nil: admitted)
+		if reason, msg := a.admitLate(p); reason != "" { // agent/eviction, then the devices (devices.go)
 			a.reject(p, reason, msg)
 			continue
 		}

@@ -161,6 +161,9 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		pw.containerEvent(c.Name, v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
 	}
 	cfg, err := a.generateContainerConfig(pod, c, ctype, restartCount, imageRef, sb.ip, volPaths, images)
+	if err == nil {
+		err = a.applyDevices(ctx, pod, c, cfg) // devices.go
+	}
 	if err != nil {
 		return "", err
 	}

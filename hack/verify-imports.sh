@@ -175,6 +175,11 @@ tests=1 check "$mod/agent/podevents" "^$mod/|^google.golang.org/grpc(/|$)" "a po
 # every package that decides a reason (the engine, agent/images); nothing
 # of the repository. Its tests too.
 tests=1 check "$mod/agent/reason" "^$mod/" "the waiting reason's error: below everything that reports one; nothing of the repository" "^$mod/agent/reason$"
+# The device plugins' manager (issue #26): below the engine, which reaches
+# it through agent/config.Devices; serve wires it. Of the repository only
+# agent/safepath (the checkpoint's bounded read); never the engine, the
+# daemon, cmd or the CRI client. Its tests too.
+tests=1 check "$mod/agent/deviceplugin" "^$mod/" "the device plugins' manager: below the engine; agent/safepath only" "^$mod/agent/(deviceplugin|safepath)$"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"

@@ -109,6 +109,12 @@ type NodeConfig struct {
 	// Events receives the node's events (NodeReady, NodeNotReady), as
 	// the kubelet records them; nil records none (EventRecorder).
 	Events NodeEventSink
+	// Devices, when set, gives the device plugins' resources
+	// (agent/deviceplugin), added to the capacity and allocatable as the
+	// kubelet's devicePluginResourceCapacityFunc; DevicesChanged, when
+	// set, syncs the status at once instead of at the next period.
+	Devices        func() (capacity, allocatable v1.ResourceList)
+	DevicesChanged <-chan struct{}
 }
 
 // NodeEventSink records an event about the node (EventRecorder.NodeEvent).
@@ -369,8 +375,19 @@ func (n *NodeAgent) inputs(rt runtimeState, r readings) statusInputs {
 			mem, disk, pid = m, d, p
 		}
 	}
+	node := n.cfg.Node
+	if n.cfg.Devices != nil {
+		node.Capacity, node.Allocatable = v1.ResourceList{}, v1.ResourceList{}
+		c, a := n.cfg.Devices()
+		for _, m := range []v1.ResourceList{n.cfg.Node.Capacity, c} {
+			maps.Copy(node.Capacity, m)
+		}
+		for _, m := range []v1.ResourceList{n.cfg.Node.Allocatable, a} {
+			maps.Copy(node.Allocatable, m)
+		}
+	}
 	return statusInputs{
-		node:           n.cfg.Node,
+		node:           node,
 		addresses:      n.addresses,
 		kubeletPort:    n.cfg.KubeletPort,
 		system:         n.system,
@@ -399,10 +416,23 @@ func (n *NodeAgent) statusLoop(ctx context.Context) {
 		case err == nil && wasFailing:
 			n.logger.Info("Node status reaches the API server again")
 		}
-		if !n.wait(ctx, n.nextStatusDelay()) {
+		if !n.waitStatus(ctx, n.nextStatusDelay()) {
 			return
 		}
 	}
+}
+
+// waitStatus is wait, cut short when the device resources changed.
+func (n *NodeAgent) waitStatus(ctx context.Context, d time.Duration) bool {
+	t := n.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+	case <-n.cfg.DevicesChanged: // nil: never
+	}
+	return true
 }
 
 // nextStatusDelay is StatusUpdatePeriod, or fastStatusPeriod while the

@@ -89,11 +89,17 @@ type Config struct {
 	// UserNamespaces is the pool of host IDs pods with hostUsers: false
 	// get their ranges from (agent/userns); zero: the kubelet's defaults.
 	UserNamespaces userns.Config
+	// Devices is the device plugins' manager (agent/deviceplugin, wired by
+	// serve); nil (NoDevices): no extended resource is backed by devices.
+	Devices Devices
 }
 
 // WithDefaults returns c with every unset field set to the kubelet's
 // default; agent.New applies it to the Config it is given.
 func (c Config) WithDefaults() Config {
+	if c.Devices == nil {
+		c.Devices = NoDevices{}
+	}
 	if c.RootDir == "" {
 		c.RootDir = "/var/lib/minikubelet"
 	}

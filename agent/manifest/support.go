@@ -296,8 +296,8 @@ var envVarSourceRules = ruleTable{typ: reflect.TypeFor[v1.EnvVarSource](), path:
 
 // Fields of spec.containers[*].resources.
 var resourcesRules = ruleTable{typ: reflect.TypeFor[v1.ResourceRequirements](), path: "spec.containers[*].resources", rules: map[string]fieldRule{
-	"limits":   ruleLimited("cpu, memory and ephemeral-storage only"),
-	"requests": ruleLimited("cpu, memory and ephemeral-storage only; default to the limits"),
+	"limits":   ruleLimited("cpu, memory, ephemeral-storage, and extended resources (`example.com/dev`, whole numbers; a device plugin's are admitted against its healthy devices: [cluster.md](cluster.md#device-plugins)); hugepages and other `kubernetes.io/` names refused"),
+	"requests": ruleLimited("as the limits; default to the limits; an extended resource's request equals its limit"),
 	"claims":   ruleRefused(reasonNotYet),
 }}
 

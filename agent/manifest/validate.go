@@ -558,9 +558,20 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 			case name == v1.ResourceCPU || name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage:
 			case refusedNames[name]:
 				continue
+			case isExtendedResource(name):
+				// A device plugin's (agent/deviceplugin), or the
+				// cluster's: whole numbers, as the API server wants.
+				if len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+string(name))) > 0 {
+					errs = append(errs, field.Invalid(p, name, "must be a qualified extended resource name, such as example.com/device"))
+					refusedNames[name] = true
+				} else if q.Sign() < 0 || q.MilliValue()%1000 != 0 {
+					errs = append(errs, field.Invalid(p, q.String(), "must be a whole number of devices"))
+					refusedNames[name] = true
+				}
+				continue
 			case strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) ||
 				strings.Contains(string(name), "/"):
-				// Standard or extended (device plugin) resources.
+				// Standard resources other than cpu, memory and storage.
 				errs = append(errs, field.Forbidden(p, reasonNotYet))
 				refusedNames[name] = true
 				continue
@@ -592,7 +603,18 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 	for _, name := range SortedResourceNames(r.Requests) {
 		req := r.Requests[name]
 		limit, ok := r.Limits[name]
-		if ok && req.Cmp(limit) > 0 {
+		if isExtendedResource(name) && !refusedNames[name] {
+			// Extended resources are not overcommitted (the API server's
+			// rule): the request is the limit.
+			if !ok {
+				errs = append(errs, field.Required(fldPath.Child("limits").Key(string(name)), "Limit must be set for non overcommitable resources"))
+			} else if req.Cmp(limit) != 0 {
+				errs = append(errs, field.Invalid(fldPath.Child("requests").Key(string(name)), req.String(),
+					fmt.Sprintf("must be equal to %s limit of %s", name, limit.String())))
+			}
+			continue
+		}
+		if ok && req.Cmp(limit) > 0 && !isExtendedResource(name) {
 			errs = append(errs, field.Invalid(fldPath.Child("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
 		}
@@ -818,4 +840,13 @@ func validateResizePolicy(policies []v1.ContainerResizePolicy, podRestart v1.Res
 		}
 	}
 	return errs
+}
+
+// isExtendedResource reports whether name is an extended resource: a
+// domain-prefixed name outside kubernetes.io, not a quota's "requests."
+// name (the API's IsExtendedResourceName without its name check).
+func isExtendedResource(name v1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, v1.ResourceDefaultNamespacePrefix) &&
+		!strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -21,6 +22,19 @@ func TestValidatePod(t *testing.T) {
 	}{
 		{
 			name: "valid",
+		},
+		{
+			name: "extended resources: a device plugin's count, request equal to the limit",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources = v1.ResourceRequirements{
+					Limits:   v1.ResourceList{"example.com/dev": resource.MustParse("2"), "example.com/other": resource.MustParse("1")},
+					Requests: v1.ResourceList{"example.com/dev": resource.MustParse("2"), "example.com/other": resource.MustParse("2"), "example.com/nolimit": resource.MustParse("1")},
+				}
+			},
+			want: []string{
+				`spec.containers[0].resources.limits[example.com/nolimit]: Required value: Limit must be set for non overcommitable resources`,
+				`spec.containers[0].resources.requests[example.com/other]: Invalid value: "2": must be equal to example.com/other limit of 1`,
+			},
 		},
 		{
 			name:   "uid with a slash",

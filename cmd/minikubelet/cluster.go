@@ -21,6 +21,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/certificate"
 	"github.com/minikubelet/minikubelet/agent/cluster"
 	"github.com/minikubelet/minikubelet/agent/daemon"
+	"github.com/minikubelet/minikubelet/agent/deviceplugin"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 )
@@ -216,13 +217,13 @@ func (c *clusterFlags) rotation(cfg *rest.Config, nodeName, rootDir string, logg
 // the background; the returned wait blocks until it stopped after ctx
 // ended. With cc nil it does nothing.
 func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node agentnode.Info, rootDir string,
-	rt cluster.RuntimeStatus, runtimeName, runtimeVersion string, pressure func() (memory, disk, pid, ok bool), logger *slog.Logger) (wait func(), err error) {
+	rt cluster.RuntimeStatus, runtimeName, runtimeVersion string, pressure func() (memory, disk, pid, ok bool), devices *deviceplugin.Manager, logger *slog.Logger) (wait func(), err error) {
 	if cc == nil {
 		return func() {}, nil
 	}
 	// client-go logs through klog; send it where everything else goes.
 	klog.SetSlogLogger(logger.With("component", "client-go"))
-	na, err := cluster.NewNodeAgent(cc.client, rt, cluster.NodeConfig{
+	na, err := cluster.NewNodeAgent(cc.client, rt, withDevices(cluster.NodeConfig{
 		Node:           node,
 		NodeIP:         cf.nodeIP,
 		RuntimeName:    runtimeName,
@@ -232,7 +233,7 @@ func startCluster(ctx context.Context, cc *clusterClient, cf clusterFlags, node 
 		Events:         cc.events,
 		KubeletPort:    cc.kubeletPort,
 		Pressure:       pressure,
-	}, logger, nil)
+	}, devices), logger, nil)
 	if err != nil {
 		return nil, err
 	}

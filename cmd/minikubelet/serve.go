@@ -258,6 +258,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		// Pods report the Node's InternalIP as their hostIP.
 		acfg.HostIPs = []string{cf.nodeIP}
 	}
+	devices := startDevicePlugins(nf.rootDir, logger) // serve_devices.go; nil: off
+	if devices != nil {
+		defer devices.Stop()
+		acfg.Devices = devices
+	}
 	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
 	if cc != nil {
 		// Cluster pods get their projected service account tokens, and
@@ -270,6 +275,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	a := agent.New(acfg, deps)
+	if devices != nil {
+		devices.SetPodDone(a.PodDone)
+	}
 	inst.OnCall(a.ObserveRuntimeOp)
 	reclaim, err := gf.start(ctx, a, inst, logger)
 	if err != nil {
@@ -341,7 +349,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), a.NodePressure, logger)
+	waitCluster, err := startCluster(ctx, cc, cf, node, nf.rootDir, inst, client.RuntimeName(), client.RuntimeVersion(), a.NodePressure, devices, logger)
 	if err != nil {
 		return err
 	}

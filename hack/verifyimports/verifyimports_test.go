@@ -136,6 +136,11 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"logrotate imports cgroups":            {"agent/logrotate/bad.go", imp("logrotate", "cgroups"), "agent/logrotate must not import"},
 		"logrotate's test imports the engine":  {"agent/logrotate/bad_test.go", imp("logrotate_test", "agent"), "agent/logrotate must not import"},
 		"safepath imports manifest":            {"agent/safepath/bad.go", imp("safepath", "agent/manifest"), "agent/safepath must not import"},
+		// agent/deviceplugin (issue #26): agent/safepath only.
+		"deviceplugin imports the engine":        {"agent/deviceplugin/bad.go", imp("deviceplugin", "agent"), "agent/deviceplugin must not import"},
+		"deviceplugin imports the daemon":        {"agent/deviceplugin/bad.go", imp("deviceplugin", "agent/daemon"), "agent/deviceplugin must not import"},
+		"deviceplugin imports the CRI client":    {"agent/deviceplugin/bad.go", imp("deviceplugin", "cri"), "agent/deviceplugin must not import"},
+		"deviceplugin's test imports the engine": {"agent/deviceplugin/bad_test.go", imp("deviceplugin_test", "agent"), "agent/deviceplugin must not import"},
 		// agent/reason (issue #30): nothing of the repository.
 		"reason imports the engine":        {"agent/reason/bad.go", imp("reason", "agent"), "agent/reason must not import"},
 		"reason imports the CRI client":    {"agent/reason/bad.go", imp("reason", "cri"), "agent/reason must not import"},
