@@ -18,6 +18,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -78,6 +79,8 @@ type nodeFlags struct {
 	// settled on from it.
 	usernsIDsPerPod int64
 	userns          userns.Config
+	// maxPods is --max-pods, the node's pods capacity.
+	maxPods int64
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -114,7 +117,29 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.clusterDNS, "cluster-dns", "IP addresses of the cluster DNS service, comma-separated (the kubelet's --cluster-dns): ClusterFirst pods resolve through them with the search list <ns>.svc.<domain> svc.<domain> <domain> and ndots:5; none: they get the node's resolv.conf")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver file: pods with dnsPolicy Default get it, ClusterFirst pods its search domains (empty: none, the kubelet's rule)")
 	fs.Int64Var(&f.usernsIDsPerPod, "userns-ids-per-pod", userns.DefaultIDsPerPod, "host user and group IDs given to each pod with hostUsers: false, a multiple of 65536 (the kubelet's userNamespaces.idsPerPod); the ranges start at this ID, above the host's own")
+	fs.Int64Var(&f.maxPods, "max-pods", defaultMaxPods, "pods this node runs at once, its pods capacity (the kubelet's maxPods): admission rejects one more with OutOfpods")
 	fs.StringVar(&f.pullSecretFile, "pull-secret-file", "", "docker config file (config.json or .dockercfg) with node-level registry credentials for image pulls (default: <root-dir>/config.json if it exists)")
+}
+
+// defaultMaxPods is --max-pods' default: the kubelet's maxPods, and the
+// pods capacity agent/node's Detect gives a node.
+const defaultMaxPods = 110
+
+// applyMaxPods sets the node's pods capacity and allocatable to
+// --max-pods when it was given (reservations take no pods, as in the
+// kubelet). Admission counts against allocatable, so a bench or a user
+// can run more than the kubelet's 110 pods, as with the kubelet's maxPods.
+func (f *nodeFlags) applyMaxPods(info *agentnode.Info) error {
+	if f.fs == nil || !flagGiven(f.fs, "max-pods") {
+		return nil
+	}
+	if f.maxPods < 1 {
+		return fmt.Errorf("--max-pods: %d is not a pod count: give 1 or more (the kubelet's default is %d)", f.maxPods, defaultMaxPods)
+	}
+	q := resource.NewQuantity(f.maxPods, resource.DecimalSI)
+	info.Capacity[v1.ResourcePods] = *q
+	info.Allocatable[v1.ResourcePods] = q.DeepCopy()
+	return nil
 }
 
 // allowedUnsafeSysctls splits --allowed-unsafe-sysctls.
@@ -153,6 +178,9 @@ func (f *nodeFlags) node(thresholds []eviction.Threshold) (agentnode.Info, error
 	}
 	info, err := agentnode.Detect(f.nodeName, labels, kube, system, &agentnode.Storage{RootDir: f.rootDir, Thresholds: thresholds})
 	if err != nil {
+		return info, err
+	}
+	if err := f.applyMaxPods(&info); err != nil {
 		return info, err
 	}
 	// The user namespace pool must hold a range for every pod the node

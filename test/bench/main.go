@@ -102,6 +102,8 @@ type options struct {
 	agents       string
 	manifestPods int
 	manifestPoll time.Duration
+	// rawrun is the floor's binary of the run-launch scenario.
+	rawrun string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -142,6 +144,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.agents, "agents", agentMinikubelet+","+agentKubelet, "agents of the manifest scenarios, comma-separated: minikubelet, kubelet")
 	fs.IntVar(&o.manifestPods, "manifest-pods", 110, "pods of the manifest density, delete and steady scenarios (the kubelet's default maxPods; above it the kubelet's maxPods is raised to match)")
 	fs.DurationVar(&o.manifestPoll, "manifest-poll", 5*time.Millisecond, "how often the manifest scenarios list the runtime's running containers (their resolution, both agents)")
+	fs.StringVar(&o.rawrun, "rawrun", "", "the floor of the run-launch scenario as a binary (test/bench/rawrun; hack/bench.sh builds it); empty: run-launch is skipped")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -179,7 +182,7 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-var allScenarios = []string{"start", "ready", "density", "steady", "delete", "manifest-start", "manifest-density", "manifest-delete", "manifest-steady"}
+var allScenarios = []string{"start", "ready", "run-launch", "density", "steady", "delete", "manifest-start", "manifest-density", "manifest-delete", "manifest-steady"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == probeFloorCommand {
@@ -224,6 +227,10 @@ type bench struct {
 	obs   observe
 	// seq numbers pod names.
 	seq int
+	// work is the absolute --work-dir; nodeArgs the node flags the daemon
+	// runs with (minikubelet run of run-launch gets the same).
+	work     string
+	nodeArgs []string
 }
 
 func (b *bench) name(prefix string) string {
@@ -301,7 +308,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	b.raw = &rawClient{rt: rt, cg: cg, logDir: filepath.Join(work, "raw-logs"), fileDir: filepath.Join(work, "raw-files"), image: b.image, args: testserverArgs}
+	b.raw = &rawClient{RT: rt, Cgroups: cg, LogDir: filepath.Join(work, "raw-logs"), FileDir: filepath.Join(work, "raw-files"), Image: b.image, Args: testserverArgs}
 
 	nodeArgs := []string{
 		"--runtime-endpoint", o.endpoint,
@@ -319,6 +326,7 @@ func run(ctx context.Context, o options) error {
 		"--eviction-hard", "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%",
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
 	}
+	b.work, b.nodeArgs = work, nodeArgs
 	progress("starting %s serve (log %s)", o.bin, filepath.Join(work, "daemon", "minikubelet.log"))
 	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), nodeArgs, o.profileDir != "")
 	if err != nil {
@@ -342,6 +350,11 @@ func run(ctx context.Context, o options) error {
 	}
 	if b.want("ready") {
 		if err := b.startScenario(ctx, true); err != nil {
+			return err
+		}
+	}
+	if b.want("run-launch") {
+		if err := b.launchScenario(ctx); err != nil {
 			return err
 		}
 	}
@@ -404,12 +417,12 @@ func (b *bench) cleanup() {
 	sbs, _ := b.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelBench: "raw"}})
 	var pods []*rawPod
 	for _, sb := range sbs {
-		pods = append(pods, &rawPod{name: sb.Metadata.GetName(), uid: sb.Metadata.GetUid(), sandboxID: sb.Id,
-			cgroup: cgroups.PodName(cgroups.KubepodsBestEffort, sb.Metadata.GetUid())})
+		pods = append(pods, &rawPod{Name: sb.Metadata.GetName(), UID: sb.Metadata.GetUid(), Namespace: sb.Metadata.GetNamespace(), SandboxID: sb.Id,
+			Cgroup: cgroups.PodName(cgroups.KubepodsBestEffort, sb.Metadata.GetUid())})
 	}
 	if len(pods) > 0 {
 		progress("cleanup: removing %d raw pods", len(pods))
-		if err := b.raw.removeAll(ctx, pods); err != nil {
+		if err := b.raw.RemoveAll(ctx, pods); err != nil {
 			progress("cleanup: %v", err)
 		}
 	}
@@ -420,11 +433,11 @@ func (b *bench) cleanup() {
 // up the bridge and loads the pause image.
 func (b *bench) warmUp(ctx context.Context) error {
 	progress("warm-up: one pod on each side (not measured)")
-	p, err := b.raw.start(ctx, b.name("warm-raw"))
+	p, err := b.raw.Start(ctx, b.name("warm-raw"))
 	if err == nil {
-		err = waitTCP(ctx, p.ip, tcpPort)
+		err = waitTCP(ctx, p.IP, tcpPort)
 	}
-	if rerr := b.raw.remove(ctx, p); err == nil {
+	if rerr := b.raw.Remove(ctx, p); err == nil {
 		err = rerr
 	}
 	if err != nil {
@@ -449,17 +462,17 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 	for i := range b.o.reps {
 		// Raw.
 		t0 := time.Now()
-		p, err := b.raw.start(ctx, b.name(scen+"-raw"))
+		p, err := b.raw.Start(ctx, b.name(scen+"-raw"))
 		started := time.Since(t0)
 		if err == nil && ready {
-			err = waitTCP(ctx, p.ip, tcpPort)
+			err = waitTCP(ctx, p.IP, tcpPort)
 			rawReady = append(rawReady, time.Since(t0))
 		}
 		rawStarted = append(rawStarted, started)
 		if p != nil {
-			rawPhases = append(rawPhases, p.phases)
+			rawPhases = append(rawPhases, p.Phases)
 		}
-		if rerr := b.raw.remove(ctx, p); err == nil {
+		if rerr := b.raw.Remove(ctx, p); err == nil {
 			err = rerr
 		}
 		if err != nil {
@@ -660,21 +673,21 @@ func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rawPods[i], errs[i] = b.raw.start(ctx, fmt.Sprintf("%s-%d", prefix, i))
+			rawPods[i], errs[i] = b.raw.Start(ctx, fmt.Sprintf("%s-%d", prefix, i))
 			rawLat[i] = time.Since(t0)
 		}()
 	}
 	wg.Wait()
 	rawTotal := time.Since(t0)
 	if err := errors.Join(errs...); err != nil {
-		_ = b.raw.removeAll(ctx, nonNil(rawPods))
+		_ = b.raw.RemoveAll(ctx, nonNil(rawPods))
 		return 0, nil, 0, fmt.Errorf("density raw: %w", err)
 	}
 	progress("density %s: raw %d pods started in %s (%.1f pods/s)", tag, n, rawTotal.Round(time.Millisecond), float64(n)/rawTotal.Seconds())
 	// Every raw server must answer before the deletion, as the
 	// minikubelet pods are Ready before theirs.
 	for _, p := range rawPods {
-		if err := waitTCP(ctx, p.ip, tcpPort); err != nil {
+		if err := waitTCP(ctx, p.IP, tcpPort); err != nil {
 			return 0, nil, 0, err
 		}
 	}
@@ -683,14 +696,14 @@ func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) 
 	progress("delete %s: %d raw pods at once, grace %d s", tag, n, b.o.grace)
 	ids := map[string]bool{}
 	for _, p := range rawPods {
-		ids[p.sandboxID] = true
+		ids[p.SandboxID] = true
 	}
 	t0 = time.Now()
 	for i, p := range rawPods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.raw.stop(ctx, p, b.o.grace)
+			errs[i] = b.raw.Stop(ctx, p, b.o.grace)
 		}()
 	}
 	rawGone, err := b.waitGone(ctx, t0, ids)
@@ -699,7 +712,7 @@ func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) 
 		err = errors.Join(errs...)
 	}
 	for _, p := range rawPods {
-		err = errors.Join(err, b.raw.release(p))
+		err = errors.Join(err, b.raw.Release(p))
 	}
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("delete raw: %w", err)
@@ -942,12 +955,12 @@ func phaseRows(scenario string, raw, mkl []phases) []Row {
 		name string
 		get  func(phases) time.Duration
 	}{
-		{"… before RunPodSandbox (API, store, observe; raw: cgroup, dirs)", func(p phases) time.Duration { return p.pre }},
-		{"… RunPodSandbox + PodSandboxStatus", func(p phases) time.Duration { return p.sandbox }},
-		{"… sandbox → CreateContainer (image, config, files)", func(p phases) time.Duration { return p.prep }},
-		{"… CreateContainer", func(p phases) time.Duration { return p.create }},
-		{"… StartContainer", func(p phases) time.Duration { return p.start }},
-		{"… StartContainer returned → seen through the API", func(p phases) time.Duration { return p.observe }},
+		{"… before RunPodSandbox (API, store, observe; raw: cgroup, dirs)", func(p phases) time.Duration { return p.Pre }},
+		{"… RunPodSandbox + PodSandboxStatus", func(p phases) time.Duration { return p.Sandbox }},
+		{"… sandbox → CreateContainer (image, config, files)", func(p phases) time.Duration { return p.Prep }},
+		{"… CreateContainer", func(p phases) time.Duration { return p.Create }},
+		{"… StartContainer", func(p phases) time.Duration { return p.Start }},
+		{"… StartContainer returned → seen through the API", func(p phases) time.Duration { return p.Observe }},
 	}
 	var rows []Row
 	for _, f := range pick {

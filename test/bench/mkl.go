@@ -444,11 +444,11 @@ func tracePhases(ctx context.Context, c *api.Client, pod *v1.Pod, t0 time.Time, 
 	sbStart := sb.At.Add(-sb.Duration)
 	crStart := cr.At.Add(-cr.Duration)
 	return phases{
-		pre:     sbStart.Sub(t0),
-		sandbox: sb.Duration,
-		prep:    crStart.Sub(sb.At),
-		create:  cr.Duration,
-		start:   st.Duration,
-		observe: observed - st.At.Sub(t0),
+		Pre:     sbStart.Sub(t0),
+		Sandbox: sb.Duration,
+		Prep:    crStart.Sub(sb.At),
+		Create:  cr.Duration,
+		Start:   st.Duration,
+		Observe: observed - st.At.Sub(t0),
 	}
 }
