@@ -35,6 +35,17 @@
 //	manifest-steady   the agent's RSS and CPU with 0 pods and with the pods,
 //	                  two probes each; the floor prober beside it
 //
+// Scenario 6, run-launch (launch.go): `minikubelet run pod.yaml` in the
+// foreground, from its launch until its container runs in the runtime,
+// against the floor as a process (--rawrun, test/bench/rawrun), --reps
+// interleaved pairs; each stopped by SIGTERM until its pod is gone.
+//
+// Scenario 7, scale (scale.go; not in the default set: --scale or
+// --scenarios …,scale): the manifest route's density and steady state at
+// each pod count of --scale (default 10,50,110,250), for the floor,
+// minikubelet and the kubelet; its plot is written beside --md, and with
+// --update-docs beside --perf-doc (docs/performance-scale.svg).
+//
 // minikubelet's times are what a user observes through the daemon's API:
 // from just before the POST to the first event of the API's pod watch
 // (GET pods?watch=true, opened before the POST) that shows the state. With
@@ -104,6 +115,9 @@ type options struct {
 	manifestPoll time.Duration
 	// rawrun is the floor's binary of the run-launch scenario.
 	rawrun string
+	// scale is --scale; scaleCounts its counts, in increasing order.
+	scale       string
+	scaleCounts []int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -116,7 +130,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.bridge, "cni-bridge", "mklbench0", "bridge of the benchmark's network")
 	fs.StringVar(&o.cniConfDir, "cni-conf-dir", "", "the private containerd's CNI conf dir (required)")
 	fs.StringVar(&o.workDir, "work-dir", "", "scratch directory for the daemon's and the floor's state (required)")
-	fs.StringVar(&o.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(defaultScenarios, ","), "scenarios to run, comma-separated (scale, the curve, only when named or with --scale)")
 	fs.IntVar(&o.reps, "reps", 20, "repetitions of the sequential scenarios (start, ready), per side")
 	fs.IntVar(&o.pods, "pods", 100, "pods of the density, steady and delete scenarios")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the density and delete scenarios (the steady scenario runs in the last)")
@@ -144,6 +158,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.agents, "agents", agentMinikubelet+","+agentKubelet, "agents of the manifest scenarios, comma-separated: minikubelet, kubelet")
 	fs.IntVar(&o.manifestPods, "manifest-pods", 110, "pods of the manifest density, delete and steady scenarios (the kubelet's default maxPods; above it the kubelet's maxPods is raised to match)")
 	fs.DurationVar(&o.manifestPoll, "manifest-poll", 5*time.Millisecond, "how often the manifest scenarios list the runtime's running containers (their resolution, both agents)")
+	fs.StringVar(&o.scale, "scale", "", "also run the scale curve (scenario scale) at these pod counts, comma-separated, e.g. "+defaultScale+" (the default when scale is named in --scenarios); about an hour with the kubelet on a 2-core VM, see docs/performance.md")
 	fs.StringVar(&o.rawrun, "rawrun", "", "the floor of the run-launch scenario as a binary (test/bench/rawrun; hack/bench.sh builds it); empty: run-launch is skipped")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -161,6 +176,19 @@ func parseFlags(args []string) (options, error) {
 	for _, s := range strings.Split(o.scenarios, ",") {
 		if !slices.Contains(allScenarios, s) {
 			return o, fmt.Errorf("--scenarios: unknown scenario %q (want some of %s)", s, strings.Join(allScenarios, ","))
+		}
+	}
+	if o.scale != "" && !slices.Contains(strings.Split(o.scenarios, ","), "scale") {
+		o.scenarios += ",scale"
+	}
+	if slices.Contains(strings.Split(o.scenarios, ","), "scale") {
+		spec := o.scale
+		if spec == "" {
+			spec = defaultScale
+		}
+		var err error
+		if o.scaleCounts, err = parseScale(spec); err != nil {
+			return o, err
 		}
 	}
 	if o.observe != "watch" && o.observe != "poll" {
@@ -182,7 +210,11 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-var allScenarios = []string{"start", "ready", "run-launch", "density", "steady", "delete", "manifest-start", "manifest-density", "manifest-delete", "manifest-steady"}
+var allScenarios = append(slices.Clone(defaultScenarios), "scale")
+
+// defaultScenarios are what a run without --scenarios measures: all but
+// the scale curve, which takes about as long as all of them together.
+var defaultScenarios = []string{"start", "ready", "run-launch", "density", "steady", "delete", "manifest-start", "manifest-density", "manifest-delete", "manifest-steady"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == probeFloorCommand {
@@ -326,6 +358,11 @@ func run(ctx context.Context, o options) error {
 		"--eviction-hard", "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%",
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
 	}
+	// Above the kubelet's 110 the daemon's pods capacity is raised to the
+	// bench's largest count, as the kubelet's maxPods is (kubelet.go).
+	if most := slices.Max(append([]int{o.manifestPods}, o.scaleCounts...)); most > 110 {
+		nodeArgs = append(nodeArgs, "--max-pods", strconv.Itoa(most))
+	}
 	b.work, b.nodeArgs = work, nodeArgs
 	progress("starting %s serve (log %s)", o.bin, filepath.Join(work, "daemon", "minikubelet.log"))
 	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), nodeArgs, o.profileDir != "")
@@ -368,6 +405,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if b.want("scale") {
+		if err := b.scaleScenario(ctx, work); err != nil {
+			return err
+		}
+	}
 	b.rep.Machine.Duration = time.Since(began).Seconds()
 	return b.write()
 }
@@ -384,11 +426,25 @@ func (b *bench) write() error {
 		return err
 	}
 	progress("wrote %s and %s", b.o.jsonOut, b.o.mdOut)
+	if len(b.rep.Scale) > 0 {
+		svg := scaleSVGPath(b.o.mdOut)
+		if err := b.rep.writeScaleSVG(svg); err != nil {
+			return err
+		}
+		progress("wrote the scale curve's plot %s", svg)
+	}
 	if b.o.updateDoc {
 		if err := updatePerfDoc(b.o.perfDoc, md); err != nil {
 			return err
 		}
 		progress("updated the results table of %s", b.o.perfDoc)
+		if len(b.rep.Scale) > 0 {
+			svg := scaleSVGPath(b.o.perfDoc)
+			if err := b.rep.writeScaleSVG(svg); err != nil {
+				return err
+			}
+			progress("updated the scale curve's plot %s", svg)
+		}
 		if b.o.historyDir != "" {
 			path, err := b.rep.keep(b.o.historyDir)
 			if err != nil {
