@@ -388,6 +388,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
+	// Step: pod network, begun here and finished before the agent starts.
+	// Installing the conflist checks every CNI plugin it names by running
+	// it (CNI VERSION), one process after another: the longest step of a
+	// launch before the first sandbox on a machine where process creation
+	// is slow. It needs no runtime, so it runs beside the handshake, the
+	// cgroups and the IP repair; the runtime's NetworkReady is asked once
+	// it is done.
+	netCfg := nf.network()
+	install := startNetworkInstall(ctx, netCfg, cni.Install)
+	// Every return below waits for it: the process must not exit while it
+	// writes into the runtime's conf dir.
+	defer install.wait()
+
 	// Step: runtime handshake.
 	t1 := time.Now()
 	client, err := cri.Dial(ctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
@@ -444,19 +457,22 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.line("node", "ipam", time.Since(t4), fmt.Sprintf("released %d leaked IPs: %s", len(released), ipamrepair.ReleasedIPs(released)))
 	}
 
-	// Step: pod network.
-	t2 := time.Now()
-	nctx, cancel := context.WithTimeout(ctx, nf.networkTimeout)
-	notices, err := a.EnsureNetwork(nctx)
-	cancel()
+	// Step: pod network: the install begun above, then the runtime's
+	// NetworkReady (what agent.EnsureNetwork does, in two halves).
+	notices, err := install.wait()
 	for _, n := range notices {
 		p.line("node", "notice", 0, n)
 	}
 	if err != nil {
+		return fmt.Errorf("install pod network config: %w", err)
+	}
+	nctx, cancel := context.WithTimeout(ctx, nf.networkTimeout)
+	err = cni.WaitReady(nctx, netCfg, a.NetworkReady)
+	cancel()
+	if err != nil {
 		return err
 	}
-	netCfg := nf.network()
-	p.line("node", "network ready", time.Since(t2), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
+	p.line("node", "network ready", time.Since(install.began), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
 
 	// Run until a signal, then tear the pods down.
 	actx, stopAgent := context.WithCancel(context.Background())
@@ -503,6 +519,36 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	<-agentDone
 	p.line("node", "done", 0, "all pods stopped and removed")
 	return nil
+}
+
+// networkInstall is the pod network's conflist install running in the
+// background (startNetworkInstall).
+type networkInstall struct {
+	// began is when the install started.
+	began time.Time
+	// done is closed when the install returned; notices and err are its
+	// results, set before done is closed.
+	done    chan struct{}
+	notices []string
+	err     error
+}
+
+// startNetworkInstall runs install (cni.Install) for cfg in the background
+// and returns at once.
+func startNetworkInstall(ctx context.Context, cfg cni.Config, install func(context.Context, cni.Config) (bool, []string, error)) *networkInstall {
+	n := &networkInstall{began: time.Now(), done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		_, n.notices, n.err = install(ctx, cfg)
+	}()
+	return n
+}
+
+// wait returns the install's notices and error once it is done; any
+// number of calls return the same.
+func (n *networkInstall) wait() ([]string, error) {
+	<-n.done
+	return n.notices, n.err
 }
 
 func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
