@@ -62,6 +62,10 @@ func startDaemon(ctx context.Context, bin, dir string, nodeArgs []string, profil
 		"--root-dir", filepath.Join(dir, "root"),
 		"--pod-log-dir", filepath.Join(dir, "pod-logs"),
 		"--manifest-dir", filepath.Join(dir, "manifests"),
+		// Its lock and Secrets tmpfs under the work dir, not the default
+		// /run/minikubelet: the node's own daemon (or another harness's)
+		// holds that one's lock.
+		"--run-dir", filepath.Join(dir, "run"),
 	)
 	if profiling {
 		args = append(args, "--enable-profiling")
