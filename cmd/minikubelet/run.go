@@ -388,19 +388,6 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	// Step: pod network, begun here and finished before the agent starts.
-	// Installing the conflist checks every CNI plugin it names by running
-	// it (CNI VERSION), one process after another: the longest step of a
-	// launch before the first sandbox on a machine where process creation
-	// is slow. It needs no runtime, so it runs beside the handshake, the
-	// cgroups and the IP repair; the runtime's NetworkReady is asked once
-	// it is done.
-	netCfg := nf.network()
-	install := startNetworkInstall(ctx, netCfg, cni.Install)
-	// Every return below waits for it: the process must not exit while it
-	// writes into the runtime's conf dir.
-	defer install.wait()
-
 	// Step: runtime handshake.
 	t1 := time.Now()
 	client, err := cri.Dial(ctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
@@ -408,6 +395,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer client.Close()
+
+	// Step: pod network, begun once the runtime answered and finished
+	// before the agent starts. Installing the conflist checks every CNI
+	// plugin it names by running it (CNI VERSION), one process after
+	// another: the longest step of a launch before the first sandbox on a
+	// machine where process creation is slow. It asks the runtime nothing,
+	// so it runs beside the cgroups, the foreign pods' check and the IP
+	// repair; the runtime's NetworkReady is asked once it is done.
+	netCfg := nf.network()
+	install := startNetworkInstall(ctx, netCfg, cni.Install)
+	// Every return below waits for it: the process must not exit while it
+	// writes into the runtime's conf dir.
+	defer install.wait()
 	p.line("node", "runtime", time.Since(t1), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
 	inst := cri.Instrument(client, client, logger)
 

@@ -12,8 +12,8 @@ import (
 )
 
 // A foreground run installs the pod network's conflist (which runs every
-// CNI plugin it names) in the background, beside the runtime handshake,
-// and waits for it before the agent starts: startNetworkInstall returns
+// CNI plugin it names) in the background once the runtime answered,
+// beside the node steps, and waits for it before the agent starts: startNetworkInstall returns
 // while the install is still running, and wait hands over its result, to
 // every caller.
 func TestNetworkInstall_RunsInTheBackground(t *testing.T) {

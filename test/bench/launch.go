@@ -157,10 +157,10 @@ func (b *bench) launch(ctx context.Context, argv []string, pod, logPath string) 
 	defer mu.Unlock()
 	t.running = running
 	if werr != nil {
-		return t, fmt.Errorf("%s: %w (log: %s)", filepath.Base(argv[0]), werr, logPath)
+		return t, fmt.Errorf("%s: %w (log: %s, ending:\n%s)", filepath.Base(argv[0]), werr, logPath, logTail(logPath, 15))
 	}
 	if exitErr != nil {
-		return t, fmt.Errorf("%s after SIGTERM: %w (log: %s)", filepath.Base(argv[0]), exitErr, logPath)
+		return t, fmt.Errorf("%s after SIGTERM: %w (log: %s, ending:\n%s)", filepath.Base(argv[0]), exitErr, logPath, logTail(logPath, 15))
 	}
 	if gerr != nil {
 		return t, fmt.Errorf("%s's pod %s: %w", filepath.Base(argv[0]), pod, gerr)
@@ -353,4 +353,15 @@ func writeJSON(file string, v any) error {
 		return err
 	}
 	return os.WriteFile(file, b, 0o644)
+}
+
+// logTail is the last n lines of the file at path (hack/bench.sh removes
+// the work dir, and the log with it, when the bench ends).
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -342,6 +342,8 @@ func run(ctx context.Context, o options) error {
 	}
 	b.raw = &rawClient{RT: rt, Cgroups: cg, LogDir: filepath.Join(work, "raw-logs"), FileDir: filepath.Join(work, "raw-files"), Image: b.image, Args: testserverArgs}
 
+	// The node flags, which `minikubelet run` (run-launch) takes too; the
+	// daemon's own flags follow.
 	nodeArgs := []string{
 		"--runtime-endpoint", o.endpoint,
 		"--node-name", "bench-node",
@@ -351,6 +353,13 @@ func run(ctx context.Context, o options) error {
 		"--cni-data-dir", b.net.DataDir,
 		"--pod-masquerade=false",
 		"--cgroups-per-qos=" + strconv.FormatBool(o.cgroupsPerQOS),
+	}
+	// Above the kubelet's 110 the daemon's pods capacity is raised to the
+	// bench's largest count, as the kubelet's maxPods is (kubelet.go).
+	if most := slices.Max(append([]int{o.manifestPods}, o.scaleCounts...)); most > 110 {
+		nodeArgs = append(nodeArgs, "--max-pods", strconv.Itoa(most))
+	}
+	serveArgs := []string{
 		// Disk thresholds the host's build caches do not reach, as the
 		// e2e harness's (serveHostFlags): the bench measures the agent,
 		// and a DiskPressure on a full CI disk would reject every pod.
@@ -358,14 +367,9 @@ func run(ctx context.Context, o options) error {
 		"--eviction-hard", "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%",
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
 	}
-	// Above the kubelet's 110 the daemon's pods capacity is raised to the
-	// bench's largest count, as the kubelet's maxPods is (kubelet.go).
-	if most := slices.Max(append([]int{o.manifestPods}, o.scaleCounts...)); most > 110 {
-		nodeArgs = append(nodeArgs, "--max-pods", strconv.Itoa(most))
-	}
 	b.work, b.nodeArgs = work, nodeArgs
 	progress("starting %s serve (log %s)", o.bin, filepath.Join(work, "daemon", "minikubelet.log"))
-	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), nodeArgs, o.profileDir != "")
+	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), append(slices.Clone(nodeArgs), serveArgs...), o.profileDir != "")
 	if err != nil {
 		return err
 	}
