@@ -331,6 +331,22 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 2, err: err}
 	}
 	p := newPrinter(stdout)
+	// With --foreground or an explicit endpoint the pods run in this
+	// process whatever the daemon does (below): the runtime handshake,
+	// which only asks the runtime its version, then runs while the node
+	// is detected and the manifest is read and validated (a first
+	// validation costs milliseconds of one-time set-up). Every return
+	// waits for it and closes what it opened; an early one (an invalid
+	// manifest) cancels it first, so its error is not held up by a
+	// runtime that does not answer.
+	var dial *pending[*cri.Client]
+	if rf.foreground || flagGiven(fs, "runtime-endpoint") {
+		dctx, cancelDial := context.WithCancel(ctx)
+		dial = goStep(func() (*cri.Client, error) {
+			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+		})
+		defer closeDialed(dial, cancelDial)
+	}
 	node, err := nf.node(nil)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -339,7 +355,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.line("node", "notice", 0, nf.podSecurityNotice)
 	}
 
-	// Step: validate. Nothing touches the runtime before this passes.
+	// Step: validate. Nothing changes on the runtime before this passes.
 	// The UID is derived from the source path among other things: make the
 	// same file give the same UID however it is named.
 	file, err := filepath.Abs(fs.Arg(0))
@@ -388,13 +404,19 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	// Step: runtime handshake.
-	t1 := time.Now()
-	client, err := cri.Dial(ctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+	// Step: runtime handshake (begun above when the run was sure to be in
+	// the foreground).
+	if dial == nil {
+		dctx, cancelDial := context.WithCancel(ctx)
+		dial = goStep(func() (*cri.Client, error) {
+			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+		})
+		defer closeDialed(dial, cancelDial)
+	}
+	client, err := dial.wait()
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 
 	// Step: pod network, begun once the runtime answered and finished
 	// before the agent starts. Installing the conflist checks every CNI
@@ -404,11 +426,14 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// so it runs beside the cgroups, the foreign pods' check and the IP
 	// repair; the runtime's NetworkReady is asked once it is done.
 	netCfg := nf.network()
-	install := startNetworkInstall(ctx, netCfg, cni.Install)
+	install := goStep(func() ([]string, error) {
+		_, notices, err := cni.Install(ctx, netCfg)
+		return notices, err
+	})
 	// Every return below waits for it: the process must not exit while it
 	// writes into the runtime's conf dir.
 	defer install.wait()
-	p.line("node", "runtime", time.Since(t1), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
+	p.line("node", "runtime", time.Since(dial.began), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
 	inst := cri.Instrument(client, client, logger)
 
 	// Step: cgroups (the driver must agree with the runtime's).
@@ -521,34 +546,42 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// networkInstall is the pod network's conflist install running in the
-// background (startNetworkInstall).
-type networkInstall struct {
-	// began is when the install started.
+// pending is a step of a foreground run's start running in the
+// background (goStep): the runtime handshake, the pod network's install.
+type pending[T any] struct {
+	// began is when the step started.
 	began time.Time
-	// done is closed when the install returned; notices and err are its
+	// done is closed when the step returned; val and err are its
 	// results, set before done is closed.
-	done    chan struct{}
-	notices []string
-	err     error
+	done chan struct{}
+	val  T
+	err  error
 }
 
-// startNetworkInstall runs install (cni.Install) for cfg in the background
-// and returns at once.
-func startNetworkInstall(ctx context.Context, cfg cni.Config, install func(context.Context, cni.Config) (bool, []string, error)) *networkInstall {
-	n := &networkInstall{began: time.Now(), done: make(chan struct{})}
+// goStep runs f in the background and returns at once.
+func goStep[T any](f func() (T, error)) *pending[T] {
+	p := &pending[T]{began: time.Now(), done: make(chan struct{})}
 	go func() {
-		defer close(n.done)
-		_, n.notices, n.err = install(ctx, cfg)
+		defer close(p.done)
+		p.val, p.err = f()
 	}()
-	return n
+	return p
 }
 
-// wait returns the install's notices and error once it is done; any
-// number of calls return the same.
-func (n *networkInstall) wait() ([]string, error) {
-	<-n.done
-	return n.notices, n.err
+// wait returns the step's results once it is done; any number of calls
+// return the same.
+func (p *pending[T]) wait() (T, error) {
+	<-p.done
+	return p.val, p.err
+}
+
+// closeDialed ends a background handshake when the run returns: cancel
+// stops it if still in flight, and the client it made, if any, is closed.
+func closeDialed(dial *pending[*cri.Client], cancel context.CancelFunc) {
+	cancel()
+	if c, err := dial.wait(); err == nil {
+		_ = c.Close()
+	}
 }
 
 func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
