@@ -178,7 +178,7 @@ func (b *bench) scaleScenario(ctx context.Context, work string) error {
 	for _, n := range counts {
 		pts[n] = &ScalePoint{Pods: n}
 	}
-	progress("scale: %d pod counts (%v): the floor and minikubelet, then the kubelet", len(counts), counts)
+	progress("scale: %d pod counts (%v), agents %s (the floor in minikubelet's block)", len(counts), counts, b.o.agents)
 	if b.wantAgent(agentMinikubelet) {
 		a := manifestAgent{name: agentMinikubelet, dir: filepath.Join(work, "daemon", "manifests"), pid: b.d.pid, log: b.d.logPath}
 		if err := b.scaleAgent(ctx, a, counts, pts, func(p *ScalePoint) **ScaleSide { return &p.Minikubelet }, true); err != nil {
