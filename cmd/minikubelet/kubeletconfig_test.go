@@ -206,7 +206,11 @@ authentication2: {}
 	if got := flagValue(t, fs, "resolv-conf"); got != "/run/systemd/resolve/resolv.conf" {
 		t.Errorf("--resolv-conf = %q, want kubeadm's systemd-resolved file", got)
 	}
-	notImpl := []string{"authentication.webhook.cacheTTL", "logging.verbosity", "maxPods"}
+	// maxPods is implemented since serve has --max-pods.
+	if got := flagValue(t, fs, "max-pods"); got != "50" {
+		t.Errorf("--max-pods = %q, want maxPods' 50", got)
+	}
+	notImpl := []string{"authentication.webhook.cacheTTL", "logging.verbosity"}
 	want := "not implemented, ignored: " + strings.Join(notImpl, ", ") +
 		"; unknown to kubelet.config.k8s.io/v1beta1, ignored: authentication2, fooBar"
 	if warning != want {

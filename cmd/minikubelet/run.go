@@ -18,6 +18,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent"
@@ -78,6 +79,8 @@ type nodeFlags struct {
 	// settled on from it.
 	usernsIDsPerPod int64
 	userns          userns.Config
+	// maxPods is --max-pods, the node's pods capacity.
+	maxPods int64
 }
 
 func (f *nodeFlags) register(fs *flag.FlagSet) {
@@ -114,7 +117,29 @@ func (f *nodeFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.clusterDNS, "cluster-dns", "IP addresses of the cluster DNS service, comma-separated (the kubelet's --cluster-dns): ClusterFirst pods resolve through them with the search list <ns>.svc.<domain> svc.<domain> <domain> and ndots:5; none: they get the node's resolv.conf")
 	fs.StringVar(&f.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver file: pods with dnsPolicy Default get it, ClusterFirst pods its search domains (empty: none, the kubelet's rule)")
 	fs.Int64Var(&f.usernsIDsPerPod, "userns-ids-per-pod", userns.DefaultIDsPerPod, "host user and group IDs given to each pod with hostUsers: false, a multiple of 65536 (the kubelet's userNamespaces.idsPerPod); the ranges start at this ID, above the host's own")
+	fs.Int64Var(&f.maxPods, "max-pods", defaultMaxPods, "pods this node runs at once, its pods capacity (the kubelet's maxPods): admission rejects one more with OutOfpods")
 	fs.StringVar(&f.pullSecretFile, "pull-secret-file", "", "docker config file (config.json or .dockercfg) with node-level registry credentials for image pulls (default: <root-dir>/config.json if it exists)")
+}
+
+// defaultMaxPods is --max-pods' default: the kubelet's maxPods, and the
+// pods capacity agent/node's Detect gives a node.
+const defaultMaxPods = 110
+
+// applyMaxPods sets the node's pods capacity and allocatable to
+// --max-pods when it was given (reservations take no pods, as in the
+// kubelet). Admission counts against allocatable, so a bench or a user
+// can run more than the kubelet's 110 pods, as with the kubelet's maxPods.
+func (f *nodeFlags) applyMaxPods(info *agentnode.Info) error {
+	if f.fs == nil || !flagGiven(f.fs, "max-pods") {
+		return nil
+	}
+	if f.maxPods < 1 {
+		return fmt.Errorf("--max-pods: %d is not a pod count: give 1 or more (the kubelet's default is %d)", f.maxPods, defaultMaxPods)
+	}
+	q := resource.NewQuantity(f.maxPods, resource.DecimalSI)
+	info.Capacity[v1.ResourcePods] = *q
+	info.Allocatable[v1.ResourcePods] = q.DeepCopy()
+	return nil
 }
 
 // allowedUnsafeSysctls splits --allowed-unsafe-sysctls.
@@ -153,6 +178,9 @@ func (f *nodeFlags) node(thresholds []eviction.Threshold) (agentnode.Info, error
 	}
 	info, err := agentnode.Detect(f.nodeName, labels, kube, system, &agentnode.Storage{RootDir: f.rootDir, Thresholds: thresholds})
 	if err != nil {
+		return info, err
+	}
+	if err := f.applyMaxPods(&info); err != nil {
 		return info, err
 	}
 	// The user namespace pool must hold a range for every pod the node
@@ -303,6 +331,22 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 2, err: err}
 	}
 	p := newPrinter(stdout)
+	// With --foreground or an explicit endpoint the pods run in this
+	// process whatever the daemon does (below): the runtime handshake,
+	// which only asks the runtime its version, then runs while the node
+	// is detected and the manifest is read and validated (a first
+	// validation costs milliseconds of one-time set-up). Every return
+	// waits for it and closes what it opened; an early one (an invalid
+	// manifest) cancels it first, so its error is not held up by a
+	// runtime that does not answer.
+	var dial *pending[*cri.Client]
+	if rf.foreground || flagGiven(fs, "runtime-endpoint") {
+		dctx, cancelDial := context.WithCancel(ctx)
+		dial = goStep(func() (*cri.Client, error) {
+			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+		})
+		defer closeDialed(dial, cancelDial)
+	}
 	node, err := nf.node(nil)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -311,7 +355,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.line("node", "notice", 0, nf.podSecurityNotice)
 	}
 
-	// Step: validate. Nothing touches the runtime before this passes.
+	// Step: validate. Nothing changes on the runtime before this passes.
 	// The UID is derived from the source path among other things: make the
 	// same file give the same UID however it is named.
 	file, err := filepath.Abs(fs.Arg(0))
@@ -360,14 +404,36 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	// Step: runtime handshake.
-	t1 := time.Now()
-	client, err := cri.Dial(ctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+	// Step: runtime handshake (begun above when the run was sure to be in
+	// the foreground).
+	if dial == nil {
+		dctx, cancelDial := context.WithCancel(ctx)
+		dial = goStep(func() (*cri.Client, error) {
+			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+		})
+		defer closeDialed(dial, cancelDial)
+	}
+	client, err := dial.wait()
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	p.line("node", "runtime", time.Since(t1), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
+
+	// Step: pod network, begun once the runtime answered and finished
+	// before the agent starts. Installing the conflist checks every CNI
+	// plugin it names by running it (CNI VERSION), one process after
+	// another: the longest step of a launch before the first sandbox on a
+	// machine where process creation is slow. It asks the runtime nothing,
+	// so it runs beside the cgroups, the foreign pods' check and the IP
+	// repair; the runtime's NetworkReady is asked once it is done.
+	netCfg := nf.network()
+	install := goStep(func() ([]string, error) {
+		_, notices, err := cni.Install(ctx, netCfg)
+		return notices, err
+	})
+	// Every return below waits for it: the process must not exit while it
+	// writes into the runtime's conf dir.
+	defer install.wait()
+	p.line("node", "runtime", time.Since(dial.began), fmt.Sprintf("%s %s (CRI %s) at %s", client.RuntimeName(), client.RuntimeVersion(), client.RuntimeAPIVersion(), nf.endpoint))
 	inst := cri.Instrument(client, client, logger)
 
 	// Step: cgroups (the driver must agree with the runtime's).
@@ -416,19 +482,22 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.line("node", "ipam", time.Since(t4), fmt.Sprintf("released %d leaked IPs: %s", len(released), ipamrepair.ReleasedIPs(released)))
 	}
 
-	// Step: pod network.
-	t2 := time.Now()
-	nctx, cancel := context.WithTimeout(ctx, nf.networkTimeout)
-	notices, err := a.EnsureNetwork(nctx)
-	cancel()
+	// Step: pod network: the install begun above, then the runtime's
+	// NetworkReady (what agent.EnsureNetwork does, in two halves).
+	notices, err := install.wait()
 	for _, n := range notices {
 		p.line("node", "notice", 0, n)
 	}
 	if err != nil {
+		return fmt.Errorf("install pod network config: %w", err)
+	}
+	nctx, cancel := context.WithTimeout(ctx, nf.networkTimeout)
+	err = cni.WaitReady(nctx, netCfg, a.NetworkReady)
+	cancel()
+	if err != nil {
 		return err
 	}
-	netCfg := nf.network()
-	p.line("node", "network ready", time.Since(t2), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
+	p.line("node", "network ready", time.Since(install.began), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
 
 	// Run until a signal, then tear the pods down.
 	actx, stopAgent := context.WithCancel(context.Background())
@@ -475,6 +544,44 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	<-agentDone
 	p.line("node", "done", 0, "all pods stopped and removed")
 	return nil
+}
+
+// pending is a step of a foreground run's start running in the
+// background (goStep): the runtime handshake, the pod network's install.
+type pending[T any] struct {
+	// began is when the step started.
+	began time.Time
+	// done is closed when the step returned; val and err are its
+	// results, set before done is closed.
+	done chan struct{}
+	val  T
+	err  error
+}
+
+// goStep runs f in the background and returns at once.
+func goStep[T any](f func() (T, error)) *pending[T] {
+	p := &pending[T]{began: time.Now(), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.val, p.err = f()
+	}()
+	return p
+}
+
+// wait returns the step's results once it is done; any number of calls
+// return the same.
+func (p *pending[T]) wait() (T, error) {
+	<-p.done
+	return p.val, p.err
+}
+
+// closeDialed ends a background handshake when the run returns: cancel
+// stops it if still in flight, and the client it made, if any, is closed.
+func closeDialed(dial *pending[*cri.Client], cancel context.CancelFunc) {
+	cancel()
+	if c, err := dial.wait(); err == nil {
+		_ = c.Close()
+	}
 }
 
 func podKey(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }

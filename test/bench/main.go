@@ -35,6 +35,17 @@
 //	manifest-steady   the agent's RSS and CPU with 0 pods and with the pods,
 //	                  two probes each; the floor prober beside it
 //
+// Scenario 6, run-launch (launch.go): `minikubelet run pod.yaml` in the
+// foreground, from its launch until its container runs in the runtime,
+// against the floor as a process (--rawrun, test/bench/rawrun), --reps
+// interleaved pairs; each stopped by SIGTERM until its pod is gone.
+//
+// Scenario 7, scale (scale.go; not in the default set: --scale or
+// --scenarios …,scale): the manifest route's density and steady state at
+// each pod count of --scale (default 10,50,110,250), for the floor,
+// minikubelet and the kubelet; its plot is written beside --md, and with
+// --update-docs beside --perf-doc (docs/performance-scale.svg).
+//
 // minikubelet's times are what a user observes through the daemon's API:
 // from just before the POST to the first event of the API's pod watch
 // (GET pods?watch=true, opened before the POST) that shows the state. With
@@ -102,6 +113,11 @@ type options struct {
 	agents       string
 	manifestPods int
 	manifestPoll time.Duration
+	// rawrun is the floor's binary of the run-launch scenario.
+	rawrun string
+	// scale is --scale; scaleCounts its counts, in increasing order.
+	scale       string
+	scaleCounts []int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -114,7 +130,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.bridge, "cni-bridge", "mklbench0", "bridge of the benchmark's network")
 	fs.StringVar(&o.cniConfDir, "cni-conf-dir", "", "the private containerd's CNI conf dir (required)")
 	fs.StringVar(&o.workDir, "work-dir", "", "scratch directory for the daemon's and the floor's state (required)")
-	fs.StringVar(&o.scenarios, "scenarios", strings.Join(allScenarios, ","), "scenarios to run, comma-separated")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(defaultScenarios, ","), "scenarios to run, comma-separated (scale, the curve, only when named or with --scale)")
 	fs.IntVar(&o.reps, "reps", 20, "repetitions of the sequential scenarios (start, ready), per side")
 	fs.IntVar(&o.pods, "pods", 100, "pods of the density, steady and delete scenarios")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds of the density and delete scenarios (the steady scenario runs in the last)")
@@ -142,6 +158,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.agents, "agents", agentMinikubelet+","+agentKubelet, "agents of the manifest scenarios, comma-separated: minikubelet, kubelet")
 	fs.IntVar(&o.manifestPods, "manifest-pods", 110, "pods of the manifest density, delete and steady scenarios (the kubelet's default maxPods; above it the kubelet's maxPods is raised to match)")
 	fs.DurationVar(&o.manifestPoll, "manifest-poll", 5*time.Millisecond, "how often the manifest scenarios list the runtime's running containers (their resolution, both agents)")
+	fs.StringVar(&o.scale, "scale", "", "also run the scale curve (scenario scale) at these pod counts, comma-separated, e.g. "+defaultScale+" (the default when scale is named in --scenarios); about an hour with the kubelet on a 2-core VM, see docs/performance.md")
+	fs.StringVar(&o.rawrun, "rawrun", "", "the floor of the run-launch scenario as a binary (test/bench/rawrun; hack/bench.sh builds it); empty: run-launch is skipped")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -158,6 +176,19 @@ func parseFlags(args []string) (options, error) {
 	for _, s := range strings.Split(o.scenarios, ",") {
 		if !slices.Contains(allScenarios, s) {
 			return o, fmt.Errorf("--scenarios: unknown scenario %q (want some of %s)", s, strings.Join(allScenarios, ","))
+		}
+	}
+	if o.scale != "" && !slices.Contains(strings.Split(o.scenarios, ","), "scale") {
+		o.scenarios += ",scale"
+	}
+	if slices.Contains(strings.Split(o.scenarios, ","), "scale") {
+		spec := o.scale
+		if spec == "" {
+			spec = defaultScale
+		}
+		var err error
+		if o.scaleCounts, err = parseScale(spec); err != nil {
+			return o, err
 		}
 	}
 	if o.observe != "watch" && o.observe != "poll" {
@@ -179,7 +210,11 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-var allScenarios = []string{"start", "ready", "density", "steady", "delete", "manifest-start", "manifest-density", "manifest-delete", "manifest-steady"}
+var allScenarios = append(slices.Clone(defaultScenarios), "scale")
+
+// defaultScenarios are what a run without --scenarios measures: all but
+// the scale curve, which takes about as long as all of them together.
+var defaultScenarios = []string{"start", "ready", "run-launch", "density", "steady", "delete", "manifest-start", "manifest-density", "manifest-delete", "manifest-steady"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == probeFloorCommand {
@@ -224,6 +259,10 @@ type bench struct {
 	obs   observe
 	// seq numbers pod names.
 	seq int
+	// work is the absolute --work-dir; nodeArgs the node flags the daemon
+	// runs with (minikubelet run of run-launch gets the same).
+	work     string
+	nodeArgs []string
 }
 
 func (b *bench) name(prefix string) string {
@@ -301,8 +340,10 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	b.raw = &rawClient{rt: rt, cg: cg, logDir: filepath.Join(work, "raw-logs"), fileDir: filepath.Join(work, "raw-files"), image: b.image, args: testserverArgs}
+	b.raw = &rawClient{RT: rt, Cgroups: cg, LogDir: filepath.Join(work, "raw-logs"), FileDir: filepath.Join(work, "raw-files"), Image: b.image, Args: testserverArgs}
 
+	// The node flags, which `minikubelet run` (run-launch) takes too; the
+	// daemon's own flags follow.
 	nodeArgs := []string{
 		"--runtime-endpoint", o.endpoint,
 		"--node-name", "bench-node",
@@ -312,6 +353,13 @@ func run(ctx context.Context, o options) error {
 		"--cni-data-dir", b.net.DataDir,
 		"--pod-masquerade=false",
 		"--cgroups-per-qos=" + strconv.FormatBool(o.cgroupsPerQOS),
+	}
+	// Above the kubelet's 110 the daemon's pods capacity is raised to the
+	// bench's largest count, as the kubelet's maxPods is (kubelet.go).
+	if most := slices.Max(append([]int{o.manifestPods}, o.scaleCounts...)); most > 110 {
+		nodeArgs = append(nodeArgs, "--max-pods", strconv.Itoa(most))
+	}
+	serveArgs := []string{
 		// Disk thresholds the host's build caches do not reach, as the
 		// e2e harness's (serveHostFlags): the bench measures the agent,
 		// and a DiskPressure on a full CI disk would reject every pod.
@@ -319,8 +367,9 @@ func run(ctx context.Context, o options) error {
 		"--eviction-hard", "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%",
 		"--image-gc-high-threshold", "100", "--image-gc-low-threshold", "99",
 	}
+	b.work, b.nodeArgs = work, nodeArgs
 	progress("starting %s serve (log %s)", o.bin, filepath.Join(work, "daemon", "minikubelet.log"))
-	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), nodeArgs, o.profileDir != "")
+	b.d, err = startDaemon(ctx, o.bin, filepath.Join(work, "daemon"), append(slices.Clone(nodeArgs), serveArgs...), o.profileDir != "")
 	if err != nil {
 		return err
 	}
@@ -345,6 +394,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if b.want("run-launch") {
+		if err := b.launchScenario(ctx); err != nil {
+			return err
+		}
+	}
 	if b.want("density") || b.want("delete") || b.want("steady") {
 		if err := b.manyPods(ctx); err != nil {
 			return err
@@ -352,6 +406,11 @@ func run(ctx context.Context, o options) error {
 	}
 	if b.want("manifest-start") || b.want("manifest-density") || b.want("manifest-delete") || b.want("manifest-steady") {
 		if err := b.manifestScenarios(ctx, work); err != nil {
+			return err
+		}
+	}
+	if b.want("scale") {
+		if err := b.scaleScenario(ctx, work); err != nil {
 			return err
 		}
 	}
@@ -371,11 +430,25 @@ func (b *bench) write() error {
 		return err
 	}
 	progress("wrote %s and %s", b.o.jsonOut, b.o.mdOut)
+	if len(b.rep.Scale) > 0 {
+		svg := scaleSVGPath(b.o.mdOut)
+		if err := b.rep.writeScaleSVG(svg); err != nil {
+			return err
+		}
+		progress("wrote the scale curve's plot %s", svg)
+	}
 	if b.o.updateDoc {
 		if err := updatePerfDoc(b.o.perfDoc, md); err != nil {
 			return err
 		}
 		progress("updated the results table of %s", b.o.perfDoc)
+		if len(b.rep.Scale) > 0 {
+			svg := scaleSVGPath(b.o.perfDoc)
+			if err := b.rep.writeScaleSVG(svg); err != nil {
+				return err
+			}
+			progress("updated the scale curve's plot %s", svg)
+		}
 		if b.o.historyDir != "" {
 			path, err := b.rep.keep(b.o.historyDir)
 			if err != nil {
@@ -404,12 +477,12 @@ func (b *bench) cleanup() {
 	sbs, _ := b.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelBench: "raw"}})
 	var pods []*rawPod
 	for _, sb := range sbs {
-		pods = append(pods, &rawPod{name: sb.Metadata.GetName(), uid: sb.Metadata.GetUid(), sandboxID: sb.Id,
-			cgroup: cgroups.PodName(cgroups.KubepodsBestEffort, sb.Metadata.GetUid())})
+		pods = append(pods, &rawPod{Name: sb.Metadata.GetName(), UID: sb.Metadata.GetUid(), Namespace: sb.Metadata.GetNamespace(), SandboxID: sb.Id,
+			Cgroup: cgroups.PodName(cgroups.KubepodsBestEffort, sb.Metadata.GetUid())})
 	}
 	if len(pods) > 0 {
 		progress("cleanup: removing %d raw pods", len(pods))
-		if err := b.raw.removeAll(ctx, pods); err != nil {
+		if err := b.raw.RemoveAll(ctx, pods); err != nil {
 			progress("cleanup: %v", err)
 		}
 	}
@@ -420,11 +493,11 @@ func (b *bench) cleanup() {
 // up the bridge and loads the pause image.
 func (b *bench) warmUp(ctx context.Context) error {
 	progress("warm-up: one pod on each side (not measured)")
-	p, err := b.raw.start(ctx, b.name("warm-raw"))
+	p, err := b.raw.Start(ctx, b.name("warm-raw"))
 	if err == nil {
-		err = waitTCP(ctx, p.ip, tcpPort)
+		err = waitTCP(ctx, p.IP, tcpPort)
 	}
-	if rerr := b.raw.remove(ctx, p); err == nil {
+	if rerr := b.raw.Remove(ctx, p); err == nil {
 		err = rerr
 	}
 	if err != nil {
@@ -449,17 +522,17 @@ func (b *bench) startScenario(ctx context.Context, ready bool) error {
 	for i := range b.o.reps {
 		// Raw.
 		t0 := time.Now()
-		p, err := b.raw.start(ctx, b.name(scen+"-raw"))
+		p, err := b.raw.Start(ctx, b.name(scen+"-raw"))
 		started := time.Since(t0)
 		if err == nil && ready {
-			err = waitTCP(ctx, p.ip, tcpPort)
+			err = waitTCP(ctx, p.IP, tcpPort)
 			rawReady = append(rawReady, time.Since(t0))
 		}
 		rawStarted = append(rawStarted, started)
 		if p != nil {
-			rawPhases = append(rawPhases, p.phases)
+			rawPhases = append(rawPhases, p.Phases)
 		}
-		if rerr := b.raw.remove(ctx, p); err == nil {
+		if rerr := b.raw.Remove(ctx, p); err == nil {
 			err = rerr
 		}
 		if err != nil {
@@ -660,21 +733,21 @@ func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rawPods[i], errs[i] = b.raw.start(ctx, fmt.Sprintf("%s-%d", prefix, i))
+			rawPods[i], errs[i] = b.raw.Start(ctx, fmt.Sprintf("%s-%d", prefix, i))
 			rawLat[i] = time.Since(t0)
 		}()
 	}
 	wg.Wait()
 	rawTotal := time.Since(t0)
 	if err := errors.Join(errs...); err != nil {
-		_ = b.raw.removeAll(ctx, nonNil(rawPods))
+		_ = b.raw.RemoveAll(ctx, nonNil(rawPods))
 		return 0, nil, 0, fmt.Errorf("density raw: %w", err)
 	}
 	progress("density %s: raw %d pods started in %s (%.1f pods/s)", tag, n, rawTotal.Round(time.Millisecond), float64(n)/rawTotal.Seconds())
 	// Every raw server must answer before the deletion, as the
 	// minikubelet pods are Ready before theirs.
 	for _, p := range rawPods {
-		if err := waitTCP(ctx, p.ip, tcpPort); err != nil {
+		if err := waitTCP(ctx, p.IP, tcpPort); err != nil {
 			return 0, nil, 0, err
 		}
 	}
@@ -683,14 +756,14 @@ func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) 
 	progress("delete %s: %d raw pods at once, grace %d s", tag, n, b.o.grace)
 	ids := map[string]bool{}
 	for _, p := range rawPods {
-		ids[p.sandboxID] = true
+		ids[p.SandboxID] = true
 	}
 	t0 = time.Now()
 	for i, p := range rawPods {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.raw.stop(ctx, p, b.o.grace)
+			errs[i] = b.raw.Stop(ctx, p, b.o.grace)
 		}()
 	}
 	rawGone, err := b.waitGone(ctx, t0, ids)
@@ -699,7 +772,7 @@ func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) 
 		err = errors.Join(errs...)
 	}
 	for _, p := range rawPods {
-		err = errors.Join(err, b.raw.release(p))
+		err = errors.Join(err, b.raw.Release(p))
 	}
 	if err != nil {
 		return 0, nil, 0, fmt.Errorf("delete raw: %w", err)
@@ -942,12 +1015,12 @@ func phaseRows(scenario string, raw, mkl []phases) []Row {
 		name string
 		get  func(phases) time.Duration
 	}{
-		{"… before RunPodSandbox (API, store, observe; raw: cgroup, dirs)", func(p phases) time.Duration { return p.pre }},
-		{"… RunPodSandbox + PodSandboxStatus", func(p phases) time.Duration { return p.sandbox }},
-		{"… sandbox → CreateContainer (image, config, files)", func(p phases) time.Duration { return p.prep }},
-		{"… CreateContainer", func(p phases) time.Duration { return p.create }},
-		{"… StartContainer", func(p phases) time.Duration { return p.start }},
-		{"… StartContainer returned → seen through the API", func(p phases) time.Duration { return p.observe }},
+		{"… before RunPodSandbox (API, store, observe; raw: cgroup, dirs)", func(p phases) time.Duration { return p.Pre }},
+		{"… RunPodSandbox + PodSandboxStatus", func(p phases) time.Duration { return p.Sandbox }},
+		{"… sandbox → CreateContainer (image, config, files)", func(p phases) time.Duration { return p.Prep }},
+		{"… CreateContainer", func(p phases) time.Duration { return p.Create }},
+		{"… StartContainer", func(p phases) time.Duration { return p.Start }},
+		{"… StartContainer returned → seen through the API", func(p phases) time.Duration { return p.Observe }},
 	}
 	var rows []Row
 	for _, f := range pick {

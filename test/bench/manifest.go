@@ -312,9 +312,9 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			line := fmt.Sprintf("manifest start %d/%d:", i+1, b.o.reps)
 			if raw != nil {
 				t0 := time.Now()
-				p, err := b.raw.start(ctx, b.name("mstart-raw"))
+				p, err := b.raw.Start(ctx, b.name("mstart-raw"))
 				d := time.Since(t0)
-				if rerr := b.raw.remove(ctx, p); err == nil {
+				if rerr := b.raw.Remove(ctx, p); err == nil {
 					err = rerr
 				}
 				if err != nil {
@@ -493,9 +493,9 @@ func (b *bench) rawManifest(ctx context.Context, raw *agentRun) error {
 	if b.want("manifest-start") {
 		for i := range b.o.reps {
 			t0 := time.Now()
-			p, err := b.raw.start(ctx, b.name("mstart-raw"))
+			p, err := b.raw.Start(ctx, b.name("mstart-raw"))
 			d := time.Since(t0)
-			if rerr := b.raw.remove(ctx, p); err == nil {
+			if rerr := b.raw.Remove(ctx, p); err == nil {
 				err = rerr
 			}
 			if err != nil {
@@ -523,7 +523,7 @@ func (b *bench) rawManifest(ctx context.Context, raw *agentRun) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				pods[i], errs[i] = b.raw.start(ctx, fmt.Sprintf("msteady-raw-%d", i))
+				pods[i], errs[i] = b.raw.Start(ctx, fmt.Sprintf("msteady-raw-%d", i))
 			}()
 		}
 		wg.Wait()
@@ -531,9 +531,9 @@ func (b *bench) rawManifest(ctx context.Context, raw *agentRun) error {
 		var ips []string
 		for _, p := range nonNil(pods) {
 			if err == nil {
-				err = waitTCP(ctx, p.ip, tcpPort)
+				err = waitTCP(ctx, p.IP, tcpPort)
 			}
-			ips = append(ips, p.ip)
+			ips = append(ips, p.IP)
 		}
 		if err == nil {
 			var fu usage
@@ -542,7 +542,7 @@ func (b *bench) rawManifest(ctx context.Context, raw *agentRun) error {
 				progress("manifest steady: probe floor of %d floor pods: CPU %.2f %% of a core", len(ips), fu.cpu)
 			}
 		}
-		if rerr := b.raw.removeAll(ctx, nonNil(pods)); err == nil {
+		if rerr := b.raw.RemoveAll(ctx, nonNil(pods)); err == nil {
 			err = rerr
 		}
 		if err != nil {

@@ -62,6 +62,10 @@ func startDaemon(ctx context.Context, bin, dir string, nodeArgs []string, profil
 		"--root-dir", filepath.Join(dir, "root"),
 		"--pod-log-dir", filepath.Join(dir, "pod-logs"),
 		"--manifest-dir", filepath.Join(dir, "manifests"),
+		// Its lock and Secrets tmpfs under the work dir, not the default
+		// /run/minikubelet: the node's own daemon (or another harness's)
+		// holds that one's lock.
+		"--run-dir", filepath.Join(dir, "run"),
 	)
 	if profiling {
 		args = append(args, "--enable-profiling")
@@ -444,11 +448,11 @@ func tracePhases(ctx context.Context, c *api.Client, pod *v1.Pod, t0 time.Time, 
 	sbStart := sb.At.Add(-sb.Duration)
 	crStart := cr.At.Add(-cr.Duration)
 	return phases{
-		pre:     sbStart.Sub(t0),
-		sandbox: sb.Duration,
-		prep:    crStart.Sub(sb.At),
-		create:  cr.Duration,
-		start:   st.Duration,
-		observe: observed - st.At.Sub(t0),
+		Pre:     sbStart.Sub(t0),
+		Sandbox: sb.Duration,
+		Prep:    crStart.Sub(sb.At),
+		Create:  cr.Duration,
+		Start:   st.Duration,
+		Observe: observed - st.At.Sub(t0),
 	}
 }

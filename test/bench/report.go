@@ -147,6 +147,9 @@ type Report struct {
 	Settings map[string]string `json:"settings"`
 	Rows     []Row             `json:"results"`
 	Notes    []string          `json:"notes,omitempty"`
+	// Scale is the scale curve's figures per pod count (scenario 7, in
+	// the rows too), from which its plot is drawn.
+	Scale []ScalePoint `json:"scale,omitempty"`
 }
 
 // keep writes the report into dir as <date>-<commit>.json (the date of
