@@ -121,6 +121,9 @@ func buildStatus(in statusInputs, current *v1.NodeStatus, now time.Time) v1.Node
 	}
 	st.Capacity = in.node.Capacity.DeepCopy()
 	st.Allocatable = in.node.Allocatable.DeepCopy()
+	if current != nil {
+		keepForeignExtendedResources(&st, current)
+	}
 	st.Addresses = append([]v1.NodeAddress(nil), in.addresses...)
 	st.NodeInfo = in.system
 	if in.kubeletPort > 0 {
@@ -201,4 +204,36 @@ func readyCondition(st *v1.NodeStatus) (v1.ConditionStatus, string) {
 		return c.Status, c.Message
 	}
 	return "", ""
+}
+
+// keepForeignExtendedResources keeps in st the extended resources another
+// writer put into the current capacity (an admin's `kubectl patch
+// --subresource status` advertising a node-level resource, as the
+// scheduler's preemption specs do), with allocatable equal to capacity:
+// the kubelet's setters change the server's maps in place, so keys it does
+// not set stay, and its allocatable follows capacity for every key. The
+// agent's own resources (cpu, memory, device plugins', 0 when dropped) are
+// in st already and win.
+func keepForeignExtendedResources(st, current *v1.NodeStatus) {
+	for name, q := range current.Capacity {
+		if _, ours := st.Capacity[name]; ours || !isExtendedResourceName(name) {
+			continue
+		}
+		if st.Capacity == nil {
+			st.Capacity = v1.ResourceList{}
+		}
+		if st.Allocatable == nil {
+			st.Allocatable = v1.ResourceList{}
+		}
+		st.Capacity[name] = q.DeepCopy()
+		st.Allocatable[name] = q.DeepCopy()
+	}
+}
+
+// isExtendedResourceName is the API's rule: a domain-qualified name outside
+// kubernetes.io, not a quota's "requests." name.
+func isExtendedResourceName(name v1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, v1.ResourceDefaultNamespacePrefix) &&
+		!strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }

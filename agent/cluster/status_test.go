@@ -105,6 +105,31 @@ func TestBuildStatus(t *testing.T) {
 		require.Equal(t, reasonSufficientPID, cond(st, v1.NodePIDPressure).Reason)
 	})
 
+	t.Run("extended resources another writer advertised are kept, ours win", func(t *testing.T) {
+		prev := buildStatus(base, nil, t0)
+		prev.Capacity["scheduling.k8s.io/foo"] = resource.MustParse("5")
+		prev.Capacity["example.com/gpu"] = resource.MustParse("3")
+		prev.Allocatable["example.com/gpu"] = resource.MustParse("3")
+		prev.Capacity["hugepages-2Mi"] = resource.MustParse("2Mi")
+		in := base
+		in.node.Capacity = base.node.Capacity.DeepCopy()
+		in.node.Allocatable = base.node.Allocatable.DeepCopy()
+		in.node.Capacity["example.com/gpu"] = resource.MustParse("2") // a device plugin's: ours
+		in.node.Allocatable["example.com/gpu"] = resource.MustParse("1")
+		st := buildStatus(in, &prev, t1)
+		foo := st.Capacity["scheduling.k8s.io/foo"]
+		require.Equal(t, "5", foo.String())
+		foo = st.Allocatable["scheduling.k8s.io/foo"]
+		require.Equal(t, "5", foo.String(), "allocatable follows capacity for a foreign resource")
+		gpu, gpuA := st.Capacity["example.com/gpu"], st.Allocatable["example.com/gpu"]
+		require.Equal(t, "2/1", gpu.String()+"/"+gpuA.String(), "the agent's own figures win")
+		require.NotContains(t, st.Capacity, v1.ResourceName("hugepages-2Mi"), "not an extended resource: the agent's view")
+		patch, err := statusPatch(&v1.Node{Status: prev}, st)
+		require.NoError(t, err)
+		require.NotContains(t, string(patch), `"scheduling.k8s.io/foo":null`, "the foreign resource is never deleted")
+		require.Contains(t, string(patch), `"allocatable":{"example.com/gpu":"1","scheduling.k8s.io/foo":"5"}`)
+	})
+
 	t.Run("the kubelet port is advertised", func(t *testing.T) {
 		require.Zero(t, buildStatus(base, nil, t0).DaemonEndpoints.KubeletEndpoint.Port, "no server, no port")
 		in := base
