@@ -311,7 +311,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 				}
 				admittedBuilt = true
 			}
-			if ok, reason, msg := node.Admit(a.cfg.Node, p, admitted); !ok {
+			if ok, reason, msg := node.Admit(a.cfg.AdmissionNode(), p, admitted); !ok {
 				a.reject(p, reason, msg)
 				continue
 			}

@@ -92,6 +92,23 @@ type Config struct {
 	// Devices is the device plugins' manager (agent/deviceplugin, wired by
 	// serve); nil (NoDevices): no extended resource is backed by devices.
 	Devices Devices
+	// NodeLabels gives the labels the API server's Node object has now
+	// (cluster mode: agent/cluster.NodeLabels); nil, or nil labels: Node's.
+	NodeLabels func() map[string]string
+}
+
+// AdmissionNode is the node new pods are admitted against: Node, with the
+// labels of the API server's Node object when NodeLabels gives them, as
+// the kubelet admits against its informer's Node (a label added with
+// `kubectl label node` counts for node affinity at once).
+func (c *Config) AdmissionNode() node.Info {
+	n := c.Node
+	if c.NodeLabels != nil {
+		if l := c.NodeLabels(); l != nil {
+			n.Labels = l
+		}
+	}
+	return n
 }
 
 // WithDefaults returns c with every unset field set to the kubelet's

@@ -37,3 +37,24 @@ func TestConfig_WithDefaults(t *testing.T) {
 	assert.Equal(t, node.PodSecurityRestricted, set.PodSecurity)
 	assert.Equal(t, node.ServeAgentID("/srv/mk"), set.AgentID, "the agent ID follows the root dir")
 }
+
+// TestAdmissionNode: the Node's labels from NodeLabels when it has them
+// (the API server's Node object), the configured ones otherwise; the rest
+// of Node unchanged.
+func TestAdmissionNode(t *testing.T) {
+	c := Config{Node: node.Info{Name: "n", Labels: map[string]string{"own": "1"}}}
+	if got := c.AdmissionNode(); got.Labels["own"] != "1" || got.Name != "n" {
+		t.Fatalf("without NodeLabels: %+v", got)
+	}
+	c.NodeLabels = func() map[string]string { return nil }
+	if got := c.AdmissionNode(); got.Labels["own"] != "1" {
+		t.Fatalf("NodeLabels without the Node yet: %+v, want the configured labels", got)
+	}
+	c.NodeLabels = func() map[string]string { return map[string]string{"own": "1", "node": "n"} }
+	if got := c.AdmissionNode(); got.Labels["node"] != "n" || got.Name != "n" {
+		t.Fatalf("with the Node's labels: %+v", got)
+	}
+	if c.Node.Labels["node"] != "" {
+		t.Fatal("AdmissionNode changed Node")
+	}
+}

@@ -107,6 +107,10 @@ type clusterClient struct {
 	// services lists the cluster's Services for the containers' service
 	// link variables (Deps.Services); newClusterPods' run runs it.
 	services *cluster.ServiceLister
+	// nodeLabels keeps the Node object's labels for admission
+	// (config.Config.NodeLabels); nil in tests that build a clusterClient
+	// by hand.
+	nodeLabels *cluster.NodeLabels
 	// trustBundles reads the ClusterTrustBundles the pods project
 	// (Deps.TrustBundles); newClusterPods' run runs it (nil in tests that
 	// build a clusterClient by hand).
@@ -170,7 +174,8 @@ func (c *clusterFlags) dial(nodeName, rootDir string, logger *slog.Logger) (*clu
 	}
 	return &clusterClient{client: cs, server: cfg.Host, tokens: tokens, rest: cfg, services: cluster.NewServiceLister(cs, nil),
 		events:       cluster.NewEventRecorder(cs, nodeName, nil, nil),
-		trustBundles: cluster.NewTrustBundleLister(ctbs, nil, logger), podCerts: podCerts}, mgr, nil
+		trustBundles: cluster.NewTrustBundleLister(ctbs, nil, logger), podCerts: podCerts,
+		nodeLabels: cluster.NewNodeLabels(cs, nodeName, logger)}, mgr, nil
 }
 
 // rotation sets up the renewal of the kubeconfig's client certificate:
@@ -283,7 +288,7 @@ func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, 
 		staticPods: mirrors.SetStaticPods,
 		run: func(ctx context.Context) {
 			var wg sync.WaitGroup
-			for _, run := range []func(context.Context){mirrors.Run, events.Run, cc.runServices, cc.runTrustBundles} {
+			for _, run := range []func(context.Context){mirrors.Run, events.Run, cc.runServices, cc.runTrustBundles, cc.runNodeLabels} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -302,6 +307,14 @@ func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, 
 func (cc *clusterClient) runServices(ctx context.Context) {
 	if cc.services != nil {
 		cc.services.Run(ctx)
+	}
+}
+
+// runNodeLabels runs the Node object's informer (none in tests that build
+// a clusterClient by hand).
+func (cc *clusterClient) runNodeLabels(ctx context.Context) {
+	if cc.nodeLabels != nil {
+		cc.nodeLabels.Run(ctx)
 	}
 }
 

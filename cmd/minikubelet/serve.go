@@ -264,6 +264,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		acfg.Devices = devices
 	}
 	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
+	if cc != nil && cc.nodeLabels != nil {
+		// Admission checks node affinity against the Node's labels as the
+		// API server has them (agent/cluster/nodelabels.go).
+		acfg.NodeLabels = cc.nodeLabels.Labels
+	}
 	if cc != nil {
 		// Cluster pods get their projected service account tokens, and
 		// every pod the service link variables.
