@@ -79,7 +79,7 @@ CI_CONFORMANCE := WORK=/var/tmp/mkl-ci-conf POD_CIDR=10.233.0.0/16 NODE_CIDR=10.
 test-conformance: ## the conformance specs hack/conformance/ci-specs.txt lists, against minikubelet in a private cluster with kube-proxy and CoreDNS; fails unless each one ran and passed (root; ~2 min warm; the first run builds e2e.test and the rest, ~12 min)
 	NODE=minikubelet SPECS=hack/conformance/ci-specs.txt PROCS=$${PROCS:-4} REGISTRY=$(REGISTRY) $(CI_CONFORMANCE) hack/conformance/run.sh
 
-conformance: ## Kubernetes' [NodeConformance] (SUITE=conformance: the whole [Conformance]) e2e suite against NODE=minikubelet|kubelet in a private cluster with kube-proxy and CoreDNS (root; builds cached; ~30 min, SUITE=conformance ~1.5 h; FOCUS=regexp narrows, then docs stay)
+conformance: ## Kubernetes' [NodeConformance] (SUITE=conformance: the whole [Conformance]) e2e suite against NODE=minikubelet|kubelet in a private cluster with kube-proxy and CoreDNS (root; builds cached; ~30 min, SUITE=conformance ~30 min, with CONTAINERD=2 for its image volume specs; FOCUS=regexp narrows, then docs stay)
 	NODE=$(NODE) SUITE=$(SUITE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) hack/conformance/run.sh
 
 node-conformance: ## the kubelet's node-conformance suite (e2e_node.test --conformance, its own API server on 127.0.0.1:6443) against NODE=minikubelet|kubelet on this machine (root; builds cached; FOCUS=regexp narrows, then docs stay)
