@@ -272,14 +272,20 @@ func (n *NodeAgent) Run(ctx context.Context) error {
 
 // wait returns after d, or false when ctx ended first.
 func (n *NodeAgent) wait(ctx context.Context, d time.Duration) bool {
+	return n.waitOr(ctx, d, nil)
+}
+
+// waitOr is wait, cut short when early receives (nil: never).
+func (n *NodeAgent) waitOr(ctx context.Context, d time.Duration, early <-chan struct{}) bool {
 	t := n.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C():
-		return true
+	case <-early:
 	}
+	return true
 }
 
 // retryDelay is the back-off after the n-th consecutive failure (n ≥ 1).
@@ -416,23 +422,10 @@ func (n *NodeAgent) statusLoop(ctx context.Context) {
 		case err == nil && wasFailing:
 			n.logger.Info("Node status reaches the API server again")
 		}
-		if !n.waitStatus(ctx, n.nextStatusDelay()) {
+		if !n.waitOr(ctx, n.nextStatusDelay(), n.cfg.DevicesChanged) {
 			return
 		}
 	}
-}
-
-// waitStatus is wait, cut short when the device resources changed.
-func (n *NodeAgent) waitStatus(ctx context.Context, d time.Duration) bool {
-	t := n.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-	case <-n.cfg.DevicesChanged: // nil: never
-	}
-	return true
 }
 
 // nextStatusDelay is StatusUpdatePeriod, or fastStatusPeriod while the

@@ -43,7 +43,7 @@ func TestNodeAgent_DeviceChangeCutsTheStatusWaitShort(t *testing.T) {
 	h.node.cfg.DevicesChanged = changed
 	changed <- struct{}{}
 	done := make(chan bool)
-	go func() { done <- h.node.waitStatus(context.Background(), time.Hour) }()
+	go func() { done <- h.node.waitOr(context.Background(), time.Hour, h.node.cfg.DevicesChanged) }()
 	select {
 	case ok := <-done:
 		require.True(t, ok)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/manifest"
 	agentnode "github.com/minikubelet/minikubelet/agent/node"
 )
 
@@ -216,7 +217,7 @@ func readyCondition(st *v1.NodeStatus) (v1.ConditionStatus, string) {
 // in st already and win.
 func keepForeignExtendedResources(st, current *v1.NodeStatus) {
 	for name, q := range current.Capacity {
-		if _, ours := st.Capacity[name]; ours || !isExtendedResourceName(name) {
+		if _, ours := st.Capacity[name]; ours || !manifest.IsExtendedResource(name) {
 			continue
 		}
 		if st.Capacity == nil {
@@ -228,12 +229,4 @@ func keepForeignExtendedResources(st, current *v1.NodeStatus) {
 		st.Capacity[name] = q.DeepCopy()
 		st.Allocatable[name] = q.DeepCopy()
 	}
-}
-
-// isExtendedResourceName is the API's rule: a domain-qualified name outside
-// kubernetes.io, not a quota's "requests." name.
-func isExtendedResourceName(name v1.ResourceName) bool {
-	n := string(name)
-	return strings.Contains(n, "/") && !strings.Contains(n, v1.ResourceDefaultNamespacePrefix) &&
-		!strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
 }

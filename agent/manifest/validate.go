@@ -558,7 +558,7 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 			case name == v1.ResourceCPU || name == v1.ResourceMemory || name == v1.ResourceEphemeralStorage:
 			case refusedNames[name]:
 				continue
-			case isExtendedResource(name):
+			case IsExtendedResource(name):
 				// A device plugin's (agent/deviceplugin), or the
 				// cluster's: whole numbers, as the API server wants.
 				if len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+string(name))) > 0 {
@@ -603,7 +603,7 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 	for _, name := range SortedResourceNames(r.Requests) {
 		req := r.Requests[name]
 		limit, ok := r.Limits[name]
-		if isExtendedResource(name) && !refusedNames[name] {
+		if IsExtendedResource(name) && !refusedNames[name] {
 			// Extended resources are not overcommitted (the API server's
 			// rule): the request is the limit.
 			if !ok {
@@ -614,7 +614,7 @@ func validateResources(r *v1.ResourceRequirements, fldPath *field.Path) field.Er
 			}
 			continue
 		}
-		if ok && req.Cmp(limit) > 0 && !isExtendedResource(name) {
+		if ok && req.Cmp(limit) > 0 && !IsExtendedResource(name) {
 			errs = append(errs, field.Invalid(fldPath.Child("requests").Key(string(name)), req.String(),
 				fmt.Sprintf("must be less than or equal to %s limit of %s", name, limit.String())))
 		}
@@ -842,10 +842,10 @@ func validateResizePolicy(policies []v1.ContainerResizePolicy, podRestart v1.Res
 	return errs
 }
 
-// isExtendedResource reports whether name is an extended resource: a
+// IsExtendedResource reports whether name is an extended resource: a
 // domain-prefixed name outside kubernetes.io, not a quota's "requests."
 // name (the API's IsExtendedResourceName without its name check).
-func isExtendedResource(name v1.ResourceName) bool {
+func IsExtendedResource(name v1.ResourceName) bool {
 	n := string(name)
 	return strings.Contains(n, "/") && !strings.Contains(n, v1.ResourceDefaultNamespacePrefix) &&
 		!strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix)
