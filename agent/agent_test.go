@@ -424,6 +424,50 @@ func TestAgent_TeardownRemovesEverything(t *testing.T) {
 	assert.False(t, known)
 }
 
+// A pod deleted while its RunPodSandbox is in flight: the call is not cut
+// short, and the teardown that follows removes the sandbox it created.
+// containerd finishes (or cleans up) a cancelled RunPodSandbox on its own,
+// and when its cleanup fails it keeps the sandbox NOTREADY: cancelling the
+// call left that sandbox behind after the teardown had listed the pod (a
+// daemon stopped then kept it; test/e2e's cleanup check found one).
+func TestAgent_DeletedDuringRunPodSandboxLeavesNoSandbox(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: brief}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	entered, release := make(chan struct{}), make(chan struct{})
+	callErr := make(chan error, 1)
+	h.fake.OnCall("RunPodSandbox", func(ctx context.Context) {
+		close(entered)
+		<-release
+		callErr <- ctx.Err()
+	})
+	h.agent.SetPods([]*v1.Pod{pod})
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunPodSandbox was never called")
+	}
+	done := h.agent.PodDone(pod.UID)
+	require.NotNil(t, done)
+	h.agent.SetPods(nil) // the deletion, while the call is in flight
+	close(release)
+	require.NoError(t, <-callErr, "the deletion cancelled the RunPodSandbox in flight")
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("teardown did not finish; calls: %q", h.fake.Calls())
+	}
+	sbs, err := h.fake.Runtime.ListPodSandbox(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Empty(t, sbs, "the sandbox created while the pod was being deleted")
+	assert.Contains(t, h.fake.Calls(), "RemovePodSandbox brief")
+}
+
 func TestAgent_CrashedContainerRestartsThenBacksOff(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, `

@@ -233,7 +233,7 @@ func (a *Agent) startContainer(ctx context.Context, pw *podWorker, sb *sandboxIn
 		}
 		if err != nil {
 			pw.containerEvent(c.Name, v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
-			if kerr := a.killContainer(ctx, pw, id, c.Name, "FailedPostStartHook", gracePeriod(pod)); kerr != nil {
+			if kerr := a.killContainer(ctx, pw, id, c.Name, "FailedPostStartHook", podspec.GracePeriod(pod)); kerr != nil {
 				pw.logger.Warn("Kill container after failed postStart hook failed", "container", c.Name, "containerID", id, "err", kerr)
 			}
 			return id, newReasonError(ErrPostStartHook, "%s", msg)

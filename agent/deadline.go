@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 )
 
@@ -80,7 +81,7 @@ func (a *Agent) failPod(ctx context.Context, w *podWorker, pod *v1.Pod, st *podS
 	}
 	reason, _ := w.failure()
 	w.logger.Info("Killing pod", "reason", reason)
-	if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
+	if err := a.killPod(ctx, w, st, podspec.GracePeriod(pod)); err != nil {
 		w.logger.Warn("Kill pod failed", "err", err)
 		return a.cfg.ErrorBackoff
 	}

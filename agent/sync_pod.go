@@ -211,7 +211,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 			res.killed = true
 			res.mu.Unlock()
 		}
-		if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
+		if err := a.killPod(ctx, w, st, podspec.GracePeriod(pod)); err != nil {
 			w.logger.Warn("Kill pod failed", "err", err)
 			res.fail()
 		}
@@ -219,7 +219,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 		for id, kr := range act.ContainersToKill {
 			w.logger.Info("Killing container", "containerID", id, "reason", kr.Message)
 			res.touch(id, sandboxOf(st, id))
-			if err := a.killContainer(ctx, w, id, kr.Name, kr.Message, killGracePeriod(pod, kr.Probe)); err != nil {
+			if err := a.killContainer(ctx, w, id, kr.Name, kr.Message, podspec.KillGracePeriod(pod, kr.Probe)); err != nil {
 				res.fail()
 			}
 		}
@@ -586,28 +586,6 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		return
 	}
 	w.setReason(c.Name, nil)
-}
-
-// killGracePeriod is the grace period for killing one container: a failed
-// probe's own terminationGracePeriodSeconds wins over the pod's, unless the
-// pod is being deleted with a grace period (kubelet-facts §4.3).
-func killGracePeriod(pod *v1.Pod, probe *v1.Probe) int64 {
-	if pod.DeletionGracePeriodSeconds == nil && probe != nil && probe.TerminationGracePeriodSeconds != nil {
-		return max(*probe.TerminationGracePeriodSeconds, 1)
-	}
-	return gracePeriod(pod)
-}
-
-// gracePeriod is the pod's termination grace period (at least 1 s at pod
-// level, kubelet-facts §7.1).
-func gracePeriod(pod *v1.Pod) int64 {
-	g := int64(30)
-	if pod.DeletionGracePeriodSeconds != nil {
-		g = *pod.DeletionGracePeriodSeconds
-	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return max(g, 1)
 }
 
 // killPod stops the pod's running containers, then every sandbox. App

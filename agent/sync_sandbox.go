@@ -159,6 +159,10 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		return nil, nil
 	}
 	t0 := a.clock.Now()
+	// Not cut short by a termination: containerd keeps a cancelled call's sandbox (NOTREADY) when its own
+	// cleanup fails, after the teardown listed the pod. It ends with the agent or the runtime timeout.
+	ctx, rcancel := w.killContext(ctx)
+	defer rcancel()
 	id, err := a.runtime.RunPodSandbox(ctx, cfg, "")
 	if err != nil {
 		// A call that timed out may still have created the sandbox.

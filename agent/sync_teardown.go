@@ -41,7 +41,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		return fmt.Errorf("observe pod for teardown: %w", err)
 	}
 	var errs []error
-	if err := a.killPod(ctx, w, st, gracePeriod(pod)); err != nil {
+	if err := a.killPod(ctx, w, st, podspec.GracePeriod(pod)); err != nil {
 		errs = append(errs, err)
 	} else {
 		a.publishStopped(ctx, w, pod, st)

@@ -115,6 +115,8 @@ type Fake struct {
 	runtimeName, runtimeVersion string
 	// runtimeHandlers are reported by Status (SetRuntimeHandlers).
 	runtimeHandlers []*runtimeapi.RuntimeHandler
+	// hooks run first in a call of their verb, with its context (OnCall).
+	hooks map[string]func(context.Context)
 }
 
 // exitPlan is a container's scripted exit from AnnotationExitAfterMs.
@@ -154,6 +156,7 @@ func New() *Fake {
 		pullErrs: make(map[string]error),
 		exits:    make(map[string]*exitPlan),
 		stuck:    make(map[string]bool),
+		hooks:    make(map[string]func(context.Context)),
 	}
 	rs := critesting.NewFakeRuntimeService()
 	rs.FakeStatus = &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
@@ -284,6 +287,29 @@ func (f *Fake) record(verb, entry string) error {
 	}
 	f.errs[verb] = q[1:]
 	return q[0]
+}
+
+// OnCall makes every later call of verb run fn with the call's context
+// before anything else (a nil fn removes it): a test holds a call in
+// flight, or looks at its context. Only RunPodSandbox runs hooks so far.
+func (f *Fake) OnCall(verb string, fn func(ctx context.Context)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fn == nil {
+		delete(f.hooks, verb)
+		return
+	}
+	f.hooks[verb] = fn
+}
+
+// hook runs verb's OnCall hook, if any, outside f.mu.
+func (f *Fake) hook(ctx context.Context, verb string) {
+	f.mu.Lock()
+	fn := f.hooks[verb]
+	f.mu.Unlock()
+	if fn != nil {
+		fn(ctx)
+	}
 }
 
 // StickTask makes containerID behave as a container whose start containerd
@@ -472,6 +498,7 @@ func (r *FakeRuntime) Status(_ context.Context, _ bool) (*runtimeapi.StatusRespo
 // RunPodSandbox implements cri.Runtime. Sandbox ids are deterministic:
 // name_namespace_uid_attempt.
 func (r *FakeRuntime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
+	r.f.hook(ctx, "RunPodSandbox")
 	m := config.GetMetadata()
 	if err := r.f.record("RunPodSandbox", fmt.Sprintf("RunPodSandbox %s attempt=%d", m.GetName(), m.GetAttempt())); err != nil {
 		return "", err
