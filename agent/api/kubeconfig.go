@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/minikubelet/minikubelet/agent/atomicfile"
 )
 
 // DefaultAdminKubeconfig is where serve writes the admin kubeconfig.
@@ -64,5 +66,5 @@ func WriteKubeconfig(path string, p *PKI) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create kubeconfig directory: %w", err)
 	}
-	return writeAtomic(path, b, 0o600)
+	return atomicfile.Write(path, b, 0o600)
 }

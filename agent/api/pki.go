@@ -50,6 +50,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/minikubelet/minikubelet/agent/atomicfile"
 )
 
 // Names in the certificates, as kubeadm and k3s use them: system:masters is
@@ -143,7 +145,7 @@ func EnsurePKI(dir, addr string, extraHosts []string, now time.Time) (*PKI, erro
 		if _, _, err := p.issue(dir, "server", servingTemplate(hosts), servingValidity, now); err != nil {
 			return nil, err
 		}
-		if err := writeAtomic(filepath.Join(dir, "server.address"), []byte(addr+"\n"), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, "server.address"), []byte(addr+"\n"), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -432,10 +434,10 @@ func writePair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
 		return fmt.Errorf("encode %s key: %w", name, err)
 	}
 	kpem := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-	if err := writeAtomic(filepath.Join(dir, name+".key"), kpem, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, name+".key"), kpem, 0o600); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, name+".crt"), pemCert(der), 0o644)
+	return atomicfile.Write(filepath.Join(dir, name+".crt"), pemCert(der), 0o644)
 }
 
 // pemCert is a certificate's PEM form.
@@ -450,37 +452,4 @@ func readAddress(dir string) string {
 		return ""
 	}
 	return string(bytes.TrimSpace(b))
-}
-
-// writeAtomic writes data to path with mode through a temporary file in the
-// same directory, synced and renamed into place: a reader sees the old
-// file or the new one, and the file never exists with a looser mode.
-func writeAtomic(path string, data []byte, mode os.FileMode) (retErr error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if retErr != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	// CreateTemp makes the file 0600; chmod before any byte is written.
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/minikubelet/minikubelet/agent/atomicfile"
 )
 
 // lockPKI takes the PKI directory's lock (flock on dir/.lock): the daemon's
@@ -90,7 +92,7 @@ func writeAdminSerials(dir string, list []adminSerial, now time.Time) error {
 		}
 		fmt.Fprintf(&b, "%x %d\n", s.serial, s.notAfter.Unix())
 	}
-	return writeAtomic(filepath.Join(dir, adminSerialsFile), b.Bytes(), 0o644)
+	return atomicfile.Write(filepath.Join(dir, adminSerialsFile), b.Bytes(), 0o644)
 }
 
 // adminList answers whether an admin certificate is accepted. It reads

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/minikubelet/minikubelet/agent/atomicfile"
 )
 
 // bootstrapKeyFile caches the bootstrap request's key until the
@@ -91,7 +93,7 @@ func Bootstrap(ctx context.Context, c BootstrapConfig) (bool, error) {
 		if _, keyPEM, err = newKey(); err != nil {
 			return false, err
 		}
-		if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+		if err := atomicfile.Write(keyPath, keyPEM, 0o600); err != nil {
 			return false, fmt.Errorf("--cert-dir: %w", err)
 		}
 	}
@@ -197,5 +199,5 @@ func writeKubeconfig(path string, bcfg *rest.Config, pemPath string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return atomicfile.Write(path, data, 0o600)
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/minikubelet/minikubelet/agent/atomicfile"
 )
 
 // The store's file names, as client-go's FileStore names them: the pairs
@@ -99,7 +101,7 @@ func (s *Store) Update(certPEM, keyPEM []byte, now time.Time) (*tls.Certificate,
 	data = append(data, pem.EncodeToMemory(block)...)
 	name := s.prefix + "-" + now.Format(timestampLayout) + ".pem"
 	path := filepath.Join(s.dir, name)
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return nil, err
 	}
 	upd := filepath.Join(s.dir, s.prefix+updatedSuffix)
@@ -134,36 +136,6 @@ func parsePair(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 		}
 	}
 	return &c, nil
-}
-
-// writeFileAtomic writes data to path through a synced temporary file in
-// the same directory, renamed over path.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // after the rename: nothing
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
 }
 
 func syncDir(dir string) error {

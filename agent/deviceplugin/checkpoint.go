@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/minikubelet/minikubelet/agent/atomicfile"
 	"github.com/minikubelet/minikubelet/agent/safepath"
 )
 
@@ -80,7 +80,7 @@ func (m *Manager) saveLocked() {
 	})
 	data, err := json.Marshal(cp)
 	if err == nil {
-		err = writeAtomic(m.checkpointPath(), data)
+		err = atomicfile.Write(m.checkpointPath(), data, 0o600)
 	}
 	if err != nil {
 		m.logger.Warn("Cannot write the device checkpoint; a restart may forget which devices pods hold", "path", m.checkpointPath(), "err", err)
@@ -140,29 +140,4 @@ func (m *Manager) loadCheckpoint() error {
 		m.pods[uid][e.Container][e.Resource] = al
 	}
 	return nil
-}
-
-// writeAtomic writes data to path through a temporary file of its own in
-// the same directory, synced, 0600, then renamed over path.
-func writeAtomic(path string, data []byte) (retErr error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if retErr != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
