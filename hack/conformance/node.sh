@@ -37,8 +37,9 @@
 #      the e2e_node section of docs/conformance.md.
 #
 # System validation runs chrooted to /rootfs: a symlink to / is made if
-# /rootfs is missing (and removed again). Fixed ports: 127.0.0.1:6443 and
-# 10255 must be free, so one run at a time.
+# /rootfs is missing (and removed again). Fixed ports: 127.0.0.1:6443,
+# 10255 and 127.0.0.1:10248 must be free, and pods go to the cgroup root's
+# /kubepods, so one run at a time.
 #
 # Left out (SKIP adds to it), besides [Serial], [Disruptive], [Flaky],
 # [Slow], [Alpha] and [Feature:...] (the conformance image skips the first
@@ -200,26 +201,24 @@ start_bg() {
 }
 
 start_kubelet() {
-	local cg
-	for cg in /sys/fs/cgroup/*/; do
-		[[ $cg == */unified/ ]] || mkdir -p "$cg/mkl-enode"
-	done
 	# As run.sh's, plus what the suite sets on its own kubelet
 	# (services/kubelet.go): anonymous AlwaysAllow, the read-only port,
-	# staticPodPath.
+	# staticPodPath, healthz on 127.0.0.1:10248 (the device plugin specs
+	# wait on it), the cgroup root / (the cgroup manager specs look for
+	# /kubepods/pod<uid>, where minikubelet puts its pods too).
 	cat >"$WORK/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$SOCK
 cgroupDriver: cgroupfs
-cgroupRoot: /mkl-enode
+cgroupRoot: /
 failCgroupV1: false
 failSwapOn: false
 address: 0.0.0.0
 port: $KUBELET_PORT
 readOnlyPort: $READ_ONLY_PORT
 healthzBindAddress: 127.0.0.1
-healthzPort: 0
+healthzPort: 10248
 podLogsDir: $POD_LOGS
 staticPodPath: $WORK/manifests
 authentication:
@@ -244,7 +243,7 @@ EOF
 start_minikubelet() {
 	start_bg minikubelet "$MINIKUBELET_BIN" serve --kubeconfig "$WORK/node.kubeconfig" \
 		--address 0.0.0.0 --port "$KUBELET_PORT" --anonymous-auth --authorization-mode AlwaysAllow \
-		--read-only-port "$READ_ONLY_PORT" \
+		--read-only-port "$READ_ONLY_PORT" --healthz-bind-address 127.0.0.1 --healthz-port 10248 \
 		--node-name "$NODE_NAME" --node-ip "$NODE_IP" --runtime-endpoint "unix://$SOCK" \
 		--root-dir "$ROOT_DIR" --pod-log-dir "$POD_LOGS" --manifest-dir "$WORK/manifests" \
 		--socket "$WORK/minikubelet.sock" --run-dir "$WORK/run" --pod-cidr "$POD_CIDR" --cni-conf-dir "$WORK/ctd/net.d" \
@@ -303,7 +302,7 @@ suite() {
 	set +e
 	(cd "$REPORT" && nice -n 10 "$BIN/ginkgo" -p --procs "$PROCS" --timeout "$TIMEOUT" --no-color "${args[@]}" \
 		"$BIN/e2e_node.test" -- \
-		--conformance=true --start-services=true --stop-services=true --bearer-token="$TOKEN" \
+		--conformance=true --start-services=true --stop-services=true --bearer-token="$TOKEN" --dns-domain=cluster.local \
 		--prepull-images=false --container-runtime-endpoint "unix://$SOCK" --image-service-endpoint "unix://$SOCK" \
 		--report-dir "$REPORT" --dump-logs-on-failure=false \
 		>"$REPORT/ginkgo.log" 2>&1)

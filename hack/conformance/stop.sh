@@ -86,11 +86,13 @@ if [[ -f $WORK/sysctls ]]; then
 	step "restored the sysctls the kubelet changed ($(tr '\n' ' ' <"$WORK/sysctls"))"
 	rm -f "$WORK/sysctls"
 fi
-# The kubelet's cgroup root (its config's cgroupRoot: /mkl-conf of run.sh,
-# /mkl-enode of node.sh), only when this WORK ran the kubelet (a
-# minikubelet run beside it must not touch it).
+# The kubelet's cgroup root (its config's cgroupRoot: /mkl-conf of run.sh;
+# / of node.sh, whose pods are below /kubepods), only when this WORK ran the
+# kubelet (a minikubelet run beside it must not touch it). Only empty
+# cgroups go (rmdir).
 if [[ -f $WORK/kubelet.yaml ]]; then
 	cgroot=$(awk '$1 == "cgroupRoot:" { print $2 }' "$WORK/kubelet.yaml")
+	[[ $cgroot != / ]] || cgroot=/kubepods
 	[[ $cgroot == /?* ]] || cgroot=/mkl-conf
 	for cg in /sys/fs/cgroup/*"$cgroot"; do
 		[[ -d $cg ]] || continue
