@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/images"
+	"github.com/minikubelet/minikubelet/agent/lifecycle"
 	"github.com/minikubelet/minikubelet/agent/logrotate"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podspec"
@@ -261,6 +262,12 @@ func (a *Agent) stopContainer(ctx context.Context, pw *podWorker, id, name strin
 // NotFound is success. Callers pass running containers only: the hook needs
 // a live process.
 func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, message string, grace int64) error {
+	return a.killContainerAfter(ctx, pw, id, name, message, grace, nil)
+}
+
+// killContainerAfter is killContainer in a whole pod's kill: after the
+// preStop hook, the container waits for its turn in order (when set).
+func (a *Agent) killContainerAfter(ctx context.Context, pw *podWorker, id, name, message string, grace int64, order *lifecycle.TerminationOrder) error {
 	// A kill once begun completes even when a termination request
 	// cancels the sync that began it (the teardown's kill follows it);
 	// the agent's stop ends it (killContext).
@@ -274,6 +281,9 @@ func (a *Agent) killContainer(ctx context.Context, pw *podWorker, id, name, mess
 		if c, h := a.preStopTarget(ctx, pw, id, name); h != nil {
 			grace -= a.runPreStopHook(ctx, pw, c, id, h, grace)
 		}
+	}
+	if order != nil {
+		grace -= order.WaitForTurn(ctx, a.clock, name, grace)
 	}
 	// A later deletion with a shorter grace period bounds what is left.
 	if by, ok, _ := pw.killDeadline(); ok {

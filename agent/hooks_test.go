@@ -571,3 +571,72 @@ func TestKillContainer_ShorterDeletionGraceCutsPreStopShort(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// As the kubelet (kubelet-facts §2.5): every sidecar's preStop hook starts
+// when the pod's kill begins, not after the sidecars stopped before it; the
+// StopContainers still go app first, then the sidecars in reverse order.
+// Each hook here returns only once both have started: run one after the
+// other, the first one waits alone and fails.
+func TestAgent_SidecarPreStopHooksStartTogether(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: sc, namespace: demo}
+spec:
+  initContainers:
+  - {name: s1, image: reg.local/x:1, restartPolicy: Always, lifecycle: {preStop: {exec: {command: [/bin/drain-s1]}}}}
+  - {name: s2, image: reg.local/x:1, restartPolicy: Always, lifecycle: {preStop: {exec: {command: [/bin/drain-s2]}}}}
+  containers:
+  - {name: web, image: reg.local/x:1}
+`)
+	var started sync.WaitGroup
+	started.Add(2)
+	both := make(chan struct{})
+	go func() { started.Wait(); close(both) }()
+	h.fake.SetExecHandler(func(_ string, cmd []string) ([]byte, []byte, error) {
+		started.Done()
+		select {
+		case <-both:
+			return nil, nil, nil
+		case <-time.After(5 * time.Second):
+			return []byte("ran alone"), nil, &cri.ExitError{ExitCode: 1}
+		}
+	})
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	h.fake.Reset()
+	h.teardown(t, pod)
+	assert.NotContains(t, h.rec.reasons(), "FailedPreStopHook", "a sidecar's preStop hook ran alone")
+	calls := without(h.fake.Calls(), observeCalls...)
+	web, s1, s2 := indexOf(calls, "StopContainer web timeout=30"), indexOf(calls, "StopContainer s1 timeout=30"), indexOf(calls, "StopContainer s2 timeout=30")
+	require.True(t, web >= 0 && s1 >= 0 && s2 >= 0, "calls: %v", calls)
+	assert.Less(t, web, s2, "the app container stops before the sidecars")
+	assert.Less(t, s2, s1, "sidecars stop in reverse order")
+}
+
+// As the kubelet, which starts the app containers one after another with
+// each one's postStart hook inside its start: a container does not start
+// before the postStart hook of one before it has finished.
+func TestAgent_PostStartHookHoldsTheNextContainer(t *testing.T) {
+	h := newHarness(t)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: ps, namespace: demo}
+spec:
+  containers:
+  - {name: first, image: reg.local/x:1, lifecycle: {postStart: {exec: {command: [/bin/hook]}}}}
+  - {name: second, image: reg.local/x:1}
+`)
+	h.fake.SetExecHandler(func(_ string, cmd []string) ([]byte, []byte, error) {
+		time.Sleep(50 * time.Millisecond) // time for a concurrent start to show
+		return nil, nil, nil
+	})
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	calls := without(h.fake.Calls(), observeCalls...)
+	hook, second := indexOf(calls, "ExecSync first /bin/hook"), indexOf(calls, "CreateContainer second attempt=0")
+	require.True(t, hook >= 0 && second >= 0, "calls: %v", calls)
+	assert.Less(t, hook, second, "the second container was created during the first one's postStart hook: %v", calls)
+}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/images"
+	"github.com/minikubelet/minikubelet/agent/lifecycle"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podspec"
@@ -275,7 +275,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 			a.startOne(ctx, w, sb, st, &pod.Spec.InitContainers[i], podspec.ContainerTypeInit, prepulled, res)
 		}
 		// Step 6: sidecar restarts and app containers, concurrently (the
-		// kubelet starts them one after another).
+		// kubelet starts them one after another), except that one with a
+		// postStart hook holds the next until its hook ended, as the
+		// kubelet's start of a container includes its hook.
 		var wg sync.WaitGroup
 		for _, i := range act.InitContainersToStart {
 			wg.Add(1)
@@ -290,6 +292,9 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 				defer wg.Done()
 				a.startOne(ctx, w, sb, st, &pod.Spec.Containers[i], podspec.ContainerTypeRegular, prepulled, res)
 			}()
+			if lc := pod.Spec.Containers[i].Lifecycle; lc != nil && lc.PostStart != nil {
+				wg.Wait()
+			}
 		}
 		for _, i := range act.EphemeralContainersToStart {
 			wg.Add(1)
@@ -588,37 +593,30 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	w.setReason(c.Name, nil)
 }
 
-// killPod stops the pod's running containers, then every sandbox. App
-// containers (and anything not in the spec) stop first, in parallel; native
-// sidecars then stop one by one in reverse spec order, within what is left
-// of the grace period (kubelet-facts §2.5).
+// killPod stops the pod's running containers, then every sandbox, in the
+// kubelet's order (lifecycle.TerminationOrder): every kill begins at once,
+// native sidecars stop last, in reverse spec order (kubelet-facts §2.5).
 func (a *Agent) killPod(ctx context.Context, w *podWorker, st *podState, grace int64) error {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		running []*containerInfo
+		names   []string
 	)
-	pod := w.pod()
-	sidecarIndex := map[string]int{}
-	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
-			sidecarIndex[pod.Spec.InitContainers[i].Name] = i
-		}
-	}
-	var sidecars []*containerInfo
 	t0 := a.clock.Now()
 	for _, c := range st.containers {
-		if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-			continue
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING || c.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			running, names = append(running, c), append(names, c.name)
 		}
-		if _, ok := sidecarIndex[c.name]; ok {
-			sidecars = append(sidecars, c)
-			continue
-		}
+	}
+	order := lifecycle.NewTerminationOrder(w.pod(), names)
+	for _, c := range running {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.stopContainer(ctx, w, c.id, c.name, grace); err != nil {
+			defer order.Exited(c.name)
+			if err := a.killContainerAfter(ctx, w, c.id, c.name, "", grace, order); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -626,13 +624,6 @@ func (a *Agent) killPod(ctx context.Context, w *podWorker, st *podState, grace i
 		}()
 	}
 	wg.Wait()
-	sort.Slice(sidecars, func(i, j int) bool { return sidecarIndex[sidecars[i].name] > sidecarIndex[sidecars[j].name] })
-	for _, c := range sidecars {
-		left := grace - int64(a.clock.Since(t0)/time.Second)
-		if err := a.stopContainer(ctx, w, c.id, c.name, left); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	stopped := 0
 	for _, sb := range st.sandboxes {
 		// A sandbox this worker already stopped needs nothing more; one

@@ -43,10 +43,13 @@ check "$mod/cgroups" "^$mod/(agent|cri|cni|probes)(/|$)|^k8s.io/api/" "a leaf: n
 check "$mod/probes" "^$mod/(agent|cri|cni|cgroups)(/|$)" "a leaf: no agent, no other leaf"
 check "$mod/agent" "^$mod/(cmd|test)(/|$)" "agent and everything under it is below cmd and test"
 check "$mod/agent/safepath" "^$mod/" "a leaf of agent: imports nothing of this repository"
+# The one writer of the agent's own files (keys, certificates, kubeconfigs,
+# checkpoints): a leaf, which the packages below the engine may use.
+check "$mod/agent/atomicfile" "^$mod/" "a leaf of agent: imports nothing of this repository"
 # The user namespace ID ranges (spec.hostUsers: false) sit below the engine,
 # which asks them: of the repository only agent/safepath. Its tests too.
 tests=1 check "$mod/agent/userns" "^$mod/" "user namespace ranges: below the engine, agent/safepath only" "^$mod/agent/(safepath|userns)(/|$)"
-check "$mod/agent/kubeletserver" "^$mod/(cmd|test|agent|cri|cni|cgroups|probes)(/|$)" "the kubelet server declares what it needs of the daemon and the runtime as interfaces; cmd wires them" "^$mod/agent/streaming$"
+check "$mod/agent/kubeletserver" "^$mod/(cmd|test|agent|cri|cni|cgroups|probes)(/|$)" "the kubelet server declares what it needs of the daemon and the runtime as interfaces; cmd wires them" "^$mod/agent/(streaming|atomicfile)$"
 # The CRI streaming proxy, shared by the kubelet server and the local API.
 check "$mod/agent/streaming" "^$mod/" "a leaf of agent: imports nothing of this repository"
 for p in $(go list ./... | grep -v "^$mod/test/"); do
@@ -177,15 +180,16 @@ tests=1 check "$mod/agent/podevents" "^$mod/|^google.golang.org/grpc(/|$)" "a po
 tests=1 check "$mod/agent/reason" "^$mod/" "the waiting reason's error: below everything that reports one; nothing of the repository" "^$mod/agent/reason$"
 # The device plugins' manager (issue #26): below the engine, which reaches
 # it through agent/config.Devices; serve wires it. Of the repository only
-# agent/safepath (the checkpoint's bounded read); never the engine, the
+# agent/safepath (the checkpoint's bounded read) and agent/atomicfile (its
+# write); never the engine, the
 # daemon, cmd or the CRI client. Its tests too.
-tests=1 check "$mod/agent/deviceplugin" "^$mod/" "the device plugins' manager: below the engine; agent/safepath only" "^$mod/agent/(deviceplugin|safepath)$"
+tests=1 check "$mod/agent/deviceplugin" "^$mod/" "the device plugins' manager: below the engine; agent/safepath and agent/atomicfile only" "^$mod/agent/(deviceplugin|safepath|atomicfile)$"
 # The stats summary reads cgroups and /proc below agent; the kubelet server
 # and the eviction work read it through its Provider interface.
 check "$mod/agent/stats" "^$mod/agent(/|$)|^$mod/(cmd|test|cni|cri|probes)(/|$)" "below agent: the stats summary reads cgroups and declares what it needs of the runtime and the daemon as interfaces"
 # TLS bootstrapping and certificate rotation: client-go's REST and TLS
 # helpers only; the CSR client is an interface (agent/cluster implements
 # it, cmd wires them); never client-go's full clientset (issue #8).
-check "$mod/agent/certificate" "^$mod/|^k8s.io/client-go/(kubernetes|util/certificate)(/|$)" "below agent: declares its CSR client as an interface, links no clientset"
+check "$mod/agent/certificate" "^$mod/|^k8s.io/client-go/(kubernetes|util/certificate)(/|$)" "below agent: declares its CSR client as an interface, links no clientset" "^$mod/agent/atomicfile$"
 [ "$fail" = 0 ] && echo "imports OK"
 exit "$fail"

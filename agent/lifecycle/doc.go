@@ -13,6 +13,9 @@
 //   - the sleep handler (Sleep) on a clock passed in;
 //   - the rendering of an exec handler's failure (ExecErrorText) and the
 //     release of a big exec answer's memory (ReleaseBigAnswer);
+//   - the order of a whole pod's kill (TerminationOrder, order.go): every
+//     kill begins at once, native sidecars wait for the app containers and
+//     the sidecars after them, within their grace period;
 //   - the bounds on what a hook's failure carries (output.go): the exec
 //     output kept (BoundedOutput, MaxHookOutput) and the message
 //     (HookMessage, MaxHookMessage), cut on a character boundary with
