@@ -373,6 +373,34 @@ spec:
 	assert.NotContains(t, h.fake.Calls(), "PullImage reg.local/missing:1")
 }
 
+// A pod deleted while pending (its image never pulled, no container ever
+// created) ends Failed, as on the kubelet: a cluster pod that a finalizer
+// keeps shows it (e2e_node "Should transition to Failed phase a pod which
+// is deleted while pending"). Before, a teardown with no container to stop
+// published nothing and the pod stayed Pending.
+func TestAgent_DeletedWhilePendingEndsFailed(t *testing.T) {
+	h := newHarness(t)
+	h.fake.FailPull("reg.local/missing:1", assert.AnError)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: noimg}
+spec:
+  containers: [{name: app, image: reg.local/missing:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "ErrImagePull", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ErrImagePull"
+	})
+	h.teardown(t, pod)
+	h.rec.mu.Lock()
+	last := h.rec.statuses[len(h.rec.statuses)-1]
+	h.rec.mu.Unlock()
+	assert.Equal(t, v1.PodFailed, last.Status.Phase)
+	assert.Empty(t, last.Status.Reason)
+}
+
 func TestAgent_PullPolicyNeverWithoutImage(t *testing.T) {
 	h := newHarness(t)
 	pod := testPod(t, `

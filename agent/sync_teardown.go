@@ -119,7 +119,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 // ContainerStatus per container of st (the teardown's listing), nothing
 // when there is nobody to tell (the daemon's podevents.Nop).
 func (a *Agent) publishStopped(ctx context.Context, w *podWorker, pod *v1.Pod, listed *podState) {
-	if _, nop := a.observer.(podevents.Nop); nop || len(listed.containers) == 0 {
+	if _, nop := a.observer.(podevents.Nop); nop {
 		return
 	}
 	res := &syncResult{}
@@ -139,11 +139,16 @@ func (a *Agent) publishStopped(ctx context.Context, w *podWorker, pod *v1.Pod, l
 // terminalPodPhase is the phase of a pod whose termination is complete
 // (the kubelet's getPhase with podIsTerminal): a stopped container is not
 // restarted any more whatever the restartPolicy, so stopped containers
-// make the pod Succeeded if all of them succeeded, else Failed.
+// make the pod Succeeded if all of them succeeded, else Failed; one still
+// waiting (never started: a pod deleted while pending) makes it Failed,
+// as the kubelet's generateAPIPodStatus forces a terminal phase.
 func terminalPodPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 	p := *pod // a shallow copy: Spec is a value, only its policy changes
 	p.Spec.RestartPolicy = v1.RestartPolicyNever
-	return podstatus.Phase(&p, st)
+	if ph := podstatus.Phase(&p, st); ph == v1.PodSucceeded {
+		return ph
+	}
+	return v1.PodFailed
 }
 
 // removeContainer removes a container from the runtime; one already gone
