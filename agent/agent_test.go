@@ -828,3 +828,31 @@ spec:
 		})
 	}
 }
+
+// A hostname FQDN over the kernel's 64 characters: the sandbox is never
+// created, and the Warning event is the kubelet's, "Failed to create pod
+// sandbox: failed to construct FQDN ..." (e2e_node's FQDN spec waits for
+// exactly those words).
+func TestAgent_FQDNTooLongIsAFailedSandboxEvent(t *testing.T) {
+	h := newHarness(t)
+	h.agent.cfg.ClusterDomain = "cluster.local"
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: hostfqdnveryveryveryverylongforfqdntobemorethan64bytes, namespace: demo}
+spec:
+  subdomain: t
+  setHostnameAsFQDN: true
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	require.Eventually(t, func() bool {
+		for _, e := range h.rec.eventTexts() {
+			if strings.HasPrefix(e, "FailedCreatePodSandBox: Failed to create pod sandbox: failed to construct FQDN from pod hostname and cluster domain, FQDN ") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "events: %v", h.rec.eventTexts())
+	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "RunPodSandbox")
+}

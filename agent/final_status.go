@@ -54,11 +54,19 @@ func (a *Agent) storedFinalStatus(p *v1.Pod) (v1.PodStatus, bool) {
 }
 
 // finishPod finishes the worker's pod (podWorker.finish) and, the first
-// time, stores the status it published for a local-API pod. The worker's
-// goroutine calls it, so the store's write (an fsync) delays only this pod.
+// time, removes its volumes (an evicted pod's are gone already), as the
+// kubelet's SyncTerminatedPod unmounts a terminated pod's volumes before it
+// is deleted (a memory-backed emptyDir gives its memory back), and stores
+// the status it published for a local-API pod. The worker's goroutine
+// calls it, so the store's write (an fsync) delays only this pod.
 func (a *Agent) finishPod(w *podWorker, asEvicted bool) {
 	if !w.finish(asEvicted) {
 		return
+	}
+	if !asEvicted {
+		if err := a.removePodVolumes(w.pod()); err != nil {
+			w.logger.Warn("Remove the finished pod's volumes failed; its deletion removes them", "err", err)
+		}
 	}
 	if a.keepsFinalStatus(w.pod()) {
 		a.storeFinalStatus(w)

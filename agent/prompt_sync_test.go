@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -322,4 +325,32 @@ func TestPromptResync(t *testing.T) {
 			assert.Equal(t, tc.retry, res.retryIn > 0, "retryIn %s", res.retryIn)
 		})
 	}
+}
+
+// A pod that finished (Succeeded, not deleted) gives its volumes back, as
+// the kubelet's SyncTerminatedPod unmounts a terminated pod's volumes: its
+// emptyDir is gone from the node while the pod and its dead container stay
+// (e2e_node "On termination of pod with memory backed volume should remove
+// the volume from the node").
+func TestAgent_FinishedPodsVolumesAreRemoved(t *testing.T) {
+	h := newPromptHarness(t, map[string]map[string]string{"app": {critest.AnnotationExitAfterMs: "0"}})
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: done}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: app, image: reg.local/busybox:1, volumeMounts: [{name: scratch, mountPath: /scratch}]}
+  volumes: [{name: scratch, emptyDir: {}}]
+`)
+	vol := filepath.Join(h.agent.podDir(pod), "volumes", "kubernetes.io~empty-dir", "scratch")
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.waitFakeTimeStill(t, "Succeeded", phaseIs(v1.PodSucceeded))
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(vol)
+		return errors.Is(err, os.ErrNotExist)
+	}, 5*time.Second, 10*time.Millisecond, "the finished pod's emptyDir %s is still there", vol)
+	_, held := h.agent.GetPod(pod.UID)
+	assert.True(t, held, "the finished pod stays until it is deleted")
 }

@@ -125,8 +125,8 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		return &sandboxInfo{id: act.SandboxID, attempt: act.Attempt, ip: st.sandboxes[0].ip, config: cfg, ready: true}, nil
 	}
 	cfg, err := a.generatePodSandboxConfig(pod, act.Attempt)
-	if err != nil {
-		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to generate sandbox config: %v", err)
+	if err != nil { // the kubelet's createPodSandbox error, in its event's words (e2e_node's FQDN spec reads them)
+		w.event(v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		res.fail()
 		return nil, nil
 	}
