@@ -85,12 +85,3 @@ spec:
 		podspec.LabelContainerName: "app", podspec.LabelManagedBy: "minikubelet", podspec.LabelAgent: a.cfg.AgentID,
 	}, cfg.Labels)
 }
-
-func TestRestartCountFromLogs(t *testing.T) {
-	dir := t.TempDir()
-	assert.Equal(t, 0, restartCountFromLogs(filepath.Join(dir, "missing")))
-	for _, f := range []string{"0.log", "3.log", "2.log.20260101-000000", "notes.txt", "x.log"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
-	}
-	assert.Equal(t, 4, restartCountFromLogs(dir))
-}

@@ -239,6 +239,11 @@ func computePodActions(pod *v1.Pod, st *podState, pv probeView) podActions {
 				act.ContainersToKill[ic.id] = kr
 				act.NextInitContainer = i
 				return act
+			case isSidecar(spec) && running && definitionChanged(ic, spec):
+				// Changed during initialization (an image update): restarted; what runs after it goes on.
+				act.ContainersToKill[ic.id] = killReason{Name: spec.Name, Message: fmt.Sprintf("Container %s definition changed", spec.Name)}
+				act.NextInitContainer = i
+				return act
 			case isSidecar(spec) && running && pv.notStarted[spec.Name]:
 				return act // wait for its startup probe
 			case isSidecar(spec) && running:

@@ -372,6 +372,7 @@ func TestStartInterrupted(t *testing.T) {
 func TestComputePodActions_UpdateInPlace(t *testing.T) {
 	for name, tc := range map[string]struct {
 		update func(*v1.Pod)
+		state  func(old *v1.Pod) *podState // initialized when nil
 		want   podActions
 	}{
 		"labels, annotations, activeDeadlineSeconds, tolerations: nothing": {
@@ -394,6 +395,19 @@ func TestComputePodActions_UpdateInPlace(t *testing.T) {
 			want: podActions{SandboxID: "sb1", NextInitContainer: -1, InitContainersToStart: []int{1},
 				ContainersToKill: map[string]killReason{"proxy-3": {Name: "proxy", Message: "Container proxy definition changed"}}},
 		},
+		"image of a sidecar during initialization: the sidecar restarts, the init container after it runs on": {
+			update: func(p *v1.Pod) {
+				p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: "migrate", Image: "i"})
+				p.Spec.InitContainers[1].Image = "i2"
+			},
+			state: func(old *v1.Pod) *podState {
+				old.Spec.InitContainers = append(old.Spec.InitContainers, v1.Container{Name: "migrate", Image: "i"})
+				return &podState{sandboxes: []*sandboxInfo{readySandbox()}, containers: []*containerInfo{
+					ctr(old, "migrate", running, 0, 4), ctr(old, "proxy", running, 0, 3), ctr(old, "setup", exited, 0, 2)}}
+			},
+			want: podActions{SandboxID: "sb1", NextInitContainer: 1,
+				ContainersToKill: map[string]killReason{"proxy-3": {Name: "proxy", Message: "Container proxy definition changed"}}},
+		},
 		"image of a completed init container: nothing": {
 			update: func(p *v1.Pod) { p.Spec.InitContainers[0].Image = "i2" },
 			want:   podActions{SandboxID: "sb1", NextInitContainer: -1},
@@ -402,7 +416,10 @@ func TestComputePodActions_UpdateInPlace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			old := planPod()
 			state := initialized(old) // started from the old spec
-			pod := old.DeepCopy()
+			if tc.state != nil {
+				state = tc.state(old)
+			}
+			pod := planPod()
 			tc.update(pod)
 			got := computePodActions(pod, state, probeView{})
 			if tc.want.ContainersToKill == nil {

@@ -8,11 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/images"
 	"github.com/minikubelet/minikubelet/agent/lifecycle"
+	"github.com/minikubelet/minikubelet/agent/logrotate"
 	"github.com/minikubelet/minikubelet/agent/manifest"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podspec"
@@ -524,7 +522,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	// restart count continues from the log files, as the kubelet does, or
 	// from the pod's earlier run when it was torn down and came back
 	// (restartBase).
-	restartCount := max(restartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name)), w.restartBase[c.Name])
+	restartCount := max(logrotate.RestartCountFromLogs(filepath.Join(sb.config.LogDirectory, c.Name)), w.restartBase[c.Name])
 	if interruptedStart(prev) {
 		// The start the agent did not finish (see interruptedStart): the
 		// instance goes, and its replacement takes its place and count.
@@ -706,28 +704,6 @@ func shortID(id string) string {
 		return id[:13]
 	}
 	return id
-}
-
-// logFileRE matches the kubelet's container log names: N.log, optionally
-// with a rotation suffix.
-var logFileRE = regexp.MustCompile(`^(\d+)\.log(\..+)?$`)
-
-// restartCountFromLogs returns 1 + the highest N of the N.log files in dir,
-// or 0 when there are none.
-func restartCountFromLogs(dir string) int {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range entries {
-		if m := logFileRE.FindStringSubmatch(e.Name()); m != nil {
-			if k, err := strconv.Atoi(m[1]); err == nil && k+1 > n {
-				n = k + 1
-			}
-		}
-	}
-	return n
 }
 
 // reportOOMKills records a Warning event, once per container instance, for

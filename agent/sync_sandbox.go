@@ -159,8 +159,7 @@ func (a *Agent) ensureSandbox(ctx context.Context, w *podWorker, pod *v1.Pod, st
 		return nil, nil
 	}
 	t0 := a.clock.Now()
-	// Not cut short by a termination: containerd keeps a cancelled call's sandbox (NOTREADY) when its own
-	// cleanup fails, after the teardown listed the pod. It ends with the agent or the runtime timeout.
+	// Not cut short by a termination: containerd may keep a cancelled call's sandbox after the teardown listed the pod.
 	ctx, rcancel := w.killContext(ctx)
 	defer rcancel()
 	id, err := a.runtime.RunPodSandbox(ctx, cfg, "")
