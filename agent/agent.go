@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/config"
@@ -26,6 +27,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podevents"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/volume"
@@ -157,6 +159,16 @@ type Agent struct {
 	// userNS is the ID range allocator and the runtime's user namespace
 	// support (userns.go).
 	userNS userNSState
+	// rro is whether the runtime mounts recursively read-only, asked once
+	// a volumeMount wants it (container.go, status.go).
+	rro podspec.RecursiveReadOnlySupport
+}
+
+// supportsRRO is the runtime's recursive read-only mount support (rro).
+func (a *Agent) supportsRRO() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RuntimeTimeout)
+	defer cancel()
+	return a.rro.Get(ctx, func(ctx context.Context) (*runtimeapi.StatusResponse, error) { return a.runtime.Status(ctx, false) })
 }
 
 // New builds an agent. Nothing runs until Run.

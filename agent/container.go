@@ -101,6 +101,9 @@ func (a *Agent) generateContainerConfig(pod *v1.Pod, c *v1.Container, ctype stri
 		return a.volumes().PinSubPath(pod, c.Name, volume, root, sub, index)
 	}
 	mounts, err := podspec.Mounts(c, volPaths, images, envMap, pin)
+	if err == nil {
+		err = podspec.SetRecursiveReadOnly(c, mounts, a.supportsRRO)
+	}
 	if err != nil {
 		_ = a.volumes().UnpinSubPaths(pod, c.Name)
 		return nil, newReasonError(ErrCreateContainerConfig, "%v", err)

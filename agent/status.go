@@ -161,6 +161,7 @@ func (a *Agent) containerStatus(c *v1.Container, st *podState, reason error, def
 	}
 	cs.ContainerID = a.cfg.RuntimeName + "://" + cur.id
 	cs.ImageID = cur.imageRef
+	cs.VolumeMounts = podspec.VolumeMountStatuses(c, a.supportsRRO)
 	cs.RestartCount = int32(cur.restartCount)
 	cs.State = a.runtimeState(cur)
 	if prev := st.previous(c.Name); prev != nil {

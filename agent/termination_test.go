@@ -110,3 +110,55 @@ func TestAgent_TerminationMessageFileMountedAndRead(t *testing.T) {
 	_, err = os.Stat(hostPath)
 	assert.True(t, os.IsNotExist(err))
 }
+
+// recursiveReadOnly on a runtime that can (CRI Status: handler "" with
+// recursive_read_only_mounts): the CRI mount is recursively read-only and
+// the container's status.volumeMounts say Enabled; on one that cannot,
+// Enabled is the container's CreateContainerConfigError, in the kubelet's
+// words (e2e_node "Mount recursive read-only" specs).
+func TestAgent_RecursiveReadOnlyMounts(t *testing.T) {
+	const manifest = `
+apiVersion: v1
+kind: Pod
+metadata: {name: rro}
+spec:
+  containers:
+  - name: app
+    image: reg.local/x:1
+    volumeMounts:
+    - {name: data, mountPath: /rro, readOnly: true, recursiveReadOnly: Enabled}
+    - {name: data, mountPath: /rw}
+  volumes: [{name: data, emptyDir: {}}]
+`
+	t.Run("supported", func(t *testing.T) {
+		h := newHarness(t)
+		h.fake.Runtime.SetRuntimeHandlers(&runtimeapi.RuntimeHandler{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}})
+		mr := &mountingRuntime{Runtime: h.fake.Runtime, fake: h.fake, configs: map[string]*runtimeapi.ContainerConfig{}}
+		h.agent.runtime = mr
+		h.agent.SetPods([]*v1.Pod{testPod(t, manifest)})
+		p := h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+		var rro []string
+		for _, m := range mr.config("app").GetMounts() {
+			if m.RecursiveReadOnly {
+				rro = append(rro, m.ContainerPath)
+			}
+		}
+		assert.Equal(t, []string{"/rro"}, rro)
+		enabled := v1.RecursiveReadOnlyEnabled
+		assert.Equal(t, []v1.VolumeMountStatus{
+			{Name: "data", MountPath: "/rro", ReadOnly: true, RecursiveReadOnly: &enabled},
+			{Name: "data", MountPath: "/rw"},
+		}, p.Status.ContainerStatuses[0].VolumeMounts)
+	})
+	t.Run("not supported", func(t *testing.T) {
+		h := newHarness(t)
+		h.agent.SetPods([]*v1.Pod{testPod(t, manifest)})
+		p := h.rec.waitStatus(t, "CreateContainerConfigError", func(p *v1.Pod) bool {
+			w := p.Status.ContainerStatuses[0].State.Waiting
+			return w != nil && w.Reason == "CreateContainerConfigError"
+		})
+		assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message,
+			`failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`)
+		assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer app")
+	})
+}

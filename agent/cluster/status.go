@@ -51,6 +51,10 @@ type runtimeState struct {
 	runtimeReason, runtimeMessage string
 	networkReady                  bool
 	networkReason, networkMessage string
+	// handlers are the runtime handlers and their features, as the Node's
+	// status.runtimeHandlers (the kubelet's RuntimeHandlers setter); kept
+	// from the last answer when a call fails.
+	handlers []v1.NodeRuntimeHandler
 }
 
 // runtimeStateFrom reads a CRI Status answer (or its error).
@@ -62,6 +66,11 @@ func runtimeStateFrom(resp *runtimeapi.StatusResponse, err error) runtimeState {
 	st.runtimeReason, st.networkReason = "NoCondition", "NoCondition"
 	st.runtimeMessage = "the runtime reports no RuntimeReady condition"
 	st.networkMessage = "the runtime reports no NetworkReady condition"
+	for _, h := range resp.GetRuntimeHandlers() {
+		rro, userns := h.GetFeatures().GetRecursiveReadOnlyMounts(), h.GetFeatures().GetUserNamespaces()
+		st.handlers = append(st.handlers, v1.NodeRuntimeHandler{Name: h.GetName(),
+			Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &rro, UserNamespaces: &userns}})
+	}
 	for _, c := range resp.GetStatus().GetConditions() {
 		switch c.Type {
 		case runtimeapi.RuntimeReady:
@@ -127,6 +136,9 @@ func buildStatus(in statusInputs, current *v1.NodeStatus, now time.Time) v1.Node
 	}
 	st.Addresses = append([]v1.NodeAddress(nil), in.addresses...)
 	st.NodeInfo = in.system
+	if in.runtime.probed && in.runtime.err == nil {
+		st.RuntimeHandlers = in.runtime.handlers
+	}
 	if in.kubeletPort > 0 {
 		st.DaemonEndpoints.KubeletEndpoint.Port = in.kubeletPort
 	}

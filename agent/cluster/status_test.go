@@ -235,3 +235,25 @@ func TestPressureTracker(t *testing.T) {
 		require.True(t, mem)
 	})
 }
+
+// status.runtimeHandlers: the runtime's handlers and their features from
+// its CRI Status, as the kubelet publishes them (e2e_node's recursive
+// read-only specs read handler ""); a failed call keeps the Node's.
+func TestBuildStatus_RuntimeHandlers(t *testing.T) {
+	now := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	resp := criStatus(true, true)
+	resp.RuntimeHandlers = []*runtimeapi.RuntimeHandler{
+		{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
+		{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}},
+	}
+	in := statusInputs{node: testNodeInfo(), runtime: runtimeStateFrom(resp, nil)}
+	st := buildStatus(in, nil, now)
+	yes, no := true, false
+	require.Equal(t, []v1.NodeRuntimeHandler{
+		{Name: "", Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &yes, UserNamespaces: &yes}},
+		{Name: "runc", Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &yes, UserNamespaces: &no}},
+	}, st.RuntimeHandlers)
+
+	in.runtime = runtimeStateFrom(nil, errors.New("connection refused"))
+	require.Equal(t, st.RuntimeHandlers, buildStatus(in, &st, now).RuntimeHandlers, "kept while the runtime does not answer")
+}

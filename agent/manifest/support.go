@@ -261,7 +261,7 @@ var hostPathRules = ruleTable{typ: reflect.TypeFor[v1.HostPathVolumeSource](), p
 var volumeMountRules = ruleTable{typ: reflect.TypeFor[v1.VolumeMount](), path: "spec.containers[*].volumeMounts[*]", rules: map[string]fieldRule{
 	"name":              ruleOK,
 	"readOnly":          ruleLimited("an image volume is mounted read-only whatever it says, as by the kubelet"),
-	"recursiveReadOnly": ruleRefused(reasonNotYet),
+	"recursiveReadOnly": ruleLimited("Disabled, IfPossible (recursive when the runtime can), Enabled (recursive, or the container is not created: CreateContainerConfigError); only with readOnly, without propagation"),
 	"mountPath":         ruleLimited("absolute, unique per container"),
 	"subPath":           ruleLimited("a relative path inside the volume, created as a directory when missing; it may not leave the volume, even through symlinks; in an image volume it must be an existing directory of the image (the runtime checks it)"),
 	"mountPropagation":  ruleLimited("None, HostToContainer; Bidirectional only in privileged containers"),

@@ -681,6 +681,31 @@ func validateVolumeMounts(mounts []v1.VolumeMount, volumes map[string]bool, fldP
 				errs = append(errs, field.NotSupported(idxPath.Child("mountPropagation"), *mp, supported))
 			}
 		}
+		errs = append(errs, validateRecursiveReadOnly(m, idxPath.Child("recursiveReadOnly"))...)
+	}
+	return errs
+}
+
+// validateRecursiveReadOnly applies the API's rules to recursiveReadOnly:
+// Disabled, IfPossible or Enabled; the last two only on a readOnly mount
+// without propagation. Whether the runtime can is decided when the
+// container is created (podspec.ResolveRecursiveReadOnly).
+func validateRecursiveReadOnly(m v1.VolumeMount, fldPath *field.Path) field.ErrorList {
+	if m.RecursiveReadOnly == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch rro := *m.RecursiveReadOnly; rro {
+	case v1.RecursiveReadOnlyDisabled:
+	case v1.RecursiveReadOnlyIfPossible, v1.RecursiveReadOnlyEnabled:
+		if !m.ReadOnly {
+			errs = append(errs, field.Forbidden(fldPath, "may only be specified when readOnly is true"))
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			errs = append(errs, field.Forbidden(fldPath, "may only be specified when mountPropagation is None or not specified"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(fldPath, rro, []string{string(v1.RecursiveReadOnlyDisabled), string(v1.RecursiveReadOnlyIfPossible), string(v1.RecursiveReadOnlyEnabled)}))
 	}
 	return errs
 }

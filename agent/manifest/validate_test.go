@@ -227,6 +227,26 @@ func TestValidatePod(t *testing.T) {
 			},
 		},
 		{
+			name: "recursiveReadOnly: the API server's rules, errors at the field",
+			mutate: func(p *v1.Pod) {
+				mode := func(m v1.RecursiveReadOnlyMode) *v1.RecursiveReadOnlyMode { return &m }
+				h2c := v1.MountPropagationHostToContainer
+				p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+				p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+					{Name: "v", MountPath: "/ok", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)},
+					{Name: "v", MountPath: "/rw-disabled", RecursiveReadOnly: mode(v1.RecursiveReadOnlyDisabled)},
+					{Name: "v", MountPath: "/rw", RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)},
+					{Name: "v", MountPath: "/prop", ReadOnly: true, MountPropagation: &h2c, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible)},
+					{Name: "v", MountPath: "/odd", ReadOnly: true, RecursiveReadOnly: mode("Sometimes")},
+				}
+			},
+			want: []string{
+				`spec.containers[0].volumeMounts[2].recursiveReadOnly: Forbidden: may only be specified when readOnly is true`,
+				`spec.containers[0].volumeMounts[3].recursiveReadOnly: Forbidden: may only be specified when mountPropagation is None or not specified`,
+				`spec.containers[0].volumeMounts[4].recursiveReadOnly: Unsupported value: "Sometimes": supported values: "Disabled", "IfPossible", "Enabled"`,
+			},
+		},
+		{
 			name: "not defaulted: no panic, required values",
 			mutate: func(p *v1.Pod) {
 				*p = v1.Pod{}
