@@ -116,13 +116,12 @@ func (a *Agent) preStopTarget(ctx context.Context, pw *podWorker, id, name strin
 // returns the whole seconds it took, to be subtracted from the grace
 // period. A failed hook is reported (Warning FailedPreStopHook) and
 // termination goes on. A hook still running when the grace period ends is
-// cancelled; the kubelet leaves it to die with the container instead.
+// left to die with the container, as by the kubelet (lifecycle.CancelLater).
 func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Container, id string, h *v1.LifecycleHandler, grace int64) int64 {
 	start := a.clock.Now()
 	// A kill once begun completes even when a termination request cancels
 	// the sync that began it; the agent's stop ends it (killContext).
 	hctx, cancel := pw.killContext(ctx)
-	defer cancel()
 	podIP := ""
 	if h.HTTPGet != nil && h.HTTPGet.Host == "" {
 		podIP = a.containerPodIP(hctx, id)
@@ -146,9 +145,11 @@ func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Contain
 		select {
 		case <-done:
 			t.Stop()
+			cancel()
 			return int64(a.clock.Since(start) / time.Second)
 		case <-t.C():
 			pw.logger.Info("PreStop hook not completed in grace period", "container", c.Name, "containerID", id, "gracePeriod", grace)
+			lifecycle.CancelLater(a.clock, time.Duration(minimumGracePeriodInSecond)*time.Second+a.cfg.RuntimeTimeout, done, cancel)
 			return grace
 		case <-cut:
 			t.Stop()
@@ -156,6 +157,7 @@ func (a *Agent) runPreStopHook(ctx context.Context, pw *podWorker, c *v1.Contain
 			// The agent stops: the kill is abandoned, the next start
 			// kills the pod again.
 			t.Stop()
+			cancel()
 			return int64(a.clock.Since(start) / time.Second)
 		}
 	}

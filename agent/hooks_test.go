@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -455,6 +456,42 @@ func TestKillContainer_PreStopBoundedByGrace(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the hook was waited for beyond the grace period")
 	}
+}
+
+// A preStop hook still running when the grace period ends is not stopped
+// then, as by the kubelet: it dies with the container the StopContainer
+// kills (e2e_node times a looping hook at the grace period plus the 2 s
+// minimum). Here the runtime does not kill it (the fake has no processes):
+// it is cancelled 2 s and the runtime timeout later, reported then.
+func TestKillContainer_PreStopOutlivesTheGracePeriod(t *testing.T) {
+	f := newHookFixture(t)
+	f.agent.cfg.RuntimeTimeout = 3 * time.Second
+	f.pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 60}}}
+	done := make(chan error, 1)
+	go func() { done <- f.agent.killContainer(context.Background(), f.pw, f.id, "web", "", 5) }()
+	step := func(n int) {
+		deadline := time.Now().Add(10 * time.Second)
+		for stepped := 0; stepped < n; {
+			require.True(t, time.Now().Before(deadline), "nobody waits on the clock any more")
+			if f.clock.HasWaiters() {
+				f.clock.Step(time.Second)
+				stepped++
+			}
+			runtime.Gosched()
+		}
+	}
+	step(5)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hook was waited for beyond the grace period")
+	}
+	time.Sleep(50 * time.Millisecond)
+	require.NotContains(t, f.rec.reasons(), "FailedPreStopHook", "the hook was stopped when the grace period ended")
+	step(5) // the 2 s minimum and the 3 s runtime timeout
+	require.Eventually(t, func() bool { return slices.Contains(f.rec.reasons(), "FailedPreStopHook") }, 5*time.Second, 10*time.Millisecond,
+		"the hook still runs 2 s and the runtime timeout after the grace period")
 }
 
 func TestKillContainer_NoHookWithoutGrace(t *testing.T) {

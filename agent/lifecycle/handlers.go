@@ -59,3 +59,22 @@ func Sleep(ctx context.Context, clk clock.Clock, seconds int64) error {
 		return fmt.Errorf("container terminated before sleep hook finished: %w", context.Cause(ctx))
 	}
 }
+
+// CancelLater calls cancel once done is closed (the hook ended) or after d
+// on clk, whichever comes first, without blocking the caller. A preStop
+// hook still running when its grace period ends is left to die with its
+// container, as the kubelet's executePreStopHook leaves it: the
+// StopContainer that follows kills the container, and with it the hook,
+// within its 2 s minimum (e2e_node times a looping hook at the grace period
+// plus those 2 s); d bounds how long it may outlive that.
+func CancelLater(clk clock.Clock, d time.Duration, done <-chan struct{}, cancel func()) {
+	t := clk.NewTimer(d)
+	go func() {
+		defer t.Stop()
+		defer cancel()
+		select {
+		case <-done:
+		case <-t.C():
+		}
+	}()
+}
