@@ -14,7 +14,7 @@ NODE ?= minikubelet
 SUITE ?= nodeconformance
 FOCUS ?=
 
-.PHONY: help build install test test-unit test-fuzz test-e2e test-conformance test-cgroupv2 test-privileged test-soak soak test-demo-down demo demo-down verify fmt vet tidy clean bench conformance node-conformance
+.PHONY: help build install test test-unit test-fuzz test-e2e test-conformance test-node-conformance test-cgroupv2 test-privileged test-soak soak test-demo-down demo demo-down verify fmt vet tidy clean bench conformance node-conformance
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  %-16s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ PREFIX ?= /usr/local
 install: build ## install bin/minikubelet as $(PREFIX)/bin/minikubelet (root); hack/minikubelet.service runs it from there
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/minikubelet
 
-TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-soak test-cgroupv2
+TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-node-conformance test-soak test-cgroupv2
 
 # Each part says how long it took; the run stops at the first part that
 # fails, and ends (also then) with the skipped tests by reason and the
@@ -78,6 +78,9 @@ CI_CONFORMANCE := WORK=/var/tmp/mkl-ci-conf POD_CIDR=10.233.0.0/16 NODE_CIDR=10.
 
 test-conformance: ## the conformance specs hack/conformance/ci-specs.txt lists, against minikubelet in a private cluster with kube-proxy and CoreDNS; fails unless each one ran and passed (root; ~2 min warm; the first run builds e2e.test and the rest, ~12 min)
 	NODE=minikubelet SPECS=hack/conformance/ci-specs.txt PROCS=$${PROCS:-4} REGISTRY=$(REGISTRY) $(CI_CONFORMANCE) hack/conformance/run.sh
+
+test-node-conformance: ## the e2e_node specs hack/conformance/ci-node-specs.txt lists, against minikubelet in make node-conformance's harness; fails unless each one ran and passed (root; ~3 min warm)
+	NODE=minikubelet SPECS=hack/conformance/ci-node-specs.txt EXPECT=1 PROCS=$${PROCS:-4} REGISTRY=$(REGISTRY) hack/conformance/node.sh
 
 conformance: ## Kubernetes' [NodeConformance] (SUITE=conformance: the whole [Conformance]) e2e suite against NODE=minikubelet|kubelet in a private cluster with kube-proxy and CoreDNS (root; builds cached; ~30 min, SUITE=conformance ~30 min, with CONTAINERD=2 for its image volume specs; FOCUS=regexp narrows, then docs stay)
 	NODE=$(NODE) SUITE=$(SUITE) FOCUS="$(FOCUS)" REGISTRY=$(REGISTRY) hack/conformance/run.sh

@@ -18,7 +18,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/minikubelet/minikubelet/agent/config"
@@ -147,28 +146,16 @@ type Agent struct {
 	// podCerts keeps the pods' certificates; nil without
 	// Deps.PodCertificates.
 	podCerts *volume.PodCertificates
-	// services lists the cluster's Services (Deps.Services); nil
-	// standalone.
+	// services lists the cluster's Services (Deps.Services); nil standalone.
 	services ServiceLister
-	// eviction is the eviction manager (agent/eviction, built by EnableEviction: eviction_engine.go); nil
-	// without EnableEviction.
+	// eviction is the eviction manager (agent/eviction, built by EnableEviction: eviction_engine.go).
 	eviction *eviction.Manager
-	// runtimeVer is the runtime's name and version, asked once
-	// (imagevolume.go).
+	// runtimeVer is the runtime's name and version, asked once (imagevolume.go).
 	runtimeVer runtimeVersionCache
-	// userNS is the ID range allocator and the runtime's user namespace
-	// support (userns.go).
+	// userNS is the ID range allocator and the runtime's user namespace support (userns.go).
 	userNS userNSState
-	// rro is whether the runtime mounts recursively read-only, asked once
-	// a volumeMount wants it (container.go, status.go).
+	// rro is whether the runtime mounts recursively read-only (rro.go).
 	rro podspec.RecursiveReadOnlySupport
-}
-
-// supportsRRO is the runtime's recursive read-only mount support (rro).
-func (a *Agent) supportsRRO() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RuntimeTimeout)
-	defer cancel()
-	return a.rro.Get(ctx, func(ctx context.Context) (*runtimeapi.StatusResponse, error) { return a.runtime.Status(ctx, false) })
 }
 
 // New builds an agent. Nothing runs until Run.

@@ -63,7 +63,8 @@
 # 127.0.0.1:5000), POD_CIDR (default 10.237.0.0/16), NODE_CIDR (default
 # 10.238.0.1/24), KUBELET_PORT (default 10452), TIMEOUT (default 2h),
 # UPDATE_DOCS (default: 1 without FOCUS), BRIDGE (default mkebr0), NODE_IF
-# (default mkenode0), MEASURED (what the docs name as measured: the
+# (default mkenode0), EXPECT=1 (with SPECS: fail unless each ran and
+# passed), MEASURED (what the docs name as measured: the
 # minikubelet commit, or a note after the kubelet's version), KEEP=1 (leave everything running).
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -330,6 +331,10 @@ timed "suite" suite
 junit=$(find "$REPORT" -name 'junit*.xml' | head -1)
 [[ -n $junit ]] || die "no JUnit XML in $REPORT (ginkgo exit $SUITE_RC; log $REPORT/ginkgo.log)"
 report_args=(--junit "$junit" --node "$NODE")
+# EXPECT=1 (make test-node-conformance): fail unless every spec of SPECS ran
+# and passed; its outcomes go to make test's skip summary.
+[[ -z ${EXPECT:-} || -z $SPECS ]] || report_args+=(--expect "$SPECS")
+[[ -z ${TESTLOG_DIR:-} ]] || report_args+=(--testlog "$TESTLOG_DIR/node-conformance-$NODE.json")
 if [[ $UPDATE_DOCS == 1 ]]; then
 	what=kubelet
 	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')${MEASURED:+, $MEASURED}"
