@@ -12,7 +12,9 @@
 #      15+ minutes);
 #   3. e2e.test, kube-controller-manager, kube-scheduler, ginkgo, agnhost,
 #      nnp (hack/conformance/build.sh): make test-conformance's, the
-#      slowest (15+ min cold), needed after the e2e suite;
+#      slowest (15+ min cold), needed after the e2e suite; then
+#      e2e_node.test, make test-node-conformance's (a few minutes more from
+#      e2e.test's build cache);
 #   4. the cgroup v2 guest image (hack/vm/image.sh; mostly downloads from
 #      the apt mirror), needed last.
 #
@@ -49,5 +51,6 @@ build "runc $(runc2_version) (hack/install-runc2.sh)" "$HACK/install-runc2.sh"
 build "kubeadm (hack/cluster/build-kubeadm.sh)" "$HACK/cluster/build-kubeadm.sh"
 build "system-pod binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" kube-controller-manager kube-scheduler kube-proxy coredns
 build "conformance binaries (hack/conformance/build.sh)" "$HACK/conformance/build.sh" e2e.test kube-controller-manager kube-scheduler ginkgo agnhost nnp
+build "e2e_node.test (hack/conformance/build.sh)" "$HACK/conformance/build.sh" e2e_node.test
 build "cgroup v2 guest image (hack/vm/image.sh)" "$HACK/vm/image.sh"
 step "all done"
