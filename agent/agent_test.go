@@ -343,7 +343,10 @@ func initStatus(p *v1.Pod, name string) v1.ContainerStatus {
 	return v1.ContainerStatus{}
 }
 
-func TestAgent_ImagePullFailureIsErrImagePull(t *testing.T) {
+// pendingOnPull runs a pod whose only image fails to pull and returns it
+// with its first ErrImagePull status.
+func pendingOnPull(t *testing.T) (*harness, *v1.Pod, *v1.Pod) {
+	t.Helper()
 	h := newHarness(t)
 	h.fake.FailPull("reg.local/missing:1", assert.AnError)
 	pod := testPod(t, `
@@ -358,6 +361,11 @@ spec:
 		w := p.Status.ContainerStatuses[0].State.Waiting
 		return w != nil && w.Reason == "ErrImagePull"
 	})
+	return h, pod, p
+}
+
+func TestAgent_ImagePullFailureIsErrImagePull(t *testing.T) {
+	h, pod, p := pendingOnPull(t)
 	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, assert.AnError.Error())
 	assert.Equal(t, v1.PodPending, p.Status.Phase)
 	assert.NotContains(t, strings.Join(h.fake.Calls(), "\n"), "CreateContainer")
@@ -379,20 +387,7 @@ spec:
 // is deleted while pending"). Before, a teardown with no container to stop
 // published nothing and the pod stayed Pending.
 func TestAgent_DeletedWhilePendingEndsFailed(t *testing.T) {
-	h := newHarness(t)
-	h.fake.FailPull("reg.local/missing:1", assert.AnError)
-	pod := testPod(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: noimg}
-spec:
-  containers: [{name: app, image: reg.local/missing:1}]
-`)
-	h.agent.SetPods([]*v1.Pod{pod})
-	h.rec.waitStatus(t, "ErrImagePull", func(p *v1.Pod) bool {
-		w := p.Status.ContainerStatuses[0].State.Waiting
-		return w != nil && w.Reason == "ErrImagePull"
-	})
+	h, pod, _ := pendingOnPull(t)
 	h.teardown(t, pod)
 	h.rec.mu.Lock()
 	last := h.rec.statuses[len(h.rec.statuses)-1]
