@@ -75,6 +75,24 @@ func withOutDir(t *testing.T, manifest string) (path, dir string) {
 	return writeManifest(t, strings.ReplaceAll(manifest, "OUTDIR", dir)), dir
 }
 
+// waitLogLines waits until the file (written by the pod through a hostPath
+// volume) holds each of the lines. A container's shell writes such a line
+// after setting its SIGTERM trap, so a test that stops the pod afterwards
+// knows the trap is in place; "running" in CRI does not say so.
+func waitLogLines(t *testing.T, file string, lines ...string) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("lines %q in %s", lines, file), func() bool {
+		b, _ := os.ReadFile(file)
+		have := strings.Split(string(b), "\n")
+		for _, l := range lines {
+			if !slices.Contains(have, l) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // kill9 kills the run process with SIGKILL (no teardown: its pods stay) and
 // waits for it to be gone.
 func (p *runProc) kill9() {

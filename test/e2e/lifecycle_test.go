@@ -357,6 +357,10 @@ spec:
 		assert.NotContains(t, l, "restarts=", "status line %q", l)
 	}
 
+	// A running container's shell may not have set its trap yet (CI saw the
+	// SIGINT 6 ms after the app's start): each writes its *-start line after
+	// its trap, so wait for both before stopping the pod.
+	waitLogLines(t, filepath.Join(out, "log"), "sidecar-start", "app-start")
 	p.interrupt()
 	b, err := os.ReadFile(filepath.Join(out, "log"))
 	require.NoError(t, err)
@@ -540,6 +544,7 @@ spec:
 `)
 	p := startRunPath(t, path, privilegedLevel) // the hostPath OUTDIR
 	p.waitRunning(pod)
+	waitLogLines(t, filepath.Join(out, "log"), "started") // its trap is set
 	p.interrupt()
 	b, err := os.ReadFile(filepath.Join(out, "log"))
 	require.NoError(t, err)
