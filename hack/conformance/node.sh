@@ -33,8 +33,9 @@
 #      read localhost:10255/metrics), a staticPodPath, root dir
 #      /var/lib/kubelet and pod logs in /var/log/pods (specs look there);
 #   6. the JUnit XML is summarized (hack/conformance/report); a full run (no
-#      FOCUS) is kept in docs/conformance/e2e_node/NODE.tsv and regenerates
-#      the e2e_node section of docs/conformance.md.
+#      FOCUS) is kept in docs/conformance/e2e_node_all/NODE.tsv and
+#      regenerates the e2e_node_all section of docs/conformance.md; with
+#      SPECS and UPDATE_DOCS=1, docs/conformance/e2e_node/ and its section.
 #
 # System validation runs chrooted to /rootfs: a symlink to / is made if
 # /rootfs is missing (and removed again). Fixed ports: 127.0.0.1:6443,
@@ -339,8 +340,11 @@ if [[ $UPDATE_DOCS == 1 ]]; then
 	what=kubelet
 	[[ $NODE == kubelet ]] && what="kubelet $("$BIN/kubelet" --version | awk '{print $2}')${MEASURED:+, $MEASURED}"
 	[[ $NODE == minikubelet ]] && what="minikubelet ${MEASURED:-$(git -C "$REPO" rev-parse --short HEAD)}"
-	mkdir -p "$REPO/docs/conformance/e2e_node"
-	report_args+=(--results "$REPO/docs/conformance/e2e_node" --doc "$REPO/docs/conformance.md" --section e2e_node
+	# SPECS (e2e_node's own specs) and the whole run have sections of their own.
+	section=e2e_node_all
+	[[ -z $SPECS ]] || section=e2e_node
+	mkdir -p "$REPO/docs/conformance/$section"
+	report_args+=(--results "$REPO/docs/conformance/$section" --doc "$REPO/docs/conformance.md" --section "$section"
 		--what "$what" --duration "$(elapsed $((SECONDS - total)))")
 fi
 rc=0
