@@ -438,7 +438,9 @@ func (b *bench) write() error {
 		progress("wrote the scale curve's plot %s", svg)
 	}
 	if b.o.updateDoc {
-		if err := updatePerfDoc(b.o.perfDoc, md); err != nil {
+		// The scale curve alone (an hour) has a table and history of its own.
+		scaleOnly := b.o.scenarios == "scale"
+		if err := updatePerfDoc(b.o.perfDoc, md, scaleOnly); err != nil {
 			return err
 		}
 		progress("updated the results table of %s", b.o.perfDoc)
@@ -450,7 +452,11 @@ func (b *bench) write() error {
 			progress("updated the scale curve's plot %s", svg)
 		}
 		if b.o.historyDir != "" {
-			path, err := b.rep.keep(b.o.historyDir)
+			dir := b.o.historyDir
+			if scaleOnly {
+				dir = filepath.Join(dir, "scale") // bench-compare docs/bench/scale
+			}
+			path, err := b.rep.keep(dir)
 			if err != nil {
 				return err
 			}

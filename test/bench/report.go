@@ -247,25 +247,30 @@ func (r *Report) markdown() string {
 	return b.String()
 }
 
-// Markers of the generated performance results in docs/performance.md.
+// Markers of the generated performance results in docs/performance.md: the
+// main table, and the table of a run of the scale curve alone.
 const (
 	perfBegin = "<!-- BEGIN PERFORMANCE -->"
 	perfEnd   = "<!-- END PERFORMANCE -->"
+	// The scale section's: a run of --scenarios scale alone writes there,
+	// so it does not replace the main table with the curve's rows.
+	perfScaleBegin = "<!-- BEGIN PERFORMANCE scale -->"
+	perfScaleEnd   = "<!-- END PERFORMANCE scale -->"
 )
 
 // replaceSection returns doc with the text between the markers replaced by
 // body; both markers must be present, in order, once.
-func replaceSection(doc []byte, body string) ([]byte, error) {
-	begin := bytes.Index(doc, []byte(perfBegin))
-	end := bytes.Index(doc, []byte(perfEnd))
+func replaceSection(doc []byte, beginMarker, endMarker, body string) ([]byte, error) {
+	begin := bytes.Index(doc, []byte(beginMarker))
+	end := bytes.Index(doc, []byte(endMarker))
 	if begin < 0 || end < 0 || end < begin {
-		return nil, fmt.Errorf("the document has no %s … %s section: add both markers, in that order, where the results go", perfBegin, perfEnd)
+		return nil, fmt.Errorf("the document has no %s … %s section: add both markers, in that order, where the results go", beginMarker, endMarker)
 	}
-	if bytes.Count(doc, []byte(perfBegin)) != 1 || bytes.Count(doc, []byte(perfEnd)) != 1 {
-		return nil, fmt.Errorf("the document has more than one %s or %s marker: keep one of each", perfBegin, perfEnd)
+	if bytes.Count(doc, []byte(beginMarker)) != 1 || bytes.Count(doc, []byte(endMarker)) != 1 {
+		return nil, fmt.Errorf("the document has more than one %s or %s marker: keep one of each", beginMarker, endMarker)
 	}
 	var out bytes.Buffer
-	out.Write(doc[:begin+len(perfBegin)])
+	out.Write(doc[:begin+len(beginMarker)])
 	out.WriteString("\n")
 	out.WriteString(strings.TrimSpace(body))
 	out.WriteString("\n")
@@ -273,14 +278,19 @@ func replaceSection(doc []byte, body string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// updatePerfDoc rewrites the results section of the document at path
-// (docs/performance.md).
-func updatePerfDoc(path, body string) error {
+// updatePerfDoc rewrites a results section of the document at path
+// (docs/performance.md): the main table, or with scaleOnly the scale
+// curve's.
+func updatePerfDoc(path, body string, scaleOnly bool) error {
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := replaceSection(doc, body)
+	begin, end := perfBegin, perfEnd
+	if scaleOnly {
+		begin, end = perfScaleBegin, perfScaleEnd
+	}
+	out, err := replaceSection(doc, begin, end, body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -92,7 +92,7 @@ func TestReplaceSection(t *testing.T) {
 		{name: "two sections", doc: doc + doc, wantErr: "more than one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := replaceSection([]byte(tc.doc), "\nnew table\n\n")
+			out, err := replaceSection([]byte(tc.doc), perfBegin, perfEnd, "\nnew table\n\n")
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
@@ -147,9 +147,21 @@ func TestPerfDocHasResultsSection(t *testing.T) {
 	require.True(t, begin >= 0 && end > begin, "docs/performance.md lacks the %s … %s markers", perfBegin, perfEnd)
 	body := s[begin+len(perfBegin) : end]
 	require.Contains(t, body, "| scenario | metric |", "the section holds the generated results table")
-	out, err := replaceSection(doc, body)
+	out, err := replaceSection(doc, perfBegin, perfEnd, body)
 	require.NoError(t, err)
 	require.Equal(t, s, string(out))
+
+	// The scale curve's own section, and the main one is not taken for it.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "performance.md")
+	require.NoError(t, os.WriteFile(path, doc, 0o644))
+	require.NoError(t, updatePerfDoc(path, "| scenario | metric | scale rows |", true))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sb, se := strings.Index(string(got), perfScaleBegin), strings.Index(string(got), perfScaleEnd)
+	require.True(t, sb >= 0 && se > sb, "docs/performance.md lacks the %s … %s markers", perfScaleBegin, perfScaleEnd)
+	require.Equal(t, "\n| scenario | metric | scale rows |\n", string(got)[sb+len(perfScaleBegin):se])
+	require.Contains(t, string(got), perfBegin+body+perfEnd, "the main table is kept")
 }
 
 func TestReportKeep_NamedByDateAndCommit(t *testing.T) {
