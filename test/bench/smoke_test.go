@@ -1,0 +1,76 @@
+//go:build benchsmoke
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestBenchSmoke is `make test-bench-smoke` (root; built only with the
+// benchsmoke tag, so plain unit runs neither see nor skip it): the bench as
+// `make bench` runs it (hack/bench.sh: its own containerd, the kubelet
+// column), on one repetition of the three single-pod scenarios, the daemon
+// route, `minikubelet run` from launch and the manifest route. It checks
+// that each scenario ran end to end and that every column it has gave a
+// figure. It judges no figure's size: speed is measured by `make bench` on
+// a quiet machine, never by a test.
+func TestBenchSmoke(t *testing.T) {
+	require.Equal(t, 0, os.Geteuid(), "make test-bench-smoke runs as root (hack/bench.sh starts a containerd)")
+	dir := t.TempDir()
+	jsonOut := filepath.Join(dir, "smoke.json")
+	cmd := exec.Command("../../hack/bench.sh", "--scenarios", "start,run-launch,manifest-start", "--reps", "1",
+		"--json", jsonOut, "--md", filepath.Join(dir, "smoke.md"))
+	cmd.Env = append(os.Environ(), "BENCH_FLAGS=") // the smoke's flags only, never --update-docs
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/bench.sh: %v\n%s", err, tailLines(string(out), 60))
+	}
+	t.Logf("hack/bench.sh (tail):\n%s", tailLines(string(out), 15))
+
+	b, err := os.ReadFile(jsonOut)
+	require.NoError(t, err)
+	var rep Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	figure := func(s *Stat) bool { return s != nil && s.N > 0 && s.Median > 0 }
+	for _, want := range []struct {
+		scenario, metric string
+		kubelet          bool
+	}{
+		{"1 start", "submit → container started", false},
+		{"6 run launch", "`minikubelet run pod.yaml` launch → container running", false},
+		{"5 manifest", "manifest written → container running", true},
+	} {
+		var row *Row
+		for i := range rep.Rows {
+			if rep.Rows[i].Scenario == want.scenario && strings.HasPrefix(rep.Rows[i].Metric, want.metric) {
+				row = &rep.Rows[i]
+				break
+			}
+		}
+		require.NotNil(t, row, "no %q row %q in %s", want.scenario, want.metric, jsonOut)
+		require.True(t, figure(row.Raw), "%s %q: no raw figure: %+v", want.scenario, row.Metric, row.Raw)
+		require.True(t, figure(row.Minikubelet), "%s %q: no minikubelet figure: %+v", want.scenario, row.Metric, row.Minikubelet)
+		require.Greater(t, row.Ratio, 0.0, "%s %q: no ratio", want.scenario, row.Metric)
+		if want.kubelet {
+			require.True(t, figure(row.Kubelet), "%s %q: no kubelet figure: %+v", want.scenario, row.Metric, row.Kubelet)
+			require.Greater(t, row.KubeletRatio, 0.0, "%s %q: no ratio to the kubelet", want.scenario, row.Metric)
+		}
+	}
+	require.NotEmpty(t, rep.Machine.Commit, "the run names the commit it measured")
+}
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
