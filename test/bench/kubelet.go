@@ -34,6 +34,18 @@ const kubeletCgroupRoot = "/mklb-kubelet"
 // kubeletContainerLogs is where the kubelet links its containers' logs.
 const kubeletContainerLogs = "/var/log/containers"
 
+// kubeletFixedDir holds the one part of the kubelet's state that
+// --root-dir does not move: the device manager's registration socket and
+// checkpoint, /var/lib/kubelet/device-plugins (a constant of the device
+// plugin API). On start the kubelet empties that directory, which took the
+// registration socket from under a node agent running on this machine with
+// root /var/lib/kubelet (make node-conformance's minikubelet: its device
+// plugin specs then failed with "connection refused"). So the bench's
+// kubelet runs in a mount namespace of its own with a tmpfs over this
+// directory (unshare(1) execs in place: the kubelet keeps the PID the
+// bench measures).
+const kubeletFixedDir = "/var/lib/kubelet"
+
 // kubeletSysctls are what the kubelet sets at start
 // (protectKernelDefaults false: setupKernelTunables); stop puts the
 // machine's values back.
@@ -57,6 +69,9 @@ type kubelet struct {
 	done        chan struct{}
 	err         error
 	sysctls     map[string]string
+	// madeFixedDir: startKubelet made kubeletFixedDir (the tmpfs's
+	// mount point), so stop removes it.
+	madeFixedDir bool
 }
 
 // freePort returns a TCP port on 127.0.0.1 nobody listens on now.
@@ -136,7 +151,16 @@ func startKubelet(ctx context.Context, bin, endpoint, dir string, maxPods int) (
 	if err != nil {
 		return nil, err
 	}
-	k.cmd = exec.Command(bin, "--config", cfg, "--root-dir", filepath.Join(dir, "root"),
+	if _, err := os.Stat(kubeletFixedDir); os.IsNotExist(err) {
+		// The mount point; stop removes it again.
+		if err := os.Mkdir(kubeletFixedDir, 0o700); err != nil {
+			return nil, fmt.Errorf("the kubelet's mount point %s: %w", kubeletFixedDir, err)
+		}
+		k.madeFixedDir = true
+	}
+	k.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", `mount -t tmpfs -o mode=0700 mklb-kubelet "$0" && exec "$@"`, kubeletFixedDir,
+		bin, "--config", cfg, "--root-dir", filepath.Join(dir, "root"),
 		"--cert-dir", filepath.Join(dir, "root", "pki"), "--hostname-override", kubeletNode)
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
 	// A kubelet outliving a killed bench would kill every pod it does not
@@ -159,6 +183,9 @@ func startKubelet(ctx context.Context, bin, endpoint, dir string, maxPods int) (
 		select {
 		case <-k.done:
 			k.restoreSysctls()
+			if k.madeFixedDir {
+				_ = os.Remove(kubeletFixedDir)
+			}
 			return nil, fmt.Errorf("the kubelet exited (%v) before its /healthz answered; log: %s", k.err, k.logPath)
 		default:
 		}
@@ -200,6 +227,9 @@ func (k *kubelet) stop() {
 		<-k.done
 	}
 	k.restoreSysctls()
+	if k.madeFixedDir {
+		_ = os.Remove(kubeletFixedDir) // empty: the kubelet wrote into its tmpfs
+	}
 	// The kubelet links each container's log into /var/log/containers (a
 	// fixed path); the links of containers removed after it stopped stay.
 	if entries, err := os.ReadDir(kubeletContainerLogs); err == nil {

@@ -4,10 +4,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,6 +26,11 @@ import (
 // a quiet machine, never by a test.
 func TestBenchSmoke(t *testing.T) {
 	require.Equal(t, 0, os.Geteuid(), "make test-bench-smoke runs as root (hack/bench.sh starts a containerd)")
+	// The bench's kubelet must leave the host's fixed kubelet paths as
+	// they were (a node agent running here may own them; kubelet.go's
+	// kubeletFixedDir).
+	devicePlugins := filepath.Join(kubeletFixedDir, "device-plugins")
+	before, beforeFixed := dirState(t, devicePlugins), dirState(t, kubeletFixedDir)[0]
 	dir := t.TempDir()
 	jsonOut := filepath.Join(dir, "smoke.json")
 	cmd := exec.Command("../../hack/bench.sh", "--scenarios", "start,run-launch,manifest-start", "--reps", "1",
@@ -33,6 +41,8 @@ func TestBenchSmoke(t *testing.T) {
 		t.Fatalf("hack/bench.sh: %v\n%s", err, tailLines(string(out), 60))
 	}
 	t.Logf("hack/bench.sh (tail):\n%s", tailLines(string(out), 15))
+	require.Equal(t, before, dirState(t, devicePlugins), "the bench's kubelet changed %s on the host", devicePlugins)
+	require.Equal(t, beforeFixed, dirState(t, kubeletFixedDir)[0], "the bench left %s made or removed", kubeletFixedDir)
 
 	b, err := os.ReadFile(jsonOut)
 	require.NoError(t, err)
@@ -64,6 +74,27 @@ func TestBenchSmoke(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, rep.Machine.Commit, "the run names the commit it measured")
+}
+
+// dirState lists what is under dir (path, mode and inode of each entry;
+// "absent" when dir does not exist).
+func dirState(t *testing.T, dir string) []string {
+	if _, err := os.Lstat(dir); os.IsNotExist(err) {
+		return []string{"absent"}
+	}
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s %s %d", path, fi.Mode(), fi.Sys().(*syscall.Stat_t).Ino))
+		return nil
+	}))
+	return out
 }
 
 // tailLines is the last n lines of s.
