@@ -65,7 +65,7 @@ test-soak: ## the soak's 5-minute version: pods churned through the API with a d
 soak: ## a month of churn in an hour: 10000 pods (SOAK=60m, SOAK_PODS=10000); figures in bin/soak; SOAK_FLAGS=--update-docs copies the plot to docs/ (root)
 	SOAK=$${SOAK:-60m} REGISTRY=$(REGISTRY) hack/soak.sh $(SOAK_FLAGS)
 
-test-bench-smoke: ## the bench end to end, as make bench runs it (its containerd, the kubelet column), one repetition of start, run-launch and manifest-start; checks every column gave a figure, judges none (root; ~2 min)
+test-bench-smoke: ## the bench end to end, as make bench runs it (its containerd, the kubelet column), one repetition of start, run-launch and manifest-start; checks every column gave a figure, judges none (root; ~30 s warm)
 	REGISTRY=$(REGISTRY) hack/gotest.sh benchsmoke --stream -tags benchsmoke -count=1 -timeout 15m -run '^TestBenchSmoke$$' ./test/bench/
 
 bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-docs rewrites docs/performance.md's results

@@ -182,10 +182,7 @@ func startKubelet(ctx context.Context, bin, endpoint, dir string, maxPods int) (
 		}
 		select {
 		case <-k.done:
-			k.restoreSysctls()
-			if k.madeFixedDir {
-				_ = os.Remove(kubeletFixedDir)
-			}
+			k.restoreHost()
 			return nil, fmt.Errorf("the kubelet exited (%v) before its /healthz answered; log: %s", k.err, k.logPath)
 		default:
 		}
@@ -226,10 +223,7 @@ func (k *kubelet) stop() {
 		_ = k.cmd.Process.Kill()
 		<-k.done
 	}
-	k.restoreSysctls()
-	if k.madeFixedDir {
-		_ = os.Remove(kubeletFixedDir) // empty: the kubelet wrote into its tmpfs
-	}
+	k.restoreHost()
 	// The kubelet links each container's log into /var/log/containers (a
 	// fixed path); the links of containers removed after it stopped stay.
 	if entries, err := os.ReadDir(kubeletContainerLogs); err == nil {
@@ -244,6 +238,16 @@ func (k *kubelet) stop() {
 	// hierarchy of a hybrid host.
 	for _, h := range append(cgroupHierarchies(), "/sys/fs/cgroup/unified") {
 		removeEmptyCgroups(filepath.Join(h, kubeletCgroupRoot))
+	}
+}
+
+// restoreHost undoes what starting the kubelet changed on the host: its
+// sysctls, and kubeletFixedDir if startKubelet made it (empty: the kubelet
+// wrote into its tmpfs).
+func (k *kubelet) restoreHost() {
+	k.restoreSysctls()
+	if k.madeFixedDir {
+		_ = os.Remove(kubeletFixedDir)
 	}
 }
 

@@ -30,7 +30,7 @@ func TestBenchSmoke(t *testing.T) {
 	// they were (a node agent running here may own them; kubelet.go's
 	// kubeletFixedDir).
 	devicePlugins := filepath.Join(kubeletFixedDir, "device-plugins")
-	before, beforeFixed := dirState(t, devicePlugins), dirState(t, kubeletFixedDir)[0]
+	before, beforeFixed := dirState(t, devicePlugins), entryState(kubeletFixedDir)
 	dir := t.TempDir()
 	jsonOut := filepath.Join(dir, "smoke.json")
 	cmd := exec.Command("../../hack/bench.sh", "--scenarios", "start,run-launch,manifest-start", "--reps", "1",
@@ -38,11 +38,11 @@ func TestBenchSmoke(t *testing.T) {
 	cmd.Env = append(os.Environ(), "BENCH_FLAGS=") // the smoke's flags only, never --update-docs
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("hack/bench.sh: %v\n%s", err, tailLines(string(out), 60))
+		t.Fatalf("hack/bench.sh: %v\n%s", err, lastLines(string(out), 60))
 	}
-	t.Logf("hack/bench.sh (tail):\n%s", tailLines(string(out), 15))
+	t.Logf("hack/bench.sh (tail):\n%s", lastLines(string(out), 15))
 	require.Equal(t, before, dirState(t, devicePlugins), "the bench's kubelet changed %s on the host", devicePlugins)
-	require.Equal(t, beforeFixed, dirState(t, kubeletFixedDir)[0], "the bench left %s made or removed", kubeletFixedDir)
+	require.Equal(t, beforeFixed, entryState(kubeletFixedDir), "the bench left %s made or removed", kubeletFixedDir)
 
 	b, err := os.ReadFile(jsonOut)
 	require.NoError(t, err)
@@ -76,32 +76,29 @@ func TestBenchSmoke(t *testing.T) {
 	require.NotEmpty(t, rep.Machine.Commit, "the run names the commit it measured")
 }
 
-// dirState lists what is under dir (path, mode and inode of each entry;
+// dirState lists what is under dir, dir included (entryState of each;
 // "absent" when dir does not exist).
 func dirState(t *testing.T, dir string) []string {
 	if _, err := os.Lstat(dir); os.IsNotExist(err) {
 		return []string{"absent"}
 	}
 	var out []string
-	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	require.NoError(t, filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, fmt.Sprintf("%s %s %d", path, fi.Mode(), fi.Sys().(*syscall.Stat_t).Ino))
+		out = append(out, entryState(path))
 		return nil
 	}))
 	return out
 }
 
-// tailLines is the last n lines of s.
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+// entryState is path's mode and inode ("absent" when it does not exist):
+// a file removed and made again shows as changed.
+func entryState(path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "absent"
 	}
-	return strings.Join(lines, "\n")
+	return fmt.Sprintf("%s %s %d", path, fi.Mode(), fi.Sys().(*syscall.Stat_t).Ino)
 }
