@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -124,6 +125,9 @@ type Agent struct {
 	burstableTier podcgroup.BurstableTier
 	// lastRelist is when a relist last succeeded; guarded by mu.
 	lastRelist time.Time
+	// eventsLive is set while the runtime's container events stream, and
+	// eventSeen when one came since the last relist (events_stream.go).
+	eventsLive, eventSeen atomic.Bool
 	// readySandboxes counts ready sandboxes at the last relist; guarded
 	// by mu.
 	readySandboxes int
@@ -505,58 +509,6 @@ func (a *Agent) GetPod(uid types.UID) (*v1.Pod, bool) {
 		return nil, false
 	}
 	return w.snapshot(), true
-}
-
-// Run is the sync loop (house style rule 4): it relists the runtime every
-// RelistPeriod, and follows the runtime's container events where it streams
-// them, and wakes the worker of every pod whose runtime objects changed. It returns when ctx ends; workers are stopped without teardown
-// (the pods keep running, as when the kubelet stops).
-func (a *Agent) Run(ctx context.Context) error {
-	relist := newRelister(a)
-	ticker := a.clock.NewTicker(a.cfg.RelistPeriod)
-	defer ticker.Stop()
-	events := make(chan types.UID, 64)
-	go a.watchContainerEvents(ctx, events)
-	for {
-		select {
-		case <-ctx.Done():
-			a.stopWorkers()
-			a.probes.Close()
-			return nil
-		case u := <-a.probes.Updates():
-			a.countProbeResult(u)
-			// A probe result changed: the pod's status (ready) or its
-			// plan (liveness/startup failure) may change.
-			a.mu.Lock()
-			w, ok := a.workers[u.PodUID]
-			a.mu.Unlock()
-			if ok {
-				w.trigger()
-				if u.Kind == probes.Readiness && w.isTerminating() {
-					a.readinessWhileTerminating(w)
-				}
-			}
-		case uid := <-events:
-			a.mu.Lock()
-			if w, ok := a.workers[uid]; ok {
-				w.trigger()
-			}
-			a.mu.Unlock()
-		case <-ticker.C():
-			changed, err := relist.relist(ctx)
-			if err != nil {
-				a.logger.Warn("Relist failed", "err", err)
-				continue
-			}
-			a.mu.Lock()
-			for _, uid := range changed {
-				if w, ok := a.workers[uid]; ok {
-					w.trigger()
-				}
-			}
-			a.mu.Unlock()
-		}
-	}
 }
 
 // stopWait bounds how long stopping the agent waits for its workers to

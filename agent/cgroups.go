@@ -50,7 +50,7 @@ func (a *Agent) refreshBurstableTier(ctx context.Context) {
 		a.logger.Warn("Listing sandboxes for the burstable QoS cgroup failed", "err", err)
 		return
 	}
-	a.podCgroups().UpdateBurstableTier(burstableMilli(sbs))
+	a.podCgroups().UpdateBurstableTier(podcgroup.BurstableMilli(sbs))
 }
 
 // ensurePodCgroup creates (or updates) the pod's pod<uid> cgroup under its

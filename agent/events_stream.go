@@ -38,12 +38,14 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) 
 				delay = 100 * time.Millisecond
 				if !live {
 					live = true
+					a.eventsLive.Store(true)
 					a.metrics.EventedConns.Inc()
 					if !following {
 						following = true
 						a.logger.Info("Following the runtime's container events", "relistPeriod", a.cfg.RelistPeriod)
 					}
 				}
+				a.eventSeen.Store(true)
 				if at := ev.GetCreatedAt(); at > 0 {
 					a.metrics.EventedLatency.Observe(a.clock.Since(time.Unix(0, at)).Seconds())
 				}
@@ -62,6 +64,7 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) 
 			}
 		}
 		cancel()
+		a.eventsLive.Store(false) // events may be lost: relist every period
 		if ctx.Err() != nil {
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
@@ -202,5 +203,91 @@ func TestWatchContainerEvents(t *testing.T) {
 			assert.Equal(t, tt.wantFollowing, strings.Count(logs.String(), "Following the runtime's container events"),
 				"the live stream is logged once, not per connection")
 		})
+	}
+}
+
+// switchableEvents is a fake runtime whose one event stream the test feeds
+// and breaks at will.
+type switchableEvents struct {
+	*critest.FakeRuntime
+	events chan *runtimeapi.ContainerEventResponse
+	end    chan error
+}
+
+func (r *switchableEvents) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, _ func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	for {
+		select {
+		case ev := <-r.events:
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case err := <-r.end:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// TestRun_RelistIsTheSafetyNetWhileEventsStream: while the runtime's
+// container events stream, the sync loop lists the runtime at the period
+// after an event and otherwise every tenth period only; once the stream
+// breaks (events may be lost), every period again.
+func TestRun_RelistIsTheSafetyNetWhileEventsStream(t *testing.T) {
+	fake := critest.New()
+	clock := testclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	fake.Now = clock.Now
+	rt := &switchableEvents{FakeRuntime: fake.Runtime, events: make(chan *runtimeapi.ContainerEventResponse), end: make(chan error)}
+	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}},
+		Deps{Runtime: rt, Images: fake.Images, Clock: clock})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	lists := func() int {
+		n := 0
+		for _, c := range fake.Calls() {
+			if c == "ListPodSandbox" {
+				n++
+			}
+		}
+		return n
+	}
+	// step advances the fake clock by one relist period once the loop's
+	// ticker waits, and returns the lists made by then (a relist's calls
+	// have settled when the count holds for 50 ms).
+	step := func() int {
+		require.Eventually(t, clock.HasWaiters, 5*time.Second, time.Millisecond)
+		clock.Step(time.Second)
+		last := -1
+		require.Eventually(t, func() bool { n := lists(); s := n == last; last = n; return s }, 5*time.Second, 50*time.Millisecond)
+		return last
+	}
+
+	require.Equal(t, 1, step(), "no events yet: a relist every period")
+	require.Equal(t, 2, step())
+
+	rt.events <- containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	require.Eventually(t, func() bool { return a.eventsLive.Load() && a.eventSeen.Load() }, 5*time.Second, time.Millisecond, "the first event makes the stream live")
+	base := lists()
+	assert.Equal(t, base+1, step(), "the period after an event relists (tick 3)")
+	for i := 0; i < 30; i++ {
+		step()
+	}
+	// 30 more periods, ticks 4..33 of the loop: a relist on ticks 10, 20
+	// and 30.
+	assert.Equal(t, base+4, lists(), "while events stream and none comes, every tenth period")
+	rt.events <- containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	require.Eventually(t, a.eventSeen.Load, 5*time.Second, time.Millisecond)
+	assert.Equal(t, base+5, step(), "an event: the next period relists (tick 34)")
+	assert.Equal(t, base+5, step(), "then every tenth period again (tick 35)")
+
+	rt.end <- status.Error(codes.Unavailable, "error reading from server: EOF")
+	require.Eventually(t, func() bool { return !a.eventsLive.Load() }, 5*time.Second, time.Millisecond, "a broken stream is not live")
+	base = lists()
+	for i := 1; i <= 3; i++ {
+		assert.Equal(t, base+i, step(), "after the stream broke, every period")
 	}
 }

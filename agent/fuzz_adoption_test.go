@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri/critest"
 )
@@ -128,9 +129,9 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 			}
 			return sum
 		}
-		sum := burstableMilli([]*runtimeapi.PodSandbox{sb(cpu1, ready), sb(cpu2, ready), sb(cpu2, runtimeapi.PodSandboxState_SANDBOX_NOTREADY)})
+		sum := podcgroup.BurstableMilli([]*runtimeapi.PodSandbox{sb(cpu1, ready), sb(cpu2, ready), sb(cpu2, runtimeapi.PodSandboxState_SANDBOX_NOTREADY)})
 		if sum < 0 || sum != want(cpu1, cpu2) {
-			t.Fatalf("burstableMilli(%q, %q) = %d, want %d", cpu1, cpu2, sum, want(cpu1, cpu2))
+			t.Fatalf("podcgroup.BurstableMilli(%q, %q) = %d, want %d", cpu1, cpu2, sum, want(cpu1, cpu2))
 		}
 		// The shares grow with the sum up to their maximum.
 		if s, w := podspec.MilliCPUToShares(sum), min(max(sum*podspec.SharesPerCPU/podspec.MilliPerCPU, podspec.MinShares), podspec.MaxShares); sum <= podspec.MaxShares && s != w || sum > podspec.MaxShares && s != podspec.MaxShares {

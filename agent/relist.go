@@ -5,14 +5,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
@@ -69,7 +67,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	// The burstable tier follows the Burstable pods that run (kubelet:
 	// every minute and on pod changes; here every relist, from the
 	// runtime, so several agents on one node agree): every minikubelet's.
-	r.a.podCgroups().UpdateBurstableTier(burstableMilli(sbs))
+	r.a.podCgroups().UpdateBurstableTier(podcgroup.BurstableMilli(sbs))
 	// The rest (workers, metrics) is this agent's own objects only.
 	sbs = slices.DeleteFunc(sbs, func(sb *runtimeapi.PodSandbox) bool { return !r.a.relistOwns(sb.Labels) })
 	ctrs = slices.DeleteFunc(ctrs, func(c *runtimeapi.Container) bool { return !r.a.relistOwns(c.Labels) })
@@ -184,27 +182,6 @@ func appendContainerFingerprint(b []byte, id string, state runtimeapi.ContainerS
 	b = append(b, id...)
 	b = append(b, '/')
 	return append(b, state.String()...)
-}
-
-// burstableMilli sums the CPU requests (millicores) of the Burstable pods
-// whose sandboxes are ready, from the sandboxes' annotations. A malformed
-// or negative value counts as 0 and the sum saturates: what the runtime
-// hands back cannot turn the tier's shares negative.
-func burstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
-	var sum int64
-	for _, sb := range sbs {
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[podspec.AnnotationQOSClass] == string(v1.PodQOSBurstable) {
-			m, err := strconv.ParseInt(sb.Annotations[podspec.AnnotationCPURequest], 10, 64)
-			if err != nil || m < 0 {
-				continue
-			}
-			if sum > math.MaxInt64-m {
-				return math.MaxInt64
-			}
-			sum += m
-		}
-	}
-	return sum
 }
 
 // relistSelector is the label selector of the relister's runtime lists;

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
@@ -46,7 +47,7 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 		uid := types.UID(sb.Labels[podspec.LabelPodUID])
 		parts[uid] = append(parts[uid], sandboxFingerprint(sb.Id, sb.State))
 	}
-	r.a.podCgroups().UpdateBurstableTier(burstableMilli(sbs))
+	r.a.podCgroups().UpdateBurstableTier(podcgroup.BurstableMilli(sbs))
 	ready := 0
 	for _, sb := range sbs {
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/minikubelet/minikubelet/agent/podspec"
@@ -186,4 +189,25 @@ func (m Manager) SweepOrphans(keep func(uid types.UID) bool, removed func(uid ty
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// BurstableMilli sums the CPU requests (millicores) of the Burstable pods
+// whose sandboxes are ready, from the sandboxes' annotations. A malformed
+// or negative value counts as 0 and the sum saturates: what the runtime
+// hands back cannot turn the tier's shares negative.
+func BurstableMilli(sbs []*runtimeapi.PodSandbox) int64 {
+	var sum int64
+	for _, sb := range sbs {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.Annotations[podspec.AnnotationQOSClass] == string(v1.PodQOSBurstable) {
+			m, err := strconv.ParseInt(sb.Annotations[podspec.AnnotationCPURequest], 10, 64)
+			if err != nil || m < 0 {
+				continue
+			}
+			if sum > math.MaxInt64-m {
+				return math.MaxInt64
+			}
+			sum += m
+		}
+	}
+	return sum
 }
