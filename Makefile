@@ -68,7 +68,7 @@ soak: ## a month of churn in an hour: 10000 pods (SOAK=60m, SOAK_PODS=10000); fi
 test-bench-smoke: ## the bench end to end, as make bench runs it (its containerd, the kubelet column), one repetition of start, run-launch and manifest-start; checks every column gave a figure, judges none (root; ~30 s warm)
 	REGISTRY=$(REGISTRY) hack/gotest.sh benchsmoke --stream -tags benchsmoke -count=1 -timeout 15m -run '^TestBenchSmoke$$' ./test/bench/
 
-bench: ## benchmark against the raw CRI floor (root, minutes, quiet machine); BENCH_FLAGS=--update-docs rewrites docs/performance.md's results
+bench: ## benchmark against the raw CRI floor and the kubelet (root, minutes, quiet machine; the pinned containerd 2.x, CONTAINERD=1.6 for Debian's); BENCH_FLAGS=--update-docs rewrites docs/performance.md's results
 	BENCH_FLAGS="$(BENCH_FLAGS)" REGISTRY=$(REGISTRY) hack/bench.sh
 
 test-cgroupv2: ## e2e cgroup/lifecycle/probe cases in a cgroup v2 + systemd qemu guest, both drivers (root; guest image cached per machine)

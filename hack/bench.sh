@@ -16,7 +16,9 @@
 # kubelet (the first time several minutes; it waits for another build.sh).
 # Env: REGISTRY (default 127.0.0.1:5000), BENCH_PROFILE_DIR (capture the
 # daemon's pprof profiles and keep its log and the kubelet's there), KUBELET_BIN (a kubelet
-# binary to use instead), BENCH_KUBELET=0 (no kubelet column).
+# binary to use instead), BENCH_KUBELET=0 (no kubelet column), CONTAINERD
+# (default 2: the pinned containerd 2.x, whose CRI streams container events,
+# as the soak; 1.6: Debian's, without them).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -27,8 +29,12 @@ REPO=$(cd "$HACK/.." && pwd)
 export REGISTRY=${REGISTRY:-127.0.0.1:5000}
 export PATH=$PATH:/usr/local/go/bin
 POD_RANGE=10.89.0.0/16
+flavor=$(containerd_flavor "${CONTAINERD:-2}")
+export CONTAINERD=$flavor
 
 "$HACK/install-deps.sh"
+[[ $flavor == 1.6 ]] || "$HACK/install-containerd2.sh"
+[[ $flavor == 1.6 ]] || "$HACK/install-runc2.sh"
 "$HACK/start-registry.sh" "$REGISTRY"
 (cd "$REPO" && go run ./hack/images --registry "$REGISTRY")
 "$HACK/isolate-pod-network.sh" "$POD_RANGE"
