@@ -125,8 +125,9 @@ type Agent struct {
 	burstableTier podcgroup.BurstableTier
 	// lastRelist is when a relist last succeeded; guarded by mu.
 	lastRelist time.Time
-	// eventsLive is set while the runtime's container events stream, and
-	// eventSeen when one came since the last relist (events_stream.go).
+	// eventsLive is set while the runtime streams container events to
+	// every subscriber, and eventSeen when one came since the last relist
+	// (events_stream.go, sync_loop.go).
 	eventsLive, eventSeen atomic.Bool
 	// readySandboxes counts ready sandboxes at the last relist; guarded
 	// by mu.

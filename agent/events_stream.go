@@ -38,7 +38,8 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) 
 				delay = 100 * time.Millisecond
 				if !live {
 					live = true
-					a.eventsLive.Store(true)
+					v, verr := a.runtime.Version(ctx, "")
+					a.eventsLive.Store(verr == nil && cri.EventsReachEverySubscriber(v.GetRuntimeName(), v.GetRuntimeVersion()))
 					a.metrics.EventedConns.Inc()
 					if !following {
 						following = true

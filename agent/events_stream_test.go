@@ -231,63 +231,88 @@ func (r *switchableEvents) GetContainerEvents(ctx context.Context, ch chan *runt
 	}
 }
 
-// TestRun_RelistIsTheSafetyNetWhileEventsStream: while the runtime's
-// container events stream, the sync loop lists the runtime at the period
-// after an event and otherwise every tenth period only; once the stream
-// breaks (events may be lost), every period again.
+// TestRun_RelistIsTheSafetyNetWhileEventsStream: while a runtime that
+// sends every event to every subscriber streams container events, the
+// sync loop lists the runtime at the period after an event or a failed
+// relist, and otherwise every tenth period only; once the stream breaks
+// (events may be lost), every period again. A runtime that does not
+// (containerd 1.7) keeps the relist every period.
 func TestRun_RelistIsTheSafetyNetWhileEventsStream(t *testing.T) {
-	fake := critest.New()
-	clock := testclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	fake.Now = clock.Now
-	rt := &switchableEvents{FakeRuntime: fake.Runtime, events: make(chan *runtimeapi.ContainerEventResponse), end: make(chan error)}
-	a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}},
-		Deps{Runtime: rt, Images: fake.Images, Clock: clock})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	lists := func() int {
-		n := 0
-		for _, c := range fake.Calls() {
-			if c == "ListPodSandbox" {
-				n++
+	for _, tc := range []struct {
+		version string
+		evented bool
+	}{{"v2.4.2", true}, {"1.7.27", false}} {
+		t.Run("containerd "+tc.version, func(t *testing.T) {
+			fake := critest.New()
+			fake.Runtime.SetVersion("containerd", tc.version)
+			clock := testclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			fake.Now = clock.Now
+			rt := &switchableEvents{FakeRuntime: fake.Runtime, events: make(chan *runtimeapi.ContainerEventResponse), end: make(chan error)}
+			a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}},
+				Deps{Runtime: rt, Images: fake.Images, Clock: clock})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			lists := func() int {
+				n := 0
+				for _, c := range fake.Calls() {
+					if c == "ListPodSandbox" {
+						n++
+					}
+				}
+				return n
 			}
-		}
-		return n
-	}
-	// step advances the fake clock by one relist period once the loop's
-	// ticker waits, and returns the lists made by then (a relist's calls
-	// have settled when the count holds for 50 ms).
-	step := func() int {
-		require.Eventually(t, clock.HasWaiters, 5*time.Second, time.Millisecond)
-		clock.Step(time.Second)
-		last := -1
-		require.Eventually(t, func() bool { n := lists(); s := n == last; last = n; return s }, 5*time.Second, 50*time.Millisecond)
-		return last
-	}
+			// step advances the fake clock by one relist period once the
+			// loop's timer is armed, and returns the lists made once the
+			// loop handled the period: it re-arms its timer after the
+			// relist (while the stream is open, the timer is the clock's
+			// only waiter).
+			step := func() int {
+				require.Eventually(t, clock.HasWaiters, 5*time.Second, time.Millisecond, "the loop's timer is armed")
+				clock.Step(time.Second)
+				require.Eventually(t, clock.HasWaiters, 5*time.Second, time.Millisecond, "the loop handled the period")
+				return lists()
+			}
 
-	require.Equal(t, 1, step(), "no events yet: a relist every period")
-	require.Equal(t, 2, step())
+			require.Equal(t, 1, step(), "no events yet: a relist every period")
+			require.Equal(t, 2, step())
 
-	rt.events <- containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
-	require.Eventually(t, func() bool { return a.eventsLive.Load() && a.eventSeen.Load() }, 5*time.Second, time.Millisecond, "the first event makes the stream live")
-	base := lists()
-	assert.Equal(t, base+1, step(), "the period after an event relists (tick 3)")
-	for i := 0; i < 30; i++ {
-		step()
-	}
-	// 30 more periods, ticks 4..33 of the loop: a relist on ticks 10, 20
-	// and 30.
-	assert.Equal(t, base+4, lists(), "while events stream and none comes, every tenth period")
-	rt.events <- containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
-	require.Eventually(t, a.eventSeen.Load, 5*time.Second, time.Millisecond)
-	assert.Equal(t, base+5, step(), "an event: the next period relists (tick 34)")
-	assert.Equal(t, base+5, step(), "then every tenth period again (tick 35)")
+			rt.events <- containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+			require.Eventually(t, a.eventSeen.Load, 5*time.Second, time.Millisecond, "the event arrived")
+			if !tc.evented {
+				for i := 3; i <= 25; i++ {
+					require.Equal(t, i, step(), "events that may not all reach this agent: every period")
+				}
+				return
+			}
+			require.Eventually(t, a.eventsLive.Load, 5*time.Second, time.Millisecond, "the first event makes the stream live")
+			base := lists()
+			assert.Equal(t, base+1, step(), "the period after an event relists (tick 3)")
+			for i := 0; i < 30; i++ {
+				step()
+			}
+			// 30 more periods, ticks 4..33 of the loop: a relist on ticks
+			// 10, 20 and 30.
+			assert.Equal(t, base+4, lists(), "while events stream and none comes, every tenth period")
+			rt.events <- containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+			require.Eventually(t, a.eventSeen.Load, 5*time.Second, time.Millisecond)
+			assert.Equal(t, base+5, step(), "an event: the next period relists (tick 34)")
+			assert.Equal(t, base+5, step(), "then every tenth period again (tick 35)")
+			fake.InjectError("ListPodSandbox", status.Error(codes.Unavailable, "containerd restarting"))
+			rt.events <- containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
+			require.Eventually(t, a.eventSeen.Load, 5*time.Second, time.Millisecond)
+			assert.Equal(t, base+6, step(), "an event: tick 36 relists, and fails")
+			assert.Equal(t, base+7, step(), "a failed relist: the next period relists again (tick 37)")
+			assert.Equal(t, base+7, step(), "that one succeeded: tick 38 does not")
 
-	rt.end <- status.Error(codes.Unavailable, "error reading from server: EOF")
-	require.Eventually(t, func() bool { return !a.eventsLive.Load() }, 5*time.Second, time.Millisecond, "a broken stream is not live")
-	base = lists()
-	for i := 1; i <= 3; i++ {
-		assert.Equal(t, base+i, step(), "after the stream broke, every period")
+			rt.end <- status.Error(codes.Unavailable, "error reading from server: EOF")
+			require.Eventually(t, func() bool { return !a.eventsLive.Load() }, 5*time.Second, time.Millisecond, "a broken stream is not live")
+			// The watcher's reconnect waits on the clock too: step once and
+			// wait for the relist itself.
+			base = lists()
+			clock.Step(time.Second)
+			require.Eventually(t, func() bool { return lists() == base+1 }, 5*time.Second, time.Millisecond, "after the stream broke, the next period relists")
+		})
 	}
 }

@@ -8,21 +8,20 @@ import (
 	"github.com/minikubelet/minikubelet/probes"
 )
 
-// Run is the sync loop (house style rule 4): it relists the runtime every
-// RelistPeriod, and follows the runtime's container events where it streams
-// them, and wakes the worker of every pod whose runtime objects changed.
-// While events stream, it relists at the period after an event (the
-// running pods and containers metrics follow the relist) and otherwise every
-// eventedRelistTicks-th period only: the kubelet's evented PLEG relists
-// every 300 s; 10 s here bounds how late a change the runtime did not send
-// (or dropped) is seen. It returns when ctx ends;
-// workers are stopped without teardown (the pods keep running, as when the
-// kubelet stops).
+// Run is the sync loop (house style rule 4): it relists the runtime a
+// RelistPeriod after the last relist (as the kubelet's PLEG), follows the
+// runtime's container events where it streams them, and wakes the worker
+// of every pod whose runtime objects changed. Where every event reaches
+// this agent (cri.EventsReachEverySubscriber), a period relists only after
+// an event (the running pods and containers metrics follow the relist) or
+// every eventedRelistTicks-th period, the safety net for a change the
+// runtime did not send (the kubelet's evented PLEG: 300 s). It returns when
+// ctx ends; workers stop without teardown (pods run on, as the kubelet's).
 func (a *Agent) Run(ctx context.Context) error {
 	const eventedRelistTicks = 10
 	relist, ticks := newRelister(a), 0
-	ticker := a.clock.NewTicker(a.cfg.RelistPeriod)
-	defer ticker.Stop()
+	timer := a.clock.NewTimer(a.cfg.RelistPeriod)
+	defer timer.Stop()
 	events := make(chan types.UID, 64)
 	go a.watchContainerEvents(ctx, events)
 	for {
@@ -45,27 +44,28 @@ func (a *Agent) Run(ctx context.Context) error {
 				}
 			}
 		case uid := <-events:
-			a.mu.Lock()
-			if w, ok := a.workers[uid]; ok {
-				w.trigger()
-			}
-			a.mu.Unlock()
-		case <-ticker.C():
-			if ticks++; a.eventsLive.Load() && !a.eventSeen.Swap(false) && ticks%eventedRelistTicks != 0 {
-				continue
-			}
-			changed, err := relist.relist(ctx)
-			if err != nil {
-				a.logger.Warn("Relist failed", "err", err)
-				continue
-			}
-			a.mu.Lock()
-			for _, uid := range changed {
-				if w, ok := a.workers[uid]; ok {
-					w.trigger()
+			a.wake([]types.UID{uid})
+		case <-timer.C():
+			if ticks++; !a.eventsLive.Load() || a.eventSeen.Swap(false) || ticks%eventedRelistTicks == 0 {
+				if changed, err := relist.relist(ctx); err != nil {
+					a.eventSeen.Store(true) // again at the next period
+					a.logger.Warn("Relist failed", "err", err)
+				} else {
+					a.wake(changed)
 				}
 			}
-			a.mu.Unlock()
+			timer.Reset(a.cfg.RelistPeriod)
+		}
+	}
+}
+
+// wake triggers the workers of the given pods.
+func (a *Agent) wake(uids []types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, uid := range uids {
+		if w, ok := a.workers[uid]; ok {
+			w.trigger()
 		}
 	}
 }

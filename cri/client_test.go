@@ -463,3 +463,23 @@ func TestClient_Close(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "closing") || IsUnavailable(err) || codeOf(err) == codes.Canceled, "got %v", err)
 }
+
+func TestEventsReachEverySubscriber(t *testing.T) {
+	for _, tc := range []struct {
+		name, version string
+		want          bool
+	}{
+		{"containerd", "v2.4.2", true},
+		{"containerd", "2.4.2+unknown", true},
+		{"containerd", "v2.0.0-rc.1", true},
+		{"containerd", "v3.0.0", true},
+		{"containerd", "1.7.27", false},
+		{"containerd", "v1.7.0", false},
+		{"containerd", "1.6.20~ds1", false},
+		{"containerd", "", false},
+		{"containerd", "devel", false},
+		{"cri-o", "1.34.0", false},
+	} {
+		assert.Equal(t, tc.want, EventsReachEverySubscriber(tc.name, tc.version), "%s %s", tc.name, tc.version)
+	}
+}

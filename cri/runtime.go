@@ -11,6 +11,8 @@ package cri
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -48,4 +50,17 @@ type Images interface {
 	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
 	RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error
 	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
+// EventsReachEverySubscriber reports whether a runtime, by the name and
+// version its Version call gives, sends every container event to every
+// GetContainerEvents stream, so that a subscriber misses none because
+// another (a second agent, a kubelet, crictl events) subscribed too.
+// containerd 2.x does (each stream has its own subscription); 1.7 hands
+// each event to one of the streams reading its one queue; other runtimes
+// are not known to, so no.
+func EventsReachEverySubscriber(name, version string) bool {
+	major, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	n, err := strconv.Atoi(major)
+	return name == "containerd" && err == nil && n >= 2
 }

@@ -27,8 +27,11 @@ import (
 // cache is charged, mapped or not); RSS, which top and the bench report,
 // does, and unmapped page cache is the first the kernel reclaims.
 //
-// MADV_DONTNEED on a private file mapping that was never written (code and
-// read-only data are not) discards nothing but the page table entries.
+// MADV_DONTNEED on a private file mapping that was never written discards
+// nothing but the page table entries. So only mappings with no anonymous
+// page are dropped: read-only now is not never written (a PIE build's
+// loader writes relocations into .data.rel.ro, then makes it read-only;
+// dropping those copies would bring back the file's unrelocated bytes).
 // The writable segment is left alone: dropping it would reset Go's
 // initialized globals to the file's contents.
 //
@@ -38,23 +41,47 @@ func dropStartupPages() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return 0, err
 	}
 	var dropped int64
-	sc := bufio.NewScanner(bytes.NewReader(maps))
+	for _, r := range droppable(smaps, exe) {
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_DONTNEED); errno != 0 {
+			return dropped, fmt.Errorf("madvise %#x-%#x: %w", r[0], r[1], errno)
+		}
+		dropped += int64(r[1] - r[0])
+	}
+	return dropped, nil
+}
+
+// droppable returns the address ranges of smaps (/proc/self/smaps) that
+// dropStartupPages may drop: private, not writable mappings of the file
+// exe whose Anonymous field is 0 kB (no page of them was ever written).
+func droppable(smaps []byte, exe string) [][2]uintptr {
+	var out [][2]uintptr
+	var cur [2]uintptr
+	candidate := false
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
-		lo, hi, ok := readOnlyMapping(sc.Text(), exe)
-		if !ok {
+		line := sc.Text()
+		if lo, hi, ok := readOnlyMapping(line, exe); ok {
+			cur, candidate = [2]uintptr{lo, hi}, true
 			continue
 		}
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_DONTNEED); errno != 0 {
-			return dropped, fmt.Errorf("madvise %#x-%#x: %w", lo, hi, errno)
+		f := strings.Fields(line)
+		if len(f) > 0 && !strings.HasSuffix(f[0], ":") {
+			candidate = false // another mapping's header
+			continue
 		}
-		dropped += int64(hi - lo)
+		if len(f) == 3 && f[0] == "Anonymous:" && candidate {
+			if f[1] == "0" {
+				out = append(out, cur)
+			}
+			candidate = false
+		}
 	}
-	return dropped, sc.Err()
+	return out
 }
 
 // readOnlyMapping parses one line of /proc/self/maps and reports the
