@@ -109,7 +109,7 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 			t.Fatalf("preStop %q that does not decode read as %+v", preStop, got.Lifecycle)
 		}
 
-		// burstableMilli.
+		// podcgroup.BurstableMilli.
 		sb := func(cpu string, state runtimeapi.PodSandboxState) *runtimeapi.PodSandbox {
 			return &runtimeapi.PodSandbox{State: state, Annotations: map[string]string{
 				podspec.AnnotationQOSClass: string(v1.PodQOSBurstable), podspec.AnnotationCPURequest: cpu}}
