@@ -223,19 +223,47 @@ func ConfPath(c Config) string {
 var confExtensions = []string{".conf", ".conflist", ".json"}
 
 // Install renders and validates the conflist, then writes it to ConfPath if
-// the file's content differs. The write is atomic (temp file in ConfDir,
-// fsync, rename, fsync of the dir) so containerd, which watches the dir with
-// fsnotify, never loads a half-written file. It creates ConfDir (0755) if
-// needed. It returns whether it changed the file, and notices for the user,
-// such as another CNI config that sorts before ours.
+// the file's content differs (Check, then Checked.Install).
 func Install(ctx context.Context, c Config) (changed bool, notices []string, err error) {
-	c = c.WithDefaults()
-	data, err := Render(c)
+	cl, err := Check(ctx, c)
 	if err != nil {
 		return false, nil, err
 	}
+	return cl.Install()
+}
+
+// Checked is a rendered conflist whose plugins answered (Check), ready to
+// be installed.
+type Checked struct {
+	c    Config
+	data []byte
+}
+
+// Check renders the conflist for c and checks its plugins (Validate),
+// without writing anything: a caller may check while it is still unsure
+// that it will install (a foreground run validating its manifest).
+func Check(ctx context.Context, c Config) (Checked, error) {
+	c = c.WithDefaults()
+	data, err := Render(c)
+	if err != nil {
+		return Checked{}, err
+	}
 	if err := validateBytes(ctx, c, data); err != nil {
-		return false, nil, err
+		return Checked{}, err
+	}
+	return Checked{c: c, data: data}, nil
+}
+
+// Install writes the checked conflist to ConfPath if the file's content
+// differs. The write is atomic (temp file in ConfDir, fsync, rename, fsync
+// of the dir) so containerd, which watches the dir with fsnotify, never
+// loads a half-written file. It creates ConfDir (0755) if needed. It
+// returns whether it changed the file, and notices for the user, such as
+// another CNI config that sorts before ours.
+func (cl Checked) Install() (changed bool, notices []string, err error) {
+	c, data := cl.c, cl.data
+	if data == nil {
+		return false, nil, errors.New("install CNI conflist: not checked (cni.Check)")
 	}
 	if err := os.MkdirAll(c.ConfDir, 0o755); err != nil {
 		return false, nil, fmt.Errorf("create CNI conf dir: %w", err)

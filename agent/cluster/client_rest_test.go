@@ -31,9 +31,9 @@ const (
 // encodeAs encodes obj as the API server would in mediaType.
 func encodeAs(t *testing.T, mediaType string, gv schema.GroupVersion, obj runtime.Object) []byte {
 	t.Helper()
-	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
+	info, ok := runtime.SerializerInfoForMediaType(nodeScheme().codecs.SupportedMediaTypes(), mediaType)
 	require.True(t, ok, mediaType)
-	b, err := runtime.Encode(codecs.EncoderForVersion(info.Serializer, gv), obj)
+	b, err := runtime.Encode(nodeScheme().codecs.EncoderForVersion(info.Serializer, gv), obj)
 	require.NoError(t, err)
 	return b
 }

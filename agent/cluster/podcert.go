@@ -152,7 +152,7 @@ func certificatesRESTClient(cfg *rest.Config, userAgent string) (rest.Interface,
 	c.GroupVersion, c.APIPath = &gv, "/apis"
 	c.ContentType = "application/vnd.kubernetes.protobuf"
 	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, codecs).WithoutConversion()
+	c.NegotiatedSerializer = nodeScheme().serializer()
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
 		return nil, fmt.Errorf("certificates.k8s.io/v1 client: %w", err)

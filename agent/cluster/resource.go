@@ -45,30 +45,30 @@ func (r *typedResource[T, L]) request(verb *rest.Request) *rest.Request {
 
 func (r *typedResource[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
 	out := r.newObject()
-	err := r.request(r.client.Get()).Name(name).VersionedParams(&opts, parameterCodec).Do(ctx).Into(out)
+	err := r.request(r.client.Get()).Name(name).VersionedParams(&opts, nodeScheme().params).Do(ctx).Into(out)
 	return out, err
 }
 
 func (r *typedResource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
 	out := r.newList()
-	err := r.request(r.client.Get()).VersionedParams(&opts, parameterCodec).Timeout(timeoutOf(opts)).Do(ctx).Into(out)
+	err := r.request(r.client.Get()).VersionedParams(&opts, nodeScheme().params).Timeout(timeoutOf(opts)).Do(ctx).Into(out)
 	return out, err
 }
 
 func (r *typedResource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return r.request(r.client.Get()).VersionedParams(&opts, parameterCodec).Timeout(timeoutOf(opts)).Watch(ctx)
+	return r.request(r.client.Get()).VersionedParams(&opts, nodeScheme().params).Timeout(timeoutOf(opts)).Watch(ctx)
 }
 
 func (r *typedResource[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {
 	out := r.newObject()
-	err := r.request(r.client.Post()).VersionedParams(&opts, parameterCodec).Body(obj).Do(ctx).Into(out)
+	err := r.request(r.client.Post()).VersionedParams(&opts, nodeScheme().params).Body(obj).Do(ctx).Into(out)
 	return out, err
 }
 
 func (r *typedResource[T, L]) Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error) {
 	out := r.newObject()
-	err := r.request(r.client.Put()).Name(obj.GetName()).VersionedParams(&opts, parameterCodec).Body(obj).Do(ctx).Into(out)
+	err := r.request(r.client.Put()).Name(obj.GetName()).VersionedParams(&opts, nodeScheme().params).Body(obj).Do(ctx).Into(out)
 	return out, err
 }
 
@@ -78,7 +78,7 @@ func (r *typedResource[T, L]) Delete(ctx context.Context, name string, opts meta
 
 func (r *typedResource[T, L]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error) {
 	out := r.newObject()
-	err := r.request(r.client.Patch(pt)).Name(name).SubResource(subresources...).VersionedParams(&opts, parameterCodec).Body(data).Do(ctx).Into(out)
+	err := r.request(r.client.Patch(pt)).Name(name).SubResource(subresources...).VersionedParams(&opts, nodeScheme().params).Body(data).Do(ctx).Into(out)
 	return out, err
 }
 

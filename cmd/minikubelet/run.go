@@ -339,9 +339,20 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// waits for it and closes what it opened; an early one (an invalid
 	// manifest) cancels it first, so its error is not held up by a
 	// runtime that does not answer.
+	//
+	// The pod network's plugin check (each plugin CNI named answers
+	// VERSION, a process each) begins with the handshake: it writes
+	// nothing, and it was the longest step between the handshake and the
+	// first sandbox. The conflist is written only once the manifest
+	// validated and the runtime answered (below).
 	var dial *pending[*cri.Client]
+	var netCheck *pending[cni.Checked]
+	netCfg := nf.network()
 	if rf.foreground || flagGiven(fs, "runtime-endpoint") {
 		dctx, cancelDial := context.WithCancel(ctx)
+		// Deferred in this order, a return cancels both, then waits.
+		netCheck = goStep(func() (cni.Checked, error) { return cni.Check(dctx, netCfg) })
+		defer netCheck.wait()
 		dial = goStep(func() (*cri.Client, error) {
 			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
 		})
@@ -408,6 +419,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// the foreground).
 	if dial == nil {
 		dctx, cancelDial := context.WithCancel(ctx)
+		// Deferred in this order, a return cancels both, then waits.
+		netCheck = goStep(func() (cni.Checked, error) { return cni.Check(dctx, netCfg) })
+		defer netCheck.wait()
 		dial = goStep(func() (*cri.Client, error) {
 			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
 		})
@@ -418,16 +432,17 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 
-	// Step: pod network, begun once the runtime answered and finished
-	// before the agent starts. Installing the conflist checks every CNI
-	// plugin it names by running it (CNI VERSION), one process after
-	// another: the longest step of a launch before the first sandbox on a
-	// machine where process creation is slow. It asks the runtime nothing,
-	// so it runs beside the cgroups, the foreign pods' check and the IP
-	// repair; the runtime's NetworkReady is asked once it is done.
-	netCfg := nf.network()
+	// Step: pod network, its plugin check begun with the handshake, the
+	// conflist written once the runtime answered, both finished before
+	// the agent starts. It asks the runtime nothing, so it runs beside the
+	// cgroups, the foreign pods' check and the IP repair; the runtime's
+	// NetworkReady is asked once it is done.
 	install := goStep(func() ([]string, error) {
-		_, notices, err := cni.Install(ctx, netCfg)
+		checked, err := netCheck.wait()
+		if err != nil {
+			return nil, err
+		}
+		_, notices, err := checked.Install()
 		return notices, err
 	})
 	// Every return below waits for it: the process must not exit while it
@@ -497,7 +512,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	p.line("node", "network ready", time.Since(install.began), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
+	p.line("node", "network ready", time.Since(netCheck.began), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
 
 	// Run until a signal, then tear the pods down.
 	actx, stopAgent := context.WithCancel(context.Background())

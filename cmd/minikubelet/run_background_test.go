@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/minikubelet/minikubelet/cni/cnitest"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -74,11 +75,13 @@ func TestCloseDialed_CancelsTheHandshake(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-// With an explicit endpoint the handshake runs while the manifest is
-// validated; an invalid manifest is still reported as such (exit 2,
-// nothing created), at once, even when the runtime never answers.
+// With an explicit endpoint the handshake and the pod network's plugin
+// check run while the manifest is validated; an invalid manifest is still
+// reported as such (exit 2, nothing created: no conflist although the
+// plugins answer), at once, even when the runtime never answers.
 func TestRunCommand_InvalidManifestWithSilentRuntime(t *testing.T) {
 	dir := t.TempDir()
+	cnitest.WritePlugins(t, filepath.Join(dir, "cni-bin"), cnitest.SpecVersions)
 	sock := filepath.Join(dir, "silent.sock")
 	l, err := net.Listen("unix", sock)
 	require.NoError(t, err)
@@ -98,7 +101,8 @@ func TestRunCommand_InvalidManifestWithSilentRuntime(t *testing.T) {
 	err = runCommand(context.Background(), []string{
 		"--runtime-endpoint", "unix://" + sock, "--runtime-request-timeout", "1m",
 		"--root-dir", filepath.Join(dir, "root"), "--pod-log-dir", filepath.Join(dir, "logs"),
-		"--cni-conf-dir", filepath.Join(dir, "net.d"), "--socket", filepath.Join(dir, "api.sock"),
+		"--cni-conf-dir", filepath.Join(dir, "net.d"), "--cni-bin-dir", filepath.Join(dir, "cni-bin"),
+		"--socket", filepath.Join(dir, "api.sock"),
 		file,
 	}, io.Discard, io.Discard)
 	var ee *exitError
