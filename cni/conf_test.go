@@ -241,3 +241,26 @@ func assertOnlyFiles(t *testing.T, dir string, names ...string) {
 	}
 	assert.Equal(t, names, got)
 }
+
+// Check runs the plugins but writes nothing, not even the conf dir (a
+// foreground run checks before its manifest is validated); the Checked
+// conflist installs what Install would; an unchecked one refuses.
+func TestCheck_WritesNothingUntilInstall(t *testing.T) {
+	c := testConfig(t)
+	checked, err := Check(context.Background(), c)
+	require.NoError(t, err)
+	_, err = os.Stat(c.ConfDir)
+	require.True(t, os.IsNotExist(err), "Check created %s", c.ConfDir)
+
+	changed, _, err := checked.Install()
+	require.NoError(t, err)
+	assert.True(t, changed)
+	want, err := Render(c.WithDefaults())
+	require.NoError(t, err)
+	got, err := os.ReadFile(ConfPath(c))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+
+	_, _, err = Checked{}.Install()
+	require.ErrorContains(t, err, "not checked")
+}

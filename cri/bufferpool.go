@@ -24,8 +24,9 @@ var bufferPoolExponents = []uint8{8, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
 
 // The codec's pool can only be changed process-wide, and only before any
 // connection exists (grpc-go: experimental.SetDefaultBufferPool, "during
-// initialization time"): the CRI is the daemon's main gRPC peer, and the
-// other users (device plugins, gRPC probes, the event stream) gain the same.
+// initialization time"): the CRI is the daemon's main gRPC peer. The other
+// gRPC users decode with the same pool (the device-plugin server's
+// transport keeps grpc-go's own, which it read when grpc initialised).
 func init() {
 	pool, err := mem.NewBinaryTieredBufferPool(bufferPoolExponents...)
 	if err != nil {

@@ -162,7 +162,7 @@ func NewClientForConfig(cfg *rest.Config, userAgent string) (API, error) {
 	return newRESTAPI(cfg)
 }
 
-// scheme knows the types the node reads and writes (core/v1,
+// nodeScheme knows the types the node reads and writes (core/v1,
 // coordination.k8s.io/v1, authentication.k8s.io/v1's TokenRequest,
 // certificates.k8s.io/v1's CertificateSigningRequest) and meta's (Status, WatchEvent, list and get
 // options): all its REST clients decode, nothing else.

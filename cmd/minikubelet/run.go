@@ -512,7 +512,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	p.line("node", "network ready", time.Since(netCheck.began), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
+	p.line("node", "network ready", time.Since(install.began), fmt.Sprintf("%s %s via %s", netCfg.Name, netCfg.PodCIDR, cni.ConfPath(netCfg)))
 
 	// Run until a signal, then tear the pods down.
 	actx, stopAgent := context.WithCancel(context.Background())

@@ -227,9 +227,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		go serving.Run(ctx)
 	}
 	setServeGC(os.Getenv)
-	if gov := newProcsGovernor(os.Getenv, logger); gov != nil {
-		go gov.run(ctx, procsPeriod)
-	}
+	defer startProcsGovernor(ctx, logger)()
 	if sf.profiling {
 		// The heap profile samples from here on (earlyinit).
 		earlyinit.Restore()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"syscall"
 	"time"
@@ -27,8 +28,11 @@ import (
 // samples the process's CPU time every procsPeriod: from one processor it
 // goes to all of them when a period used more than procsBusy of a core,
 // and back to one after procsQuietPeriods periods in a row under
-// procsQuiet (the hysteresis keeps it from flapping at the edge). System
-// calls count as busy too: they are what a busy agent spends on.
+// procsQuiet, a quarter of a core (the hysteresis keeps it from flapping
+// at the edge). System calls count as busy too: they are what a busy
+// agent spends on. Going back to all processors hands GOMAXPROCS to Go
+// (runtime.SetDefaultGOMAXPROCS), which then follows the CPUs and the
+// cgroup's limit again, as it does when the governor ends.
 const (
 	procsPeriod       = time.Second
 	procsBusy         = 0.5
@@ -38,83 +42,115 @@ const (
 
 // procsGovernor sets GOMAXPROCS from the process's recent CPU use.
 type procsGovernor struct {
-	// max is the GOMAXPROCS Go chose (the CPUs, or the cgroup's limit).
-	max int
-	// cpu returns the process's CPU time (user and system) so far.
+	// cpu returns the process's CPU time (user and system) so far; now
+	// the wall clock.
 	cpu func() time.Duration
-	// set is runtime.GOMAXPROCS.
-	set func(int) int
+	now func() time.Time
+	// one sets GOMAXPROCS to 1 (runtime.GOMAXPROCS). all hands it back
+	// to Go (runtime.SetDefaultGOMAXPROCS: the CPUs, or the cgroup's
+	// limit, which Go then follows again as it changes) and returns it.
+	one func()
+	all func() int
 	// logger gets a debug line at each change.
 	logger *slog.Logger
 
 	// cur is the GOMAXPROCS set last; quiet counts the quiet periods in a
-	// row while cur is max.
+	// row while cur is not 1.
 	cur, quiet int
-	// last is cpu() at the previous sample.
-	last time.Duration
+	// lastCPU and lastAt are the previous sample.
+	lastCPU time.Duration
+	lastAt  time.Time
 }
 
 // newProcsGovernor sets one processor and returns the governor, or nil
-// when the user set GOMAXPROCS or Go chose one processor anyway.
+// when the environment sets GOMAXPROCS (any value: Go's to judge) or Go
+// chose one processor anyway.
 func newProcsGovernor(getenv func(string) string, logger *slog.Logger) *procsGovernor {
-	if getenv("GOMAXPROCS") != "" {
+	if getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) <= 1 {
 		return nil
 	}
-	g := &procsGovernor{max: runtime.GOMAXPROCS(0), cpu: processCPU, set: runtime.GOMAXPROCS, logger: logger}
-	if g.max <= 1 {
-		return nil
+	g := &procsGovernor{
+		cpu: processCPU, now: time.Now, logger: logger,
+		one: func() { runtime.GOMAXPROCS(1) },
+		all: func() int { runtime.SetDefaultGOMAXPROCS(); return runtime.GOMAXPROCS(0) },
 	}
 	g.start()
 	return g
 }
 
-// start sets one processor and takes the first sample.
-func (g *procsGovernor) start() {
-	g.set(1)
-	g.cur, g.last = 1, g.cpu()
+// startProcsGovernor starts the governor, unless newProcsGovernor says
+// not to, and returns what stops it and waits for it to end (serve defers
+// it: the governor ends with the command, whatever the return).
+func startProcsGovernor(ctx context.Context, logger *slog.Logger) (stop func()) {
+	g := newProcsGovernor(os.Getenv, logger)
+	if g == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.run(ctx, procsPeriod)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
-// run samples every period until ctx is done, then restores Go's choice.
+// start sets one processor and takes the first sample.
+func (g *procsGovernor) start() {
+	g.one()
+	g.cur, g.lastCPU, g.lastAt = 1, g.cpu(), g.now()
+}
+
+// run samples every period until ctx is done, then hands GOMAXPROCS back
+// to Go.
 func (g *procsGovernor) run(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			g.set(g.max)
+			g.all()
 			return
 		case <-t.C:
-			g.sample(period)
+			g.sample()
 		}
 	}
 }
 
-// sample takes one period's CPU time and changes GOMAXPROCS when the
-// period calls for it.
-func (g *procsGovernor) sample(period time.Duration) {
-	now := g.cpu()
-	used := float64(now-g.last) / float64(period)
-	g.last = now
+// sample takes the CPU time since the last sample, over the wall time
+// since then (a late tick covers more), and changes GOMAXPROCS when it
+// calls for it.
+func (g *procsGovernor) sample() {
+	cpu, at := g.cpu(), g.now()
+	elapsed := at.Sub(g.lastAt)
+	used := 0.0
+	if elapsed > 0 {
+		used = float64(cpu-g.lastCPU) / float64(elapsed)
+	}
+	g.lastCPU, g.lastAt = cpu, at
 	switch {
 	case g.cur == 1 && used > procsBusy:
-		g.change(g.max, used)
+		g.change(func() int { return g.all() }, used)
 	case g.cur != 1 && used < procsQuiet:
 		g.quiet++
 		if g.quiet >= procsQuietPeriods {
-			g.change(1, used)
+			g.change(func() int { g.one(); return 1 }, used)
 		}
 	case g.cur != 1:
 		g.quiet = 0
 	}
 }
 
-// change sets GOMAXPROCS to n.
-func (g *procsGovernor) change(n int, used float64) {
+// change applies set, which returns the new GOMAXPROCS.
+func (g *procsGovernor) change(set func() int, used float64) {
+	from := g.cur
+	g.cur, g.quiet = set(), 0
 	if g.logger != nil {
-		g.logger.Debug("GOMAXPROCS changed", "from", g.cur, "to", n, "cpu", fmt.Sprintf("%.2f of a core", used))
+		g.logger.Debug("GOMAXPROCS changed", "from", from, "to", g.cur, "cpu", fmt.Sprintf("%.2f of a core", used))
 	}
-	g.cur, g.quiet = n, 0
-	g.set(n)
 }
 
 // processCPU is the process's user and system time so far.

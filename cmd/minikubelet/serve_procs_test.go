@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -11,24 +12,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeProcs is a governor over a CPU clock and GOMAXPROCS of its own.
-func fakeProcs(max int) (*procsGovernor, *time.Duration, *[]int) {
-	var cpu time.Duration
-	var sets []int
-	g := &procsGovernor{max: max, cpu: func() time.Duration { return cpu }, set: func(n int) int { sets = append(sets, n); return 0 }}
+// fakeProcs is a governor over a CPU clock, a wall clock and a GOMAXPROCS
+// of its own; Go's default is max.
+func fakeProcs(max int) (g *procsGovernor, cpu *time.Duration, wall *time.Time, sets *[]int) {
+	cpu, wall, sets = new(time.Duration), new(time.Time), new([]int)
+	*wall = time.Unix(1000, 0)
+	g = &procsGovernor{
+		cpu: func() time.Duration { return *cpu },
+		now: func() time.Time { return *wall },
+		one: func() { *sets = append(*sets, 1) },
+		all: func() int { *sets = append(*sets, max); return max },
+	}
 	g.start()
-	return g, &cpu, &sets
+	return g, cpu, wall, sets
 }
 
 // One processor while quiet; all of them from the first busy period; one
 // again only after procsQuietPeriods quiet periods in a row.
 func TestProcsGovernor(t *testing.T) {
-	g, cpu, sets := fakeProcs(4)
+	g, cpu, wall, sets := fakeProcs(4)
 	require.Equal(t, []int{1}, *sets, "starts on one processor")
 	period := time.Second
 	use := func(frac float64) {
 		*cpu += time.Duration(frac * float64(period))
-		g.sample(period)
+		*wall = wall.Add(period)
+		g.sample()
 	}
 
 	use(0.10)
@@ -50,10 +58,26 @@ func TestProcsGovernor(t *testing.T) {
 	assert.Equal(t, []int{1, 4, 1}, *sets)
 }
 
-// The user's GOMAXPROCS wins: no governor, Go's setting untouched.
-func TestNewProcsGovernor_UserChoiceWins(t *testing.T) {
-	old := runtime.GOMAXPROCS(3)
-	defer runtime.GOMAXPROCS(old)
+// The CPU time is taken over the wall time since the last sample: 0.8 s
+// of CPU over a late tick's 2 s is 0.4 of a core, not busy.
+func TestProcsGovernor_LateTick(t *testing.T) {
+	g, cpu, wall, sets := fakeProcs(2)
+	*cpu += 800 * time.Millisecond
+	*wall = wall.Add(2 * time.Second)
+	g.sample()
+	assert.Equal(t, []int{1}, *sets)
+	*cpu += 800 * time.Millisecond
+	*wall = wall.Add(time.Second)
+	g.sample()
+	assert.Equal(t, []int{1, 2}, *sets)
+}
+
+// The environment's GOMAXPROCS wins: no governor, Go's setting untouched.
+// Without it the daemon starts on one processor, and the governor's end
+// hands GOMAXPROCS back to Go's default.
+func TestNewProcsGovernor(t *testing.T) {
+	t.Cleanup(runtime.SetDefaultGOMAXPROCS)
+	runtime.GOMAXPROCS(3)
 	g := newProcsGovernor(func(k string) string {
 		if k == "GOMAXPROCS" {
 			return "3"
@@ -63,13 +87,18 @@ func TestNewProcsGovernor_UserChoiceWins(t *testing.T) {
 	assert.Nil(t, g)
 	assert.Equal(t, 3, runtime.GOMAXPROCS(0))
 
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0)
+	if def <= 1 {
+		t.Skip("Go's default GOMAXPROCS is 1 here: no governor")
+	}
 	g = newProcsGovernor(func(string) string { return "" }, slog.New(slog.DiscardHandler))
 	require.NotNil(t, g)
 	assert.Equal(t, 1, runtime.GOMAXPROCS(0), "the default starts on one processor")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	g.run(ctx, time.Hour)
-	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "run restores Go's choice when it ends")
+	assert.Equal(t, def, runtime.GOMAXPROCS(0), "run hands GOMAXPROCS back to Go's default when it ends")
 }
 
 // processCPU reads this process's CPU time, which grows with work.
@@ -80,4 +109,19 @@ func TestProcessCPU(t *testing.T) {
 		_ = n * n
 	}
 	assert.Greater(t, processCPU(), before)
+}
+
+// serve's governor runs until the stop it deferred, which waits for it
+// and leaves Go's default behind.
+func TestStartProcsGovernor(t *testing.T) {
+	t.Cleanup(runtime.SetDefaultGOMAXPROCS)
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0)
+	if def <= 1 || os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("no governor here: GOMAXPROCS is 1 or set in the environment")
+	}
+	stop := startProcsGovernor(context.Background(), nil)
+	assert.Equal(t, 1, runtime.GOMAXPROCS(0))
+	stop()
+	assert.Equal(t, def, runtime.GOMAXPROCS(0))
 }
