@@ -349,14 +349,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var netCheck *pending[cni.Checked]
 	netCfg := nf.network()
 	if rf.foreground || flagGiven(fs, "runtime-endpoint") {
-		dctx, cancelDial := context.WithCancel(ctx)
-		// Deferred in this order, a return cancels both, then waits.
-		netCheck = goStep(func() (cni.Checked, error) { return cni.Check(dctx, netCfg) })
-		defer netCheck.wait()
-		dial = goStep(func() (*cri.Client, error) {
-			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
-		})
-		defer closeDialed(dial, cancelDial)
+		var stop func()
+		dial, netCheck, stop = beginRuntimeSteps(ctx, &nf, netCfg)
+		defer stop()
 	}
 	node, err := nf.node(nil)
 	if err != nil {
@@ -418,14 +413,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Step: runtime handshake (begun above when the run was sure to be in
 	// the foreground).
 	if dial == nil {
-		dctx, cancelDial := context.WithCancel(ctx)
-		// Deferred in this order, a return cancels both, then waits.
-		netCheck = goStep(func() (cni.Checked, error) { return cni.Check(dctx, netCfg) })
-		defer netCheck.wait()
-		dial = goStep(func() (*cri.Client, error) {
-			return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
-		})
-		defer closeDialed(dial, cancelDial)
+		var stop func()
+		dial, netCheck, stop = beginRuntimeSteps(ctx, &nf, netCfg)
+		defer stop()
 	}
 	client, err := dial.wait()
 	if err != nil {
@@ -588,6 +578,22 @@ func goStep[T any](f func() (T, error)) *pending[T] {
 func (p *pending[T]) wait() (T, error) {
 	<-p.done
 	return p.val, p.err
+}
+
+// beginRuntimeSteps starts a foreground run's runtime handshake and its
+// pod network's plugin check (which writes nothing) in the background.
+// stop cancels both if still in flight, closes the client the handshake
+// made, and waits for the check: every return of the run defers it.
+func beginRuntimeSteps(ctx context.Context, nf *nodeFlags, netCfg cni.Config) (dial *pending[*cri.Client], check *pending[cni.Checked], stop func()) {
+	dctx, cancel := context.WithCancel(ctx)
+	check = goStep(func() (cni.Checked, error) { return cni.Check(dctx, netCfg) })
+	dial = goStep(func() (*cri.Client, error) {
+		return cri.Dial(dctx, nf.endpoint, cri.Options{Timeout: nf.runtimeTimeout})
+	})
+	return dial, check, func() {
+		closeDialed(dial, cancel)
+		_, _ = check.wait()
+	}
 }
 
 // closeDialed ends a background handshake when the run returns: cancel

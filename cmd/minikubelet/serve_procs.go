@@ -133,24 +133,24 @@ func (g *procsGovernor) sample() {
 	g.lastCPU, g.lastAt = cpu, at
 	switch {
 	case g.cur == 1 && used > procsBusy:
-		g.change(func() int { return g.all() }, used)
+		g.changed(g.all(), used)
 	case g.cur != 1 && used < procsQuiet:
 		g.quiet++
 		if g.quiet >= procsQuietPeriods {
-			g.change(func() int { g.one(); return 1 }, used)
+			g.one()
+			g.changed(1, used)
 		}
 	case g.cur != 1:
 		g.quiet = 0
 	}
 }
 
-// change applies set, which returns the new GOMAXPROCS.
-func (g *procsGovernor) change(set func() int, used float64) {
-	from := g.cur
-	g.cur, g.quiet = set(), 0
+// changed records that GOMAXPROCS is now n.
+func (g *procsGovernor) changed(n int, used float64) {
 	if g.logger != nil {
-		g.logger.Debug("GOMAXPROCS changed", "from", from, "to", g.cur, "cpu", fmt.Sprintf("%.2f of a core", used))
+		g.logger.Debug("GOMAXPROCS changed", "from", g.cur, "to", n, "cpu", fmt.Sprintf("%.2f of a core", used))
 	}
+	g.cur, g.quiet = n, 0
 }
 
 // processCPU is the process's user and system time so far.
