@@ -390,7 +390,6 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			delete(a.workers, uid)
 		}
 		if w.tornDown {
-			close(w.done)
 			if a.lifecycle != nil {
 				a.lifecycle.podGone(w.pod())
 			}
@@ -398,6 +397,9 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			// workers delete theirs when they stop: a series per pod
 			// ever probed would grow the daemon's heap with every pod.
 			a.metrics.ForgetPod(uid)
+			// Done last: whoever waits on it (PodDone) finds the pod
+			// gone from the watch and the metrics too.
+			close(w.done)
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)

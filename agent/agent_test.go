@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -445,6 +446,58 @@ func TestAgent_TeardownRemovesEverything(t *testing.T) {
 	assert.Empty(t, ctrs)
 	_, known := h.agent.GetPod(pod.UID)
 	assert.False(t, known)
+}
+
+// slowLifecycle is a PodLifecycle that takes its time over PodGone, as a
+// busy observer might, and records when it finished.
+type slowLifecycle struct {
+	mu   sync.Mutex
+	gone map[string]bool
+}
+
+func (l *slowLifecycle) PodAdded(*v1.Pod) {}
+func (l *slowLifecycle) PodGone(p *v1.Pod) {
+	time.Sleep(50 * time.Millisecond)
+	l.mu.Lock()
+	l.gone[p.Name] = true
+	l.mu.Unlock()
+}
+
+// PodDone is closed only after everything a finished teardown does: the
+// lifecycle heard of it (the daemon's watch hub drops the pod) and the
+// pod's probe series are gone. It was closed first, and the daemon's
+// churn test then raced the watch hub and the metrics (CI, stop 38).
+func TestAgent_PodDoneAfterTheTeardownsEnd(t *testing.T) {
+	h := newHarness(t)
+	lc := &slowLifecycle{gone: map[string]bool{}}
+	h.agent.SetPodLifecycle(lc)
+	pod := testPod(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: brief}
+spec:
+  containers: [{name: app, image: reg.local/x:1}]
+`)
+	h.agent.SetPods([]*v1.Pod{pod})
+	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
+	h.agent.metrics.ProbeTotal.WithLabelValues("Readiness", "successful", "app", pod.Name, pod.Namespace, string(pod.UID)).Inc()
+	done := h.agent.PodDone(pod.UID)
+	require.NotNil(t, done)
+	h.agent.SetPods(nil)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("teardown did not finish")
+	}
+	lc.mu.Lock()
+	gone := lc.gone["brief"]
+	lc.mu.Unlock()
+	assert.True(t, gone, "the lifecycle's PodGone had returned when PodDone closed")
+	mfs, err := h.agent.MetricsRegisterer().(prometheus.Gatherer).Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		assert.NotEqual(t, "prober_probe_total", mf.GetName(), "the pod's probe series were deleted when PodDone closed")
+	}
 }
 
 // A pod deleted while its RunPodSandbox is in flight: the call is not cut
