@@ -33,6 +33,11 @@ import (
 // agent spends on. Going back to all processors hands GOMAXPROCS to Go
 // (runtime.SetDefaultGOMAXPROCS), which then follows the CPUs and the
 // cgroup's limit again, as it does when the governor ends.
+//
+// The same samples time the code trim (trimCode): once the daemon has been
+// quiet for procsQuietPeriods periods after start or after any period that
+// was not quiet, it drops its mappings of its executable's read-only pages,
+// and the quiet loop maps back only what it runs.
 const (
 	procsPeriod       = time.Second
 	procsBusy         = 0.5
@@ -51,28 +56,51 @@ type procsGovernor struct {
 	// limit, which Go then follows again as it changes) and returns it.
 	one func()
 	all func() int
+	// procs is whether the governor sets GOMAXPROCS at all.
+	procs bool
+	// trim drops the executable's read-only pages (trimCode), or is nil.
+	trim func()
 	// logger gets a debug line at each change.
 	logger *slog.Logger
 
 	// cur is the GOMAXPROCS set last; quiet counts the quiet periods in a
 	// row while cur is not 1.
 	cur, quiet int
+	// calm counts the quiet periods in a row, whatever cur; trimDue is set
+	// at start and by any period that was not quiet, and cleared by the
+	// trim that follows procsQuietPeriods calm ones.
+	calm    int
+	trimDue bool
 	// lastCPU and lastAt are the previous sample.
 	lastCPU time.Duration
 	lastAt  time.Time
 }
 
-// newProcsGovernor sets one processor and returns the governor, or nil
-// when the environment sets GOMAXPROCS (any value: Go's to judge) or Go
-// chose one processor anyway.
+// newProcsGovernor sets one processor and returns the governor. It leaves
+// GOMAXPROCS alone when the environment sets it (any value: Go's to judge)
+// or Go chose one processor anyway, and does not trim when
+// MINIKUBELET_TRIM_CODE is 0; with neither to do it returns nil.
 func newProcsGovernor(getenv func(string) string, logger *slog.Logger) *procsGovernor {
-	if getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) <= 1 {
-		return nil
-	}
 	g := &procsGovernor{
 		cpu: processCPU, now: time.Now, logger: logger,
-		one: func() { runtime.GOMAXPROCS(1) },
-		all: func() int { runtime.SetDefaultGOMAXPROCS(); return runtime.GOMAXPROCS(0) },
+		procs: getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 1,
+		one:   func() { runtime.GOMAXPROCS(1) },
+		all:   func() int { runtime.SetDefaultGOMAXPROCS(); return runtime.GOMAXPROCS(0) },
+	}
+	if getenv("MINIKUBELET_TRIM_CODE") != "0" {
+		g.trim = func() {
+			n, err := trimCode()
+			switch {
+			case logger == nil:
+			case err != nil:
+				logger.Debug("Could not trim the executable's pages", "err", err)
+			default:
+				logger.Debug("Trimmed the executable's read-only pages", "bytes", n)
+			}
+		}
+	}
+	if !g.procs && g.trim == nil {
+		return nil
 	}
 	g.start()
 	return g
@@ -98,10 +126,15 @@ func startProcsGovernor(ctx context.Context, logger *slog.Logger) (stop func()) 
 	}
 }
 
-// start sets one processor and takes the first sample.
+// start sets one processor (when it governs them) and takes the first
+// sample.
 func (g *procsGovernor) start() {
-	g.one()
-	g.cur, g.lastCPU, g.lastAt = 1, g.cpu(), g.now()
+	if g.procs {
+		g.one()
+		g.cur = 1
+	}
+	g.trimDue = g.trim != nil
+	g.lastCPU, g.lastAt = g.cpu(), g.now()
 }
 
 // run samples every period until ctx is done, then hands GOMAXPROCS back
@@ -112,7 +145,9 @@ func (g *procsGovernor) run(ctx context.Context, period time.Duration) {
 	for {
 		select {
 		case <-ctx.Done():
-			g.all()
+			if g.procs {
+				g.all()
+			}
 			return
 		case <-t.C:
 			g.sample()
@@ -131,6 +166,10 @@ func (g *procsGovernor) sample() {
 		used = float64(cpu-g.lastCPU) / float64(elapsed)
 	}
 	g.lastCPU, g.lastAt = cpu, at
+	g.sampleTrim(used)
+	if !g.procs {
+		return
+	}
 	switch {
 	case g.cur == 1 && used > procsBusy:
 		g.changed(g.all(), used)
@@ -142,6 +181,23 @@ func (g *procsGovernor) sample() {
 		}
 	case g.cur != 1:
 		g.quiet = 0
+	}
+}
+
+// sampleTrim trims after procsQuietPeriods quiet periods in a row that
+// follow the start or a period that was not quiet.
+func (g *procsGovernor) sampleTrim(used float64) {
+	if g.trim == nil {
+		return
+	}
+	if used >= procsQuiet {
+		g.calm, g.trimDue = 0, true
+		return
+	}
+	g.calm++
+	if g.trimDue && g.calm >= procsQuietPeriods {
+		g.trim()
+		g.trimDue = false
 	}
 }
 

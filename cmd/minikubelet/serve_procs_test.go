@@ -12,18 +12,55 @@ import (
 )
 
 // fakeProcs is a governor over a CPU clock, a wall clock and a GOMAXPROCS
-// of its own; Go's default is max.
+// of its own; Go's default is max. It does not trim.
 func fakeProcs(max int) (g *procsGovernor, cpu *time.Duration, wall *time.Time, sets *[]int) {
 	cpu, wall, sets = new(time.Duration), new(time.Time), new([]int)
 	*wall = time.Unix(1000, 0)
 	g = &procsGovernor{
-		cpu: func() time.Duration { return *cpu },
-		now: func() time.Time { return *wall },
-		one: func() { *sets = append(*sets, 1) },
-		all: func() int { *sets = append(*sets, max); return max },
+		cpu:   func() time.Duration { return *cpu },
+		now:   func() time.Time { return *wall },
+		procs: true,
+		one:   func() { *sets = append(*sets, 1) },
+		all:   func() int { *sets = append(*sets, max); return max },
 	}
 	g.start()
 	return g, cpu, wall, sets
+}
+
+// The code trim comes after procsQuietPeriods quiet periods in a row that
+// follow the start or a period that was not quiet, once each time; a
+// governor that leaves GOMAXPROCS alone still trims.
+func TestProcsGovernor_Trim(t *testing.T) {
+	for _, procs := range []bool{true, false} {
+		g, cpu, wall, sets := fakeProcs(2)
+		g.procs = procs
+		trims := 0
+		g.trim = func() { trims++ }
+		g.start()
+		use := func(frac float64, n int) {
+			for range n {
+				*cpu += time.Duration(frac * float64(time.Second))
+				*wall = wall.Add(time.Second)
+				g.sample()
+			}
+		}
+		use(0.10, procsQuietPeriods-1)
+		assert.Zero(t, trims, "not before procsQuietPeriods quiet periods")
+		use(0.10, 1)
+		assert.Equal(t, 1, trims, "after the start's quiet periods")
+		use(0.10, 3*procsQuietPeriods)
+		assert.Equal(t, 1, trims, "once while it stays quiet")
+		use(0.30, 1) // not quiet, not busy
+		use(0.10, procsQuietPeriods-1)
+		use(0.90, 1) // busy: the count starts over
+		use(0.10, procsQuietPeriods-1)
+		assert.Equal(t, 1, trims)
+		use(0.10, 1)
+		assert.Equal(t, 2, trims, "again after a busy stretch ended")
+		if !procs {
+			assert.Equal(t, []int{1}, *sets, "GOMAXPROCS untouched (fakeProcs's own start aside)")
+		}
+	}
 }
 
 // One processor while quiet; all of them from the first busy period; one
@@ -71,19 +108,25 @@ func TestProcsGovernor_LateTick(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, *sets)
 }
 
-// The environment's GOMAXPROCS wins: no governor, Go's setting untouched.
-// Without it the daemon starts on one processor, and the governor's end
-// hands GOMAXPROCS back to Go's default.
+// The environment's GOMAXPROCS wins: Go's setting untouched, and with
+// MINIKUBELET_TRIM_CODE=0 too, no governor. Without it the daemon starts
+// on one processor, and the governor's end hands GOMAXPROCS back to Go's
+// default.
 func TestNewProcsGovernor(t *testing.T) {
 	t.Cleanup(runtime.SetDefaultGOMAXPROCS)
 	runtime.GOMAXPROCS(3)
-	g := newProcsGovernor(func(k string) string {
-		if k == "GOMAXPROCS" {
-			return "3"
-		}
-		return ""
-	}, nil)
-	assert.Nil(t, g)
+	env := map[string]string{"GOMAXPROCS": "3"}
+	g := newProcsGovernor(func(k string) string { return env[k] }, nil)
+	require.NotNil(t, g, "it still trims")
+	assert.False(t, g.procs)
+	assert.NotNil(t, g.trim)
+	assert.Equal(t, 3, runtime.GOMAXPROCS(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g.run(ctx, time.Hour)
+	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "its end leaves the environment's GOMAXPROCS")
+	env["MINIKUBELET_TRIM_CODE"] = "0"
+	assert.Nil(t, newProcsGovernor(func(k string) string { return env[k] }, nil))
 	assert.Equal(t, 3, runtime.GOMAXPROCS(0))
 
 	runtime.SetDefaultGOMAXPROCS()
@@ -92,8 +135,6 @@ func TestNewProcsGovernor(t *testing.T) {
 	g = newProcsGovernor(func(string) string { return "" }, slog.New(slog.DiscardHandler))
 	require.NotNil(t, g)
 	assert.Equal(t, 1, runtime.GOMAXPROCS(0), "the default starts on one processor")
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
 	g.run(ctx, time.Hour)
 	assert.Equal(t, def, runtime.GOMAXPROCS(0), "run hands GOMAXPROCS back to Go's default when it ends")
 }
