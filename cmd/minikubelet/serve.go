@@ -393,13 +393,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	logger.Info("Serving the local API", "socket", sf.socket, "tcp", sf.apiAddress, "manifestDir", sf.manifestDir)
 	// Started: what start-up alone touched of the binary leaves the
-	// daemon's resident memory (serve_pages.go).
-	before := rssFileKiB()
-	if n, err := dropStartupPages(); err != nil {
-		logger.Warn("Could not unmap the binary's start-up pages; the daemon's RSS stays higher", "err", err)
-	} else {
-		logger.Debug("Unmapped the binary's start-up pages", "mappings", n, "rssFileKiBBefore", before, "rssFileKiBAfter", rssFileKiB())
-	}
+	// daemon's resident memory (serve_pages.go; the governor drops again
+	// after bursts).
+	dropBinaryPagesLogged(logger, "start-up")
 
 	runErr := <-runDone
 	waitCluster()

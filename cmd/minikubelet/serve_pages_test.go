@@ -40,15 +40,15 @@ func TestReadOnlyMapping(t *testing.T) {
 	assert.Equal(t, uintptr(0x400000), lo)
 }
 
-// TestDropStartupPages drops the test binary's own code and read-only data
+// TestDropBinaryPages drops the test binary's own code and read-only data
 // from its page tables: its resident file pages fall, and the process
 // (whose code was just unmapped) goes on running and computing correctly.
-func TestDropStartupPages(t *testing.T) {
+func TestDropBinaryPages(t *testing.T) {
 	// Touch code and tables: a test binary's start-up maps much of them.
 	_ = assert.ObjectsAreEqual(map[string]int{"a": 1}, map[string]int{"a": 1})
 	before := rssFileKiB()
 	require.Positive(t, before)
-	n, err := dropStartupPages()
+	n, err := dropBinaryPages()
 	require.NoError(t, err)
 	assert.Positive(t, n, "the test binary's code is mapped")
 	after := rssFileKiB()

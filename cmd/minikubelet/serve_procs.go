@@ -34,10 +34,10 @@ import (
 // (runtime.SetDefaultGOMAXPROCS), which then follows the CPUs and the
 // cgroup's limit again, as it does when the governor ends.
 //
-// The same samples time the code trim (trimCode): once the daemon has been
-// quiet for procsQuietPeriods periods after start or after any period that
-// was not quiet, it drops its mappings of its executable's read-only pages,
-// and the quiet loop maps back only what it runs.
+// The same samples time dropping the binary's pages again
+// (dropBinaryPages): after procsQuietPeriods quiet periods in a row that
+// follow the start or any period that was not quiet, the daemon unmaps
+// its binary's read-only pages, and the quiet loop maps back what it runs.
 const (
 	procsPeriod       = time.Second
 	procsBusy         = 0.5
@@ -58,7 +58,8 @@ type procsGovernor struct {
 	all func() int
 	// procs is whether the governor sets GOMAXPROCS at all.
 	procs bool
-	// trim drops the executable's read-only pages (trimCode), or is nil.
+	// trim drops the binary's read-only pages (dropBinaryPages), or is
+	// nil.
 	trim func()
 	// logger gets a debug line at each change.
 	logger *slog.Logger
@@ -78,42 +79,25 @@ type procsGovernor struct {
 
 // newProcsGovernor sets one processor and returns the governor. It leaves
 // GOMAXPROCS alone when the environment sets it (any value: Go's to judge)
-// or Go chose one processor anyway, and does not trim when
-// MINIKUBELET_TRIM_CODE is 0; with neither to do it returns nil.
+// or Go chose one processor anyway; it drops the binary's pages after
+// bursts either way.
 func newProcsGovernor(getenv func(string) string, logger *slog.Logger) *procsGovernor {
 	g := &procsGovernor{
 		cpu: processCPU, now: time.Now, logger: logger,
 		procs: getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 1,
 		one:   func() { runtime.GOMAXPROCS(1) },
 		all:   func() int { runtime.SetDefaultGOMAXPROCS(); return runtime.GOMAXPROCS(0) },
-	}
-	if getenv("MINIKUBELET_TRIM_CODE") != "0" {
-		g.trim = func() {
-			n, err := trimCode()
-			switch {
-			case logger == nil:
-			case err != nil:
-				logger.Debug("Could not trim the executable's pages", "err", err)
-			default:
-				logger.Debug("Trimmed the executable's read-only pages", "bytes", n)
-			}
-		}
-	}
-	if !g.procs && g.trim == nil {
-		return nil
+		trim:  func() { dropBinaryPagesLogged(logger, "a busy stretch") },
 	}
 	g.start()
 	return g
 }
 
-// startProcsGovernor starts the governor, unless newProcsGovernor says
-// not to, and returns what stops it and waits for it to end (serve defers
-// it: the governor ends with the command, whatever the return).
+// startProcsGovernor starts the governor and returns what stops it and
+// waits for it to end (serve defers it: the governor ends with the
+// command, whatever the return).
 func startProcsGovernor(ctx context.Context, logger *slog.Logger) (stop func()) {
 	g := newProcsGovernor(os.Getenv, logger)
-	if g == nil {
-		return func() {}
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
