@@ -393,12 +393,9 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			if a.lifecycle != nil {
 				a.lifecycle.podGone(w.pod())
 			}
-			// Its probe series go with it, as the kubelet's prober
-			// workers delete theirs when they stop: a series per pod
-			// ever probed would grow the daemon's heap with every pod.
+			// Its probe series go with it (metrics.ForgetPod); done is
+			// closed last, so that PodDone's waiters find all this done.
 			a.metrics.ForgetPod(uid)
-			// Done last: whoever waits on it (PodDone) finds the pod
-			// gone from the watch and the metrics too.
 			close(w.done)
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
