@@ -481,14 +481,7 @@ spec:
 	h.agent.SetPods([]*v1.Pod{pod})
 	h.rec.waitStatus(t, "Running", phaseIs(v1.PodRunning))
 	h.agent.metrics.ProbeTotal.WithLabelValues("Readiness", "successful", "app", pod.Name, pod.Namespace, string(pod.UID)).Inc()
-	done := h.agent.PodDone(pod.UID)
-	require.NotNil(t, done)
-	h.agent.SetPods(nil)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("teardown did not finish")
-	}
+	h.teardown(t, pod) // waits on PodDone
 	lc.mu.Lock()
 	gone := lc.gone["brief"]
 	lc.mu.Unlock()
