@@ -65,12 +65,10 @@ type procsGovernor struct {
 	logger *slog.Logger
 
 	// cur is the GOMAXPROCS set last; quiet counts the quiet periods in a
-	// row while cur is not 1.
+	// row (a busy period that moved cur off 1 reset it too).
 	cur, quiet int
-	// calm counts the quiet periods in a row, whatever cur; trimDue is set
-	// at start and by any period that was not quiet, and cleared by the
-	// trim that follows procsQuietPeriods calm ones.
-	calm    int
+	// trimDue is set at start and by any period that was not quiet, and
+	// cleared by the trim that follows procsQuietPeriods quiet ones.
 	trimDue bool
 	// lastCPU and lastAt are the previous sample.
 	lastCPU time.Duration
@@ -150,38 +148,24 @@ func (g *procsGovernor) sample() {
 		used = float64(cpu-g.lastCPU) / float64(elapsed)
 	}
 	g.lastCPU, g.lastAt = cpu, at
-	g.sampleTrim(used)
+	if used < procsQuiet {
+		g.quiet++
+	} else {
+		g.quiet, g.trimDue = 0, g.trim != nil
+	}
+	if g.trimDue && g.quiet >= procsQuietPeriods {
+		g.trim()
+		g.trimDue = false
+	}
 	if !g.procs {
 		return
 	}
 	switch {
 	case g.cur == 1 && used > procsBusy:
 		g.changed(g.all(), used)
-	case g.cur != 1 && used < procsQuiet:
-		g.quiet++
-		if g.quiet >= procsQuietPeriods {
-			g.one()
-			g.changed(1, used)
-		}
-	case g.cur != 1:
-		g.quiet = 0
-	}
-}
-
-// sampleTrim trims after procsQuietPeriods quiet periods in a row that
-// follow the start or a period that was not quiet.
-func (g *procsGovernor) sampleTrim(used float64) {
-	if g.trim == nil {
-		return
-	}
-	if used >= procsQuiet {
-		g.calm, g.trimDue = 0, true
-		return
-	}
-	g.calm++
-	if g.trimDue && g.calm >= procsQuietPeriods {
-		g.trim()
-		g.trimDue = false
+	case g.cur != 1 && g.quiet >= procsQuietPeriods:
+		g.one()
+		g.changed(1, used)
 	}
 }
 
@@ -190,7 +174,7 @@ func (g *procsGovernor) changed(n int, used float64) {
 	if g.logger != nil {
 		g.logger.Debug("GOMAXPROCS changed", "from", g.cur, "to", n, "cpu", fmt.Sprintf("%.2f of a core", used))
 	}
-	g.cur, g.quiet = n, 0
+	g.cur = n
 }
 
 // processCPU is the process's user and system time so far.
