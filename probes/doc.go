@@ -8,8 +8,10 @@
 //     (Result, output, error). A refused connection, a 500 or a non-zero
 //     exit is a Failure with a message; error means the prober itself could
 //     not check (house style rule 14).
-//   - Manager keeps one worker goroutine per (pod UID, container, probe
-//     kind) for running containers. Workers count thresholds, keep the
+//   - Manager keeps one worker per (pod UID, container, probe kind) for
+//     running containers; between runs a worker has no goroutine, one
+//     scheduler wakes them as they come due (schedule.go). Workers count
+//     thresholds, keep the
 //     cached result per container ID and publish only changes on
 //     Manager.Updates. The agent reads Started/Ready/Result when it builds a
 //     pod status and kills containers whose liveness or startup result is

@@ -178,8 +178,11 @@ type Manager struct {
 	pods map[types.UID]*podProbes
 	// closed is set by Close; later UpdatePod calls start nothing.
 	closed bool
-	// wg counts running worker goroutines.
+	// wg counts the workers that have not exited and the scheduler
+	// goroutine.
 	wg sync.WaitGroup
+	// sched wakes parked workers (schedule.go).
+	sched scheduler
 
 	// testHook, set by tests before any worker starts, sees worker
 	// scheduling points.
@@ -350,7 +353,7 @@ func (m *Manager) startContainerLocked(pp *podProbes, spec *v1.Container, cs Con
 		w := newWorker(m, pp, cp, c, k)
 		cp.workers[k] = w
 		m.wg.Add(1)
-		go w.run()
+		go w.run(wakeStart)
 	}
 	return cp
 }
@@ -471,10 +474,7 @@ func (m *Manager) Trigger(uid types.UID, container string, kind Kind) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cp := m.containerLocked(uid, container); cp != nil && cp.workers[kind] != nil {
-		select {
-		case cp.workers[kind].trigger <- struct{}{}:
-		default:
-		}
+		m.triggerLocked(cp.workers[kind])
 	}
 }
 

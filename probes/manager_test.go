@@ -695,8 +695,13 @@ func TestManager_ManyPodsCloseLeavesNoGoroutines(t *testing.T) {
 		pod.UID = types.UID(fmt.Sprintf("uid-%d", i))
 		h.m.UpdatePod(pod, "127.0.0.1", running("app", fmt.Sprintf("c%d", i), t0))
 	}
-	require.Eventually(t, func() bool { return h.clk.Waiters() == 100 }, 5*time.Second, time.Millisecond,
-		"one timer per worker")
+	keys, want := make([]workerKey, 0, 2), []int{50, 50}
+	keys = append(keys, live, ready)
+	h.waitIdle(keys, want)
+	// The 100 parked workers share the scheduler's one timer and have no
+	// goroutine: the scheduler's is the only one besides the test's.
+	assert.Equal(t, 1, h.clk.Waiters(), "one timer for every worker")
+	assertGoroutines(t, baseline+1)
 	h.m.Close()
 	assertGoroutines(t, baseline)
 }

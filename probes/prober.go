@@ -17,7 +17,7 @@ const maxProbeRetries = 3
 type runner interface {
 	// run probes w's container once. podIP is the pod's current IP, the
 	// default target of network probes. Runs of one worker never overlap
-	// (the worker waits for each, see worker.tryProbe).
+	// (a worker's goroutine runs each, see worker.probeOnce).
 	run(ctx context.Context, w *worker, podIP string) (Result, string, error)
 }
 

@@ -29,7 +29,7 @@ import (
 //	|   +-------------+--------------------------------+
 //	|   | liveness/startup Failure   startup Success   |
 //	|   v                                              v
-//	| on hold (goroutine exits;             done (goroutine exits;
+//	| on hold (worker exits;                done (worker exits;
 //	|  result stays Failure until            result stays Success)
 //	|  the agent restarts the container)
 //	|
@@ -75,13 +75,18 @@ type worker struct {
 	// unblocks a pending publish.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// trigger asks for an immediate run; capacity 1 so Trigger never blocks.
-	trigger chan struct{}
-	// ran carries tryProbe's outcome to the worker; capacity 1, one run
-	// at a time.
-	ran chan runResult
 
 	// The fields below are guarded by m.mu.
+
+	// state says whether a goroutine runs the worker or it is parked
+	// (schedule.go); index is its place in the queue while parked.
+	state workerState
+	index int
+	// triggered asks a running worker for one more run before it parks.
+	triggered bool
+	// wake is when the next run is due; written by the worker's
+	// goroutine, read by the scheduler while the worker is parked.
+	wake time.Time
 
 	// stopped is set when the worker is removed from its container; a
 	// stopped worker publishes nothing and records nothing.
@@ -98,11 +103,19 @@ type worker struct {
 	// st holds the counters and last-run fields of Status.
 	st ProbeStatus
 
-	// The fields below belong to the worker goroutine (no lock).
+	// The fields below belong to the goroutine running the worker (no
+	// lock; the hand-over between its goroutines goes through m.mu).
 
+	// next is the run's place on the worker's own grid (its period from
+	// the first run), first the first run.
+	next, first time.Time
+	// quiet marks the next run as a quick retry; quickDelay and quickN
+	// count the quick retries (quickRetry).
+	quiet      bool
+	quickDelay time.Duration
+	quickN     int
 	// execCmd is an exec probe's command with the env expanded, built at
-	// the first run. (tryProbe runs on its own goroutine, but only while
-	// the worker goroutine waits for it.)
+	// the first run.
 	execCmd []string
 	// target is a network probe's prepared destination (prober.run).
 	target target
@@ -125,11 +138,10 @@ func newWorker(m *Manager, pp *podProbes, cp *containerProbes, c *v1.Container, 
 		startedAt:   cp.startedAt,
 		logger: m.logger.With("pod", pp.key, "podUID", string(pp.uid), "container", c.Name,
 			"containerID", cp.id, "probe", strings.ToLower(k.String())),
-		ctx:     ctx,
-		cancel:  cancel,
-		trigger: make(chan struct{}, 1),
-		ran:     make(chan runResult, 1),
-		result:  k.initialResult(),
+		ctx:    ctx,
+		cancel: cancel,
+		index:  -1,
+		result: k.initialResult(),
 	}
 	w.st = ProbeStatus{
 		PodUID:                        pp.uid,
@@ -141,11 +153,15 @@ func newWorker(m *Manager, pp *podProbes, cp *containerProbes, c *v1.Container, 
 	return w
 }
 
-// stopLocked stops the worker: no more results, in-flight probe cancelled.
-// m.mu must be held. Idempotent.
+// stopLocked stops the worker: no more results, in-flight probe cancelled,
+// a parked worker's exit started. m.mu must be held. Idempotent.
 func (w *worker) stopLocked() {
 	w.stopped = true
 	w.cancel()
+	if w.state == workerParked {
+		w.m.unparkLocked(w)
+		go w.exit()
+	}
 }
 
 // statusLocked returns a copy of the worker's status. m.mu must be held.
@@ -156,14 +172,58 @@ func (w *worker) statusLocked() ProbeStatus {
 	return st
 }
 
-// run is the worker goroutine: wait for the schedule (or a trigger), probe,
-// repeat until stopped, on hold or done.
-func (w *worker) run() {
+// run is a goroutine of the worker (see schedule.go): started at the
+// worker's creation, when its run comes due or when it is triggered while
+// parked. It probes, works out the next run and parks the worker again, or
+// exits when the worker has nothing more to do.
+func (w *worker) run(why wakeReason) {
 	m := w.m
-	defer m.wg.Done()
-	defer m.hook(w, "exited")
-	defer w.cancel()
+	if why == wakeStart {
+		why = wakeNone
+		if w.firstRun() {
+			why = wakeDue
+		}
+	}
+	for {
+		switch why {
+		case wakeTriggered:
+			// Off schedule: the next scheduled run stays where it was.
+			if !w.doProbe(false) {
+				w.exit()
+				return
+			}
+		case wakeDue:
+			if !w.doProbe(w.quiet) {
+				w.exit()
+				return
+			}
+			w.reschedule()
+		}
+		m.mu.Lock()
+		switch {
+		case w.stopped:
+			m.mu.Unlock()
+			w.exit()
+			return
+		case w.triggered:
+			w.triggered = false
+			why = wakeTriggered
+		case !w.wake.After(m.clock.Now()):
+			why = wakeDue
+		default:
+			m.parkLocked(w)
+			m.mu.Unlock()
+			m.hook(w, "waiting")
+			return
+		}
+		m.mu.Unlock()
+		m.hook(w, "waiting")
+	}
+}
 
+// firstRun works out the first run and reports whether it is due now.
+func (w *worker) firstRun() (due bool) {
+	m := w.m
 	now := m.clock.Now()
 	next := w.startedAt.Add(w.timing.initialDelay)
 	if m.clock.Since(m.start) < w.timing.period {
@@ -179,51 +239,37 @@ func (w *worker) run() {
 	if next.Before(now) {
 		next = now
 	}
-	// A fake clock never fires a timer that is due already, so a due first
-	// run happens without waiting.
-	due := !next.After(now)
-	timer := m.clock.NewTimer(next.Sub(now))
-	defer timer.Stop()
-	if due {
-		timer.Stop()
-	}
+	w.next, w.first, w.wake = next, next, next
+	return !next.After(now)
+}
 
-	first := next
-	var quickDelay time.Duration
-	quickN := 0
-	quiet := false
-	for {
-		if !due {
-			m.hook(w, "waiting")
-			select {
-			case <-w.ctx.Done():
-				return
-			case <-w.trigger:
-				// Off schedule: the timer keeps running.
-				if !w.doProbe(false) {
-					return
-				}
-				continue
-			case <-timer.C():
-			}
-		}
-		due = false
-		if !w.doProbe(quiet) {
-			return
-		}
-		now = m.clock.Now()
-		for !next.After(now) {
-			next = next.Add(w.timing.period)
-		}
-		// next stays on the worker's own grid; the timer waits for the
-		// slot that follows it.
-		wait := m.align(next).Sub(now)
-		quiet = false
-		if d, ok := w.quickRetry(now, first, &quickDelay, &quickN); ok && d < wait {
-			wait, quiet = d, true
-		}
-		timer.Reset(wait)
+// reschedule sets the wake time after a scheduled run: the next period on
+// the worker's own grid, moved up to the slot that follows it, or sooner
+// for a quick readiness retry.
+func (w *worker) reschedule() {
+	m := w.m
+	now := m.clock.Now()
+	for !w.next.After(now) {
+		w.next = w.next.Add(w.timing.period)
 	}
+	wait := m.align(w.next).Sub(now)
+	w.quiet = false
+	if d, ok := w.quickRetry(now, w.first, &w.quickDelay, &w.quickN); ok && d < wait {
+		wait, w.quiet = d, true
+	}
+	w.wake = now.Add(wait)
+}
+
+// exit ends the worker: it is done, its context is cancelled and the
+// Manager stops counting it.
+func (w *worker) exit() {
+	m := w.m
+	m.mu.Lock()
+	w.state = workerDone
+	m.mu.Unlock()
+	w.cancel()
+	m.hook(w, "exited")
+	m.wg.Done()
 }
 
 // Quick retries of a readiness probe that has not succeeded yet.
@@ -291,9 +337,7 @@ func (w *worker) doProbe(quiet bool) (keepGoing bool) {
 		return true
 	}
 
-	go w.tryProbe(podIP)
-	r := <-w.ran
-	res, out, err := r.res, r.out, r.err
+	res, out, err := w.probeOnce(podIP)
 	if w.ctx.Err() != nil {
 		// Stopped while probing: the run says nothing about the container.
 		return false
@@ -348,10 +392,7 @@ func (w *worker) doProbe(quiet bool) (keepGoing bool) {
 		// triggers the readiness worker the same way), so the pod is
 		// Ready as soon as its container answers (issues #17, #19).
 		if rw := w.cp.workers[Readiness]; changed && rw != nil {
-			select {
-			case rw.trigger <- struct{}{}:
-			default:
-			}
+			m.triggerLocked(rw)
 		}
 	}
 	m.mu.Unlock()
@@ -371,29 +412,18 @@ func (w *worker) doProbe(quiet bool) (keepGoing bool) {
 	return keepGoing
 }
 
-// runResult is what tryProbe hands back to the worker.
-type runResult struct {
-	res Result
-	out string
-	err error
-}
-
-// tryProbe runs the probe, up to maxProbeRetries times while it errors, and
-// sends the outcome on w.ran. doProbe runs it on a goroutine of its own and
-// waits: dialling and parsing an answer take 8–16 KiB of stack, which a
-// worker goroutine running them itself would keep between its runs, while a
-// goroutine that exits hands its stack to the next one (100 pods with two
-// probes each: 1.3 MiB of goroutine stacks instead of 2.2 MiB in
-// BenchmarkManager_Steady).
-func (w *worker) tryProbe(podIP string) {
-	var r runResult
+// probeOnce runs the probe, up to maxProbeRetries times while it errors.
+// It runs on the worker's goroutine, which exits when the worker parks, so
+// the 8–16 KiB of stack that dialling and parsing an answer take are not
+// kept between runs.
+func (w *worker) probeOnce(podIP string) (res Result, out string, err error) {
 	for range maxProbeRetries {
-		r.res, r.out, r.err = w.m.prober.run(w.ctx, w, podIP)
-		if r.err == nil || w.ctx.Err() != nil {
+		res, out, err = w.m.prober.run(w.ctx, w, podIP)
+		if err == nil || w.ctx.Err() != nil {
 			break
 		}
 	}
-	w.ran <- r
+	return res, out, err
 }
 
 // recordRunLocked updates the status after a completed run. m.mu must be
