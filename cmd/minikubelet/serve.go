@@ -395,7 +395,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// Started: what start-up alone touched of the binary leaves the
 	// daemon's resident memory (serve_pages.go; the governor drops again
 	// after bursts).
-	dropBinaryPagesLogged(logger, "start-up")
+	dropBinaryPagesLogged(logger, "start-up", false)
 
 	runErr := <-runDone
 	waitCluster()

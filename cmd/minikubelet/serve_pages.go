@@ -13,27 +13,39 @@ import (
 )
 
 // dropBinaryPages unmaps the pages of the daemon's own binary that are
-// mapped into it (its code and read-only data, not its writable data), so
-// that its resident file pages are what it uses from then on, not what its
-// start-up or a burst of work touched. Serve drops them once it serves,
-// and the governor (serve_procs.go) again after ten quiet seconds that
-// follow the start or a busier second: adopting a node's pods and creating
-// new ones run code the quiet loop never runs again. make bench,
-// manifest-steady, 110 pods with two probes each, containerd 2.4, one
-// session: with the drop at serve only, RSS 36.2 MiB (RssFile 20.7); with
-// the drop after the pods' creation too, 32.6 MiB (RssFile 17.4), and
-// 19.8 against 27.6 MiB with no pods.
+// mapped into it (its code and read-only data, not its writable data) and,
+// with evict, evicts them from the page cache, so that its resident file
+// pages are what it uses from then on, not what its start-up or a burst of
+// work touched. Serve drops them once it serves, and the governor
+// (serve_procs.go) again after ten quiet seconds that follow the start or
+// a busier second; only a drop after a busier second evicts (the burst
+// was pods created, adopted or removed in numbers, whose code the quiet
+// loop never runs again).
 //
 // Why: the binary's code and tables are ~31 MiB, and package
 // initialization, flag parsing and the node's checks touch pages all over
-// them. The kernel maps 64 KiB around each page faulted in (fault-around;
-// madvise cannot turn it off), so a daemon that has only started already
-// has 21 MiB of the binary resident (RssFile), most of which it never runs
-// again. Dropped, the pages stay in the page cache: a page the daemon
-// needs again is mapped back on its next touch by a minor fault, without
-// I/O. The memory charged to the daemon's cgroup does not change (the page
-// cache is charged, mapped or not); RSS, which top and the bench report,
-// does, and unmapped page cache is the first the kernel reclaims.
+// them. A page fault maps more than the page: the part of the large folio
+// the page cache holds it in (this kernel, 6.18, caches ext4 files in
+// large folios) and the cached pages 64 KiB around it (fault-around, which
+// madvise cannot turn off). Unmapped only, the pages come back by minor
+// faults in those large pieces. Evicted (POSIX_FADV_DONTNEED, which evicts
+// only pages no process maps: another minikubelet's stay) from mappings
+// marked MADV_RANDOM, which turns the fault's read-ahead off, a page
+// touched again is read alone, and fault-around finds few cached
+// neighbours to map with it.
+//
+// make bench, manifest-steady, 110 pods with two probes each, containerd
+// 2.4: with no drop after start, RSS 36.2 MiB (RssFile 20.7); unmapped at
+// serve and after the pods' creation, 32.6 (17.4) in one session, 34.9
+// (20.4) in another; unmapped and evicted, that other session, 26.7 MiB
+// (RssFile 12.2). The price: the first run of code not run since an
+// eviction reads its page from the disk, a page at a time, and a process
+// that starts the binary next reads it from the disk too. Evicting after
+// the start as well cost the next pods' start 5-17 % (make bench's start
+// scenario, median, four same-session pairs), which is why the start's
+// drop only unmaps. What eviction saves is real memory: the binary's page
+// cache, which the daemon's cgroup is charged for, shrinks by as much as
+// RSS.
 //
 // MADV_DONTNEED on a private file mapping that was never written discards
 // nothing but the page table entries. So only mappings with no anonymous
@@ -44,7 +56,7 @@ import (
 // initialized globals to the file's contents.
 //
 // It returns how many bytes of mappings it dropped.
-func dropBinaryPages() (int64, error) {
+func dropBinaryPages(evict bool) (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, err
@@ -55,25 +67,44 @@ func dropBinaryPages() (int64, error) {
 	}
 	var dropped int64
 	for _, r := range droppable(smaps, exe) {
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], unix.MADV_DONTNEED); errno != 0 {
-			return dropped, fmt.Errorf("madvise %#x-%#x: %w", r[0], r[1], errno)
+		advice := []uintptr{unix.MADV_DONTNEED}
+		if evict {
+			advice = []uintptr{unix.MADV_RANDOM, unix.MADV_DONTNEED}
+		}
+		for _, a := range advice {
+			if _, _, errno := unix.Syscall(unix.SYS_MADVISE, r[0], r[1]-r[0], a); errno != 0 {
+				return dropped, fmt.Errorf("madvise(%d) %#x-%#x: %w", a, r[0], r[1], errno)
+			}
 		}
 		dropped += int64(r[1] - r[0])
+	}
+	if dropped == 0 || !evict {
+		return dropped, nil
+	}
+	// Through /proc/self/exe: the file this process runs, even when its
+	// path names another by now (an upgrade in place).
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return dropped, err
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return dropped, fmt.Errorf("evicting %s from the page cache: %w", exe, err)
 	}
 	return dropped, nil
 }
 
 // dropBinaryPagesLogged drops the binary's pages (dropBinaryPages) and
 // logs how it went; after names what just ended.
-func dropBinaryPagesLogged(logger *slog.Logger, after string) {
+func dropBinaryPagesLogged(logger *slog.Logger, after string, evict bool) {
 	before := rssFileKiB()
-	n, err := dropBinaryPages()
+	n, err := dropBinaryPages(evict)
 	switch {
 	case logger == nil:
 	case err != nil:
 		logger.Warn("Could not unmap the binary's pages; the daemon's RSS stays higher", "after", after, "err", err)
 	default:
-		logger.Debug("Unmapped the binary's pages", "after", after, "mappings", n, "rssFileKiBBefore", before, "rssFileKiBAfter", rssFileKiB())
+		logger.Debug("Unmapped the binary's pages", "after", after, "mappings", n, "evicted", evict, "rssFileKiBBefore", before, "rssFileKiBAfter", rssFileKiB())
 	}
 }
 

@@ -4,10 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func TestReadOnlyMapping(t *testing.T) {
@@ -46,14 +51,36 @@ func TestReadOnlyMapping(t *testing.T) {
 func TestDropBinaryPages(t *testing.T) {
 	// Touch code and tables: a test binary's start-up maps much of them.
 	_ = assert.ObjectsAreEqual(map[string]int{"a": 1}, map[string]int{"a": 1})
-	before := rssFileKiB()
+	// The whole binary in the page cache (an earlier run in this process
+	// evicted it), written back: a test binary the linker has just
+	// written is dirty, and eviction skips dirty pages (an installed
+	// daemon's binary is long clean).
+	exeFile, err := os.Open("/proc/self/exe")
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, exeFile)
+	require.NoError(t, err)
+	require.NoError(t, exeFile.Sync())
+	require.NoError(t, exeFile.Close())
+	before, cachedBefore := rssFileKiB(), cachedPages(t)
 	require.Positive(t, before)
-	n, err := dropBinaryPages()
+	n, err := dropBinaryPages(true)
 	require.NoError(t, err)
 	assert.Positive(t, n, "the test binary's code is mapped")
-	after := rssFileKiB()
-	t.Logf("RssFile %d KiB -> %d KiB (%d KiB of mappings dropped)", before, after, n>>10)
+	after, cachedAfter := rssFileKiB(), cachedPages(t)
+	t.Logf("RssFile %d KiB -> %d KiB (%d KiB of mappings dropped); binary's pages in the page cache %d -> %d",
+		before, after, n>>10, cachedBefore, cachedAfter)
 	assert.Less(t, after, before, "unmapped pages are no longer resident")
+	var fs unix.Statfs_t
+	require.NoError(t, unix.Statfs("/proc/self/exe", &fs))
+	if fs.Type != unix.TMPFS_MAGIC { // tmpfs pages are the file: nothing to evict
+		assert.Less(t, cachedAfter, cachedBefore/2, "the dropped pages left the page cache")
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	exe, err := os.Readlink("/proc/self/exe")
+	require.NoError(t, err)
+	assert.Equal(t, len(droppable(smaps, exe)), randomReadMappings(string(smaps), exe),
+		"every dropped mapping reads no pages ahead (MADV_RANDOM: VmFlags rr)")
 	// Code runs again after the drop (faulted back from the page cache),
 	// and what it reads is intact: interface calls through itabs and type
 	// descriptors (read-only data), initialized globals (writable data).
@@ -69,6 +96,44 @@ func TestDropBinaryPages(t *testing.T) {
 }
 
 var initializedGlobal = "pod network not ready"
+
+// cachedPages counts the pages of the running binary that are in the page
+// cache (mincore on a mapping of its own).
+func cachedPages(t *testing.T) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/exe")
+	require.NoError(t, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(t, err)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	require.NoError(t, err)
+	defer func() { _ = unix.Munmap(m) }()
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+	require.Zero(t, errno, "mincore")
+	n := 0
+	for _, v := range vec {
+		n += int(v & 1)
+	}
+	return n
+}
+
+// randomReadMappings counts the mappings of exe in smaps whose VmFlags
+// include rr (MADV_RANDOM).
+func randomReadMappings(smaps, exe string) int {
+	n, ours := 0, false
+	for _, l := range strings.Split(smaps, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && !strings.HasSuffix(f[0], ":"):
+			ours = len(f) >= 6 && strings.Join(f[5:], " ") == exe
+		case ours && len(f) > 0 && f[0] == "VmFlags:" && slices.Contains(f[1:], "rr"):
+			n++
+		}
+	}
+	return n
+}
 
 // TestDroppable: only read-only private mappings of the binary that were
 // never written are dropped; a relocated (PIE .data.rel.ro) mapping shows

@@ -28,14 +28,20 @@ func fakeProcs(max int) (g *procsGovernor, cpu *time.Duration, wall *time.Time, 
 }
 
 // The code trim comes after procsQuietPeriods quiet periods in a row that
-// follow the start or a period that was not quiet, once each time; a
-// governor that leaves GOMAXPROCS alone still trims.
+// follow the start or a period that was not quiet, once each time; only a
+// trim after a period that was not quiet evicts. A governor that leaves
+// GOMAXPROCS alone still trims.
 func TestProcsGovernor_Trim(t *testing.T) {
 	for _, procs := range []bool{true, false} {
 		g, cpu, wall, sets := fakeProcs(2)
 		g.procs = procs
-		trims := 0
-		g.trim = func() { trims++ }
+		trims, evicts := 0, 0
+		g.trim = func(evict bool) {
+			trims++
+			if evict {
+				evicts++
+			}
+		}
 		g.start()
 		use := func(frac float64, n int) {
 			for range n {
@@ -48,6 +54,7 @@ func TestProcsGovernor_Trim(t *testing.T) {
 		assert.Zero(t, trims, "not before procsQuietPeriods quiet periods")
 		use(0.10, 1)
 		assert.Equal(t, 1, trims, "after the start's quiet periods")
+		assert.Zero(t, evicts, "the start's trim only unmaps")
 		use(0.10, 3*procsQuietPeriods)
 		assert.Equal(t, 1, trims, "once while it stays quiet")
 		use(0.30, 1) // not quiet, not busy
@@ -57,6 +64,9 @@ func TestProcsGovernor_Trim(t *testing.T) {
 		assert.Equal(t, 1, trims)
 		use(0.10, 1)
 		assert.Equal(t, 2, trims, "again after a busy stretch ended")
+		assert.Equal(t, 1, evicts, "which evicts")
+		use(0.10, 3*procsQuietPeriods)
+		assert.Equal(t, 2, trims, "once while it stays quiet")
 		if !procs {
 			assert.Equal(t, []int{1}, *sets, "GOMAXPROCS untouched (fakeProcs's own start aside)")
 		}
