@@ -540,7 +540,8 @@ type hookEvent struct {
 	// container and kind name the worker.
 	container string
 	kind      Kind
-	// what is "waiting" (timer armed, about to block) or "exited".
+	// what is "waiting" (parked, or about to run again at once) or
+	// "exited".
 	what string
 }
 

@@ -147,10 +147,22 @@ func (m *Manager) armLocked() {
 	if s.timer == nil {
 		s.timer = m.clock.NewTimer(d)
 	} else {
-		s.timer.Stop()
+		s.stopTimer()
 		s.timer.Reset(d)
 	}
 	s.armed = at
+}
+
+// stopTimer stops the timer and empties its channel: a fake clock's timer
+// (tests) keeps a value it sent after Stop, and a clock step that fires it
+// again would block on the full channel while holding the clock's lock.
+func (s *scheduler) stopTimer() {
+	if !s.timer.Stop() {
+		select {
+		case <-s.timer.C():
+		default:
+		}
+	}
 }
 
 // schedule is the scheduler goroutine: on each timer expiry it starts the
@@ -176,7 +188,7 @@ func (m *Manager) schedule() {
 		}
 		if len(s.queue) == 0 {
 			s.running = false
-			s.timer.Stop()
+			s.stopTimer()
 			m.mu.Unlock()
 			return
 		}

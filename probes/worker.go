@@ -212,8 +212,10 @@ func (w *worker) run(why wakeReason) {
 			why = wakeDue
 		default:
 			m.parkLocked(w)
-			m.mu.Unlock()
+			// Under the lock: once it is released, the worker may be
+			// stopped and exit before this goroutine goes on.
 			m.hook(w, "waiting")
+			m.mu.Unlock()
 			return
 		}
 		m.mu.Unlock()
@@ -239,7 +241,9 @@ func (w *worker) firstRun() (due bool) {
 	if next.Before(now) {
 		next = now
 	}
-	w.next, w.first, w.wake = next, next, next
+	// wake carries now's monotonic reading (startedAt has none), so that
+	// the queue compares every wake time the same way.
+	w.next, w.first, w.wake = next, next, now.Add(next.Sub(now))
 	return !next.After(now)
 }
 
@@ -385,14 +389,15 @@ func (w *worker) doProbe(quiet bool) (keepGoing bool) {
 		w.onHold, w.resultRun = true, 0
 		keepGoing = false
 	}
+	var readiness *worker
 	if cached == Success && w.kind == Startup {
 		keepGoing = false
 		// The startup probe gated readiness until now: evaluate it at
 		// once rather than at its next period (the kubelet's prober
 		// triggers the readiness worker the same way), so the pod is
 		// Ready as soon as its container answers (issues #17, #19).
-		if rw := w.cp.workers[Readiness]; changed && rw != nil {
-			m.triggerLocked(rw)
+		if changed {
+			readiness = w.cp.workers[Readiness]
 		}
 	}
 	m.mu.Unlock()
@@ -408,6 +413,12 @@ func (w *worker) doProbe(quiet bool) (keepGoing bool) {
 			Message:                       out,
 			TerminationGracePeriodSeconds: w.probe.TerminationGracePeriodSeconds,
 		})
+	}
+	if readiness != nil {
+		// After the startup update: readiness's own must not overtake it.
+		m.mu.Lock()
+		m.triggerLocked(readiness)
+		m.mu.Unlock()
 	}
 	return keepGoing
 }
