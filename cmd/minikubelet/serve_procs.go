@@ -39,11 +39,8 @@ import (
 // follow the start or any period that was not quiet, the daemon unmaps
 // its binary's read-only pages, and the quiet loop maps back what it runs.
 // After a stretch that was not quiet (pods created, adopted or removed in
-// numbers) it evicts them from the page cache too, so that they come back
-// a page at a time; after the start alone it does not: the next pod's
-// start would read the code it runs from the disk a page at a time (make
-// bench's start scenario, evicting 10 s after the daemon's start: the
-// median submit → started 5-17 % longer in four same-session pairs).
+// numbers) it evicts them from the page cache too; after the start alone
+// it only unmaps (dropBinaryPages says why).
 const (
 	procsPeriod       = time.Second
 	procsBusy         = 0.5
