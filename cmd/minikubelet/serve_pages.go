@@ -17,10 +17,10 @@ import (
 // with evict, evicts them from the page cache, so that its resident file
 // pages are what it uses from then on, not what its start-up or a burst of
 // work touched. Serve drops them once it serves, and the governor
-// (serve_procs.go) again after ten quiet seconds that follow the start or
-// a busier second; only a drop after a busier second evicts (the burst
-// was pods created, adopted or removed in numbers, whose code the quiet
-// loop never runs again).
+// (serve_procs.go) again after ten calm seconds that follow the start or
+// a burst; only a drop after a burst evicts (the burst was pods created,
+// adopted or removed in numbers, whose code the quiet loop never runs
+// again).
 //
 // Why: the binary's code and tables are ~31 MiB, and package
 // initialization, flag parsing and the node's checks touch pages all over

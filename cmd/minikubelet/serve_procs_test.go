@@ -29,7 +29,8 @@ func fakeProcs(max int) (g *procsGovernor, cpu *time.Duration, wall *time.Time, 
 
 // The code trim comes after procsQuietPeriods quiet periods in a row that
 // follow the start or a period that was not quiet, once each time; only a
-// trim after a period that was not quiet evicts. A governor that leaves
+// trim after a period that was not quiet evicts (without RssFile, the
+// CPU alone counts). A governor that leaves
 // GOMAXPROCS alone still trims.
 func TestProcsGovernor_Trim(t *testing.T) {
 	for _, procs := range []bool{true, false} {
@@ -71,6 +72,68 @@ func TestProcsGovernor_Trim(t *testing.T) {
 			assert.Equal(t, []int{1}, *sets, "GOMAXPROCS untouched (fakeProcs's own start aside)")
 		}
 	}
+}
+
+// A stretch of periods that maps procsTrimGrowth of file pages in all is
+// a burst even when the CPU stays quiet (110 pods created from manifests:
+// under a quarter of a core, 4.4 MiB mapped); a drop's own refaults, the
+// steady loop's creep and a smaller stretch are not. Without RssFile only
+// the CPU counts.
+func TestProcsGovernor_TrimAfterMapping(t *testing.T) {
+	g, cpu, wall, _ := fakeProcs(2)
+	rss := int64(10 << 10)
+	trims, evicts := 0, 0
+	g.trim = func(evict bool) {
+		trims++
+		if evict {
+			evicts++
+			rss = 2 << 10
+		} else {
+			rss = 5 << 10
+		}
+	}
+	g.rssFile = func() int64 { return rss }
+	g.start()
+	// Each period: CPU frac of a core, and RssFile grown by add KiB.
+	use := func(frac float64, add int64, n int) {
+		for range n {
+			rss += add
+			*cpu += time.Duration(frac * float64(time.Second))
+			*wall = wall.Add(time.Second)
+			g.sample()
+		}
+	}
+	use(0.05, 12<<10, 1) // the start-up drop's refault
+	use(0.05, 0, procsQuietPeriods-1)
+	assert.Zero(t, trims, "not before procsQuietPeriods calm periods")
+	use(0.05, 0, 1)
+	require.Equal(t, 1, trims, "the start's drop")
+	assert.Zero(t, evicts, "which only unmaps")
+
+	use(0.05, 6<<10, 2) // its refault
+	use(0.05, 64, 10*procsQuietPeriods)
+	assert.Equal(t, 1, trims, "neither a drop's refault nor the steady creep is a burst")
+
+	use(0.20, 300, 3) // a smaller stretch
+	use(0.05, 0, 2*procsQuietPeriods)
+	assert.Equal(t, 1, trims, "900 KiB mapped is not a burst")
+
+	use(0.23, 3500, 1) // pods created
+	use(0.15, 700, 3)
+	use(0.05, 0, procsQuietPeriods-1)
+	assert.Equal(t, 1, trims, "the drop waits for procsQuietPeriods calm periods")
+	use(0.05, 0, 1)
+	assert.Equal(t, 2, trims, "a burst of mapping")
+	assert.Equal(t, 1, evicts, "evicts")
+
+	use(0.05, 300, 5) // the eviction's refault, read page by page
+	use(0.05, 100, 5*procsQuietPeriods)
+	assert.Equal(t, 2, trims, "once")
+
+	g.rssFile = func() int64 { return -1 }
+	use(0.23, 0, 1)
+	use(0.05, 0, 3*procsQuietPeriods)
+	assert.Equal(t, 2, trims, "without RssFile, a quiet CPU is calm")
 }
 
 // One processor while quiet; all of them from the first busy period; one
