@@ -72,7 +72,8 @@ type procsGovernor struct {
 	procs bool
 	// trim drops the binary's read-only pages (dropBinaryPages),
 	// evicting them too when evict is set, or is nil. rssFile returns the
-	// process's resident file pages in KiB, -1 when it cannot.
+	// process's resident file pages in KiB, -1 when it cannot (then only
+	// the CPU tells a burst).
 	trim    func(evict bool)
 	rssFile func() int64
 	// logger gets a debug line at each change.
@@ -145,7 +146,7 @@ func (g *procsGovernor) start() {
 		g.cur = 1
 	}
 	g.trimDue = g.trim != nil
-	g.lastRSS = g.readRSS()
+	g.lastRSS = g.rssFile()
 	g.lastCPU, g.lastAt = g.cpu(), g.now()
 }
 
@@ -203,7 +204,7 @@ func (g *procsGovernor) sampleTrim(quiet bool) {
 		return
 	}
 	g.sinceTrim++
-	rss := g.readRSS()
+	rss := g.rssFile()
 	step := int64(0)
 	if rss >= 0 && g.lastRSS >= 0 {
 		step = rss - g.lastRSS
@@ -232,14 +233,6 @@ func (g *procsGovernor) sampleTrim(quiet bool) {
 		g.trim(g.trimEvict)
 		g.trimDue, g.trimEvict, g.sinceTrim = false, false, 0
 	}
-}
-
-// readRSS is rssFile's figure, or -1 without it.
-func (g *procsGovernor) readRSS() int64 {
-	if g.rssFile == nil {
-		return -1
-	}
-	return g.rssFile()
 }
 
 // changed records that GOMAXPROCS is now n.

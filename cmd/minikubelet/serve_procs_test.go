@@ -12,16 +12,18 @@ import (
 )
 
 // fakeProcs is a governor over a CPU clock, a wall clock and a GOMAXPROCS
-// of its own; Go's default is max. It does not trim.
+// of its own; Go's default is max. It does not trim, and reads no
+// RssFile.
 func fakeProcs(max int) (g *procsGovernor, cpu *time.Duration, wall *time.Time, sets *[]int) {
 	cpu, wall, sets = new(time.Duration), new(time.Time), new([]int)
 	*wall = time.Unix(1000, 0)
 	g = &procsGovernor{
-		cpu:   func() time.Duration { return *cpu },
-		now:   func() time.Time { return *wall },
-		procs: true,
-		one:   func() { *sets = append(*sets, 1) },
-		all:   func() int { *sets = append(*sets, max); return max },
+		cpu:     func() time.Duration { return *cpu },
+		now:     func() time.Time { return *wall },
+		procs:   true,
+		rssFile: func() int64 { return -1 },
+		one:     func() { *sets = append(*sets, 1) },
+		all:     func() int { *sets = append(*sets, max); return max },
 	}
 	g.start()
 	return g, cpu, wall, sets
@@ -30,8 +32,7 @@ func fakeProcs(max int) (g *procsGovernor, cpu *time.Duration, wall *time.Time, 
 // The code trim comes after procsQuietPeriods quiet periods in a row that
 // follow the start or a period that was not quiet, once each time; only a
 // trim after a period that was not quiet evicts (without RssFile, the
-// CPU alone counts). A governor that leaves
-// GOMAXPROCS alone still trims.
+// CPU alone counts). A governor that leaves GOMAXPROCS alone still trims.
 func TestProcsGovernor_Trim(t *testing.T) {
 	for _, procs := range []bool{true, false} {
 		g, cpu, wall, sets := fakeProcs(2)
