@@ -294,7 +294,7 @@ func run(ctx context.Context, o options) error {
 		Machine: detectMachine(rt.RuntimeName() + " " + rt.RuntimeVersion()),
 		Settings: map[string]string{
 			"reps": strconv.Itoa(o.reps), "pods": strconv.Itoa(o.pods), "steady window": o.steadyDuration.String(), "settle": o.settle.String(), "density and delete rounds": strconv.Itoa(o.rounds),
-			"CRI poll": o.criPoll.String(), "delete grace": fmt.Sprintf("%ds", o.grace),
+			"CRI poll": o.criPoll.String(), "delete grace": fmt.Sprintf("%ds", o.grace), "manifest start period": startPeriod.String(),
 		},
 	}
 	b.rep.Machine.Commit = o.commit

@@ -146,12 +146,25 @@ func (b *bench) waitRunning(ctx context.Context, a manifestAgent, t0 time.Time, 
 // minute apart, is the fallback).
 const manifestGoneWait = 3 * time.Minute
 
+// startPeriod is the cadence of manifest-start's repetitions, the same
+// for every agent: each starts startPeriod after the one before. In
+// between, the pod is deleted and waited for until it is down and then,
+// until the period ends, until it is gone: minikubelet removes a deleted
+// pod at once (about a second), which the next start would otherwise
+// overlap, while the kubelet leaves it to its garbage collection, a minute
+// later. One cadence for both, because the kubelet's start depends on it:
+// its median was 186 ms with starts back to back (a full run of
+// 2026-11-30), 226 ms five seconds apart and 231 ms 2.5 s apart (this
+// period) in runs of the next session, where minikubelet's was 183 and
+// 217 ms.
+const startPeriod = 2500 * time.Millisecond
+
 // waitDown polls the runtime and host-local's store until the sandboxes
 // in ids have no running container, none is ready and none holds an IP
-// (down), and then, with wantGone, until the runtime lists none of them
-// nor their containers (gone; 0 when that took longer than
-// manifestGoneWait).
-func (b *bench) waitDown(ctx context.Context, t0 time.Time, ids map[string]bool, wantGone bool) (down, gone time.Duration, err error) {
+// (down), and then, with goneWait > 0, until the runtime lists none of
+// them nor their containers (gone; 0 when that took longer than goneWait
+// after down).
+func (b *bench) waitDown(ctx context.Context, t0 time.Time, ids map[string]bool, goneWait time.Duration) (down, gone time.Duration, err error) {
 	sel := map[string]string{labelPodNS: manifestNS}
 	for {
 		sbs, err := b.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
@@ -191,14 +204,14 @@ func (b *bench) waitDown(ctx context.Context, t0 time.Time, ids map[string]bool,
 		}
 		if down == 0 && ready == 0 && running == 0 && ips == 0 {
 			down = now
-			if !wantGone {
+			if goneWait <= 0 {
 				return down, 0, nil
 			}
 		}
 		if down != 0 && listed == 0 {
 			return down, now, nil
 		}
-		if down != 0 && now-down > manifestGoneWait {
+		if down != 0 && now-down > goneWait {
 			return down, 0, nil
 		}
 		select {
@@ -223,17 +236,17 @@ func (b *bench) manifestStart(ctx context.Context, a manifestAgent, name string,
 }
 
 // manifestDelete removes the named manifests at once and waits until the
-// pods are down and, with wantGone, gone. Without, the objects left are
+// pods are down and, with goneWait > 0, gone (waitDown). Without, the objects left are
 // the agent's to remove while the bench goes on (the kubelet removes a
 // deleted pod's stopped sandbox only in its container GC, a minute apart).
-func (b *bench) manifestDelete(ctx context.Context, a manifestAgent, names []string, ids map[string]bool, wantGone bool) (down, gone time.Duration, err error) {
+func (b *bench) manifestDelete(ctx context.Context, a manifestAgent, names []string, ids map[string]bool, goneWait time.Duration) (down, gone time.Duration, err error) {
 	t0 := time.Now()
 	for _, n := range names {
 		if err := os.Remove(filepath.Join(a.dir, n+".json")); err != nil {
 			return 0, 0, err
 		}
 	}
-	return b.waitDown(ctx, t0, ids, wantGone)
+	return b.waitDown(ctx, t0, ids, goneWait)
 }
 
 // manifestMany writes the manifests of n pods at once and waits until all
@@ -277,7 +290,7 @@ func (b *bench) clearManifests(ctx context.Context, a manifestAgent) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if _, _, err := b.waitDown(wctx, time.Now(), ids, false); err != nil {
+	if _, _, err := b.waitDown(wctx, time.Now(), ids, 0); err != nil {
 		progress("cleanup: %s's manifest pods: %v", a.name, err)
 	}
 }
@@ -291,7 +304,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 	warm := b.name("mwarm-" + tag)
 	_, ids, err := b.manifestStart(ctx, a, warm, kindStart)
 	if err == nil {
-		_, _, err = b.manifestDelete(ctx, a, []string{warm}, ids, false)
+		_, _, err = b.manifestDelete(ctx, a, []string{warm}, ids, startPeriod)
 	}
 	if err != nil {
 		return fmt.Errorf("%s warm-up: %w", tag, err)
@@ -310,6 +323,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 	if b.want("manifest-start") {
 		for i := range b.o.reps {
 			line := fmt.Sprintf("manifest start %d/%d:", i+1, b.o.reps)
+			next := time.Now().Add(startPeriod)
 			if raw != nil {
 				t0 := time.Now()
 				p, err := b.raw.Start(ctx, b.name("mstart-raw"))
@@ -328,8 +342,14 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			if err != nil {
 				return fmt.Errorf("manifest start %s #%d: %w", tag, i+1, err)
 			}
-			if _, _, err := b.manifestDelete(ctx, a, []string{name}, ids, false); err != nil {
+			if _, _, err := b.manifestDelete(ctx, a, []string{name}, ids, 0); err != nil {
 				return fmt.Errorf("manifest start %s #%d, deletion: %w", tag, i+1, err)
+			}
+			if wait := time.Until(next); wait > 0 {
+				if _, _, err := b.waitDown(ctx, time.Now(), ids, wait); err != nil {
+					return fmt.Errorf("manifest start %s #%d, removal: %w", tag, i+1, err)
+				}
+				time.Sleep(time.Until(next))
 			}
 			res.started = append(res.started, d)
 			progress("%s %s %s", line, tag, d.Round(100*time.Microsecond))
@@ -356,7 +376,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			if err := b.waitServers(ctx, ids); err != nil {
 				return err
 			}
-			down, gone, err := b.manifestDelete(ctx, a, names, ids, true)
+			down, gone, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait)
 			if err != nil {
 				return fmt.Errorf("manifest delete %s: %w", tag, err)
 			}
@@ -397,7 +417,7 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			raw.steadyFloor = &fu
 			progress("manifest steady: probe floor of %d pods: CPU %.2f %% of a core", len(ips), fu.cpu)
 		}
-		if _, _, err := b.manifestDelete(ctx, a, names, ids, false); err != nil {
+		if _, _, err := b.manifestDelete(ctx, a, names, ids, 0); err != nil {
 			return fmt.Errorf("manifest steady %s, deletion: %w", tag, err)
 		}
 		res.steadyRan = true

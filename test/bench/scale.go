@@ -108,7 +108,7 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 	warm := b.name("swarm-" + a.name)
 	_, ids, err := b.manifestStart(ctx, a, warm, kindStart)
 	if err == nil {
-		_, _, err = b.manifestDelete(ctx, a, []string{warm}, ids, false)
+		_, _, err = b.manifestDelete(ctx, a, []string{warm}, ids, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("scale %s warm-up: %w", a.name, err)
@@ -138,7 +138,7 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 		// itself, steady pods written when the density pods were only
 		// down were rejected OutOfpods, and the bench waited for them for
 		// good (2026-11-30).
-		if _, _, err := b.manifestDelete(ctx, a, names, ids, true); err != nil {
+		if _, _, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait); err != nil {
 			return fmt.Errorf("%s, %s, deletion: %w", tag, a.name, err)
 		}
 
@@ -169,7 +169,7 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 			p.Raw.steady(fu)
 			progress("%s: probe floor of %d pods: CPU %.2f %% of a core", tag, len(ips), fu.cpu)
 		}
-		if _, _, err := b.manifestDelete(ctx, a, names, ids, true); err != nil { // gone: as above
+		if _, _, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait); err != nil { // gone: as above
 			return fmt.Errorf("%s steady, %s, deletion: %w", tag, a.name, err)
 		}
 	}
