@@ -152,11 +152,11 @@ const manifestGoneWait = 3 * time.Minute
 // until the period ends, until it is gone: minikubelet removes a deleted
 // pod at once (about a second), which the next start would otherwise
 // overlap, while the kubelet leaves it to its garbage collection, a minute
-// later. One cadence for both, because the kubelet's start depends on it:
-// its median was 186 ms with starts back to back (a full run of
-// 2026-11-30), 226 ms five seconds apart and 231 ms 2.5 s apart (this
-// period) in runs of the next session, where minikubelet's was 183 and
-// 217 ms.
+// later. One cadence for both: the kubelet's start is not the same
+// figure at every pace or moment (its median was 186 ms back to back in
+// the full run of 2026-11-30, 226–256 ms in the runs of the session
+// after, back to back or not), so the pace is fixed rather than left to
+// each agent's speed.
 const startPeriod = 2500 * time.Millisecond
 
 // waitDown polls the runtime and host-local's store until the sandboxes
