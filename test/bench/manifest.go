@@ -236,9 +236,10 @@ func (b *bench) manifestStart(ctx context.Context, a manifestAgent, name string,
 }
 
 // manifestDelete removes the named manifests at once and waits until the
-// pods are down and, with goneWait > 0, gone (waitDown). Without, the objects left are
-// the agent's to remove while the bench goes on (the kubelet removes a
-// deleted pod's stopped sandbox only in its container GC, a minute apart).
+// pods are down and, with goneWait > 0, gone (waitDown). Without, the
+// objects left are the agent's to remove while the bench goes on (the
+// kubelet removes a deleted pod's stopped sandbox only in its container
+// GC, a minute apart).
 func (b *bench) manifestDelete(ctx context.Context, a manifestAgent, names []string, ids map[string]bool, goneWait time.Duration) (down, gone time.Duration, err error) {
 	t0 := time.Now()
 	for _, n := range names {
