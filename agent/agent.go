@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/minikubelet/minikubelet/agent/backoff"
 	"github.com/minikubelet/minikubelet/agent/config"
 	"github.com/minikubelet/minikubelet/agent/eviction"
 	agentmetrics "github.com/minikubelet/minikubelet/agent/metrics"
@@ -112,9 +113,9 @@ type Agent struct {
 	orphanGate chan struct{}
 
 	// crashBackoff delays container restarts (CrashLoopBackOff).
-	crashBackoff *backoff
+	crashBackoff *backoff.Backoff
 	// imageBackoff delays image pulls after failures (ImagePullBackOff).
-	imageBackoff *backoff
+	imageBackoff *backoff.Backoff
 	// termMessages caches termination messages by container ID.
 	termMessages termmsg.Cache
 	// probes runs the startup, liveness and readiness probes.
@@ -184,10 +185,9 @@ func New(cfg Config, deps Deps) *Agent {
 		restartAfterTeardown: make(map[types.UID]*v1.Pod),
 		trustBundles:         deps.TrustBundles,
 	}
-	a.crashBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
 	// The kubelet's override: a container that ran 10 minutes starts over.
-	a.crashBackoff.expireAfter = 10 * time.Minute
-	a.imageBackoff = newBackoff(a.cfg.BackoffInitial, a.cfg.BackoffMax)
+	a.crashBackoff = backoff.New(a.cfg.BackoffInitial, a.cfg.BackoffMax, 10*time.Minute)
+	a.imageBackoff = backoff.New(a.cfg.BackoffInitial, a.cfg.BackoffMax, 0)
 	a.probes = a.newProber()
 	a.metrics = agentmetrics.New(a.countRunningPods)
 	if a.clock == nil {

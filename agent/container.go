@@ -59,8 +59,8 @@ func (a *Agent) imageManager() *images.Manager {
 		Secret:         func(pod *v1.Pod, name string) (*v1.Secret, error) { return a.configData().Secret(pod, name) },
 		PullSecretFile: a.cfg.PullSecretFile,
 		RootDir:        a.cfg.RootDir,
-		InBackoff:      a.imageBackoff.inBackoffSinceUpdate,
-		BackoffNext:    a.imageBackoff.next,
+		InBackoff:      a.imageBackoff.InBackoffSinceUpdate,
+		BackoffNext:    a.imageBackoff.Next,
 		BackoffKey:     imageRefBackoffKey,
 		RuntimeVersion: a.runtimeVersion,
 	}

@@ -351,12 +351,8 @@ func (a *Agent) SecretFor(pod *v1.Pod, name string) (*v1.Secret, error) {
 // is gone.
 func (a *Agent) PodTables() map[string]int {
 	out := map[string]int{}
-	a.crashBackoff.mu.Lock()
-	out["crash back-off entries"] = len(a.crashBackoff.entries)
-	a.crashBackoff.mu.Unlock()
-	a.imageBackoff.mu.Lock()
-	out["image back-off entries"] = len(a.imageBackoff.entries)
-	a.imageBackoff.mu.Unlock()
+	out["crash back-off entries"] = a.crashBackoff.Len()
+	out["image back-off entries"] = a.imageBackoff.Len()
 	a.mu.Lock()
 	out["workers"] = len(a.workers)
 	out["rejected"] = len(a.rejected)

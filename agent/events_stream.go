@@ -11,8 +11,8 @@ import (
 )
 
 // watchContainerEvents streams the runtime's container events (CRI
-// GetContainerEvents: containerd ≥ 1.7, and 2.x) and sends the UID of each
-// affected pod to out, so a start or crash is seen at once instead of at the
+// GetContainerEvents: containerd ≥ 1.7, and 2.x) and sends each event of a
+// pod to out, so a start or crash is seen at once instead of at the
 // next relist. The relist stays the safety net: events can be lost while the
 // stream reconnects. A runtime without the API (containerd 1.6 answers
 // Unimplemented) is detected once and left alone.
@@ -21,7 +21,7 @@ import (
 // runtime's container events") and counted per connection, as the kubelet's
 // evented PLEG counts its connections; each event's age on arrival is
 // observed as the kubelet's connection latency.
-func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) {
+func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- *runtimeapi.ContainerEventResponse) {
 	delay := 100 * time.Millisecond
 	following := false
 	for ctx.Err() == nil {
@@ -57,7 +57,7 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- types.UID) 
 					continue
 				}
 				select {
-				case out <- uid:
+				case out <- ev:
 				case <-ctx.Done():
 				}
 			case err = <-done:

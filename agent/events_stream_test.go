@@ -154,7 +154,7 @@ func TestWatchContainerEvents(t *testing.T) {
 				Deps{Runtime: rt, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			out := make(chan types.UID)
+			out := make(chan *runtimeapi.ContainerEventResponse)
 			returned := make(chan struct{})
 			go func() {
 				a.watchContainerEvents(ctx, out)
@@ -164,7 +164,7 @@ func TestWatchContainerEvents(t *testing.T) {
 			for _, want := range tt.wantUIDs {
 				select {
 				case got := <-out:
-					assert.Equal(t, want, got)
+					assert.Equal(t, want, types.UID(got.GetPodSandboxStatus().GetMetadata().GetUid()))
 				case <-returned:
 					t.Fatalf("watcher returned before delivering %s", want)
 				case <-time.After(5 * time.Second):
@@ -181,8 +181,8 @@ func TestWatchContainerEvents(t *testing.T) {
 				select {
 				case <-returned:
 					t.Fatal("the watcher returned while the stream was open")
-				case uid := <-out:
-					t.Fatalf("unexpected event for %s", uid)
+				case ev := <-out:
+					t.Fatalf("unexpected event for %s", ev.GetPodSandboxStatus().GetMetadata().GetUid())
 				case <-time.After(100 * time.Millisecond):
 				}
 				cancel()
@@ -315,4 +315,89 @@ func TestRun_RelistIsTheSafetyNetWhileEventsStream(t *testing.T) {
 			require.Eventually(t, func() bool { return lists() == base+1 }, 5*time.Second, time.Millisecond, "after the stream broke, the next period relists")
 		})
 	}
+}
+
+// The events of a worker's own start (issue #27): a sync ends by observing
+// what it created and started, so those events, held while it was busy,
+// do not wake it again; an event its observation has not seen does, busy
+// or not.
+func TestPodWorker_RuntimeEventWakesOnlyForWhatItHasNotSeen(t *testing.T) {
+	sb := &runtimeapi.PodSandboxStatus{Id: "sb1", State: runtimeapi.PodSandboxState_SANDBOX_READY}
+	ev := func(id string, typ runtimeapi.ContainerEventType, cs ...*runtimeapi.ContainerStatus) *runtimeapi.ContainerEventResponse {
+		return &runtimeapi.ContainerEventResponse{ContainerId: id, ContainerEventType: typ, PodSandboxStatus: sb, ContainersStatuses: cs}
+	}
+	ownStart := []*runtimeapi.ContainerEventResponse{
+		ev("sb1", runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT),
+		ev("sb1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT),
+		ev("c1", runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, &runtimeapi.ContainerStatus{Id: "c1", State: runtimeapi.ContainerState_CONTAINER_CREATED}),
+		ev("c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, &runtimeapi.ContainerStatus{Id: "c1", State: runtimeapi.ContainerState_CONTAINER_RUNNING}),
+	}
+	exited := ev("c1", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, &runtimeapi.ContainerStatus{Id: "c1", State: runtimeapi.ContainerState_CONTAINER_EXITED})
+	afterStart := &podState{
+		sandboxes:  []*sandboxInfo{{id: "sb1", ready: true}},
+		containers: []*containerInfo{{id: "c1", name: "app", sandboxID: "sb1", state: runtimeapi.ContainerState_CONTAINER_RUNNING}},
+	}
+	woken := func(w *podWorker) bool {
+		select {
+		case <-w.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	newWorker := func() *podWorker { return &podWorker{wake: make(chan struct{}, 1), startTime: time.Now()} }
+
+	t.Run("held while busy, covered by the closing observation", func(t *testing.T) {
+		w := newWorker()
+		w.busy = true
+		for _, e := range ownStart {
+			w.runtimeEvent(e)
+		}
+		assert.False(t, woken(w), "a busy worker is not woken by an event")
+		w.setObserved(afterStart)
+		w.setIdle()
+		assert.False(t, woken(w), "its own start's events: no second sync")
+	})
+	t.Run("held while busy, not covered", func(t *testing.T) {
+		w := newWorker()
+		w.busy = true
+		w.runtimeEvent(ownStart[0])
+		w.runtimeEvent(exited)
+		w.setObserved(afterStart)
+		w.setIdle()
+		assert.True(t, woken(w), "the exit came after the closing observation")
+	})
+	t.Run("held while busy, the sync observed nothing", func(t *testing.T) {
+		w := newWorker()
+		w.busy = true
+		w.runtimeEvent(ownStart[0])
+		w.setIdle()
+		assert.True(t, woken(w))
+	})
+	t.Run("more held than kept", func(t *testing.T) {
+		w := newWorker()
+		w.busy = true
+		for range maxHeldEvents + 1 {
+			w.runtimeEvent(ownStart[3])
+		}
+		w.setObserved(afterStart)
+		w.setIdle()
+		assert.True(t, woken(w), "past maxHeldEvents the worker syncs whatever they said")
+		w.busy = true
+		w.runtimeEvent(ownStart[3])
+		w.setIdle()
+		assert.False(t, woken(w), "setIdle forgot what it looked at")
+	})
+	t.Run("idle", func(t *testing.T) {
+		w := newWorker()
+		w.runtimeEvent(ownStart[0])
+		assert.True(t, woken(w), "nothing observed yet")
+		w.setObserved(afterStart)
+		for _, e := range ownStart {
+			w.runtimeEvent(e)
+		}
+		assert.False(t, woken(w), "events the observation covers")
+		w.runtimeEvent(exited)
+		assert.True(t, woken(w), "an exit it has not seen")
+	})
 }

@@ -192,7 +192,7 @@ func TestAgent_DeletionCancelsImagePull(t *testing.T) {
 	}
 	deleteAndWait(t, h, pod)
 	assert.NotContains(t, h.rec.reasons(), "Failed", "a cancelled pull is no failure")
-	in, _ := h.agent.imageBackoff.inBackoffSinceUpdate(imageBackoffKey(pod, &pod.Spec.Containers[0]), h.clock.Now())
+	in, _ := h.agent.imageBackoff.InBackoffSinceUpdate(imageBackoffKey(pod, &pod.Spec.Containers[0]), h.clock.Now())
 	assert.False(t, in, "no pull back-off")
 }
 

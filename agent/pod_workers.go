@@ -14,7 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/fingerprint"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
 	"github.com/minikubelet/minikubelet/agent/resize"
@@ -101,6 +103,11 @@ type podWorker struct {
 	// observedOnce is set by the first setObserved.
 	observedOnce bool
 	busy         bool
+	// heldEvents are the runtime events that came while the worker was
+	// busy, up to maxHeldEvents (heldOverflow: more came): setIdle looks
+	// at them against the closing observation (runtimeEvent).
+	heldEvents   []*runtimeapi.ContainerEventResponse
+	heldOverflow bool
 	// evicted is set once the eviction manager evicted the pod; never
 	// unset: the pod is killed and never started again (eviction_engine.go).
 	evicted *podEviction
@@ -457,10 +464,50 @@ func (w *podWorker) run() {
 	}
 }
 
-// setIdle marks the end of a sync or teardown attempt.
+// maxHeldEvents bounds the runtime events a busy worker keeps; past it,
+// the worker syncs again after its sync whatever they said.
+const maxHeldEvents = 16
+
+// runtimeEvent wakes the worker for a runtime event of its pod unless its
+// newest observation covers it (fingerprint.Covers), as the relister wakes
+// it only for what it has not seen: a sync ends by observing what it
+// created and started, so the events of its own changes would give every
+// new pod a second sync that finds nothing new, at the cost of two lists
+// of every pod on the node and two statuses (issue #27: 110 pods started
+// at once). An event that comes while the worker is busy waits for the
+// sync's closing observation (setIdle).
+func (w *podWorker) runtimeEvent(ev *runtimeapi.ContainerEventResponse) {
+	w.mu.Lock()
+	if w.busy {
+		if len(w.heldEvents) < maxHeldEvents {
+			w.heldEvents = append(w.heldEvents, ev)
+		} else {
+			w.heldOverflow = true
+		}
+		w.mu.Unlock()
+		return
+	}
+	seen := w.observedOnce && fingerprint.Covers(w.observed, ev)
+	w.mu.Unlock()
+	if !seen {
+		w.trigger()
+	}
+}
+
+// setIdle marks the end of a sync or teardown attempt, and wakes the
+// worker again for a runtime event held meanwhile that its observation
+// does not cover (runtimeEvent).
 func (w *podWorker) setIdle() {
 	w.mu.Lock()
 	w.busy = false
+	wake := w.heldOverflow
+	for _, ev := range w.heldEvents {
+		wake = wake || !w.observedOnce || !fingerprint.Covers(w.observed, ev)
+	}
+	w.heldEvents, w.heldOverflow = nil, false
+	if wake {
+		w.trigger()
+	}
 	if w.syncCancel != nil {
 		w.syncCancel(nil) // releases the sync's context
 		w.syncCancel = nil

@@ -288,7 +288,7 @@ func TestPromptResync(t *testing.T) {
 				return st
 			},
 			setup: func(h *harness, p *v1.Pod) {
-				h.agent.crashBackoff.next(crashBackoffKey(p, &p.Spec.Containers[1]), h.clock.Now())
+				h.agent.crashBackoff.Next(crashBackoffKey(p, &p.Spec.Containers[1]), h.clock.Now())
 			},
 			retry: true,
 		},

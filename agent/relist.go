@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/fingerprint"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
@@ -25,7 +26,7 @@ import (
 //
 // It runs every second whatever happens, so a relist in which nothing
 // changed allocates nothing beyond the runtime's answers: the fingerprints
-// (podState.fingerprint's format) are rendered into buffers kept between
+// (package fingerprint's format) are rendered into buffers kept between
 // relists and compared with the previous ones in place; a string is made
 // only for a pod whose fingerprint changed.
 type relister struct {
@@ -75,7 +76,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	ready := 0
 	for _, sb := range sbs {
 		start := len(r.arena)
-		r.arena = appendSandboxFingerprint(r.arena, sb.Id, sb.State)
+		r.arena = fingerprint.AppendSandbox(r.arena, sb.Id, sb.State)
 		r.parts = append(r.parts, relistPart{uid: types.UID(sb.Labels[podspec.LabelPodUID]), start: start, end: len(r.arena)})
 		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			ready++
@@ -84,7 +85,7 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	var states [4]int // created, running, exited, unknown
 	for _, c := range ctrs {
 		start := len(r.arena)
-		r.arena = appendContainerFingerprint(r.arena, c.Id, c.State)
+		r.arena = fingerprint.AppendContainer(r.arena, c.Id, c.State)
 		r.parts = append(r.parts, relistPart{uid: types.UID(c.Labels[podspec.LabelPodUID]), start: start, end: len(r.arena)})
 		if c.State >= 0 && int(c.State) < len(states) {
 			states[c.State]++
@@ -167,22 +168,6 @@ func (r *relister) listed(uid types.UID) bool {
 // containerStateNames are the label values of the running-containers
 // gauge, indexed by runtimeapi.ContainerState.
 var containerStateNames = [...]string{"created", "running", "exited", "unknown"}
-
-// appendSandboxFingerprint appends sandboxFingerprint(id, state) to b.
-func appendSandboxFingerprint(b []byte, id string, state runtimeapi.PodSandboxState) []byte {
-	b = append(b, "s/"...)
-	b = append(b, id...)
-	b = append(b, '/')
-	return append(b, state.String()...)
-}
-
-// appendContainerFingerprint appends containerFingerprint(id, state) to b.
-func appendContainerFingerprint(b []byte, id string, state runtimeapi.ContainerState) []byte {
-	b = append(b, "c/"...)
-	b = append(b, id...)
-	b = append(b, '/')
-	return append(b, state.String()...)
-}
 
 // relistSelector is the label selector of the relister's runtime lists;
 // container GC lists with it too.

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testclock "k8s.io/utils/clock/testing"
 
+	"github.com/minikubelet/minikubelet/agent/fingerprint"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
@@ -45,7 +46,7 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 	parts := map[types.UID][]string{}
 	for _, sb := range sbs {
 		uid := types.UID(sb.Labels[podspec.LabelPodUID])
-		parts[uid] = append(parts[uid], sandboxFingerprint(sb.Id, sb.State))
+		parts[uid] = append(parts[uid], fingerprint.Sandbox(sb.Id, sb.State))
 	}
 	r.a.podCgroups().UpdateBurstableTier(podcgroup.BurstableMilli(sbs))
 	ready := 0
@@ -63,11 +64,11 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 	}
 	for _, c := range ctrs {
 		uid := types.UID(c.Labels[podspec.LabelPodUID])
-		parts[uid] = append(parts[uid], containerFingerprint(c.Id, c.State))
+		parts[uid] = append(parts[uid], fingerprint.Container(c.Id, c.State))
 	}
 	now := make(map[types.UID]string, len(parts))
 	for uid, p := range parts {
-		now[uid] = joinFingerprint(p)
+		now[uid] = fingerprint.Join(p)
 	}
 	r.a.mu.Lock()
 	defer r.a.mu.Unlock()
@@ -105,17 +106,7 @@ func (r *baselineRelister) relist(ctx context.Context) ([]types.UID, error) {
 	return changed, nil
 }
 
-func TestAppendFingerprint(t *testing.T) {
-	for _, id := range []string{"", "a", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"} {
-		for s := range runtimeapi.PodSandboxState_name {
-			st := runtimeapi.PodSandboxState(s)
-			assert.Equal(t, sandboxFingerprint(id, st), string(appendSandboxFingerprint([]byte("x"), id, st))[1:])
-		}
-		for s := range runtimeapi.ContainerState_name {
-			st := runtimeapi.ContainerState(s)
-			assert.Equal(t, containerFingerprint(id, st), string(appendContainerFingerprint(nil, id, st)))
-		}
-	}
+func TestContainerStateNames(t *testing.T) {
 	assert.Len(t, containerStateNames, len(runtimeapi.ContainerState_name))
 	for s, name := range containerStateNames {
 		assert.Equal(t, "CONTAINER_"+strings.ToUpper(name), runtimeapi.ContainerState(s).String())
@@ -277,9 +268,9 @@ func BenchmarkRelist(b *testing.B) {
 		labels := map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: uid}
 		rt.sbs = append(rt.sbs, &runtimeapi.PodSandbox{Id: hexID('s', i), State: runtimeapi.PodSandboxState_SANDBOX_READY, Labels: labels})
 		rt.ctrs = append(rt.ctrs, &runtimeapi.Container{Id: hexID('c', i), State: runtimeapi.ContainerState_CONTAINER_RUNNING, Labels: labels})
-		a.workers[types.UID(uid)] = &podWorker{observed: joinFingerprint([]string{
-			sandboxFingerprint(hexID('s', i), runtimeapi.PodSandboxState_SANDBOX_READY),
-			containerFingerprint(hexID('c', i), runtimeapi.ContainerState_CONTAINER_RUNNING),
+		a.workers[types.UID(uid)] = &podWorker{observed: fingerprint.Join([]string{
+			fingerprint.Sandbox(hexID('s', i), runtimeapi.PodSandboxState_SANDBOX_READY),
+			fingerprint.Container(hexID('c', i), runtimeapi.ContainerState_CONTAINER_RUNNING),
 		})}
 	}
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/fingerprint"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/cri"
@@ -296,26 +297,12 @@ func (s *podState) fingerprint() string {
 		if sb.ready {
 			state = runtimeapi.PodSandboxState_SANDBOX_READY
 		}
-		parts = append(parts, sandboxFingerprint(sb.id, state))
+		parts = append(parts, fingerprint.Sandbox(sb.id, state))
 	}
 	for _, c := range s.containers {
-		parts = append(parts, containerFingerprint(c.id, c.state))
+		parts = append(parts, fingerprint.Container(c.id, c.state))
 	}
-	return joinFingerprint(parts)
-}
-
-func sandboxFingerprint(id string, state runtimeapi.PodSandboxState) string {
-	return "s/" + id + "/" + state.String()
-}
-
-func containerFingerprint(id string, state runtimeapi.ContainerState) string {
-	return "c/" + id + "/" + state.String()
-}
-
-// joinFingerprint sorts the parts and joins them.
-func joinFingerprint(parts []string) string {
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
+	return fingerprint.Join(parts)
 }
 
 // startInterrupted reports whether c never ran because an agent process

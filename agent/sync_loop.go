@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/probes"
 )
@@ -22,7 +23,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	relist, ticks := newRelister(a), 0
 	timer := a.clock.NewTimer(a.cfg.RelistPeriod)
 	defer timer.Stop()
-	events := make(chan types.UID, 64)
+	events := make(chan *runtimeapi.ContainerEventResponse, 64)
 	go a.watchContainerEvents(ctx, events)
 	for {
 		select {
@@ -43,8 +44,8 @@ func (a *Agent) Run(ctx context.Context) error {
 					a.readinessWhileTerminating(w)
 				}
 			}
-		case uid := <-events:
-			a.wake([]types.UID{uid})
+		case ev := <-events:
+			a.wakeForEvent(ev)
 		case <-timer.C():
 			if ticks++; !a.eventsLive.Load() || a.eventSeen.Swap(false) || ticks%eventedRelistTicks == 0 {
 				if changed, err := relist.relist(ctx); err != nil {
@@ -56,6 +57,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 			timer.Reset(a.cfg.RelistPeriod)
 		}
+	}
+}
+
+// wakeForEvent hands a runtime event to the worker of its pod, which
+// syncs unless it has seen what the event says (podWorker.runtimeEvent).
+func (a *Agent) wakeForEvent(ev *runtimeapi.ContainerEventResponse) {
+	a.mu.Lock()
+	w, ok := a.workers[types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())]
+	a.mu.Unlock()
+	if ok {
+		w.runtimeEvent(ev)
 	}
 }
 

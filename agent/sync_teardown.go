@@ -96,12 +96,12 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 		}
 	}
 	for i := range pod.Spec.Containers {
-		a.crashBackoff.reset(crashBackoffKey(pod, &pod.Spec.Containers[i]))
-		a.imageBackoff.reset(imageBackoffKey(pod, &pod.Spec.Containers[i]))
+		a.crashBackoff.Reset(crashBackoffKey(pod, &pod.Spec.Containers[i]))
+		a.imageBackoff.Reset(imageBackoffKey(pod, &pod.Spec.Containers[i]))
 	}
 	for i := range pod.Spec.InitContainers {
-		a.crashBackoff.reset(crashBackoffKey(pod, &pod.Spec.InitContainers[i]))
-		a.imageBackoff.reset(imageBackoffKey(pod, &pod.Spec.InitContainers[i]))
+		a.crashBackoff.Reset(crashBackoffKey(pod, &pod.Spec.InitContainers[i]))
+		a.imageBackoff.Reset(imageBackoffKey(pod, &pod.Spec.InitContainers[i]))
 	}
 	if len(errs) == 0 {
 		w.step(podevents.StepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))

@@ -178,6 +178,12 @@ tests=1 check "$mod/agent/podevents" "^$mod/|^google.golang.org/grpc(/|$)" "a po
 # every package that decides a reason (the engine, agent/images); nothing
 # of the repository. Its tests too.
 tests=1 check "$mod/agent/reason" "^$mod/" "the waiting reason's error: below everything that reports one; nothing of the repository" "^$mod/agent/reason$"
+# The back-off's counting and the runtime state's fingerprints (issue #27
+# made room in the engine with them): pure, below the engine; nothing of
+# the repository (the fingerprints the CRI's message types only). Their
+# tests too.
+tests=1 check "$mod/agent/backoff" "^$mod/" "the kubelet's per-key back-off: below the engine; nothing of the repository" "^$mod/agent/backoff$"
+tests=1 check "$mod/agent/fingerprint" "^$mod/|^google.golang.org/grpc(/|$)" "the runtime state's fingerprints: below the engine; nothing of the repository, no gRPC" "^$mod/agent/fingerprint$"
 # The device plugins' manager (issue #26): below the engine, which reaches
 # it through agent/config.Devices; serve wires it. Of the repository only
 # agent/safepath (the checkpoint's bounded read) and agent/atomicfile (its

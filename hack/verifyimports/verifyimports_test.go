@@ -141,6 +141,10 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"deviceplugin imports the daemon":        {"agent/deviceplugin/bad.go", imp("deviceplugin", "agent/daemon"), "agent/deviceplugin must not import"},
 		"deviceplugin imports the CRI client":    {"agent/deviceplugin/bad.go", imp("deviceplugin", "cri"), "agent/deviceplugin must not import"},
 		"deviceplugin's test imports the engine": {"agent/deviceplugin/bad_test.go", imp("deviceplugin_test", "agent"), "agent/deviceplugin must not import"},
+		// agent/backoff, agent/fingerprint (issue #27): nothing of the repository.
+		"backoff imports the engine":                {"agent/backoff/bad.go", imp("backoff", "agent"), "agent/backoff must not import"},
+		"fingerprint imports the engine":            {"agent/fingerprint/bad.go", imp("fingerprint", "agent"), "agent/fingerprint must not import"},
+		"fingerprint's test imports the CRI client": {"agent/fingerprint/bad_test.go", imp("fingerprint_test", "cri"), "agent/fingerprint must not import"},
 		// agent/reason (issue #30): nothing of the repository.
 		"reason imports the engine":        {"agent/reason/bad.go", imp("reason", "agent"), "agent/reason must not import"},
 		"reason imports the CRI client":    {"agent/reason/bad.go", imp("reason", "cri"), "agent/reason must not import"},

@@ -1,4 +1,4 @@
-package agent
+package backoff
 
 import (
 	"testing"
@@ -12,26 +12,25 @@ import (
 // 20 s, 40 s … capped at 300 s, each measured from the crash.
 func TestBackoff_CrashLoopCurve(t *testing.T) {
 	clk := testclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBackoff(10*time.Second, 300*time.Second)
-	b.expireAfter = 10 * time.Minute
+	b := New(10*time.Second, 300*time.Second, 10*time.Minute)
 	key := "pod_ns_uid_c_hash"
 	var delays []time.Duration
 	for crash := 0; crash < 9; crash++ {
 		finished := clk.Now() // the container just crashed
-		in, delay := b.inBackoffSince(key, finished, clk.Now())
+		in, delay := b.InBackoffSince(key, finished, clk.Now())
 		if !in {
 			delays = append(delays, 0)
 		} else {
 			delays = append(delays, delay)
 			// Not yet one moment before the delay, allowed right at it.
 			clk.Step(delay - time.Millisecond)
-			in, _ = b.inBackoffSince(key, finished, clk.Now())
+			in, _ = b.InBackoffSince(key, finished, clk.Now())
 			assert.True(t, in, "crash %d: still backing off just before %s", crash, delay)
 			clk.Step(time.Millisecond)
-			in, _ = b.inBackoffSince(key, finished, clk.Now())
+			in, _ = b.InBackoffSince(key, finished, clk.Now())
 			assert.False(t, in, "crash %d: free at %s", crash, delay)
 		}
-		b.next(key, finished)
+		b.Next(key, finished)
 		clk.Step(time.Second) // runs a second, then crashes again
 	}
 	s := func(n int) time.Duration { return time.Duration(n) * time.Second }
@@ -42,49 +41,48 @@ func TestBackoff_CrashLoopCurve(t *testing.T) {
 // start begins again at the initial delay.
 func TestBackoff_ResetAfterTenMinutes(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := newBackoff(10*time.Second, 300*time.Second)
-	b.expireAfter = 10 * time.Minute
-	b.next("k", t0)
-	b.next("k", t0.Add(time.Second))
-	b.next("k", t0.Add(2*time.Second)) // now at 40 s
-	in, d := b.inBackoffSince("k", t0.Add(3*time.Second), t0.Add(4*time.Second))
+	b := New(10*time.Second, 300*time.Second, 10*time.Minute)
+	b.Next("k", t0)
+	b.Next("k", t0.Add(time.Second))
+	b.Next("k", t0.Add(2*time.Second)) // now at 40 s
+	in, d := b.InBackoffSince("k", t0.Add(3*time.Second), t0.Add(4*time.Second))
 	assert.True(t, in)
 	assert.Equal(t, 40*time.Second, d)
 	// Crashed after running 10 min + 1 s: the entry has expired.
 	crash := t0.Add(2*time.Second + 10*time.Minute + time.Second)
-	in, _ = b.inBackoffSince("k", crash, crash)
+	in, _ = b.InBackoffSince("k", crash, crash)
 	assert.False(t, in)
-	b.next("k", crash)
-	_, d = b.inBackoffSince("k", crash, crash)
+	b.Next("k", crash)
+	_, d = b.InBackoffSince("k", crash, crash)
 	assert.Equal(t, 10*time.Second, d, "starts over at the initial delay")
 }
 
 // Image pulls back off from the last failure: 10 s, 20 s, …
 func TestBackoff_ImagePull(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := newBackoff(10*time.Second, 300*time.Second)
-	in, _ := b.inBackoffSinceUpdate("uid_img", t0)
+	b := New(10*time.Second, 300*time.Second, 0)
+	in, _ := b.InBackoffSinceUpdate("uid_img", t0)
 	assert.False(t, in, "no failure yet")
-	b.next("uid_img", t0)
-	in, left := b.inBackoffSinceUpdate("uid_img", t0.Add(4*time.Second))
+	b.Next("uid_img", t0)
+	in, left := b.InBackoffSinceUpdate("uid_img", t0.Add(4*time.Second))
 	assert.True(t, in)
 	assert.Equal(t, 6*time.Second, left)
-	in, _ = b.inBackoffSinceUpdate("uid_img", t0.Add(10*time.Second))
+	in, _ = b.InBackoffSinceUpdate("uid_img", t0.Add(10*time.Second))
 	assert.False(t, in)
-	b.next("uid_img", t0.Add(10*time.Second))
-	in, left = b.inBackoffSinceUpdate("uid_img", t0.Add(11*time.Second))
+	b.Next("uid_img", t0.Add(10*time.Second))
+	in, left = b.InBackoffSinceUpdate("uid_img", t0.Add(11*time.Second))
 	assert.True(t, in)
 	assert.Equal(t, 19*time.Second, left, "second failure: 20 s")
-	b.reset("uid_img")
-	in, _ = b.inBackoffSinceUpdate("uid_img", t0.Add(11*time.Second))
+	b.Reset("uid_img")
+	in, _ = b.InBackoffSinceUpdate("uid_img", t0.Add(11*time.Second))
 	assert.False(t, in)
 }
 
 // The flags may set a cap below the initial delay: the cap wins.
 func TestBackoff_CapBelowInitial(t *testing.T) {
-	b := newBackoff(10*time.Second, time.Second)
+	b := New(10*time.Second, time.Second, 0)
 	t0 := time.Now()
-	b.next("k", t0)
-	_, d := b.inBackoffSince("k", t0, t0)
+	b.Next("k", t0)
+	_, d := b.InBackoffSince("k", t0, t0)
 	assert.Equal(t, time.Second, d)
 }
