@@ -118,6 +118,8 @@ type options struct {
 	// scale is --scale; scaleCounts its counts, in increasing order.
 	scale       string
 	scaleCounts []int
+	// scaleRounds is --scale-rounds.
+	scaleRounds int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -161,6 +163,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.agents, "agents", agentMinikubelet+","+agentKubelet, "agents of the manifest scenarios, comma-separated: minikubelet, kubelet")
 	fs.IntVar(&o.manifestPods, "manifest-pods", 110, "pods of the manifest density, delete and steady scenarios (the kubelet's default maxPods; above it the kubelet's maxPods is raised to match)")
 	fs.DurationVar(&o.manifestPoll, "manifest-poll", 5*time.Millisecond, "how often the manifest scenarios list the runtime's running containers (their resolution, both agents)")
+	fs.IntVar(&o.scaleRounds, "scale-rounds", 3, "density rounds of the scale curve at each count, the floor's and minikubelet's interleaved (their median; the kubelet's column runs one)")
 	fs.StringVar(&o.scale, "scale", "", "also run the scale curve (scenario scale) at these pod counts, comma-separated, e.g. "+defaultScale+" (the default when scale is named in --scenarios); about an hour with the kubelet on a 2-core VM, see docs/performance.md")
 	fs.StringVar(&o.rawrun, "rawrun", "", "the floor of the run-launch scenario as a binary (test/bench/rawrun; hack/bench.sh builds it); empty: run-launch is skipped")
 	if err := fs.Parse(args); err != nil {
@@ -197,8 +200,8 @@ func parseFlags(args []string) (options, error) {
 	if o.observe != "watch" && o.observe != "poll" {
 		return o, fmt.Errorf("--observe must be watch or poll, not %q", o.observe)
 	}
-	if o.reps < 1 || o.pods < 1 || o.rounds < 1 || o.manifestPods < 1 {
-		return o, errors.New("--reps, --pods, --manifest-pods and --rounds must be at least 1")
+	if o.reps < 1 || o.pods < 1 || o.rounds < 1 || o.manifestPods < 1 || o.scaleRounds < 1 {
+		return o, errors.New("--reps, --pods, --manifest-pods, --rounds and --scale-rounds must be at least 1")
 	}
 	for _, a := range strings.Split(o.agents, ",") {
 		if a != agentMinikubelet && a != agentKubelet {
