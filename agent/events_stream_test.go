@@ -367,6 +367,21 @@ func TestPodWorker_RuntimeEventWakesOnlyForWhatItHasNotSeen(t *testing.T) {
 		w.setIdle()
 		assert.True(t, woken(w), "the exit came after the closing observation")
 	})
+	t.Run("held while busy, an exit the closing observation saw", func(t *testing.T) {
+		// The container the sync started exited before its closing
+		// observation: the sync planned without the exit, so the stop
+		// wakes it (the restart's back-off, CrashLoopBackOff, is set there).
+		w := newWorker()
+		w.busy = true
+		w.runtimeEvent(ownStart[3])
+		w.runtimeEvent(exited)
+		w.setObserved(&podState{
+			sandboxes:  afterStart.sandboxes,
+			containers: []*containerInfo{{id: "c1", name: "app", sandboxID: "sb1", state: runtimeapi.ContainerState_CONTAINER_EXITED}},
+		})
+		w.setIdle()
+		assert.True(t, woken(w))
+	})
 	t.Run("held while busy, the sync observed nothing", func(t *testing.T) {
 		w := newWorker()
 		w.busy = true

@@ -469,10 +469,10 @@ func (w *podWorker) run() {
 const maxHeldEvents = 16
 
 // runtimeEvent wakes the worker for a runtime event of its pod unless its
-// newest observation covers it (fingerprint.Covers), as the relister wakes
-// it only for what it has not seen: a sync ends by observing what it
-// created and started, so the events of its own changes would give every
-// new pod a second sync that finds nothing new, at the cost of two lists
+// newest observation covers it (fingerprint.Covers; a stop never is), as
+// the relister wakes it only for what it has not seen: a sync ends by
+// observing what it created and started, so the events of its own start
+// would give every new pod a second sync that finds nothing new, at the cost of two lists
 // of every pod on the node and two statuses (issue #27: 110 pods started
 // at once). An event that comes while the worker is busy waits for the
 // sync's closing observation (setIdle).

@@ -69,7 +69,9 @@ func TestCovers(t *testing.T) {
 		{"started event without statuses", started, ev("c1", evStarted, nil), true},
 		// An older event after a newer observation: still nothing new.
 		{"started event after the exit was seen", stopped, ev("c1", evStarted, sbs("sb1", ready), cst("c1", running)), true},
-		{"sandbox stopped, seen", stopped, ev("sb1", evStopped, sbs("sb1", notReady), cst("c1", exited)), true},
+		// A stop, seen or not: the sync that saw it planned without it.
+		{"container stopped, seen", stopped, ev("c1", evStopped, sbs("sb1", ready), cst("c1", exited)), false},
+		{"sandbox stopped, seen", stopped, ev("sb1", evStopped, sbs("sb1", notReady), cst("c1", exited)), false},
 
 		// What the observation has not seen.
 		{"container exited", started, ev("c1", evStopped, sbs("sb1", ready), cst("c1", exited)), false},
