@@ -118,28 +118,31 @@ func Covers(observed string, ev *runtimeapi.ContainerEventResponse) bool {
 	}
 	sb := ev.GetPodSandboxStatus()
 	isSandbox := sb != nil && sb.GetId() == id
-	deleted := ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
-	if deleted {
-		_, listedS := lookup(observed, 's', id)
-		_, listedC := lookup(observed, 'c', id)
-		if listedS || listedC {
+	kind := byte('c')
+	if isSandbox {
+		kind = 's'
+	}
+	_, listed := lookup(observed, kind, id)
+	deleted := false
+	switch ev.GetContainerEventType() {
+	case runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
+		deleted = true
+		// A sandbox's event may come without its status: either kind.
+		_, s := lookup(observed, 's', id)
+		_, c := lookup(observed, 'c', id)
+		if s || c {
 			return false
 		}
-	} else {
-		var seen bool
-		switch ev.GetContainerEventType() {
-		case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
-			if isSandbox {
-				_, seen = lookup(observed, 's', id)
-			} else if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT {
-				seen = containerSeen(observed, id, runtimeapi.ContainerState_CONTAINER_CREATED)
-			} else {
-				seen = containerSeen(observed, id, runtimeapi.ContainerState_CONTAINER_RUNNING)
-			}
-		}
-		if !seen {
+	case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
+		if !listed || (!isSandbox && !containerSeen(observed, id, runtimeapi.ContainerState_CONTAINER_CREATED)) {
 			return false
 		}
+	case runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+		if !listed || (!isSandbox && !containerSeen(observed, id, runtimeapi.ContainerState_CONTAINER_RUNNING)) {
+			return false
+		}
+	default: // a stop (see above), or a type this package does not know
+		return false
 	}
 	// The deleted object's own status, if the event carries one, is what
 	// it was before it went.
