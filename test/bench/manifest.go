@@ -298,7 +298,8 @@ func (b *bench) clearManifests(ctx context.Context, a manifestAgent) {
 
 // manifestAgentRun runs the manifest scenarios on one agent; with raw set,
 // the floor's matching figures are taken in the same block, interleaved
-// with the agent's (start) or before each round (density, delete).
+// with the agent's (start) or beside each round, before it in odd rounds
+// and after it in even ones (density, delete; floorFirst).
 func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw *agentRun) error {
 	tag := a.name
 	progress("%s: warm-up, one manifest pod (not measured)", tag)
@@ -360,12 +361,21 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 	if b.want("manifest-density") || b.want("manifest-delete") {
 		for r := range b.o.rounds {
 			rtag := fmt.Sprintf("round %d/%d", r+1, b.o.rounds)
-			if raw != nil {
+			floor := func() error {
+				if raw == nil {
+					return nil
+				}
 				total, lat, gone, err := b.rawRound(ctx, fmt.Sprintf("mdensity-raw-%d", r), n, "manifest "+rtag)
 				if err != nil {
 					return err
 				}
 				raw.total, raw.lat, raw.gone, raw.down = append(raw.total, total), append(raw.lat, lat...), append(raw.gone, gone), append(raw.down, gone)
+				return nil
+			}
+			if floorFirst(r) { // ABBA (floorFirst)
+				if err := floor(); err != nil {
+					return err
+				}
 			}
 			progress("manifest density %s: %d manifests at once into %s's directory", rtag, n, tag)
 			names, lat, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("mdensity-%s-%d", tag, r), n, kindStart)
@@ -385,6 +395,11 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 			res.total, res.lat, res.down = append(res.total, total), append(res.lat, lat...), append(res.down, down)
 			if gone > 0 {
 				res.gone = append(res.gone, gone)
+			}
+			if !floorFirst(r) {
+				if err := floor(); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -4,9 +4,10 @@ package main
 // and steady scenarios at each pod count of --scale (e.g. 10,50,110,250),
 // for each column: the raw floor, minikubelet and the kubelet. Per count:
 //
-//	density  the floor's round of n pods (rawRound), then n manifests at
+//	density  the floor's round of n pods (rawRound), and n manifests at
 //	         once into the agent's directory → all running; pods/s, the
-//	         median of --scale-rounds such pairs (the kubelet: one round)
+//	         median of --scale-rounds such pairs, the floor first in odd
+//	         rounds and last in even ones (floorFirst; the kubelet: one round)
 //	steady   n pods with two probes each (HTTP liveness, TCP readiness,
 //	         every second) through the agent's directory; after --settle,
 //	         the agent's CPU and RSS over --steady-duration, then (in
@@ -120,7 +121,7 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 		*side(p) = s
 		tag := fmt.Sprintf("scale %d pods", n)
 		// Density: --scale-rounds rounds with the floor, the floor's round
-		// and then the agent's each time; one round without (the kubelet,
+		// and the agent's in ABBA order (floorFirst); one round without (the kubelet,
 		// whose removal waits for its GC). A single round of 110 or 250
 		// pods varied by more than a tenth between runs (2026-11-30).
 		rounds := 1
@@ -133,12 +134,21 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 			if rounds > 1 {
 				rtag = fmt.Sprintf("%s, round %d/%d", tag, r+1, rounds)
 			}
-			if raw {
+			floor := func() error {
+				if !raw {
+					return nil
+				}
 				total, _, _, err := b.rawRound(ctx, fmt.Sprintf("scale-raw-%d-%d", n, r), n, rtag)
 				if err != nil {
 					return err
 				}
 				rawTP = append(rawTP, float64(n)/total.Seconds())
+				return nil
+			}
+			if floorFirst(r) { // ABBA (floorFirst)
+				if err := floor(); err != nil {
+					return err
+				}
 			}
 			progress("%s: %d manifests at once into %s's directory", rtag, n, a.name)
 			names, _, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("scale-%s-%d-%d", a.name, n, r), n, kindStart)
@@ -155,6 +165,11 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 			// good (2026-11-30).
 			if _, _, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait); err != nil {
 				return fmt.Errorf("%s, %s, deletion: %w", rtag, a.name, err)
+			}
+			if !floorFirst(r) {
+				if err := floor(); err != nil {
+					return err
+				}
 			}
 		}
 		s.Throughput = summarize(s.Rounds).Median
@@ -241,7 +256,7 @@ func (b *bench) scaleScenario(ctx context.Context, work string) error {
 		cs = append(cs, strconv.Itoa(n))
 	}
 	b.rep.Settings["scale pods"] = strings.Join(cs, ",")
-	b.rep.Settings["scale density rounds"] = fmt.Sprintf("%d (the floor and minikubelet, interleaved; the kubelet 1)", b.o.scaleRounds)
+	b.rep.Settings["scale density rounds"] = fmt.Sprintf("%d (the floor and minikubelet, interleaved ABBA; the kubelet 1)", b.o.scaleRounds)
 	return nil
 }
 
