@@ -17,7 +17,8 @@
 //	         a server that listens at once: submit → Ready
 //	density  --pods pods (no probe, as the floor's) submitted at once: time
 //	         until all Running, pods/s, per-pod p50/p99; median of --rounds
-//	         (the floor's round first in odd rounds, last in even: floorFirst)
+//	         (the floor's round first in rounds 1, 3, …, last in rounds
+//	         2, 4, …: floorFirst)
 //	steady   the agent's RSS and CPU (from /proc) over --steady-duration with
 //	         --pods running pods (HTTP liveness and TCP readiness probes every
 //	         second; their start is reported too), and with 0 pods; then the CPU of a floor prober making
@@ -297,7 +298,7 @@ func run(ctx context.Context, o options) error {
 	b.rep = &Report{
 		Machine: detectMachine(rt.RuntimeName() + " " + rt.RuntimeVersion()),
 		Settings: map[string]string{
-			"reps": strconv.Itoa(o.reps), "pods": strconv.Itoa(o.pods), "steady window": o.steadyDuration.String(), "settle": o.settle.String(), "density and delete rounds": strconv.Itoa(o.rounds),
+			"reps": strconv.Itoa(o.reps), "pods": strconv.Itoa(o.pods), "steady window": o.steadyDuration.String(), "settle": o.settle.String(), "density and delete rounds": strconv.Itoa(o.rounds) + " (the floor and minikubelet in ABBA order)",
 			"CRI poll": o.criPoll.String(), "delete grace": fmt.Sprintf("%ds", o.grace), "manifest start period": startPeriod.String(),
 		},
 	}
@@ -619,7 +620,8 @@ func (c cpuUse) rows(scenario string, reps int) []Row {
 }
 
 // manyPods runs scenarios 2–4 on --pods pods: --rounds rounds of raw
-// density, raw delete, minikubelet density, minikubelet delete, with pods
+// density and raw delete beside minikubelet density and minikubelet delete
+// (the floor first in rounds 1, 3, …, last in rounds 2, 4, …: floorFirst), with pods
 // that have no probe, as the floor's (a probed pod costs its node more
 // than the CRI calls the floor makes: 100 probed pods came up 5–15 % slower
 // than the floor); then the steady state on --pods pods with probes,
@@ -702,7 +704,10 @@ func (b *bench) manyPodsRound(ctx context.Context, r int, m *manyResult) error {
 		}
 	}
 
-	// minikubelet: n pods submitted at once.
+	// minikubelet: n pods submitted at once, on a quiet machine (quiet.go).
+	if err := waitQuiet(ctx, "density "+tag+": minikubelet"); err != nil {
+		return err
+	}
 	progress("density %s: %d pods submitted at once to minikubelet", tag, n)
 	names := make([]string, n)
 	for i := range n {
@@ -742,9 +747,10 @@ func (b *bench) manyPodsRound(ctx context.Context, r int, m *manyResult) error {
 	return nil
 }
 
-// floorFirst reports whether round r (from 0) runs the floor's side before
-// the agent's. The rounds alternate, floor first and then the agent first
-// (ABBA), so that neither side always runs later in a run whose pace
+// floorFirst reports whether round r (counted from 0: r = 0 is round 1)
+// runs the floor's side before the agent's. The rounds alternate, floor
+// first in rounds 1, 3, … and the agent first in rounds 2, 4, … (ABBA;
+// with an odd count of rounds the floor goes first once more), so that neither side always runs later in a run whose pace
 // drifts: in the full bench of 2026-12-01 the floor's three 110-pod rounds,
 // always run first, went 8.15, 7.76 and 6.77 pods/s. Each side also follows
 // the other's deletion in some rounds and its own in others (an agent's
@@ -757,7 +763,10 @@ func floorFirst(r int) bool { return r%2 == 0 }
 // Ready), then all deleted at once. It returns the time until all started,
 // each pod's start, and the time until every CRI object and IP is gone.
 func (b *bench) rawRound(ctx context.Context, prefix string, n int, tag string) (time.Duration, []time.Duration, time.Duration, error) {
-	// Raw: n concurrent starts.
+	// Raw: n concurrent starts, on a quiet machine (quiet.go).
+	if err := waitQuiet(ctx, "density "+tag+": raw"); err != nil {
+		return 0, nil, 0, err
+	}
 	progress("density %s: %d raw pods at once", tag, n)
 	rawPods := make([]*rawPod, n)
 	rawLat := make([]time.Duration, n)

@@ -298,8 +298,8 @@ func (b *bench) clearManifests(ctx context.Context, a manifestAgent) {
 
 // manifestAgentRun runs the manifest scenarios on one agent; with raw set,
 // the floor's matching figures are taken in the same block, interleaved
-// with the agent's (start) or beside each round, before it in odd rounds
-// and after it in even ones (density, delete; floorFirst).
+// with the agent's (start) or beside each round, before it in rounds 1, 3,
+// … and after it in rounds 2, 4, … (density, delete; floorFirst).
 func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw *agentRun) error {
 	tag := a.name
 	progress("%s: warm-up, one manifest pod (not measured)", tag)
@@ -376,6 +376,9 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 				if err := floor(); err != nil {
 					return err
 				}
+			}
+			if err := waitQuiet(ctx, "manifest density "+rtag+": "+tag); err != nil { // quiet.go
+				return err
 			}
 			progress("manifest density %s: %d manifests at once into %s's directory", rtag, n, tag)
 			names, lat, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("mdensity-%s-%d", tag, r), n, kindStart)

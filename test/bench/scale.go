@@ -6,8 +6,9 @@ package main
 //
 //	density  the floor's round of n pods (rawRound), and n manifests at
 //	         once into the agent's directory → all running; pods/s, the
-//	         median of --scale-rounds such pairs, the floor first in odd
-//	         rounds and last in even ones (floorFirst; the kubelet: one round)
+//	         median of --scale-rounds such pairs, the floor first in rounds
+//	         1, 3, … and last in rounds 2, 4, … (floorFirst; the kubelet: one
+//	         round)
 //	steady   n pods with two probes each (HTTP liveness, TCP readiness,
 //	         every second) through the agent's directory; after --settle,
 //	         the agent's CPU and RSS over --steady-duration, then (in
@@ -103,8 +104,8 @@ func (s *ScaleSide) steady(u usage) {
 }
 
 // scaleAgent runs the curve's counts on one agent. With raw set, the
-// floor's round runs before each density round and the floor prober after
-// each steady window.
+// floor's round runs beside each density round, in ABBA order
+// (floorFirst), and the floor prober after each steady window.
 func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, pts map[int]*ScalePoint, side func(*ScalePoint) **ScaleSide, raw bool) error {
 	progress("scale: %s: warm-up, one manifest pod (not measured)", a.name)
 	warm := b.name("swarm-" + a.name)
@@ -149,6 +150,9 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 				if err := floor(); err != nil {
 					return err
 				}
+			}
+			if err := waitQuiet(ctx, rtag+": "+a.name); err != nil { // quiet.go
+				return err
 			}
 			progress("%s: %d manifests at once into %s's directory", rtag, n, a.name)
 			names, _, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("scale-%s-%d-%d", a.name, n, r), n, kindStart)
