@@ -750,9 +750,10 @@ func (b *bench) manyPodsRound(ctx context.Context, r int, m *manyResult) error {
 // floorFirst reports whether round r (counted from 0: r = 0 is round 1)
 // runs the floor's side before the agent's. The rounds alternate, floor
 // first in rounds 1, 3, … and the agent first in rounds 2, 4, … (ABBA;
-// with an odd count of rounds the floor goes first once more), so that neither side always runs later in a run whose pace
-// drifts: in the full bench of 2026-12-01 the floor's three 110-pod rounds,
-// always run first, went 8.15, 7.76 and 6.77 pods/s. Each side also follows
+// with an odd count of rounds the floor goes first once more), so that
+// neither side always runs later in a run whose pace drifts: in the full
+// bench of 2026-12-01 the floor's three 110-pod rounds, always run first,
+// went 8.15, 7.76 and 6.77 pods/s. Each side also follows
 // the other's deletion in some rounds and its own in others (an agent's
 // teardown, its cgroups and directories, goes on after the runtime lists
 // none of the pods).

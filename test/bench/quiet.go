@@ -14,9 +14,9 @@ import (
 // cgroups and directories, goes on after the runtime lists none of its
 // pods; the kernel frees network namespaces and cgroups after their last
 // user left) would otherwise run inside the next round, whichever side it
-// is. A 110-pod round right after minikubelet's deletion of 110 pods was
-// 0.2–0.5 pods/s slower than one after the floor's, on both sides (full
-// bench of 2026-12-01). The floor removes its pods' cgroups itself,
+// is. In the full bench of 2026-12-01 (ade1800), the 110-pod rounds right
+// after minikubelet's deletion of 110 pods were the slowest on both sides,
+// by 0.5 pods/s or more. The floor removes its pods' cgroups itself,
 // untimed, before its round returns; this gives the agents the same.
 const (
 	// quietWindow is one sample of the machine's CPU; quietWindows in a
