@@ -31,37 +31,51 @@ func (a *Agent) watchContainerEvents(ctx context.Context, out chan<- *runtimeapi
 		go func() { done <- a.runtime.GetContainerEvents(sctx, ch, nil) }()
 		var err error
 		live := false
+		deliver := func(ev *runtimeapi.ContainerEventResponse) {
+			delay = 100 * time.Millisecond
+			if !live {
+				live = true
+				v, verr := a.runtime.Version(ctx, "")
+				a.eventsLive.Store(verr == nil && cri.EventsReachEverySubscriber(v.GetRuntimeName(), v.GetRuntimeVersion()))
+				a.metrics.EventedConns.Inc()
+				if !following {
+					following = true
+					a.logger.Info("Following the runtime's container events", "relistPeriod", a.cfg.RelistPeriod)
+				}
+			}
+			a.eventSeen.Store(true)
+			if at := ev.GetCreatedAt(); at > 0 {
+				a.metrics.EventedLatency.Observe(a.clock.Since(time.Unix(0, at)).Seconds())
+			}
+			uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())
+			a.logger.Debug("Runtime container event", "type", ev.GetContainerEventType(),
+				"containerID", ev.GetContainerId(), "podUID", uid)
+			if uid == "" {
+				return
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+			}
+		}
 	recv:
 		for {
 			select {
 			case ev := <-ch:
-				delay = 100 * time.Millisecond
-				if !live {
-					live = true
-					v, verr := a.runtime.Version(ctx, "")
-					a.eventsLive.Store(verr == nil && cri.EventsReachEverySubscriber(v.GetRuntimeName(), v.GetRuntimeVersion()))
-					a.metrics.EventedConns.Inc()
-					if !following {
-						following = true
-						a.logger.Info("Following the runtime's container events", "relistPeriod", a.cfg.RelistPeriod)
+				deliver(ev)
+			case err = <-done:
+				// The call returned, and what it received before its end
+				// may still be in ch (select picks at random between ready
+				// cases): deliver that first. A busy machine lost the event
+				// before a broken stream (CI, 2026-12-01).
+				for {
+					select {
+					case ev := <-ch:
+						deliver(ev)
+					default:
+						break recv
 					}
 				}
-				a.eventSeen.Store(true)
-				if at := ev.GetCreatedAt(); at > 0 {
-					a.metrics.EventedLatency.Observe(a.clock.Since(time.Unix(0, at)).Seconds())
-				}
-				uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())
-				a.logger.Debug("Runtime container event", "type", ev.GetContainerEventType(),
-					"containerID", ev.GetContainerId(), "podUID", uid)
-				if uid == "" {
-					continue
-				}
-				select {
-				case out <- ev:
-				case <-ctx.Done():
-				}
-			case err = <-done:
-				break recv
 			}
 		}
 		cancel()

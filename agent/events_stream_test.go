@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -35,6 +36,8 @@ type eventRuntime struct {
 	mu      sync.Mutex
 	streams []stream
 	calls   int
+	// ended counts the connections that ended with their stream's err.
+	ended int
 }
 
 func (r *eventRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, _ func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
@@ -53,6 +56,9 @@ func (r *eventRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimea
 		}
 	}
 	if s.err != nil {
+		r.mu.Lock()
+		r.ended++
+		r.mu.Unlock()
 		return s.err
 	}
 	<-ctx.Done()
@@ -415,4 +421,43 @@ func TestPodWorker_RuntimeEventWakesOnlyForWhatItHasNotSeen(t *testing.T) {
 		w.runtimeEvent(exited)
 		assert.True(t, woken(w), "an exit it has not seen")
 	})
+}
+
+// Events a stream delivered before it broke reach the workers: the watcher
+// is still handing the first to out when the stream's second event is
+// buffered and the call returns, so both are ready at its next select.
+// Before the drain, that select dropped the second about every other time
+// (CI lost one on a busy machine, 2026-12-01).
+func TestWatchContainerEvents_DeliversWhatCameBeforeTheStreamBroke(t *testing.T) {
+	broken := status.Error(codes.Unavailable, "error reading from server: EOF")
+	for range 20 {
+		rt := &eventRuntime{FakeRuntime: critest.New().Runtime, streams: []stream{{events: []*runtimeapi.ContainerEventResponse{
+			containerEvent("uid-a", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT),
+			containerEvent("uid-b", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT),
+		}, err: broken}}}
+		a := New(Config{NodeName: "node-1", RootDir: t.TempDir(), PodLogDir: t.TempDir(), ResolvConf: "/nonexistent", Network: testNetwork(t), HostIPs: []string{"192.0.2.1"}},
+			Deps{Runtime: rt, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		ctx, cancel := context.WithCancel(context.Background())
+		out := make(chan *runtimeapi.ContainerEventResponse)
+		returned := make(chan struct{})
+		go func() {
+			a.watchContainerEvents(ctx, out)
+			close(returned)
+		}()
+		require.Eventually(t, func() bool {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			return rt.ended == 1
+		}, 5*time.Second, time.Millisecond, "the stream did not end")
+		for _, want := range []types.UID{"uid-a", "uid-b"} {
+			select {
+			case got := <-out:
+				require.Equal(t, want, types.UID(got.GetPodSandboxStatus().GetMetadata().GetUid()))
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no event for %s within 5s", want)
+			}
+		}
+		cancel()
+		<-returned
+	}
 }
