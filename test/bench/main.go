@@ -698,47 +698,40 @@ func (b *bench) manyPodsRound(ctx context.Context, r int, m *manyResult) error {
 		rawTotal, rawLat, rawGone, err = b.rawRound(ctx, fmt.Sprintf("density-raw-%d", r), n, tag)
 		return err
 	}
-	if floorFirst(r) {
-		if err := floor(); err != nil {
+	var mklTotal, mklGone, apiGone time.Duration
+	var mklLat []time.Duration
+	agent := func() (err error) {
+		// minikubelet: n pods submitted at once.
+		progress("density %s: %d pods submitted at once to minikubelet", tag, n)
+		names := make([]string, n)
+		for i := range n {
+			names[i] = fmt.Sprintf("density-mkl-%d-%d", r, i)
+		}
+		var prof chan error
+		if b.o.profileDir != "" && r == b.o.rounds-1 {
+			prof = b.profile(ctx, "cpu-density.pprof", 20*time.Second)
+		}
+		mklLat, mklTotal, err = b.mklDensity(ctx, names, kindStart)
+		if prof != nil {
+			if perr := <-prof; perr != nil {
+				progress("profile: %v", perr)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("density minikubelet: %w", err)
+		}
+		progress("density %s: minikubelet %d pods Running in %s (%.1f pods/s)", tag, n, mklTotal.Round(time.Millisecond), float64(n)/mklTotal.Seconds())
+
+		// minikubelet: deletion.
+		progress("delete %s: %d minikubelet pods at once, grace %d s", tag, n, b.o.grace)
+		if mklGone, apiGone, err = b.mklDeleteAll(ctx, names); err != nil {
 			return err
 		}
+		progress("delete %s: minikubelet pods gone from CRI and IPAM in %s, from the API in %s", tag, mklGone.Round(time.Millisecond), apiGone.Round(time.Millisecond))
+		return nil
 	}
-
-	// minikubelet: n pods submitted at once, on a quiet machine (quiet.go).
-	if err := waitQuiet(ctx, "density "+tag+": minikubelet"); err != nil {
+	if err := inOrder(ctx, r, "density "+tag+": minikubelet", floor, agent); err != nil {
 		return err
-	}
-	progress("density %s: %d pods submitted at once to minikubelet", tag, n)
-	names := make([]string, n)
-	for i := range n {
-		names[i] = fmt.Sprintf("density-mkl-%d-%d", r, i)
-	}
-	var prof chan error
-	if b.o.profileDir != "" && r == b.o.rounds-1 {
-		prof = b.profile(ctx, "cpu-density.pprof", 20*time.Second)
-	}
-	mklLat, mklTotal, err := b.mklDensity(ctx, names, kindStart)
-	if prof != nil {
-		if perr := <-prof; perr != nil {
-			progress("profile: %v", perr)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("density minikubelet: %w", err)
-	}
-	progress("density %s: minikubelet %d pods Running in %s (%.1f pods/s)", tag, n, mklTotal.Round(time.Millisecond), float64(n)/mklTotal.Seconds())
-
-	// minikubelet: deletion.
-	progress("delete %s: %d minikubelet pods at once, grace %d s", tag, n, b.o.grace)
-	mklGone, apiGone, err := b.mklDeleteAll(ctx, names)
-	if err != nil {
-		return err
-	}
-	progress("delete %s: minikubelet pods gone from CRI and IPAM in %s, from the API in %s", tag, mklGone.Round(time.Millisecond), apiGone.Round(time.Millisecond))
-	if !floorFirst(r) {
-		if err := floor(); err != nil {
-			return err
-		}
 	}
 
 	m.rawTotal, m.mklTotal = append(m.rawTotal, rawTotal), append(m.mklTotal, mklTotal)
@@ -758,6 +751,34 @@ func (b *bench) manyPodsRound(ctx context.Context, r int, m *manyResult) error {
 // teardown, its cgroups and directories, goes on after the runtime lists
 // none of the pods).
 func floorFirst(r int) bool { return r%2 == 0 }
+
+// quietWait is waitQuiet (quiet.go); the unit tests replace it.
+var quietWait = waitQuiet
+
+// inOrder runs round r's two sides in ABBA order (floorFirst): floor (nil
+// when the column has none; rawRound waits for a quiet machine itself) and
+// agent, on a quiet machine (quietWait, naming the agent's side what).
+func inOrder(ctx context.Context, r int, what string, floor, agent func() error) error {
+	if floor == nil {
+		floor = func() error { return nil }
+	}
+	quietAgent := func() error {
+		if err := quietWait(ctx, what); err != nil {
+			return err
+		}
+		return agent()
+	}
+	sides := [2]func() error{floor, quietAgent}
+	if !floorFirst(r) {
+		sides[0], sides[1] = sides[1], sides[0]
+	}
+	for _, side := range sides {
+		if err := side(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // rawRound is one round of the floor on n pods: n concurrent starts (each
 // pod's server answering before the deletion, as an agent's pods are

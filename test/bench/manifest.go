@@ -361,48 +361,41 @@ func (b *bench) manifestAgentRun(ctx context.Context, a manifestAgent, res, raw 
 	if b.want("manifest-density") || b.want("manifest-delete") {
 		for r := range b.o.rounds {
 			rtag := fmt.Sprintf("round %d/%d", r+1, b.o.rounds)
-			floor := func() error {
-				if raw == nil {
+			var floor func() error // none beside the kubelet's column
+			if raw != nil {
+				floor = func() error {
+					total, lat, gone, err := b.rawRound(ctx, fmt.Sprintf("mdensity-raw-%d", r), n, "manifest "+rtag)
+					if err != nil {
+						return err
+					}
+					raw.total, raw.lat, raw.gone, raw.down = append(raw.total, total), append(raw.lat, lat...), append(raw.gone, gone), append(raw.down, gone)
 					return nil
 				}
-				total, lat, gone, err := b.rawRound(ctx, fmt.Sprintf("mdensity-raw-%d", r), n, "manifest "+rtag)
+			}
+			agent := func() error {
+				progress("manifest density %s: %d manifests at once into %s's directory", rtag, n, tag)
+				names, lat, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("mdensity-%s-%d", tag, r), n, kindStart)
 				if err != nil {
+					return fmt.Errorf("manifest density %s: %w", tag, err)
+				}
+				progress("manifest density %s: %s: %d pods running in %s (%.1f pods/s)", rtag, tag, n, total.Round(time.Millisecond), float64(n)/total.Seconds())
+				// Every server answers before the deletion, as the floor's.
+				if err := b.waitServers(ctx, ids); err != nil {
 					return err
 				}
-				raw.total, raw.lat, raw.gone, raw.down = append(raw.total, total), append(raw.lat, lat...), append(raw.gone, gone), append(raw.down, gone)
+				down, gone, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait)
+				if err != nil {
+					return fmt.Errorf("manifest delete %s: %w", tag, err)
+				}
+				progress("manifest delete %s: %s: down in %s, gone in %s", rtag, tag, down.Round(time.Millisecond), gone.Round(time.Millisecond))
+				res.total, res.lat, res.down = append(res.total, total), append(res.lat, lat...), append(res.down, down)
+				if gone > 0 {
+					res.gone = append(res.gone, gone)
+				}
 				return nil
 			}
-			if floorFirst(r) { // ABBA (floorFirst)
-				if err := floor(); err != nil {
-					return err
-				}
-			}
-			if err := waitQuiet(ctx, "manifest density "+rtag+": "+tag); err != nil { // quiet.go
+			if err := inOrder(ctx, r, "manifest density "+rtag+": "+tag, floor, agent); err != nil { // ABBA (floorFirst)
 				return err
-			}
-			progress("manifest density %s: %d manifests at once into %s's directory", rtag, n, tag)
-			names, lat, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("mdensity-%s-%d", tag, r), n, kindStart)
-			if err != nil {
-				return fmt.Errorf("manifest density %s: %w", tag, err)
-			}
-			progress("manifest density %s: %s: %d pods running in %s (%.1f pods/s)", rtag, tag, n, total.Round(time.Millisecond), float64(n)/total.Seconds())
-			// Every server answers before the deletion, as the floor's.
-			if err := b.waitServers(ctx, ids); err != nil {
-				return err
-			}
-			down, gone, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait)
-			if err != nil {
-				return fmt.Errorf("manifest delete %s: %w", tag, err)
-			}
-			progress("manifest delete %s: %s: down in %s, gone in %s", rtag, tag, down.Round(time.Millisecond), gone.Round(time.Millisecond))
-			res.total, res.lat, res.down = append(res.total, total), append(res.lat, lat...), append(res.down, down)
-			if gone > 0 {
-				res.gone = append(res.gone, gone)
-			}
-			if !floorFirst(r) {
-				if err := floor(); err != nil {
-					return err
-				}
 			}
 		}
 	}

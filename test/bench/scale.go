@@ -146,34 +146,27 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 				rawTP = append(rawTP, float64(n)/total.Seconds())
 				return nil
 			}
-			if floorFirst(r) { // ABBA (floorFirst)
-				if err := floor(); err != nil {
-					return err
+			agent := func() error {
+				progress("%s: %d manifests at once into %s's directory", rtag, n, a.name)
+				names, _, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("scale-%s-%d-%d", a.name, n, r), n, kindStart)
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", rtag, a.name, err)
 				}
+				s.Rounds = append(s.Rounds, float64(n)/total.Seconds())
+				progress("%s: %s: %d pods running in %s (%.2f pods/s)", rtag, a.name, n, total.Round(time.Millisecond), s.Rounds[r])
+				// Gone, not only down, before the next pods: minikubelet counts a
+				// deleted pod against maxPods until its teardown ends (the kubelet
+				// does not, kubernetes#104824). At the largest count, maxPods
+				// itself, steady pods written when the density pods were only
+				// down were rejected OutOfpods, and the bench waited for them for
+				// good (2026-11-30).
+				if _, _, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait); err != nil {
+					return fmt.Errorf("%s, %s, deletion: %w", rtag, a.name, err)
+				}
+				return nil
 			}
-			if err := waitQuiet(ctx, rtag+": "+a.name); err != nil { // quiet.go
+			if err := inOrder(ctx, r, rtag+": "+a.name, floor, agent); err != nil { // ABBA (floorFirst)
 				return err
-			}
-			progress("%s: %d manifests at once into %s's directory", rtag, n, a.name)
-			names, _, total, ids, err := b.manifestMany(ctx, a, fmt.Sprintf("scale-%s-%d-%d", a.name, n, r), n, kindStart)
-			if err != nil {
-				return fmt.Errorf("%s, %s: %w", rtag, a.name, err)
-			}
-			s.Rounds = append(s.Rounds, float64(n)/total.Seconds())
-			progress("%s: %s: %d pods running in %s (%.2f pods/s)", rtag, a.name, n, total.Round(time.Millisecond), s.Rounds[r])
-			// Gone, not only down, before the next pods: minikubelet counts a
-			// deleted pod against maxPods until its teardown ends (the kubelet
-			// does not, kubernetes#104824). At the largest count, maxPods
-			// itself, steady pods written when the density pods were only
-			// down were rejected OutOfpods, and the bench waited for them for
-			// good (2026-11-30).
-			if _, _, err := b.manifestDelete(ctx, a, names, ids, manifestGoneWait); err != nil {
-				return fmt.Errorf("%s, %s, deletion: %w", rtag, a.name, err)
-			}
-			if !floorFirst(r) {
-				if err := floor(); err != nil {
-					return err
-				}
 			}
 		}
 		s.Throughput = summarize(s.Rounds).Median
