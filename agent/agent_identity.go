@@ -7,16 +7,12 @@ package agent
 // agent/node's (identity.go).
 
 import (
-	"context"
-	"fmt"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/node"
-	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // ownsObject reports whether a sandbox or container, by its labels, was
@@ -36,19 +32,6 @@ func (a *Agent) foreignPods(sbs []*runtimeapi.PodSandbox) map[string]int {
 		labels[i] = sb.Labels
 	}
 	return node.ForeignPods(a.agentID(), labels)
-}
-
-// ForeignPods lists the pods of other minikubelets on the runtime, one
-// sentence per owner, for `run` to print at start (the daemon logs them
-// at orphan collection).
-func (a *Agent) ForeignPods(ctx context.Context) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RuntimeTimeout)
-	defer cancel()
-	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}})
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes: %w", err)
-	}
-	return node.ForeignPodNotices(a.foreignPods(sbs)), nil
 }
 
 // markPodDir records this agent as the maker of the pod's directory

@@ -117,7 +117,7 @@ func TestCollectOrphans_LeavesForegroundRunPods(t *testing.T) {
 	_, err = r.relist(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []types.UID{"uid-fg"}, mapKeysSorted(r.last))
-	notices, err := run.ForeignPods(ctx)
+	_, notices, err := run.EnsureNodeCgroups() // the run's start-up list
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"1 pod on this runtime belongs to another minikubelet (an older minikubelet daemon, no agent label): left alone",

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 )
@@ -25,17 +26,26 @@ func (a *Agent) podCgroups() podcgroup.Manager {
 
 // EnsureNodeCgroups creates the kubepods hierarchy with the node's
 // allocatable CPU and memory (podcgroup.Manager.EnsureNode), then sets the
-// burstable tier's shares from the runtime. It returns the kubepods path.
-// Without a cgroup manager it does nothing.
-func (a *Agent) EnsureNodeCgroups() (string, error) {
-	path, err := a.podCgroups().EnsureNode()
-	if a.cgroups == nil || err != nil {
-		return path, err
+// burstable tier's shares from the runtime's sandboxes. It returns the
+// kubepods path ("" without a cgroup manager) and, from the same list, one
+// sentence per other minikubelet owning pods there (node.ForeignPodNotices):
+// `run` prints them at start, the daemon logs them at orphan collection.
+// A failed list is logged: neither needs it to go on.
+func (a *Agent) EnsureNodeCgroups() (path string, foreign []string, err error) {
+	if path, err = a.podCgroups().EnsureNode(); err != nil {
+		return path, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RuntimeTimeout)
 	defer cancel()
-	a.refreshBurstableTier(ctx)
-	return path, nil
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: relistSelector()})
+	if err != nil {
+		a.logger.Warn("Listing sandboxes at start failed", "err", err)
+		return path, nil, nil
+	}
+	if a.cgroups != nil {
+		a.podCgroups().UpdateBurstableTier(podcgroup.BurstableMilli(sbs))
+	}
+	return path, node.ForeignPodNotices(a.foreignPods(sbs)), nil
 }
 
 // refreshBurstableTier recomputes the burstable tier from the runtime's

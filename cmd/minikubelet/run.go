@@ -467,12 +467,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// manifest or reads the admin kubeconfig controls the daemon.
 	acfg.ProtectedPaths = []string{filepath.Dir(rf.socket), defaultRunDir, defaultManifestDir, filepath.Dir(api.DefaultAdminKubeconfig)}
 	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
-	if notices, err := a.ForeignPods(ctx); err == nil {
-		for _, n := range notices {
-			p.line("node", "notice", 0, n)
-		}
+	path, foreign, err := a.EnsureNodeCgroups()
+	for _, n := range foreign {
+		p.line("node", "notice", 0, n)
 	}
-	if path, err := a.EnsureNodeCgroups(); err != nil {
+	if err != nil {
 		return err
 	} else if path != "" {
 		p.line("node", "kubepods", 0, fmt.Sprintf("%s (cpu %s, memory %s allocatable)", path, node.Allocatable.Cpu(), node.Allocatable.Memory()))

@@ -292,7 +292,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := ef.start(ctx, a, inst, reclaim, logger); err != nil {
 		return err
 	}
-	if path, err := a.EnsureNodeCgroups(); err != nil {
+	if path, _, err := a.EnsureNodeCgroups(); err != nil { // foreign pods: logged at orphan collection
 		return err
 	} else if path != "" {
 		logger.Info("QoS cgroups ready", "kubepods", path, "driver", cg.Driver(), "mode", cg.Mode())
