@@ -51,11 +51,24 @@ func validateBytes(ctx context.Context, c Config, data []byte) error {
 	// (3–5 ms here), and one after another they were the longest step of
 	// a foreground run's node setup, before its first sandbox. The errors
 	// keep the plugins' order.
+	// Those that answered before, unchanged since, are not run again
+	// (check_cache.go).
 	plugins := requiredPlugins(list)
+	known := readCheckCache(c.CheckCache)
 	checked := make([]error, len(plugins))
+	stamps := make(map[string]string, len(plugins))
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, p := range plugins {
-		wg.Go(func() { checked[i] = checkPlugin(ctx, p, c.BinDirs, list.CNIVersion) })
+		wg.Go(func() {
+			key, stamp, err := checkPlugin(ctx, p, c.BinDirs, list.CNIVersion, known)
+			checked[i] = err
+			if err == nil && stamp != "" {
+				mu.Lock()
+				stamps[key] = stamp
+				mu.Unlock()
+			}
+		})
 	}
 	wg.Wait()
 	var errs []error
@@ -67,6 +80,7 @@ func validateBytes(ctx context.Context, c Config, data []byte) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("check CNI plugins for network %q: %w", list.Name, errors.Join(errs...))
 	}
+	writeCheckCache(c.CheckCache, known, stamps)
 	return nil
 }
 
@@ -88,31 +102,37 @@ func requiredPlugins(list *libcni.NetworkConfigList) []string {
 }
 
 // checkPlugin finds plugin in dirs and asks it which spec versions it
-// supports. Errors name the plugin, the dirs searched and the fix.
-func checkPlugin(ctx context.Context, plugin string, dirs []string, want string) error {
+// supports, unless known records the same file's answer for want. It
+// returns the plugin's cache key and stamp (check_cache.go). Errors name
+// the plugin, the dirs searched and the fix.
+func checkPlugin(ctx context.Context, plugin string, dirs []string, want string, known map[string]string) (key, stamp string, err error) {
 	path, err := invoke.FindInPath(plugin, dirs)
 	if err != nil {
-		return fmt.Errorf("CNI plugin %q not found in %s: %s to build it there", plugin, strings.Join(dirs, ", "), installHint)
+		return "", "", fmt.Errorf("CNI plugin %q not found in %s: %s to build it there", plugin, strings.Join(dirs, ", "), installHint)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("CNI plugin %q: %w", plugin, err)
+		return "", "", fmt.Errorf("CNI plugin %q: %w", plugin, err)
 	}
 	if fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("CNI plugin %q at %s is not executable: chmod +x it or %s", plugin, path, installHint)
+		return "", "", fmt.Errorf("CNI plugin %q at %s is not executable: chmod +x it or %s", plugin, path, installHint)
+	}
+	key, stamp = checkCacheKey(path, want), pluginStamp(fi)
+	if stamp != "" && known[key] == stamp {
+		return key, stamp, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	info, err := invoke.GetVersionInfo(ctx, path, nil)
 	if err != nil {
-		return fmt.Errorf("CNI plugin %q at %s did not answer VERSION (searched %s; %s to reinstall): %w",
+		return "", "", fmt.Errorf("CNI plugin %q at %s did not answer VERSION (searched %s; %s to reinstall): %w",
 			plugin, path, strings.Join(dirs, ", "), installHint, err)
 	}
 	if supported := info.SupportedVersions(); !slices.Contains(supported, want) {
-		return fmt.Errorf("CNI plugin %q at %s supports spec versions [%s], not %s that the conflist uses (searched %s): %s to install newer plugins",
+		return "", "", fmt.Errorf("CNI plugin %q at %s supports spec versions [%s], not %s that the conflist uses (searched %s): %s to install newer plugins",
 			plugin, path, strings.Join(supported, " "), want, strings.Join(dirs, ", "), installHint)
 	}
-	return nil
+	return key, stamp, nil
 }
 
 // WaitReady polls ready (at once, then every 100 ms) until it reports ok or

@@ -65,6 +65,10 @@ type Config struct {
 	Masquerade bool
 	// MTU of the bridge and veths; 0 means the plugin default.
 	MTU int
+	// CheckCache is a file of the agent's state where Check remembers the
+	// plugins that answered VERSION (check_cache.go): a plugin file not
+	// changed since is not run again. "" runs every plugin each time.
+	CheckCache string
 }
 
 // WithDefaults returns c with every empty field set to its default.

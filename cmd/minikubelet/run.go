@@ -288,6 +288,8 @@ func (f *nodeFlags) network() cni.Config {
 		BinDirs:    []string{f.cniBinDir},
 		DataDir:    f.cniDataDir,
 		Masquerade: f.masquerade,
+		// The plugins that answered VERSION, not run again while unchanged.
+		CheckCache: filepath.Join(f.rootDir, "cni-plugins-checked.json"),
 	}.WithDefaults()
 }
 
