@@ -30,6 +30,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/agent/source"
+	"github.com/minikubelet/minikubelet/agent/stopgate"
 	"github.com/minikubelet/minikubelet/agent/termmsg"
 	"github.com/minikubelet/minikubelet/agent/volume"
 	"github.com/minikubelet/minikubelet/cgroups"
@@ -124,6 +125,8 @@ type Agent struct {
 	cgroups cgroups.Manager
 	// burstableTier is the burstable tier's last written shares.
 	burstableTier podcgroup.BurstableTier
+	// stops counts the pods being stopped: removals wait (sync_teardown.go).
+	stops stopgate.Gate
 	// lastRelist is when a relist last succeeded; guarded by mu.
 	lastRelist time.Time
 	// eventsLive is set while the runtime streams container events to

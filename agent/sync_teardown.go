@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -36,6 +37,8 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	// probe meanwhile; readiness keeps reporting until the end.
 	a.probes.StopLivenessAndStartup(pod.UID)
 	defer a.probes.RemovePod(pod.UID)
+	stopped := a.stops.Stopping()
+	defer stopped()
 	st, err := a.listPod(ctx, pod)
 	if err != nil {
 		return fmt.Errorf("observe pod for teardown: %w", err)
@@ -46,6 +49,9 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	} else {
 		a.publishStopped(ctx, w, pod, st)
 	}
+	// The removal after the other pods' stops (agent/stopgate).
+	stopped()
+	a.stops.Wait(ctx, time.Second, 10*time.Second)
 	t0 := a.clock.Now()
 	gone := map[string]bool{}
 	for _, sb := range st.sandboxes {

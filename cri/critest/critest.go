@@ -291,7 +291,8 @@ func (f *Fake) record(verb, entry string) error {
 
 // OnCall makes every later call of verb run fn with the call's context
 // before anything else (a nil fn removes it): a test holds a call in
-// flight, or looks at its context. Only RunPodSandbox runs hooks so far.
+// flight, or looks at its context. Only RunPodSandbox and StopPodSandbox
+// run hooks so far.
 func (f *Fake) OnCall(verb string, fn func(ctx context.Context)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -522,6 +523,7 @@ func (r *FakeRuntime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodS
 // StopPodSandbox implements cri.Runtime. Like containerd it also stops the
 // sandbox's containers (exit code 137).
 func (r *FakeRuntime) StopPodSandbox(ctx context.Context, podSandboxID string) error {
+	r.f.hook(ctx, "StopPodSandbox")
 	name, ok := r.sandboxName(podSandboxID)
 	if err := r.f.record("StopPodSandbox", "StopPodSandbox "+name); err != nil {
 		return err
