@@ -49,7 +49,9 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	} else {
 		a.publishStopped(ctx, w, pod, st)
 	}
-	// The removal after the other pods' stops (agent/stopgate).
+	// The removal after the other pods' stops (agent/stopgate); nothing
+	// left to probe meanwhile.
+	a.probes.RemovePod(pod.UID)
 	stopped()
 	a.stops.Wait(ctx, time.Second, 10*time.Second)
 	t0 := a.clock.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,10 +32,16 @@ func TestTeardown_RemovalsWaitForTheOtherPodsStops(t *testing.T) {
 
 	// The first pod to stop its sandbox is held there until released.
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseAll) // a failed assertion must not leave the worker held
 	var held atomic.Bool
-	h.fake.OnCall("StopPodSandbox", func(context.Context) {
+	h.fake.OnCall("StopPodSandbox", func(ctx context.Context) {
 		if held.CompareAndSwap(false, true) {
-			<-release
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
 		}
 	})
 	doneA, doneB := h.agent.PodDone(a.UID), h.agent.PodDone(b.UID)
@@ -52,7 +59,7 @@ func TestTeardown_RemovalsWaitForTheOtherPodsStops(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // within the gate's quiet second
 	assert.Zero(t, count("RemovePodSandbox "), "no removal while another pod is being stopped: %q", h.fake.Calls())
 
-	close(release)
+	releaseAll()
 	for _, done := range []<-chan struct{}{doneA, doneB} {
 		select {
 		case <-done:
@@ -61,7 +68,7 @@ func TestTeardown_RemovalsWaitForTheOtherPodsStops(t *testing.T) {
 		}
 	}
 	calls := h.fake.Calls()
-	lastStop := slices.IndexFunc(calls, func(c string) bool { return strings.HasPrefix(c, "StopPodSandbox ") })
+	lastStop := -1
 	for i, c := range calls {
 		if strings.HasPrefix(c, "StopPodSandbox ") {
 			lastStop = i

@@ -2,12 +2,10 @@ package cni
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Each plugin's VERSION answer is a process start (1.5–2 ms of CPU for each
@@ -21,6 +19,12 @@ import (
 // The cache is the agent's state (its root dir), never the runtime's conf
 // dir, where a stray file could be read as a network config. Losing it,
 // or a file that does not parse, only means the plugins are run again.
+// What the stamp does not see: a plugin that stopped being runnable
+// without its file changing (its directory remounted noexec, a shared
+// library or interpreter it needs removed), or rewritten in place to the
+// same size within the file system's timestamp granularity. containerd
+// then fails the sandbox's CNI ADD with the plugin's error, as it would
+// for a plugin broken after any check.
 
 // maxCheckCache bounds the cache file read: a few plugins, a few hundred
 // bytes each.
@@ -30,25 +34,13 @@ const maxCheckCache = 64 << 10
 // version the conflist asks of it.
 func checkCacheKey(path, cniVersion string) string { return path + " " + cniVersion }
 
-// pluginStamp identifies the content of a plugin file: device, inode,
-// size, modification and change time. A new file (a reinstall renames one
-// over the old) has another inode; a write in place changes mtime and
-// ctime, and ctime cannot be set back. "" when the platform gives none.
-func pluginStamp(fi os.FileInfo) string {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return ""
-	}
-	return fmt.Sprintf("%d:%d:%d:%d.%09d:%d.%09d", st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec)
-}
-
 // readCheckCache returns the cache's entries, or none (no file, a file too
 // large or that does not parse).
 func readCheckCache(path string) map[string]string {
 	if path == "" {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
 	if err != nil {
 		return nil
 	}

@@ -184,6 +184,9 @@ tests=1 check "$mod/agent/reason" "^$mod/" "the waiting reason's error: below ev
 # tests too.
 tests=1 check "$mod/agent/backoff" "^$mod/" "the kubelet's per-key back-off: below the engine; nothing of the repository" "^$mod/agent/backoff$"
 tests=1 check "$mod/agent/fingerprint" "^$mod/|^google.golang.org/grpc(/|$)" "the runtime state's fingerprints: below the engine; nothing of the repository, no gRPC" "^$mod/agent/fingerprint$"
+# The count of pods being stopped that a teardown's removal waits on: pure,
+# below the engine; nothing of the repository. Its tests too.
+tests=1 check "$mod/agent/stopgate" "^$mod/" "the count of pods being stopped: below the engine; nothing of the repository" "^$mod/agent/stopgate$"
 # The device plugins' manager (issue #26): below the engine, which reaches
 # it through agent/config.Devices; serve wires it. Of the repository only
 # agent/safepath (the checkpoint's bounded read) and agent/atomicfile (its

@@ -343,10 +343,12 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// runtime that does not answer.
 	//
 	// The pod network's plugin check (each plugin CNI named answers
-	// VERSION, a process each) begins with the handshake: it writes
-	// nothing, and it was the longest step between the handshake and the
-	// first sandbox. The conflist is written only once the manifest
-	// validated and the runtime answered (below).
+	// VERSION, a process each, unless it answered before: cni's
+	// CheckCache) begins with the handshake: it writes nothing of the
+	// runtime's or the node's (only that cache, in the root dir), and it
+	// was the longest step between the handshake and the first sandbox.
+	// The conflist is written only once the manifest validated and the
+	// runtime answered (below).
 	var dial *pending[*cri.Client]
 	var netCheck *pending[cni.Checked]
 	netCfg := nf.network()
@@ -582,7 +584,8 @@ func (p *pending[T]) wait() (T, error) {
 }
 
 // beginRuntimeSteps starts a foreground run's runtime handshake and its
-// pod network's plugin check (which writes nothing) in the background.
+// pod network's plugin check (which writes only its cache in the root
+// dir) in the background.
 // stop cancels both if still in flight, closes the client the handshake
 // made, and waits for the check: every return of the run defers it.
 func beginRuntimeSteps(ctx context.Context, nf *nodeFlags, netCfg cni.Config) (dial *pending[*cri.Client], check *pending[cni.Checked], stop func()) {

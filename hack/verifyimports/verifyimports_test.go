@@ -145,6 +145,8 @@ func TestVerifyImports_RefusesForbiddenImports(t *testing.T) {
 		"backoff imports the engine":                {"agent/backoff/bad.go", imp("backoff", "agent"), "agent/backoff must not import"},
 		"fingerprint imports the engine":            {"agent/fingerprint/bad.go", imp("fingerprint", "agent"), "agent/fingerprint must not import"},
 		"fingerprint's test imports the CRI client": {"agent/fingerprint/bad_test.go", imp("fingerprint_test", "cri"), "agent/fingerprint must not import"},
+		"stopgate imports the engine":               {"agent/stopgate/bad.go", imp("stopgate", "agent"), "agent/stopgate must not import"},
+		"stopgate's test imports the CRI client":    {"agent/stopgate/bad_test.go", imp("stopgate_test", "cri"), "agent/stopgate must not import"},
 		// agent/reason (issue #30): nothing of the repository.
 		"reason imports the engine":        {"agent/reason/bad.go", imp("reason", "agent"), "agent/reason must not import"},
 		"reason imports the CRI client":    {"agent/reason/bad.go", imp("reason", "cri"), "agent/reason must not import"},
