@@ -34,7 +34,7 @@ import (
 func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	pod := w.pod()
 	// A container being stopped must not be restarted by its liveness
-	// probe meanwhile; readiness keeps reporting until the end.
+	// probe meanwhile; readiness keeps reporting until the stop ended.
 	a.probes.StopLivenessAndStartup(pod.UID)
 	defer a.probes.RemovePod(pod.UID)
 	stopped := a.stops.Stopping()
