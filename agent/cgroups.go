@@ -10,7 +10,6 @@ import (
 
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
-	"github.com/minikubelet/minikubelet/agent/podspec"
 )
 
 // Sandbox annotations that carry what the QoS tiers are computed from, so
@@ -55,7 +54,7 @@ func (a *Agent) refreshBurstableTier(ctx context.Context) {
 	if a.cgroups == nil {
 		return
 	}
-	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue}})
+	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: relistSelector()})
 	if err != nil {
 		a.logger.Warn("Listing sandboxes for the burstable QoS cgroup failed", "err", err)
 		return

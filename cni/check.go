@@ -56,31 +56,25 @@ func validateBytes(ctx context.Context, c Config, data []byte) error {
 	plugins := requiredPlugins(list)
 	known := readCheckCache(c.CheckCache)
 	checked := make([]error, len(plugins))
-	stamps := make(map[string]string, len(plugins))
-	var mu sync.Mutex
+	keys, stamps := make([]string, len(plugins)), make([]string, len(plugins))
 	var wg sync.WaitGroup
 	for i, p := range plugins {
-		wg.Go(func() {
-			key, stamp, err := checkPlugin(ctx, p, c.BinDirs, list.CNIVersion, known)
-			checked[i] = err
-			if err == nil && stamp != "" {
-				mu.Lock()
-				stamps[key] = stamp
-				mu.Unlock()
-			}
-		})
+		wg.Go(func() { keys[i], stamps[i], checked[i] = checkPlugin(ctx, p, c.BinDirs, list.CNIVersion, known) })
 	}
 	wg.Wait()
 	var errs []error
-	for _, err := range checked {
+	answered := make(map[string]string, len(plugins))
+	for i, err := range checked {
 		if err != nil {
 			errs = append(errs, err)
+		} else if stamps[i] != "" {
+			answered[keys[i]] = stamps[i]
 		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("check CNI plugins for network %q: %w", list.Name, errors.Join(errs...))
 	}
-	writeCheckCache(c.CheckCache, known, stamps)
+	writeCheckCache(c.CheckCache, known, answered)
 	return nil
 }
 
