@@ -160,7 +160,10 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.updateDoc, "update-readme", false, "old name of --update-docs")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "also capture the daemon's CPU profiles (density, steady) and heap profile (steady) into this directory")
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "pods in the kubepods hierarchy (both sides), as the daemon's default")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Minute, "give up after this long")
+	// A full run with the scale curve took 59 minutes on a fast machine
+	// (2026-12-01) and ran into the hour on a slower day, losing every
+	// figure: twice that.
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Hour, "give up after this long (the whole run)")
 	fs.StringVar(&o.kubelet, "kubelet", "", "the kubelet binary of the manifest scenarios' kubelet column (hack/bench.sh: hack/conformance/build.sh kubelet); empty: no kubelet column")
 	fs.StringVar(&o.agents, "agents", agentMinikubelet+","+agentKubelet, "agents of the manifest scenarios, comma-separated: minikubelet, kubelet")
 	fs.IntVar(&o.manifestPods, "manifest-pods", 110, "pods of the manifest density, delete and steady scenarios (the kubelet's default maxPods; above it the kubelet's maxPods is raised to match)")
@@ -242,13 +245,19 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, o.timeout, errRunTimeout)
 	defer cancel()
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		if errors.Is(context.Cause(ctx), errRunTimeout) {
+			fmt.Fprintf(os.Stderr, "bench: the run's --timeout of %s ran out, which ended the step above: give it more (--timeout, or BENCH_FLAGS=--timeout=3h with make bench), or run fewer scenarios (--scenarios)\n", o.timeout)
+		}
 		os.Exit(1)
 	}
 }
+
+// errRunTimeout is the cause of the run's context when --timeout ran out.
+var errRunTimeout = errors.New("the bench's --timeout ran out")
 
 // progress prints one line of progress.
 func progress(format string, args ...any) {
