@@ -77,6 +77,9 @@ type Deps struct {
 	// Services lists the cluster's Services for the service link
 	// variables (cluster mode); nil gives containers none (service_env.go).
 	Services ServiceLister
+	// NetworkReady reuses a recent NetworkReady=true for the pods' starts
+	// (cni.ReadyCache); nil asks the runtime at every sandbox creation.
+	NetworkReady *cni.ReadyCache
 }
 
 // Agent runs the node's pods.
@@ -157,6 +160,8 @@ type Agent struct {
 	podCerts *volume.PodCertificates
 	// services lists the cluster's Services (Deps.Services); nil standalone.
 	services ServiceLister
+	// readyCache is Deps.NetworkReady (nil: every start asks).
+	readyCache *cni.ReadyCache
 	// eviction is the eviction manager (agent/eviction, built by EnableEviction: eviction_engine.go).
 	eviction *eviction.Manager
 	// runtimeVer is the runtime's name and version, asked once (imagevolume.go).
@@ -187,6 +192,7 @@ func New(cfg Config, deps Deps) *Agent {
 
 		restartAfterTeardown: make(map[types.UID]*v1.Pod),
 		trustBundles:         deps.TrustBundles,
+		readyCache:           deps.NetworkReady,
 	}
 	// The kubelet's override: a container that ran 10 minutes starts over.
 	a.crashBackoff = backoff.New(a.cfg.BackoffInitial, a.cfg.BackoffMax, 10*time.Minute)
@@ -216,7 +222,7 @@ func (a *Agent) EnsureNetwork(ctx context.Context) (notices []string, err error)
 	if err != nil {
 		return notices, fmt.Errorf("install pod network config: %w", err)
 	}
-	err = cni.WaitReady(ctx, a.cfg.Network, a.networkReady)
+	err = cni.WaitReady(ctx, a.cfg.Network, a.NetworkReady)
 	return notices, err
 }
 

@@ -175,9 +175,10 @@ func (a *Agent) LastRelist() time.Time {
 	return a.lastRelist
 }
 
-// NetworkReady is the runtime's NetworkReady condition.
+// NetworkReady is the runtime's NetworkReady condition, asked now (a ready
+// answer is remembered for the pods' starts: Deps.NetworkReady).
 func (a *Agent) NetworkReady(ctx context.Context) (ok bool, reason, message string, err error) {
-	return a.networkReady(ctx)
+	return a.readyCache.Ask(ctx, a.cfg.Network, a.networkReady)
 }
 
 // LatestContainer is the newest instance of the pod's container named

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/podcgroup"
 	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cgroups/cgroupstest"
+	"github.com/minikubelet/minikubelet/cni"
 )
 
 // The CRI calls of one pod start and one teardown, every one of them: what
@@ -207,4 +209,48 @@ func TestSyncPod_NewPodCgroupBeforeSandboxAndGoneAfterTeardown(t *testing.T) {
 		t.Fatal("teardown did not finish")
 	}
 	assert.False(t, cg.Exists(podcgroup.Name(again, podspec.QOSClass(again))), "no pod cgroup left behind")
+}
+
+// serve and run give the agent a NetworkReady cache (cni.ReadyCache): a
+// second pod started while the node's conflist stands does not ask the
+// runtime's Status again; once the conflist is gone, the next start asks
+// and waits for the network, as without the cache.
+func TestSyncPod_NetworkReadyStandsWhileTheConflistDoes(t *testing.T) {
+	h := newHarness(t)
+	h.agent.readyCache = cni.NewReadyCache(h.clock.Now)
+	conf := cni.ConfPath(h.agent.cfg.Network)
+	require.NoError(t, os.WriteFile(conf, []byte(`{}`), 0o644))
+	statusCalls := func() int {
+		n := 0
+		for _, c := range h.fake.Calls() {
+			if c == "Status" {
+				n++
+			}
+		}
+		return n
+	}
+	named := func(name string, cond func(*v1.Pod) bool) func(*v1.Pod) bool {
+		return func(p *v1.Pod) bool { return p.Name == name && cond(p) }
+	}
+
+	first := startCallsPod(t, h)
+	require.Equal(t, 1, statusCalls())
+	second := testPod(t, strings.Replace(callsPod, "name: web", "name: web2", 1))
+	h.agent.SetPods([]*v1.Pod{first, second})
+	h.rec.waitStatus(t, "web2 Running", named("web2", phaseIs(v1.PodRunning)))
+	h.waitCallsSettle(t)
+	assert.Contains(t, h.fake.Calls(), "RunPodSandbox web2 attempt=0")
+	assert.Equal(t, 1, statusCalls(), "the second start reused the first one's answer: %q", h.fake.Calls())
+
+	require.NoError(t, os.Remove(conf))
+	h.fake.SetNetworkReady(false, "NetworkPluginNotReady")
+	third := testPod(t, strings.Replace(callsPod, "name: web", "name: web3", 1))
+	h.agent.SetPods([]*v1.Pod{first, second, third})
+	p := h.rec.waitStatus(t, "web3 waiting for the network", named("web3", func(p *v1.Pod) bool {
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && strings.Contains(w.Message, "network is not ready")
+	}))
+	assert.Contains(t, p.Status.ContainerStatuses[0].State.Waiting.Message, "has no conflist")
+	assert.Equal(t, 2, statusCalls(), "a removed conflist is asked about")
+	assert.NotContains(t, h.fake.Calls(), "RunPodSandbox web3 attempt=0")
 }

@@ -83,9 +83,10 @@ func (p *sandboxPrelude) wait() {
 	<-p.done
 }
 
-// networkState asks the runtime about the pod network.
+// networkState asks the runtime about the pod network, unless a ready
+// answer stands (Deps.NetworkReady).
 func (a *Agent) networkState(ctx context.Context) networkState {
-	ok, reason, msg, err := a.networkReady(ctx)
+	ok, reason, msg, err := a.readyCache.Reuse(ctx, a.cfg.Network, a.networkReady)
 	return networkState{ready: ok, reason: reason, message: msg, err: err}
 }
 

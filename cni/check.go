@@ -111,7 +111,7 @@ func checkPlugin(ctx context.Context, plugin string, dirs []string, want string,
 	if fi.Mode().Perm()&0o111 == 0 {
 		return "", "", fmt.Errorf("CNI plugin %q at %s is not executable: chmod +x it or %s", plugin, path, installHint)
 	}
-	key, stamp = checkCacheKey(path, want), pluginStamp(fi)
+	key, stamp = checkCacheKey(path, want), fileStamp(fi)
 	if stamp != "" && known[key] == stamp {
 		return key, stamp, nil
 	}

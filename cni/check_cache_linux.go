@@ -10,11 +10,12 @@ import (
 // blocking on a FIFO.
 const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
-// pluginStamp identifies the content of a plugin file: device, inode,
-// size, modification and change time. A new file (a reinstall renames one
-// over the old) has another inode; a write in place changes mtime and
-// ctime, and ctime cannot be set back. "" when the platform gives none.
-func pluginStamp(fi os.FileInfo) string {
+// fileStamp identifies the content of a file (a plugin, the conf dir, a
+// conflist): device, inode, size, modification and change time. A new file
+// (a reinstall renames one over the old) has another inode; a write in
+// place changes mtime and ctime, and ctime cannot be set back. "" when the
+// platform gives none.
+func fileStamp(fi os.FileInfo) string {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return ""

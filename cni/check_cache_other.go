@@ -7,5 +7,6 @@ import "os"
 // openNoFollow: the flags of the Linux build are not portable.
 const openNoFollow = 0
 
-// pluginStamp is "" off Linux: every check runs the plugins.
-func pluginStamp(os.FileInfo) string { return "" }
+// fileStamp is "" off Linux: every check runs the plugins, and no
+// NetworkReady answer is reused (ReadyCache).
+func fileStamp(os.FileInfo) string { return "" }

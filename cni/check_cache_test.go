@@ -100,8 +100,8 @@ func TestValidate_CheckCacheKeyedByVersion(t *testing.T) {
 	key := checkCacheKey(filepath.Join(bin, "bridge"), "0.4.0")
 	fi, err := os.Stat(filepath.Join(bin, "bridge"))
 	require.NoError(t, err)
-	writeCheckCache(cache, nil, map[string]string{key: pluginStamp(fi)})
-	assert.Equal(t, map[string]string{key: pluginStamp(fi)}, readCheckCache(cache))
+	writeCheckCache(cache, nil, map[string]string{key: fileStamp(fi)})
+	assert.Equal(t, map[string]string{key: fileStamp(fi)}, readCheckCache(cache))
 
 	require.NoError(t, Validate(context.Background(), Config{BinDirs: []string{bin}, CheckCache: cache}))
 	assert.ElementsMatch(t, cnitest.Plugins, runsOf(t, runs), "bridge was checked for 0.4.0 only")

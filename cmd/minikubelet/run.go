@@ -470,7 +470,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// know another's flags): a pod of this run that writes a static
 	// manifest or reads the admin kubeconfig controls the daemon.
 	acfg.ProtectedPaths = []string{filepath.Dir(rf.socket), defaultRunDir, defaultManifestDir, filepath.Dir(api.DefaultAdminKubeconfig)}
-	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg})
+	// The NetworkReady answer that ends the start stands for the pods'
+	// first sandboxes (cni.ReadyCache): they do not ask again.
+	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg, NetworkReady: &cni.ReadyCache{}})
 	path, foreign, err := a.EnsureNodeCgroups()
 	for _, n := range foreign {
 		p.line("node", "notice", 0, n)

@@ -26,6 +26,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/source"
 	"github.com/minikubelet/minikubelet/cgroups"
 	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
+	"github.com/minikubelet/minikubelet/cni"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -264,7 +265,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		defer devices.Stop()
 		acfg.Devices = devices
 	}
-	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg}
+	deps := agent.Deps{Runtime: inst, Images: inst, Logger: logger, Cgroups: cg, NetworkReady: &cni.ReadyCache{}}
 	if cc != nil && cc.nodeLabels != nil {
 		// Admission checks node affinity against the Node's labels as the
 		// API server has them (agent/cluster/nodelabels.go).
