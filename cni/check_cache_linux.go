@@ -10,7 +10,7 @@ import (
 // blocking on a FIFO.
 const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
-// fileStamp identifies the content of a file (a plugin, the conf dir, a
+// fileStamp identifies the content of a file (a plugin, the node's
 // conflist): device, inode, size, modification and change time. A new file
 // (a reinstall renames one over the old) has another inode; a write in
 // place changes mtime and ctime, and ctime cannot be set back. "" when the

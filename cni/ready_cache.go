@@ -20,28 +20,48 @@ type ReadyFunc func(context.Context) (ok bool, reason, message string, err error
 
 // ReadyCache remembers the runtime's last NetworkReady=true, so that the
 // pods starting within ReadyReuse of it do not each ask the runtime's
-// Status (a CRI call per pod, which the kubelet does not make either).
+// Status (a CRI call per pod, which the kubelet does not make either), and
+// lets the starts that find no standing answer share the question in
+// flight (110 pods created together ask once).
 // Unlike the kubelet's answer it stands only while the node's conflist is
 // the file it was when it was asked (device, inode, size, modification and
 // change time) and the first CNI config of the conf dir by name: a
 // conflist removed, replaced or edited, or another config added before it,
 // is seen at the next pod's start, which asks again (a stat and a read of
-// the conf dir instead of a CRI call). What the stamp cannot see (the
-// runtime restarting without its network, for up to ReadyReuse) reaches
-// RunPodSandbox, which fails with the runtime's CNI error and is retried,
-// as with the kubelet. A not-ready answer or an error is never remembered.
-// The nil *ReadyCache asks every time.
+// the conf dir instead of a CRI call). What the stamp cannot see: the
+// runtime restarting without its network, and an edit that keeps the size
+// within the timestamps' granularity (a few ms) of the write before it,
+// for up to ReadyReuse. Such a start reaches RunPodSandbox, which fails
+// with the runtime's CNI error and is retried, as with the kubelet. A
+// not-ready answer or an error is never remembered. The nil *ReadyCache
+// asks every time.
 type ReadyCache struct {
 	mu sync.Mutex
-	// stamp is the config files' stamp read before the last ready answer
-	// ("" when the last answer was not ready); at is when it was asked.
+	// stamp is the conflist's stamp read before the newest recorded
+	// answer, if that answer was ready ("" otherwise); at is when that
+	// question was asked.
 	stamp string
 	at    time.Time
-	// asked is when the newest answer recorded was asked: an answer asked
-	// before it (concurrent asks) does not replace it.
-	asked time.Time
+	// seq numbers the questions as they begin; recorded is the number of
+	// the newest one whose answer is recorded: an answer to an older
+	// question (concurrent asks) does not replace it.
+	seq, recorded uint64
+	// flight is the newest question in flight (nil: none); joined counts
+	// the starts that waited on one (tests).
+	flight *readyFlight
+	joined int
 	// now is time.Now (tests set it).
 	now func() time.Time
+}
+
+// readyFlight is a question in flight; its answer is set before done is
+// closed.
+type readyFlight struct {
+	stamp           string
+	done            chan struct{}
+	ok              bool
+	reason, message string
+	err             error
 }
 
 // NewReadyCache is a ReadyCache on the given clock (tests); the zero
@@ -62,25 +82,34 @@ func (c *ReadyCache) Ask(ctx context.Context, cfg Config, ask ReadyFunc) (ok boo
 	if c == nil {
 		return ask(ctx)
 	}
-	stamp, at := confStamp(cfg), c.clock()
-	ok, reason, message, err = ask(ctx)
+	f := &readyFlight{stamp: confStamp(cfg), done: make(chan struct{})}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if at.Before(c.asked) {
-		return ok, reason, message, err // a newer answer is recorded
+	c.seq++
+	n, at := c.seq, c.clock()
+	c.flight = f
+	c.mu.Unlock()
+	f.ok, f.reason, f.message, f.err = ask(ctx)
+	c.mu.Lock()
+	if c.flight == f {
+		c.flight = nil
 	}
-	c.asked = at
-	if ok && err == nil && stamp != "" {
-		c.stamp, c.at = stamp, at
-	} else {
-		c.stamp = ""
+	if n > c.recorded {
+		c.recorded = n
+		if f.ok && f.err == nil && f.stamp != "" {
+			c.stamp, c.at = f.stamp, at
+		} else {
+			c.stamp = ""
+		}
 	}
-	return ok, reason, message, err
+	c.mu.Unlock()
+	close(f.done)
+	return f.ok, f.reason, f.message, f.err
 }
 
 // Reuse answers ready without asking while the last ready answer is
-// younger than ReadyReuse and the config files are unchanged since; else
-// it asks (Ask).
+// younger than ReadyReuse and the conflist is unchanged since; else it
+// shares the answer of the question in flight, asked about the same
+// conflist, unless that fails; else it asks (Ask).
 func (c *ReadyCache) Reuse(ctx context.Context, cfg Config, ask ReadyFunc) (ok bool, reason, message string, err error) {
 	if c == nil {
 		return ask(ctx)
@@ -88,9 +117,24 @@ func (c *ReadyCache) Reuse(ctx context.Context, cfg Config, ask ReadyFunc) (ok b
 	if stamp := confStamp(cfg); stamp != "" {
 		c.mu.Lock()
 		hit := stamp == c.stamp && c.clock().Sub(c.at) < ReadyReuse
+		f := c.flight
+		join := !hit && f != nil && f.stamp == stamp
+		if join {
+			c.joined++
+		}
 		c.mu.Unlock()
 		if hit {
 			return true, "", "", nil
+		}
+		if join {
+			select {
+			case <-f.done:
+				if f.err == nil { // an error may be the asker's own (its context)
+					return f.ok, f.reason, f.message, nil
+				}
+			case <-ctx.Done():
+				return false, "", "", ctx.Err()
+			}
 		}
 	}
 	return c.Ask(ctx, cfg, ask)

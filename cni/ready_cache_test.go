@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,8 +159,9 @@ func TestReadyCache_AnOlderAnswerDoesNotReplaceANewerOne(t *testing.T) {
 	cfg, c, now, rt := readyFixture(t)
 	// The outer question is asked first and answers ready last; a newer
 	// question, asked meanwhile, answered not ready.
+	// The clock does not move: questions are ordered as they begin.
+	_ = now
 	ok, _, _, _ := c.Ask(ctx, cfg, func(ctx context.Context) (bool, string, string, error) {
-		*now = now.Add(time.Millisecond)
 		rt.notReady = true
 		inner, _, _, _ := c.Ask(ctx, cfg, rt.ask)
 		require.False(t, inner)
@@ -186,4 +188,79 @@ func TestReadyCache_NoConflistOrNilAsksEveryTime(t *testing.T) {
 	_, _, _, _ = none.Ask(ctx, cfg, rt.ask)
 	_, _, _, _ = none.Reuse(ctx, cfg, rt.ask)
 	assert.Equal(t, 2, rt.asks)
+}
+
+func TestReadyCache_StartsShareTheQuestionInFlight(t *testing.T) {
+	ctx := context.Background()
+	cfg, _, _, _ := readyFixture(t)
+	// A clock that moves by ReadyReuse at every reading: no answer ever
+	// stands, so a start either shares the question in flight or asks.
+	var mu sync.Mutex
+	clock := time.Unix(1000, 0)
+	c := NewReadyCache(func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(ReadyReuse)
+		return clock
+	})
+	asks := 0
+	asked := func() int { mu.Lock(); defer mu.Unlock(); return asks }
+	release := make(chan error)
+	blocked := func(context.Context) (bool, string, string, error) {
+		mu.Lock()
+		asks++
+		mu.Unlock()
+		if err := <-release; err != nil {
+			return false, "", "", err
+		}
+		return true, "", "", nil
+	}
+	joined := func() int { c.mu.Lock(); defer c.mu.Unlock(); return c.joined }
+	// run asks once (the question in flight), starts n Reuse calls, answers
+	// first once all n wait on that question, then every later question
+	// ready, and returns the n answers and the first question's.
+	run := func(n int, first error) []error {
+		firstDone := make(chan error, 1)
+		go func() { _, _, _, err := c.Ask(ctx, cfg, blocked); firstDone <- err }()
+		require.Eventually(t, func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.flight != nil }, 5*time.Second, time.Millisecond)
+		base := joined()
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				ok, _, _, err := c.Reuse(ctx, cfg, blocked)
+				if err == nil && !ok {
+					err = errors.New("not ready")
+				}
+				errs[i] = err
+			})
+		}
+		require.Eventually(t, func() bool { return joined()-base == n }, 5*time.Second, time.Millisecond)
+		release <- first
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		for {
+			select {
+			case release <- nil:
+				continue
+			case <-done:
+			}
+			break
+		}
+		return append(errs, <-firstDone)
+	}
+
+	for _, err := range run(20, nil) {
+		assert.NoError(t, err)
+	}
+	assert.Equal(t, 1, asked(), "20 starts shared the question in flight")
+
+	// A question that fails is not shared (its error may be its asker's
+	// own context): each start that waited on it asks for itself.
+	errs := run(3, errors.New("context canceled"))
+	assert.Error(t, errs[3], "the failed question's caller sees its error")
+	for _, err := range errs[:3] {
+		assert.NoError(t, err, "a start that waited on a failed question asked again")
+	}
+	assert.Equal(t, 1+1+3, asked())
 }

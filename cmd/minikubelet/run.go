@@ -471,7 +471,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// manifest or reads the admin kubeconfig controls the daemon.
 	acfg.ProtectedPaths = []string{filepath.Dir(rf.socket), defaultRunDir, defaultManifestDir, filepath.Dir(api.DefaultAdminKubeconfig)}
 	// The NetworkReady answer that ends the start stands for the pods'
-	// first sandboxes (cni.ReadyCache): they do not ask again.
+	// first sandboxes within 5 s while the conflist is unchanged
+	// (cni.ReadyCache): they do not ask again.
 	a := agent.New(acfg, agent.Deps{Runtime: inst, Images: inst, Logger: logger, Observer: p, Cgroups: cg, NetworkReady: &cni.ReadyCache{}})
 	path, foreign, err := a.EnsureNodeCgroups()
 	for _, n := range foreign {

@@ -160,9 +160,9 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.updateDoc, "update-readme", false, "old name of --update-docs")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "also capture the daemon's CPU profiles (density, steady) and heap profile (steady) into this directory")
 	fs.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", true, "pods in the kubepods hierarchy (both sides), as the daemon's default")
-	// A full run with the scale curve took 59 minutes on a fast machine
-	// (2026-12-01) and ran into the hour on a slower day, losing every
-	// figure: twice that.
+	// A full run with the scale curve took 59 minutes (2026-12-01, early)
+	// and ran into the hour the same day when the machine was slower,
+	// losing every figure: twice that.
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Hour, "give up after this long (the whole run)")
 	fs.StringVar(&o.kubelet, "kubelet", "", "the kubelet binary of the manifest scenarios' kubelet column (hack/bench.sh: hack/conformance/build.sh kubelet); empty: no kubelet column")
 	fs.StringVar(&o.agents, "agents", agentMinikubelet+","+agentKubelet, "agents of the manifest scenarios, comma-separated: minikubelet, kubelet")
@@ -249,8 +249,8 @@ func main() {
 	defer cancel()
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		if errors.Is(context.Cause(ctx), errRunTimeout) {
-			fmt.Fprintf(os.Stderr, "bench: the run's --timeout of %s ran out, which ended the step above: give it more (--timeout, or BENCH_FLAGS=--timeout=3h with make bench), or run fewer scenarios (--scenarios)\n", o.timeout)
+		if errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(ctx), errRunTimeout) {
+			fmt.Fprintf(os.Stderr, "bench: the run's --timeout of %s ran out, which ended the step above: give it more (--timeout=3h; with make bench, add it to BENCH_FLAGS), or run fewer scenarios (--scenarios)\n", o.timeout)
 		}
 		os.Exit(1)
 	}
