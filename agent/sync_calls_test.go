@@ -220,15 +220,7 @@ func TestSyncPod_NetworkReadyStandsWhileTheConflistDoes(t *testing.T) {
 	h.agent.readyCache = cni.NewReadyCache(h.clock.Now)
 	conf := cni.ConfPath(h.agent.cfg.Network)
 	require.NoError(t, os.WriteFile(conf, []byte(`{}`), 0o644))
-	statusCalls := func() int {
-		n := 0
-		for _, c := range h.fake.Calls() {
-			if c == "Status" {
-				n++
-			}
-		}
-		return n
-	}
+	statusCalls := func() int { return countCall(h.fake.Calls(), "Status") }
 	named := func(name string, cond func(*v1.Pod) bool) func(*v1.Pod) bool {
 		return func(p *v1.Pod) bool { return p.Name == name && cond(p) }
 	}
