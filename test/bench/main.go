@@ -280,6 +280,9 @@ type bench struct {
 	// runs with (minikubelet run of run-launch gets the same).
 	work     string
 	nodeArgs []string
+	// scalePts are the scale curve's points while it runs (scale.go), for
+	// a run that ends early (writePartial); nil before and after.
+	scalePts []*ScalePoint
 }
 
 func (b *bench) name(prefix string) string {
@@ -289,7 +292,7 @@ func (b *bench) name(prefix string) string {
 
 func (b *bench) want(s string) bool { return slices.Contains(strings.Split(b.o.scenarios, ","), s) }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (err error) {
 	began := time.Now()
 	work, err := filepath.Abs(o.workDir)
 	if err != nil {
@@ -392,6 +395,14 @@ func run(ctx context.Context, o options) error {
 	}
 	defer b.d.stop()
 	defer b.cleanup()
+	// A run that ends early (its --timeout, a signal, a failed step) keeps
+	// what it measured, before the cleanup, which can take minutes.
+	defer func() {
+		if err != nil {
+			b.rep.Machine.Duration = time.Since(began).Seconds()
+			b.writePartial(err)
+		}
+	}()
 
 	if err := b.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
@@ -481,6 +492,45 @@ func (b *bench) write() error {
 		}
 	}
 	return nil
+}
+
+// writePartial writes what a run that ended early (cause) measured, the
+// finished scenarios' rows and the scale curve's points so far, to --json
+// and --md (and the plot beside --md), never into the docs or the
+// history: a partial table must not replace a whole one. Best effort: a
+// failure is printed.
+func (b *bench) writePartial(cause error) {
+	if b.scalePts != nil {
+		var pts []ScalePoint
+		for _, p := range b.scalePts {
+			if p.Raw != nil || p.Minikubelet != nil || p.Kubelet != nil {
+				pts = append(pts, *p)
+			}
+		}
+		b.rep.Scale = append(b.rep.Scale, pts...)
+		b.rep.Rows = append(b.rep.Rows, scaleRows(pts, b.o.steadyDuration)...)
+		b.scalePts = nil
+	}
+	if len(b.rep.Rows) == 0 {
+		progress("the run ended early and measured nothing to keep")
+		return
+	}
+	b.rep.Partial = cause.Error()
+	md := b.rep.markdown()
+	fmt.Println()
+	fmt.Println(md)
+	err := b.rep.writeJSON(b.o.jsonOut)
+	if err == nil {
+		err = os.WriteFile(b.o.mdOut, []byte(md), 0o644)
+	}
+	if err == nil && len(b.rep.Scale) > 0 {
+		err = b.rep.writeScaleSVG(scaleSVGPath(b.o.mdOut))
+	}
+	if err != nil {
+		progress("writing the partial results: %v", err)
+		return
+	}
+	progress("the run ended early: what it measured is in %s and %s (partial; docs/ unchanged)", b.o.jsonOut, b.o.mdOut)
 }
 
 // cleanup removes whatever a failed scenario left (best effort).

@@ -150,6 +150,10 @@ type Report struct {
 	// Scale is the scale curve's figures per pod count (scenario 7, in
 	// the rows too), from which its plot is drawn.
 	Scale []ScalePoint `json:"scale,omitempty"`
+	// Partial is why the run ended before its last scenario (empty: it
+	// ran them all): the report then holds the scenarios it finished and
+	// the scale curve's figures taken so far (writePartial).
+	Partial string `json:"partial,omitempty"`
 }
 
 // keep writes the report into dir as <date>-<commit>.json (the date of
@@ -204,6 +208,9 @@ func fmtStat(s *Stat) (string, string) {
 // markdown renders the table, the machine and the notes.
 func (r *Report) markdown() string {
 	var b strings.Builder
+	if r.Partial != "" {
+		fmt.Fprintf(&b, "A partial run: it ended early (%s). Only the scenarios it finished, and the scale curve's figures taken so far, are here.\n\n", r.Partial)
+	}
 	b.WriteString("| scenario | metric | unit | raw CRI median | raw p99 | minikubelet median | minikubelet p99 | kubelet median | kubelet p99 | minikubelet/raw | minikubelet/kubelet | target | met |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|:-:|\n")
 	ratio := func(x float64) string {

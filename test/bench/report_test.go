@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -176,4 +179,66 @@ func TestReportKeep_NamedByDateAndCommit(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, "5c7e4e2", back.Machine.Commit)
 	require.Equal(t, 2.0, back.Rows[0].Ratio)
+}
+
+// A run that ends early writes what it finished and the scale curve's
+// points so far to --json and --md, marked partial, and leaves the
+// performance document alone.
+func TestWritePartial_KeepsWhatWasMeasured(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "performance.md")
+	docText := "x\n" + perfBegin + "\nthe whole table\n" + perfEnd + "\n"
+	require.NoError(t, os.WriteFile(doc, []byte(docText), 0o644))
+	b := &bench{
+		o: options{jsonOut: filepath.Join(dir, "r.json"), mdOut: filepath.Join(dir, "r.md"), perfDoc: doc, updateDoc: true,
+			historyDir: filepath.Join(dir, "history"), steadyDuration: time.Minute},
+		rep: &Report{Rows: []Row{newRow("1 start", "submit → container started", "ms", single(100), single(103))}},
+	}
+	// The curve ended in its 250-pod count: 110 has all three columns,
+	// 250 only the floor's and minikubelet's throughput, 500 nothing.
+	b.scalePts = []*ScalePoint{
+		{Pods: 110, Raw: &ScaleSide{Throughput: 8, CPU: 4}, Minikubelet: &ScaleSide{Throughput: 8, CPU: 4.4, RSS: 25, RSSMax: 26}, Kubelet: &ScaleSide{Throughput: 5, CPU: 20, RSS: 110}},
+		{Pods: 250, Raw: &ScaleSide{Throughput: 7}, Minikubelet: &ScaleSide{Throughput: 6.8}},
+		{Pods: 500},
+	}
+	cause := fmt.Errorf("kubelet: 177 of 250 pods running: %w", context.DeadlineExceeded)
+	b.writePartial(cause)
+
+	var got Report
+	raw, err := os.ReadFile(b.o.jsonOut)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &got))
+	require.Equal(t, cause.Error(), got.Partial)
+	require.Len(t, got.Scale, 2, "the count that measured nothing is left out")
+	require.Equal(t, 250, got.Scale[1].Pods)
+	require.Nil(t, got.Scale[1].Kubelet)
+	var metrics []string
+	for _, r := range got.Rows {
+		metrics = append(metrics, r.Metric)
+	}
+	require.Contains(t, metrics, "submit → container started")
+	require.Contains(t, metrics, "throughput, 250 pods at once (1 round)")
+	for _, r := range got.Rows {
+		if r.Metric == "throughput, 250 pods at once (1 round)" {
+			require.InDelta(t, 6.8/7, r.Ratio, 1e-9)
+			require.Zero(t, r.KubeletRatio, "no kubelet figure at 250")
+		}
+	}
+
+	md, err := os.ReadFile(b.o.mdOut)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(md), "A partial run: it ended early (kubelet: 177 of 250 pods running: context deadline exceeded)."), string(md))
+	_, err = os.Stat(scaleSVGPath(b.o.mdOut))
+	require.NoError(t, err, "the plot of the points so far")
+	after, err := os.ReadFile(doc)
+	require.NoError(t, err)
+	require.Equal(t, docText, string(after), "a partial run never rewrites the docs' table")
+	_, err = os.Stat(b.o.historyDir)
+	require.True(t, os.IsNotExist(err), "nor keeps history")
+
+	// Nothing measured: nothing written.
+	empty := &bench{o: options{jsonOut: filepath.Join(dir, "e.json"), mdOut: filepath.Join(dir, "e.md")}, rep: &Report{}}
+	empty.writePartial(cause)
+	_, err = os.Stat(empty.o.jsonOut)
+	require.True(t, os.IsNotExist(err))
 }

@@ -213,8 +213,10 @@ func (b *bench) scaleAgent(ctx context.Context, a manifestAgent, counts []int, p
 func (b *bench) scaleScenario(ctx context.Context, work string) error {
 	counts := b.o.scaleCounts
 	pts := map[int]*ScalePoint{}
+	b.scalePts = nil
 	for _, n := range counts {
 		pts[n] = &ScalePoint{Pods: n}
+		b.scalePts = append(b.scalePts, pts[n])
 	}
 	progress("scale: %d pod counts (%v), agents %s (the floor in minikubelet's block)", len(counts), counts, b.o.agents)
 	if b.wantAgent(agentMinikubelet) {
@@ -244,6 +246,7 @@ func (b *bench) scaleScenario(ctx context.Context, work string) error {
 		}
 		b.rep.Settings["kubelet"] = kubeletVersion(b.o.kubelet) + ": " + kubeletSettings
 	}
+	b.scalePts = nil
 	for _, n := range counts {
 		b.rep.Scale = append(b.rep.Scale, *pts[n])
 	}
