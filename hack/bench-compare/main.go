@@ -48,6 +48,9 @@ type report struct {
 		Load   string `json:"loadavg_at_start"`
 	} `json:"machine"`
 	Rows []row `json:"results"`
+	// Partial is why the run ended early (test/bench's writePartial):
+	// its missing rows are not gone from the code.
+	Partial string `json:"partial"`
 }
 
 func (r row) key() string { return r.Scenario + "\x00" + r.Metric + "\x00" + r.Unit }
@@ -119,7 +122,11 @@ func compare(out io.Writer, oldPath string, oldR *report, newPath string, newR *
 		if c == "" {
 			c = filepath.Base(path)
 		}
-		return fmt.Sprintf("%s (%s, load %s)", c, r.Machine.Date, r.Machine.Load)
+		s := fmt.Sprintf("%s (%s, load %s)", c, r.Machine.Date, r.Machine.Load)
+		if r.Partial != "" {
+			s += "; a partial run, ended early: " + r.Partial
+		}
+		return s
 	}
 	fmt.Fprintf(out, "old: %s\nnew: %s\n\n", name(oldPath, oldR), name(newPath, newR))
 	fmt.Fprintln(out, "| scenario | metric | unit | old | new | change | old ×raw | new ×raw | old ×kubelet | new ×kubelet |")

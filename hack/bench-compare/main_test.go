@@ -54,6 +54,22 @@ func TestCompare_RowsMatchedChangesAndRatios(t *testing.T) {
 	}
 }
 
+func TestCompare_PartialRunSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	o := write(t, dir, "old.json", oldRun)
+	n := write(t, dir, "new.json", strings.Replace(newRun, `"results"`, `"partial": "the bench's --timeout ran out", "results"`, 1))
+	var out bytes.Buffer
+	if err := run([]string{o, n}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "new: bbb222 (2026-11-02T10:00:00Z, load 0.50 0.30 0.20); a partial run, ended early: the bench's --timeout ran out"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	if strings.Contains(out.String(), "old: aaa111 (2026-11-01T10:00:00Z, load 0.40 0.30 0.20);") {
+		t.Errorf("the whole run is called partial:\n%s", out.String())
+	}
+}
+
 func TestCompare_DirTakesTheTwoNewest(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "20261001-0900-zzz000.json", strings.ReplaceAll(oldRun, "aaa111", "zzz000"))

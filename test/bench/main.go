@@ -396,9 +396,11 @@ func run(ctx context.Context, o options) (err error) {
 	defer b.d.stop()
 	defer b.cleanup()
 	// A run that ends early (its --timeout, a signal, a failed step) keeps
-	// what it measured, before the cleanup, which can take minutes.
+	// what it measured, before the cleanup, which can take minutes. One
+	// that ran every scenario is whole even if writing it failed.
+	finished := false
 	defer func() {
-		if err != nil {
+		if err != nil && !finished {
 			b.rep.Machine.Duration = time.Since(began).Seconds()
 			b.writePartial(err)
 		}
@@ -443,6 +445,7 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}
 	b.rep.Machine.Duration = time.Since(began).Seconds()
+	finished = true
 	return b.write()
 }
 
@@ -512,7 +515,7 @@ func (b *bench) writePartial(cause error) {
 		b.scalePts = nil
 	}
 	if len(b.rep.Rows) == 0 {
-		progress("the run ended early and measured nothing to keep")
+		progress("the run ended early and measured nothing to keep (%s and %s, if present, are an earlier run's)", b.o.jsonOut, b.o.mdOut)
 		return
 	}
 	b.rep.Partial = cause.Error()

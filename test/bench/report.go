@@ -209,7 +209,11 @@ func fmtStat(s *Stat) (string, string) {
 func (r *Report) markdown() string {
 	var b strings.Builder
 	if r.Partial != "" {
-		fmt.Fprintf(&b, "A partial run: it ended early (%s). Only the scenarios it finished, and the scale curve's figures taken so far, are here.\n\n", r.Partial)
+		what := "Only the scenarios it finished are here."
+		if len(r.Scale) > 0 {
+			what = "Only the scenarios it finished, and the scale curve's figures taken so far, are here."
+		}
+		fmt.Fprintf(&b, "A partial run: it ended early (%s). %s\n\n", r.Partial, what)
 	}
 	b.WriteString("| scenario | metric | unit | raw CRI median | raw p99 | minikubelet median | minikubelet p99 | kubelet median | kubelet p99 | minikubelet/raw | minikubelet/kubelet | target | met |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|:-:|\n")

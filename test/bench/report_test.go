@@ -194,13 +194,17 @@ func TestWritePartial_KeepsWhatWasMeasured(t *testing.T) {
 			historyDir: filepath.Join(dir, "history"), steadyDuration: time.Minute},
 		rep: &Report{Rows: []Row{newRow("1 start", "submit → container started", "ms", single(100), single(103))}},
 	}
-	// The curve ended in its 250-pod count: 110 has all three columns,
-	// 250 only the floor's and minikubelet's throughput, 500 nothing.
+	// The curve ended in its 250-pod count as scaleAgent leaves it (a
+	// side joins a point once its throughput is measured): 110 has all
+	// three columns; at 250 the floor's prober failed (no floor CPU) and
+	// the kubelet's steady pods never ran (its throughput only); 500
+	// measured nothing.
 	b.scalePts = []*ScalePoint{
 		{Pods: 110, Raw: &ScaleSide{Throughput: 8, CPU: 4}, Minikubelet: &ScaleSide{Throughput: 8, CPU: 4.4, RSS: 25, RSSMax: 26}, Kubelet: &ScaleSide{Throughput: 5, CPU: 20, RSS: 110}},
-		{Pods: 250, Raw: &ScaleSide{Throughput: 7}, Minikubelet: &ScaleSide{Throughput: 6.8}},
+		{Pods: 250, Raw: &ScaleSide{Throughput: 7, Rounds: []float64{7}}, Minikubelet: &ScaleSide{Throughput: 6.8, CPU: 9, RSS: 30}, Kubelet: &ScaleSide{Throughput: 4}},
 		{Pods: 500},
 	}
+	b.rep.Settings = map[string]string{"scale pods": "110,250,500"}
 	cause := fmt.Errorf("kubelet: 177 of 250 pods running: %w", context.DeadlineExceeded)
 	b.writePartial(cause)
 
@@ -211,19 +215,20 @@ func TestWritePartial_KeepsWhatWasMeasured(t *testing.T) {
 	require.Equal(t, cause.Error(), got.Partial)
 	require.Len(t, got.Scale, 2, "the count that measured nothing is left out")
 	require.Equal(t, 250, got.Scale[1].Pods)
-	require.Nil(t, got.Scale[1].Kubelet)
-	var metrics []string
+	require.Equal(t, "110,250,500", got.Settings["scale pods"])
+	byMetric := map[string]Row{}
 	for _, r := range got.Rows {
-		metrics = append(metrics, r.Metric)
+		byMetric[r.Metric] = r
 	}
-	require.Contains(t, metrics, "submit → container started")
-	require.Contains(t, metrics, "throughput, 250 pods at once (1 round)")
-	for _, r := range got.Rows {
-		if r.Metric == "throughput, 250 pods at once (1 round)" {
-			require.InDelta(t, 6.8/7, r.Ratio, 1e-9)
-			require.Zero(t, r.KubeletRatio, "no kubelet figure at 250")
-		}
-	}
+	require.Contains(t, byMetric, "submit → container started")
+	tp := byMetric["throughput, 250 pods at once (1 round)"]
+	require.InDelta(t, 6.8/7, tp.Ratio, 1e-9)
+	require.InDelta(t, 6.8/4, tp.KubeletRatio, 1e-9)
+	require.True(t, *tp.Met, "0.97 × raw")
+	cpu := byMetric["agent CPU, 250 pods × 2 probes (mean over 1m0s; raw: the probe floor)"]
+	require.Nil(t, cpu.Raw, "the floor prober failed")
+	require.Nil(t, cpu.Kubelet, "the kubelet's steady pods never ran")
+	require.InDelta(t, 9, cpu.Minikubelet.Median, 1e-9)
 
 	md, err := os.ReadFile(b.o.mdOut)
 	require.NoError(t, err)

@@ -123,6 +123,19 @@ func TestScaleRows(t *testing.T) {
 	// Every metric names its count, so that hack/bench-compare matches
 	// each count's rows across runs.
 	require.Len(t, byMetric, len(rows))
+
+	// A figure a run did not reach (it ended early, writePartial) is no
+	// missed target: no mark where the floor's throughput or CPU is
+	// missing.
+	for _, r := range scaleRows([]ScalePoint{{Pods: 110, Minikubelet: &ScaleSide{Throughput: 8, CPU: 4, RSS: 25, RSSMax: 26}}}, time.Minute) {
+		if strings.HasPrefix(r.Metric, "throughput") || strings.HasPrefix(r.Metric, "agent CPU") {
+			require.Nil(t, r.Met, r.Metric)
+			require.Empty(t, r.Target, r.Metric)
+		}
+		if strings.HasPrefix(r.Metric, "agent RSS") {
+			require.True(t, *r.Met, "RSS has no floor: its target stands alone")
+		}
+	}
 }
 
 func TestScaleChart(t *testing.T) {
