@@ -503,17 +503,7 @@ func (b *bench) write() error {
 // history: a partial table must not replace a whole one. Best effort: a
 // failure is printed.
 func (b *bench) writePartial(cause error) {
-	if b.scalePts != nil {
-		var pts []ScalePoint
-		for _, p := range b.scalePts {
-			if p.Raw != nil || p.Minikubelet != nil || p.Kubelet != nil {
-				pts = append(pts, *p)
-			}
-		}
-		b.rep.Scale = append(b.rep.Scale, pts...)
-		b.rep.Rows = append(b.rep.Rows, scaleRows(pts, b.o.steadyDuration)...)
-		b.scalePts = nil
-	}
+	b.takeScale()
 	if len(b.rep.Rows) == 0 {
 		progress("the run ended early and measured nothing to keep (%s and %s, if present, are an earlier run's)", b.o.jsonOut, b.o.mdOut)
 		return

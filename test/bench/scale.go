@@ -255,12 +255,26 @@ func (b *bench) scaleScenario(ctx context.Context, work string) error {
 			return err
 		}
 	}
-	b.scalePts = nil
-	for _, n := range counts {
-		b.rep.Scale = append(b.rep.Scale, *pts[n])
-	}
-	b.rep.Rows = append(b.rep.Rows, scaleRows(b.rep.Scale, b.o.steadyDuration)...)
+	b.takeScale()
 	return nil
+}
+
+// takeScale moves the curve's points that measured anything (all of them
+// after a whole run; those so far after one that ended early) into the
+// report, with their rows.
+func (b *bench) takeScale() {
+	var pts []ScalePoint
+	for _, p := range b.scalePts {
+		if p.Raw != nil || p.Minikubelet != nil || p.Kubelet != nil {
+			pts = append(pts, *p)
+		}
+	}
+	b.scalePts = nil
+	if len(pts) == 0 {
+		return
+	}
+	b.rep.Scale = append(b.rep.Scale, pts...)
+	b.rep.Rows = append(b.rep.Rows, scaleRows(pts, b.o.steadyDuration)...)
 }
 
 // scaleRows reports the curve, count by count. Targets (issue #27) sit on
