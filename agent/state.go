@@ -159,7 +159,17 @@ func (a *Agent) observePod(ctx context.Context, pod *v1.Pod) (*podState, error) 
 // their statuses: no IP, exit code or start time. Teardown needs no more.
 func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
 	sel := map[string]string{podspec.LabelPodUID: string(pod.UID), podspec.LabelManagedBy: podspec.ManagedByValue}
+	// Both lists at once: an observation waits for one round trip to the
+	// runtime, not two (only this pod's worker creates its objects).
+	var ctrs []*runtimeapi.Container
+	var cerr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		ctrs, cerr = a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	}()
 	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	<-listed
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -173,9 +183,8 @@ func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
 		})
 	}
 	st.sortSandboxes()
-	ctrs, err := a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
+	if cerr != nil {
+		return nil, fmt.Errorf("list containers: %w", cerr)
 	}
 	for _, c := range ctrs {
 		st.containers = append(st.containers, &containerInfo{

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +79,42 @@ func TestSyncPod_CallsOfAStart(t *testing.T) {
 	}
 }
 
+// listsInOrder returns calls with each pair of an observation's two lists,
+// which the agent asks at once (listPod), in one order.
+func listsInOrder(calls []string) []string {
+	out := slices.Clone(calls)
+	for i := 0; i+1 < len(out); i++ {
+		if out[i] == "ListContainers" && out[i+1] == "ListPodSandbox" {
+			out[i], out[i+1] = out[i+1], out[i]
+			i++
+		}
+	}
+	return out
+}
+
+// An observation asks for the pod's sandboxes and containers at once: each
+// list is held until the other has been asked, which two lists in a row
+// never pass.
+func TestSyncPod_ObservationListsAtOnce(t *testing.T) {
+	h := newHarness(t)
+	both := func(mine, other chan struct{}) func(context.Context) {
+		var once sync.Once
+		return func(ctx context.Context) {
+			once.Do(func() { close(mine) })
+			select {
+			case <-other:
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}
+	sbAsked, ctrAsked := make(chan struct{}), make(chan struct{})
+	h.fake.OnCall("ListPodSandbox", both(sbAsked, ctrAsked))
+	h.fake.OnCall("ListContainers", both(ctrAsked, sbAsked))
+	t0 := time.Now()
+	startCallsPod(t, h)
+	assert.Less(t, time.Since(t0), 5*time.Second, "the two lists were asked one after the other: %q", h.fake.Calls())
+}
+
 func TestSyncPod_CallsOfATeardown(t *testing.T) {
 	h := newHarness(t)
 	pod := startCallsPod(t, h)
@@ -96,7 +134,7 @@ func TestSyncPod_CallsOfATeardown(t *testing.T) {
 	assert.Equal(t, []string{
 		"ListPodSandbox", "ListContainers",
 		"StopContainer app timeout=30", "StopPodSandbox web", "ContainerStatus app", "RemovePodSandbox web",
-	}, h.fake.Calls())
+	}, listsInOrder(h.fake.Calls()))
 	ctrs, err := h.fake.Runtime.ListContainers(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Empty(t, ctrs, "the sandbox's removal removed its container")
@@ -127,7 +165,7 @@ func TestSyncPod_TeardownRemovesContainersWhenTheSandboxStays(t *testing.T) {
 			t.Fatalf("teardown did not finish: %q", h.fake.Calls())
 		}
 	}
-	calls := h.fake.Calls()
+	calls := listsInOrder(h.fake.Calls())
 	assert.Equal(t, []string{
 		"ListPodSandbox", "ListContainers",
 		"StopContainer app timeout=30", "StopPodSandbox web", "ContainerStatus app", "RemovePodSandbox web",

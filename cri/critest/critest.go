@@ -291,8 +291,8 @@ func (f *Fake) record(verb, entry string) error {
 
 // OnCall makes every later call of verb run fn with the call's context
 // before anything else (a nil fn removes it): a test holds a call in
-// flight, or looks at its context. Only RunPodSandbox and StopPodSandbox
-// run hooks so far.
+// flight, or looks at its context. Only RunPodSandbox, StopPodSandbox
+// and the two lists run hooks so far.
 func (f *Fake) OnCall(verb string, fn func(ctx context.Context)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -611,6 +611,7 @@ func (r *FakeRuntime) PodSandboxStatus(ctx context.Context, podSandboxID string,
 
 // ListPodSandbox implements cri.Runtime; items are sorted by id.
 func (r *FakeRuntime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r.f.hook(ctx, "ListPodSandbox")
 	if err := r.f.record("ListPodSandbox", "ListPodSandbox"); err != nil {
 		return nil, err
 	}
@@ -741,6 +742,7 @@ func (r *FakeRuntime) RemoveContainer(ctx context.Context, containerID string) e
 // ListContainers implements cri.Runtime; scripted exits that are due are
 // applied first, and items are sorted by id.
 func (r *FakeRuntime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	r.f.hook(ctx, "ListContainers")
 	if err := r.f.record("ListContainers", "ListContainers"); err != nil {
 		return nil, err
 	}
