@@ -161,15 +161,15 @@ func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
 	sel := map[string]string{podspec.LabelPodUID: string(pod.UID), podspec.LabelManagedBy: podspec.ManagedByValue}
 	// Both lists at once: an observation waits for one round trip to the
 	// runtime, not two (only this pod's worker creates its objects).
-	var ctrs []*runtimeapi.Container
-	var cerr error
+	lctx, cancel := context.WithCancel(ctx)
 	listed := make(chan struct{})
+	defer func() { cancel(); <-listed }() // a failed sandbox list stops the other
+	ctrs, cerr := []*runtimeapi.Container(nil), error(nil)
 	go func() {
 		defer close(listed)
-		ctrs, cerr = a.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+		ctrs, cerr = a.runtime.ListContainers(lctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
 	}()
 	sbs, err := a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-	<-listed
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -183,6 +183,7 @@ func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
 		})
 	}
 	st.sortSandboxes()
+	<-listed
 	if cerr != nil {
 		return nil, fmt.Errorf("list containers: %w", cerr)
 	}

@@ -115,6 +115,25 @@ func TestSyncPod_ObservationListsAtOnce(t *testing.T) {
 	assert.Less(t, time.Since(t0), 5*time.Second, "the two lists were asked one after the other: %q", h.fake.Calls())
 }
 
+// A failed sandbox list ends the observation at once: the container list
+// asked beside it is cancelled, not waited for.
+func TestListPod_AFailedSandboxListCancelsTheOther(t *testing.T) {
+	h := newHarness(t)
+	cancelled := make(chan bool, 1)
+	h.fake.OnCall("ListContainers", func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+			cancelled <- true
+		case <-time.After(5 * time.Second):
+			cancelled <- false
+		}
+	})
+	h.fake.InjectError("ListPodSandbox", errors.New("runtime gone"))
+	_, err := h.agent.listPod(context.Background(), testPod(t, callsPod))
+	require.ErrorContains(t, err, "list sandboxes: runtime gone")
+	assert.True(t, <-cancelled, "the container list was not cancelled")
+}
+
 func TestSyncPod_CallsOfATeardown(t *testing.T) {
 	h := newHarness(t)
 	pod := startCallsPod(t, h)

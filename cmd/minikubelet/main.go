@@ -62,6 +62,15 @@ func (e *exitError) Unwrap() error { return e.err }
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] != "serve" {
+		// Start-up mapped all of the binary's code and read-only data
+		// (earlyinit's prefault). A command still running 10 s later (a
+		// foreground run, logs -f, get -w, attach) lets go of what it does
+		// not use again, as the daemon does once it serves (serve.go): its
+		// resident memory, and the daemon's eviction of the binary from
+		// the page cache, which skips pages another process maps.
+		time.AfterFunc(10*time.Second, func() { dropBinaryPagesLogged(nil, "start-up", false) })
+	}
 	err := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	if err == nil {
 		return

@@ -518,11 +518,6 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// The data first, so that the pods' first start finds it.
 	a.SetConfigData(cms, secrets)
 	a.SetPods(pods)
-	// Start-up mapped all of the binary's code (earlyinit's prefault): what
-	// the run does not use again leaves its resident memory once the pods
-	// had time to start, as it leaves the daemon's when it serves.
-	dropPages := time.AfterFunc(10*time.Second, func() { dropBinaryPagesLogged(nil, "start-up", false) })
-	defer dropPages.Stop()
 	// Admission runs inside SetPods: when every pod was rejected there is
 	// nothing to stay attached to.
 	rejected := 0

@@ -18,12 +18,13 @@ var (
 
 // prefault maps the executable's code and read-only data in one call per
 // mapping before the other packages initialize. Left to faults, start-up
-// maps them about 64 KiB at a time: over a thousand faults for `minikubelet
-// run` before its first CRI call, each one an exception the kernel's page
-// table isolation and the VM make costly (30 µs apiece on the AMD VM of
+// maps them about 64 KiB at a time: some 320 faults for `minikubelet
+// version` alone, each one an exception the kernel's page table isolation
+// and the VM make costly (about 30 µs apiece on the AMD VM of
 // docs/performance.md, where touching every page of the binary took 21–28
-// ms and populating it 1.1–1.5 ms). The daemon unmaps these pages again once
-// quiet (serve_pages.go), so its steady RSS does not grow. Kernels without
+// ms and populating it 1.1–1.5 ms). The daemon unmaps these pages again
+// when it serves (serve.go), and any other command still running 10 s
+// later (main.go), so what stays resident is what runs. Kernels without
 // the advice refuse it (EINVAL) and start-up faults as before; any other
 // failure is ignored too: this only saves time.
 func prefault() {

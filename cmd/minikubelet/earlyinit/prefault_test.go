@@ -71,7 +71,7 @@ func TestPrefault_MapsTheExecutablesCode(t *testing.T) {
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 5 && strings.Contains(fields[0], "-") { // a mapping's first line
-			inCode = len(fields) >= 6 && fields[1] == "r-xp" && fields[5] == exe
+			inCode = len(fields) >= 6 && fields[1] == "r-xp" && strings.Join(fields[5:], " ") == exe
 			continue
 		}
 		if inCode && len(fields) >= 2 {
