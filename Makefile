@@ -56,7 +56,7 @@ test-unit: verify ## unit tests with -race; no root, no containerd
 test-fuzz: ## run every Go fuzz target for FUZZTIME each (default 20s); fails on a crash
 	hack/fuzz.sh
 
-test-e2e: ## end-to-end suite (real runc, CNI plugins, registry) against Debian's containerd 1.6, then the pinned 2.x; CONTAINERD=1.6 or CONTAINERD=2 runs one (root)
+test-e2e: ## end-to-end suite (real runc, CNI plugins, registry) against Debian's containerd 1.6 and the pinned 2.x at the same time (E2E_CONCURRENT=0: one after the other); CONTAINERD=1.6 or CONTAINERD=2 runs one (root)
 	E2E_FLAGS="$(E2E_FLAGS)" REGISTRY=$(REGISTRY) hack/e2e.sh
 
 test-soak: ## the soak's 5-minute version: pods churned through the API with a daemon kill, a containerd restart and a registry outage; nothing left, footprint within 10 % (root)

@@ -9,11 +9,12 @@
 # its JSON for the skip summary that ends make test.
 # The suite's TestMain starts and stops its own private containerd with
 # hack/start-containerd.sh and hack/stop-containerd.sh, which read CONTAINERD.
-# Env: CONTAINERD (unset: the system's 1.6, then the pinned 2.x; or one or
+# Env: CONTAINERD (unset: the system's 1.6 and the pinned 2.x; or one or
 # more of 1.6, 2, 2.x's major.minor, space-separated), REGISTRY (default
 # 127.0.0.1:5000), E2E_POD_CIDR (default 10.89.0.0/16), E2E_FLAGS (extra go
-# test arguments, e.g. -run or -v), E2E_CONCURRENT (1: the suites against
-# two containerds at the same time; default 0), E2E_PARALLEL (go test -parallel).
+# test arguments, e.g. -run or -v), E2E_CONCURRENT (0: the suites against
+# two containerds one after the other; default 1, at the same time),
+# E2E_PARALLEL (go test -parallel).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -109,16 +110,16 @@ if ((cluster)); then
 		env MINIKUBELET_E2E=1 hack/gotest.sh controlplane -count=1 -timeout 10m ${E2E_FLAGS:-} ./test/controlplane/... ./agent/cluster/... || failed+=(controlplane)
 fi
 
-# E2E_CONCURRENT=1 runs the suites against each containerd at the same
-# time: each has its own containerd, bridge, /24 (test/e2e's pickNetwork
-# locks it) and node name (e2e-node-<N>: pod UIDs, hence pod cgroups in the
-# shared /kubepods, differ), and the few tests that touch what the machine
-# shares (kube-proxy's iptables chains) take a machine-wide flock; each runs
-# -parallel 3 then (E2E_PARALLEL), 4 when alone. Not yet the default: its
-# one trial ran on a machine already at load 15-25 from other builds, where
-# neither suite finished in 23 minutes, so its gain on a quiet CI machine is
-# not measured yet (docs/testing.md).
-concurrent=${E2E_CONCURRENT:-0}
+# The suites against each containerd run at the same time (E2E_CONCURRENT=0
+# runs them one after the other): each has its own containerd, bridge, /24
+# (test/e2e's pickNetwork locks it) and node name (e2e-node-<N>: pod UIDs,
+# hence pod cgroups in the shared /kubepods, differ), and the few tests that
+# touch what the machine shares (kube-proxy's iptables chains) take a
+# machine-wide flock; each runs -parallel 3 then (E2E_PARALLEL), 4 when
+# alone. Most of a suite's time is waiting (containers starting, grace
+# periods, probes), so together they take about 30 minutes on a 2-core
+# machine where one after the other took about 42 (docs/testing.md).
+concurrent=${E2E_CONCURRENT:-1}
 ((${#flavors[@]} > 1)) || concurrent=0
 parallel=${E2E_PARALLEL:-$(((concurrent)) && echo 3 || echo 4)}
 
