@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
 )
 
 // dropBinaryPages unmaps the pages of the daemon's own binary that are
@@ -118,7 +120,7 @@ func droppable(smaps []byte, exe string) [][2]uintptr {
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
 		line := sc.Text()
-		if lo, hi, ok := readOnlyMapping(line, exe); ok {
+		if lo, hi, ok := earlyinit.ReadOnlyMapping([]byte(line), exe); ok {
 			cur, candidate = [2]uintptr{lo, hi}, true
 			continue
 		}
@@ -135,26 +137,6 @@ func droppable(smaps []byte, exe string) [][2]uintptr {
 		}
 	}
 	return out
-}
-
-// readOnlyMapping parses one line of /proc/self/maps and reports the
-// address range of a mapping of the file exe that is not writable.
-func readOnlyMapping(line, exe string) (lo, hi uintptr, ok bool) {
-	f := strings.Fields(line)
-	// address perms offset dev inode path
-	if len(f) < 6 || strings.Join(f[5:], " ") != exe || len(f[1]) < 4 || f[1][0] != 'r' || f[1][1] != '-' || f[1][3] != 'p' {
-		return 0, 0, false
-	}
-	from, to, found := strings.Cut(f[0], "-")
-	if !found {
-		return 0, 0, false
-	}
-	l, err1 := strconv.ParseUint(from, 16, 64)
-	h, err2 := strconv.ParseUint(to, 16, 64)
-	if err1 != nil || err2 != nil || h <= l {
-		return 0, 0, false
-	}
-	return uintptr(l), uintptr(h), true
 }
 
 // rssFileKiB reads the process's resident file pages (RssFile) from

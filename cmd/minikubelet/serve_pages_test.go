@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/minikubelet/minikubelet/cmd/minikubelet/earlyinit"
 )
 
 func TestReadOnlyMapping(t *testing.T) {
@@ -34,13 +36,13 @@ func TestReadOnlyMapping(t *testing.T) {
 		{"012f2000-00400000 r--p 00000000 fe:00 123 /usr/local/bin/minikubelet", false, 0, 0},
 		{"garbage", false, 0, 0},
 	} {
-		lo, hi, ok := readOnlyMapping(tc.line, exe)
+		lo, hi, ok := earlyinit.ReadOnlyMapping([]byte(tc.line), exe)
 		assert.Equal(t, tc.ok, ok, tc.line)
 		assert.Equal(t, tc.lo, lo, tc.line)
 		assert.Equal(t, tc.hi, hi, tc.line)
 	}
 	// A path with a space (a binary replaced while running is "… (deleted)").
-	lo, _, ok := readOnlyMapping("00400000-00401000 r-xp 00000000 fe:00 1 /opt/mk (deleted)", "/opt/mk (deleted)")
+	lo, _, ok := earlyinit.ReadOnlyMapping([]byte("00400000-00401000 r-xp 00000000 fe:00 1 /opt/mk (deleted)"), "/opt/mk (deleted)")
 	assert.True(t, ok)
 	assert.Equal(t, uintptr(0x400000), lo)
 }

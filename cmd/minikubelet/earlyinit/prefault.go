@@ -54,13 +54,8 @@ func prefault() {
 	}
 	exe := string(exeBuf[:m])
 	for line := range lines(buf[:n]) {
-		start, end, perms, path, ok := parseMapping(line)
-		if !ok || string(path) != exe {
-			continue
-		}
-		// Code (r-x) and read-only data (r--); never the writable data,
-		// which populating would not share.
-		if perms[0] != 'r' || perms[1] != '-' {
+		start, end, ok := ReadOnlyMapping(line, exe)
+		if !ok {
 			continue
 		}
 		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, madvPopulateRead); e != 0 {
@@ -69,6 +64,19 @@ func prefault() {
 		}
 		populated += end - start
 	}
+}
+
+// ReadOnlyMapping parses one line of /proc/self/maps and reports the
+// address range of a private, read-only mapping of the file exe: its code
+// (r-xp) or read-only data (r--p), never the writable data (populating it
+// would not be shared; dropping it would reset initialized globals) nor a
+// shared mapping. The daemon's page drop (serve_pages.go) uses it too.
+func ReadOnlyMapping(line []byte, exe string) (lo, hi uintptr, ok bool) {
+	start, end, perms, path, ok := parseMapping(line)
+	if !ok || string(path) != exe || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
+		return 0, 0, false
+	}
+	return start, end, true
 }
 
 // lines yields buf's newline-terminated lines, without the newline; a last
