@@ -123,10 +123,12 @@ var skipReason = regexp.MustCompile(`(?m)^\s+\S+\.go:\d+: (.*)$`)
 func summarise(out io.Writer, paths []string) error {
 	// output is the test's first 64 KiB (skip reasons come early); fails
 	// is its last maxFailureLines failure lines, from anywhere in its
-	// output.
+	// output, each with its first continuation lines; indent is the last
+	// failure line's while the lines after it continue it, else -1.
 	type result struct {
 		action, output string
-		fails          []string
+		fails          []*failure
+		indent         int
 	}
 	results := map[string]*result{}
 	var order []string
@@ -150,7 +152,7 @@ func summarise(out io.Writer, paths []string) error {
 			key := p + "\x00" + ev.Package + "\x00" + ev.Test
 			r := results[key]
 			if r == nil {
-				r = &result{}
+				r = &result{indent: -1}
 				results[key] = r
 				order = append(order, key)
 			}
@@ -159,11 +161,17 @@ func summarise(out io.Writer, paths []string) error {
 				if len(r.output) < 64<<10 {
 					r.output += ev.Output
 				}
-				if failureLine.MatchString(ev.Output) {
-					r.fails = append(r.fails, ev.Output)
+				switch in := indentOf(ev.Output); {
+				case failureLine.MatchString(ev.Output):
+					r.fails = append(r.fails, &failure{lines: []string{ev.Output}})
 					if len(r.fails) > maxFailureLines {
 						r.fails = r.fails[1:]
 					}
+					r.indent = in
+				case r.indent >= 0 && in > r.indent && len(r.fails) > 0:
+					r.fails[len(r.fails)-1].add(ev.Output)
+				default:
+					r.indent = -1
 				}
 			case "pass", "fail", "skip":
 				r.action = ev.Action
@@ -234,21 +242,59 @@ func summarise(out io.Writer, paths []string) error {
 var failureLine = regexp.MustCompile(`^\s+(\S+_test\.go:\d+: |Error:|Messages:)`)
 
 // maxFailureLines is how many of its own last lines a failed test's
-// summary repeats.
-const maxFailureLines = 12
+// summary repeats; maxContinuation how many of the lines continuing each
+// (a multi-line t.Fatalf: what did not converge; a log's tail).
+const (
+	maxFailureLines = 12
+	maxContinuation = 6
+)
+
+// failure is one failure line and the first lines continuing it; more
+// counts those left out.
+type failure struct {
+	lines []string
+	more  int
+}
+
+func (f *failure) add(line string) {
+	if len(f.lines) > maxContinuation {
+		f.more++
+		return
+	}
+	f.lines = append(f.lines, line)
+}
+
+// indentOf is the width of the line's leading blanks, -1 for a blank
+// line: go test indents a message's continuation lines deeper than its
+// "file_test.go:N:" line.
+func indentOf(line string) int {
+	t := strings.TrimLeft(line, " \t")
+	if strings.TrimSpace(t) == "" {
+		return -1
+	}
+	return len(line) - len(t)
+}
 
 // failureLines names a failed test and its log (the e2e suite runs once
 // per containerd) and repeats the last lines it printed itself, so the
 // end of make test's output says why it failed: CI keeps only the end.
-func failureLines(log, test string, lines []string) string {
+func failureLines(log, test string, fails []*failure) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %s (%s)\n", test, log)
-	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if len(l) > 300 {
-			l = l[:300] + " …"
+	for _, f := range fails {
+		for i, l := range f.lines {
+			l = strings.TrimSpace(l)
+			if len(l) > 300 {
+				l = l[:300] + " …"
+			}
+			if i > 0 {
+				l = "  " + l
+			}
+			fmt.Fprintf(&b, "      %s\n", l)
 		}
-		fmt.Fprintf(&b, "      %s\n", l)
+		if f.more > 0 {
+			fmt.Fprintf(&b, "        … %d more lines\n", f.more)
+		}
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,6 +83,48 @@ func TestSummaryFailureLinesAfterLongOutput(t *testing.T) {
 	assert.Equal(t, `failed tests (1), each with its own failure lines:
   m/e2e.TestChaos (e2e-containerd-2.4.json)
       chaos_test.go:160: the status does not show the container killed
+        time=runtime log dump
+0 passed, 1 failed, 0 skipped
+`, sum.String())
+}
+
+// A multi-line failure (what did not converge) keeps its first lines: CI
+// shows only the end of make test's output, and the first line alone
+// says nothing of why. A blank or an unindented line ends one.
+func TestSummaryKeepsAFailuresContinuation(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "e2e-containerd-2.4.json")
+	var b strings.Builder
+	out := func(s string) {
+		b.WriteString(`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"` + s + `\n"}` + "\n")
+	}
+	out("    chaos_test.go:112: round 0: killed")
+	out("    chaos_test.go:118: deletion: not converged after 1m30s:")
+	for i := range 9 {
+		out(fmt.Sprintf("        still in the API: p%d", i))
+	}
+	out("")
+	out("        after a blank line")
+	out("    helpers_test.go:126: serve output (tail):")
+	out("        level=ERROR msg=Pod teardown incomplete; retrying")
+	out("--- FAIL: TestChaos (90.00s)")
+	out("        after the FAIL line")
+	b.WriteString(`{"Action":"fail","Package":"m/e2e","Test":"TestChaos"}` + "\n")
+	require.NoError(t, os.WriteFile(log, []byte(b.String()), 0o644))
+	var sum strings.Builder
+	require.NoError(t, summarise(&sum, []string{log}))
+	assert.Equal(t, `failed tests (1), each with its own failure lines:
+  m/e2e.TestChaos (e2e-containerd-2.4.json)
+      chaos_test.go:112: round 0: killed
+      chaos_test.go:118: deletion: not converged after 1m30s:
+        still in the API: p0
+        still in the API: p1
+        still in the API: p2
+        still in the API: p3
+        still in the API: p4
+        still in the API: p5
+        … 3 more lines
+      helpers_test.go:126: serve output (tail):
+        level=ERROR msg=Pod teardown incomplete; retrying
 0 passed, 1 failed, 0 skipped
 `, sum.String())
 }
