@@ -220,15 +220,21 @@ func deleteRound(t *testing.T, r *privateRuntime, d *daemon, names []string) {
 		if err != nil {
 			return fmt.Sprintf("list pods: %v", err)
 		}
+		// One line each: a failure's first lines are what make test's
+		// summary keeps (hack/testsum).
+		var inAPI []string
 		for _, p := range l.Items {
-			diffs = append(diffs, "still in the API: "+p.Name)
+			inAPI = append(inAPI, p.Name)
+		}
+		if len(inAPI) > 0 {
+			diffs = append(diffs, fmt.Sprintf("still in the API (%d): %s", len(inAPI), strings.Join(inAPI, " ")))
 		}
 		v, err := observeRuntime(r)
 		if err != nil {
 			return fmt.Sprintf("observe runtime: %v", err)
 		}
 		if s := v.String(); s != "" {
-			diffs = append(diffs, "runtime objects left:\n"+s)
+			diffs = append(diffs, "runtime objects left: "+v.counts()+"\n"+s)
 		}
 		if res := r.reservations(t); len(res) != 0 {
 			diffs = append(diffs, fmt.Sprintf("IPs still reserved: %v", res))

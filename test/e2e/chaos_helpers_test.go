@@ -61,6 +61,17 @@ func (v runtimeView) String() string {
 	return b.String()
 }
 
+// counts says how many objects of each kind v holds, in one line.
+func (v runtimeView) counts() string {
+	n := func(m map[string][]string) (k int) {
+		for _, objs := range m {
+			k += len(objs)
+		}
+		return k
+	}
+	return fmt.Sprintf("%d ready sandboxes, %d notready, %d running containers, %d other", n(v.ready), n(v.notReady), n(v.running), n(v.other))
+}
+
 // observeRuntime lists the runtime's sandboxes and containers.
 func observeRuntime(r *privateRuntime) (runtimeView, error) {
 	v := runtimeView{ready: map[string][]string{}, notReady: map[string][]string{}, running: map[string][]string{}, other: map[string][]string{}, sandboxIP: map[string]string{}}
