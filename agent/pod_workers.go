@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/backoff"
 	"github.com/minikubelet/minikubelet/agent/fingerprint"
 	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/podstatus"
@@ -378,10 +379,6 @@ const (
 	promptBrake    = time.Second
 )
 
-// teardownRetryMax caps the delay between attempts of a teardown that
-// failed (1 s, doubling).
-const teardownRetryMax = 30 * time.Second
-
 // run is the worker's loop: sync, then wait for a wake-up or the requeue
 // timer; tear down when terminating, retrying a teardown that failed until
 // it succeeds or the agent stops.
@@ -424,7 +421,7 @@ func (w *podWorker) run() {
 			// As the kubelet, keep trying until everything is gone: a
 			// sandbox left behind would hold its IP and cgroup for good.
 			teardownFailures++
-			delay := min(time.Second<<min(teardownFailures-1, 5), teardownRetryMax)
+			delay := backoff.TeardownRetry(teardownFailures)
 			w.logger.Error("Pod teardown incomplete; retrying", "err", err, "retryIn", delay)
 			if !timer.Stop() {
 				select {

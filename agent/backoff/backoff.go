@@ -91,3 +91,15 @@ func (b *Backoff) Len() int {
 	defer b.mu.Unlock()
 	return len(b.entries)
 }
+
+// TeardownRetry is the wait before the next attempt of a pod teardown that
+// failed failures times in a row: 1 s, doubling, up to the kubelet's
+// backOffPeriod of 10 s (its pod worker requeues a failed
+// SyncTerminatingPod at 10–15 s, kubelet-facts §1.2). Sooner than the
+// kubelet at first: a teardown cut short by a busy runtime mostly goes
+// through at once. Never longer: a sandbox left behind holds its IP and
+// its pod cgroup, and a capped 30 s let a teardown that failed for a
+// minute under load stay undone for half a minute more.
+func TeardownRetry(failures int) time.Duration {
+	return min(time.Second<<min(max(failures, 1)-1, 4), 10*time.Second)
+}

@@ -86,3 +86,14 @@ func TestBackoff_CapBelowInitial(t *testing.T) {
 	_, d := b.InBackoffSince("k", t0, t0)
 	assert.Equal(t, time.Second, d)
 }
+
+// A failed teardown is tried again at 1, 2, 4, 8 s, then every 10 s (the
+// kubelet's backOffPeriod), however often it failed.
+func TestTeardownRetry(t *testing.T) {
+	var got []time.Duration
+	for _, failures := range []int{0, 1, 2, 3, 4, 5, 6, 64, 1 << 30} {
+		got = append(got, TeardownRetry(failures))
+	}
+	s := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	assert.Equal(t, []time.Duration{s(1), s(1), s(2), s(4), s(8), s(10), s(10), s(10), s(10)}, got)
+}
