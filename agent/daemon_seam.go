@@ -209,34 +209,15 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	for _, n := range node.ForeignPodNotices(a.foreignPods(sbs)) {
 		a.logger.Info(n)
 	}
-	orphans := map[types.UID]*v1.Pod{}
-	for _, sb := range sbs {
-		uid := types.UID(sb.Labels[podspec.LabelPodUID])
-		if uid == "" || desired[uid] || orphans[uid] != nil || !a.ownsObject(sb.Labels) {
-			continue
-		}
-		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[podspec.LabelPodName], Namespace: sb.Labels[podspec.LabelPodNamespace], UID: uid}}
-		// The QoS class finds the pod cgroup; the grace period comes from
-		// the containers' annotations (killPod reads them per container).
-		p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[podspec.AnnotationQOSClass])
-		orphans[uid] = p
-	}
 	a.mu.Lock()
 	if a.stopping {
 		a.mu.Unlock()
 		return nil
 	}
-	for _, p := range orphans {
-		if a.workers[p.UID] != nil {
-			// Wanted meanwhile: collection runs after the agent started
-			// when a source answered late.
-			continue
+	for _, sb := range sbs {
+		if !desired[types.UID(sb.Labels[podspec.LabelPodUID])] && a.ownsObject(sb.Labels) {
+			a.tearDownOrphanLocked(sb, "Removing a pod no source wants")
 		}
-		a.logger.Info("Removing a pod no source wants", "pod", p.Namespace+"/"+p.Name, "podUID", string(p.UID))
-		w := newPodWorker(a, p)
-		w.terminating = true
-		a.workers[p.UID] = w
-		a.startWorkerGoroutineLocked(w)
 	}
 	a.mu.Unlock()
 
@@ -276,6 +257,26 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 	}
 	errs = append(errs, a.podCgroups().SweepOrphans(keep, removed))
 	return errors.Join(errs...)
+}
+
+// tearDownOrphanLocked starts a worker tearing down the pod of sandbox sb,
+// as its labels tell it, unless they name no pod or the pod has one (wanted meanwhile:
+// collection runs after the agent started when a source answered late; or
+// another of its sandboxes came first). The QoS class finds the pod
+// cgroup; the grace period comes from the containers' annotations
+// (killPod reads them per container). a.mu is held, a.stopping false.
+func (a *Agent) tearDownOrphanLocked(sb *runtimeapi.PodSandbox, why string) {
+	uid := types.UID(sb.Labels[podspec.LabelPodUID])
+	if uid == "" || a.workers[uid] != nil {
+		return
+	}
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[podspec.LabelPodName], Namespace: sb.Labels[podspec.LabelPodNamespace], UID: uid}}
+	p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[podspec.AnnotationQOSClass])
+	a.logger.Info(why, "pod", p.Namespace+"/"+p.Name, "podUID", string(uid))
+	w := newPodWorker(a, p)
+	w.terminating = true
+	a.workers[uid] = w
+	a.startWorkerGoroutineLocked(w)
 }
 
 // hasWorker reports whether the pod uid has a worker.

@@ -51,8 +51,8 @@ func FuzzAdoptionAnnotations(f *testing.F) {
 		if err != nil {
 			wantRestart = 0
 		}
-		if got := annotationInt(ann, podspec.AnnotationRestartCount); got != wantRestart {
-			t.Fatalf("annotationInt(%q) = %d, want %d", restart, got, wantRestart)
+		if got := podspec.AnnotationInt(ann, podspec.AnnotationRestartCount); got != wantRestart {
+			t.Fatalf("podspec.AnnotationInt(%q) = %d, want %d", restart, got, wantRestart)
 		}
 
 		// listPod over a runtime holding this container.

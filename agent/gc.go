@@ -86,13 +86,23 @@ func (a *Agent) podTerminatedForGC(uid string) bool {
 func (a *Agent) gcWorker(uid string) (*podWorker, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.orphanGate == nil || a.stopping {
-		return nil, false
-	}
-	select {
-	case <-a.orphanGate:
-	default:
+	if !a.orphansCollectedLocked() {
 		return nil, false
 	}
 	return a.workers[types.UID(uid)], true
+}
+
+// orphansCollectedLocked reports whether the daemon collected the orphans
+// of its previous run and is not stopping: a pod of its own with no worker
+// is then one no source wants. a.mu is held.
+func (a *Agent) orphansCollectedLocked() bool {
+	if a.orphanGate == nil || a.stopping {
+		return false
+	}
+	select {
+	case <-a.orphanGate:
+		return true
+	default:
+		return false
+	}
 }

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"strconv"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/minikubelet/minikubelet/agent/podspec"
@@ -15,14 +13,4 @@ import (
 // (podspec.LegacyContainerHash): it matches that one too.
 func definitionChanged(cur *containerInfo, c *v1.Container) bool {
 	return cur.hash != podspec.ContainerHash(c) && cur.hash != podspec.LegacyContainerHash(c)
-}
-
-// annotationInt reads an integer annotation; missing or malformed reads as 0,
-// as the kubelet does for objects created by older versions.
-func annotationInt(a map[string]string, key string) int {
-	n, err := strconv.Atoi(a[key])
-	if err != nil {
-		return 0
-	}
-	return n
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,20 +18,11 @@ import (
 func (a *Agent) newProber() *probes.Manager {
 	return probes.New(probes.Config{
 		Execer:            a.runtime,
-		ClassifyExecError: classifyExecError,
+		ClassifyExecError: cri.ClassifyExecError,
 		Clock:             a.clock,
 		Logger:            a.logger,
 		OnEvent:           a.onProbeEvent,
 	})
-}
-
-// classifyExecError reads the cri client's ExecSync errors for the prober.
-func classifyExecError(err error) (exitCode int, isExit, isTimeout bool) {
-	var ee *cri.ExitError
-	if errors.As(err, &ee) {
-		return int(ee.ExitCode), true, false
-	}
-	return 0, false, errors.Is(err, cri.ErrExecTimeout)
 }
 
 // onProbeEvent records a probe's Unhealthy or ProbeWarning event on its pod.

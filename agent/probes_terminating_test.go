@@ -24,7 +24,7 @@ import (
 func TestAgent_ReadinessWhileTerminating(t *testing.T) {
 	h := newPromptHarness(t, nil)
 	h.agent.probes = probes.New(probes.Config{
-		Execer: h.fake.Runtime, ClassifyExecError: classifyExecError, Clock: h.clock,
+		Execer: h.fake.Runtime, ClassifyExecError: cri.ClassifyExecError, Clock: h.clock,
 		Logger: h.agent.logger, OnEvent: h.agent.onProbeEvent, Rand: func() float64 { return 0 },
 	})
 	var failing atomic.Bool

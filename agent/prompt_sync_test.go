@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
 	"github.com/minikubelet/minikubelet/probes"
 )
@@ -160,7 +161,7 @@ func TestAgent_StartupProbeSuccessStartsNextStep(t *testing.T) {
 	// container starts, and a readiness run not triggered by the startup
 	// success would come a whole period (20 s) later.
 	h.agent.probes = probes.New(probes.Config{
-		Execer: h.fake.Runtime, ClassifyExecError: classifyExecError, Clock: h.clock,
+		Execer: h.fake.Runtime, ClassifyExecError: cri.ClassifyExecError, Clock: h.clock,
 		Logger: h.agent.logger, OnEvent: h.agent.onProbeEvent, Rand: func() float64 { return 0 },
 	})
 	go func() { _ = h.agent.Run(t.Context()) }()

@@ -149,6 +149,19 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 			r.last[uid] = "" // not dealt with: compare again
 		}
 	}
+	// A running sandbox of this agent's whose pod has no worker, once the
+	// orphans were collected, belongs to no pod any source wants: it came
+	// after its pod's teardown listed it (containerd finished the
+	// RunPodSandbox of a killed daemon late). It is torn down, as the
+	// kubelet's housekeeping kills orphaned running pods
+	// (HandlePodCleanups); a NOTREADY one is container GC's.
+	if r.a.orphansCollectedLocked() {
+		for _, sb := range sbs {
+			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && r.a.workers[types.UID(sb.Labels[podspec.LabelPodUID])] == nil && r.a.ownsObject(sb.Labels) {
+				r.a.tearDownOrphanLocked(sb, "Removing a running pod no source wants")
+			}
+		}
+	}
 	// Pods with no object left (a listed pod's fingerprint is never "").
 	for uid := range r.last {
 		if !r.listed(uid) && report(uid, nil) {

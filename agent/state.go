@@ -195,7 +195,7 @@ func (a *Agent) listPod(ctx context.Context, pod *v1.Pod) (*podState, error) {
 			ctype:        c.Annotations[podspec.AnnotationContainerType],
 			state:        c.State,
 			hash:         c.Annotations[podspec.AnnotationContainerHash],
-			restartCount: annotationInt(c.Annotations, podspec.AnnotationRestartCount),
+			restartCount: podspec.AnnotationInt(c.Annotations, podspec.AnnotationRestartCount),
 			createdAt:    c.CreatedAt,
 			imageRef:     c.ImageRef,
 		})
@@ -229,7 +229,7 @@ func (a *Agent) containerFromStatus(s *runtimeapi.ContainerStatus, sandboxID str
 		sandboxID:    sandboxID,
 		ctype:        ann[podspec.AnnotationContainerType],
 		hash:         ann[podspec.AnnotationContainerHash],
-		restartCount: annotationInt(ann, podspec.AnnotationRestartCount),
+		restartCount: podspec.AnnotationInt(ann, podspec.AnnotationRestartCount),
 		createdAt:    s.GetCreatedAt(),
 	}
 	a.applyContainerStatus(ci, s)

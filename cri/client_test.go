@@ -449,6 +449,17 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// The prober's reading of ExecSync errors: an exit code, a timeout, or
+// neither (the exec itself failed).
+func TestClassifyExecError(t *testing.T) {
+	code, isExit, isTimeout := ClassifyExecError(fmt.Errorf("probe: %w", &ExitError{ExitCode: 3}))
+	assert.Equal(t, []any{3, true, false}, []any{code, isExit, isTimeout}, "a non-zero exit")
+	code, isExit, isTimeout = ClassifyExecError(fmt.Errorf("x: %w: %w", ErrExecTimeout, status.Error(codes.DeadlineExceeded, "x")))
+	assert.Equal(t, []any{0, false, true}, []any{code, isExit, isTimeout}, "a timeout")
+	code, isExit, isTimeout = ClassifyExecError(status.Error(codes.NotFound, "container not found"))
+	assert.Equal(t, []any{0, false, false}, []any{code, isExit, isTimeout}, "an exec that failed")
+}
+
 func TestEndpointFromEnv(t *testing.T) {
 	t.Setenv(EndpointEnv, "")
 	assert.Equal(t, DefaultEndpoint, EndpointFromEnv())

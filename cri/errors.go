@@ -35,6 +35,17 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("command exited with code %d", e.ExitCode)
 }
 
+// ClassifyExecError reads an ExecSync error for the prober
+// (probes.Config.ClassifyExecError): the command's non-zero exit code, or
+// whether it timed out.
+func ClassifyExecError(err error) (exitCode int, isExit, isTimeout bool) {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return int(ee.ExitCode), true, false
+	}
+	return 0, false, errors.Is(err, ErrExecTimeout)
+}
+
 // grpcStatuser is implemented by the errors grpc-go returns (and by
 // status.Error), wrapped or not.
 type grpcStatuser interface{ GRPCStatus() *status.Status }

@@ -212,3 +212,13 @@ func SpecContainer(pod *v1.Pod, name string) *v1.Container {
 	}
 	return nil
 }
+
+// AnnotationInt reads an integer annotation; missing or malformed reads as
+// 0, as the kubelet does for objects created by older versions.
+func AnnotationInt(a map[string]string, key string) int {
+	n, err := strconv.Atoi(a[key])
+	if err != nil {
+		return 0
+	}
+	return n
+}
