@@ -45,6 +45,11 @@ cluster_tests() {
 metrics_server_tests() {
 	grep -hoE '^func Test[A-Za-z0-9_]+' "$HACK"/../test/e2e/cluster_top_test.go | sed 's/^func //'
 }
+# node_wide_tests: the tests another suite running at the same time would
+# break, which then run alone against each containerd after both suites:
+# every agent writes /kubepods/burstable's cpu.shares from the Burstable
+# pods of its own runtime, and the other suite's agents use another one.
+node_wide_tests() { echo TestQoS_BurstableTierFollowsPods; }
 needs_control_plane() { selects cluster_tests; }
 needs_metrics_server() { selects metrics_server_tests; }
 # selects LIST: true when a -run in E2E_FLAGS (or its absence) selects one of
@@ -132,14 +137,17 @@ describe_flavor() {
 }
 
 # run_suite FLAVOR: the e2e suite against one containerd.
+# run_suite FLAVOR [SKIP [RUN]]: the e2e suite against one containerd,
+# without the tests SKIP matches (TestSoak: make test's test-soak part,
+# hack/soak.sh, runs it alone); RUN, when given, comes after E2E_FLAGS.
 run_suite() {
-	local flavor=$1 what start=$SECONDS
+	local flavor=$1 skip=${2:-^TestSoak\$} run=() what start=$SECONDS
+	[[ -z ${3:-} ]] || run=(-run "$3")
 	what=$(describe_flavor "$flavor")
-	step "==== e2e suite against $what: CONTAINERD=$flavor go test -count=1 -parallel $parallel -timeout 40m ${E2E_FLAGS:-} ./test/e2e/... ===="
+	step "==== e2e suite against $what: CONTAINERD=$flavor go test -count=1 -parallel $parallel -timeout 40m -skip '$skip' ${E2E_FLAGS:-} ${run[*]} ./test/e2e/... ===="
 	# E2E_FLAGS is split on spaces on purpose: it holds several go test arguments.
-	# TestSoak runs alone, as make test's test-soak part (hack/soak.sh).
 	# shellcheck disable=SC2086
-	if CONTAINERD=$flavor MINIKUBELET_E2E=1 hack/gotest.sh "e2e-containerd-$flavor" -count=1 -parallel "$parallel" -timeout 40m -skip '^TestSoak$' ${E2E_FLAGS:-} ./test/e2e/...; then
+	if CONTAINERD=$flavor MINIKUBELET_E2E=1 hack/gotest.sh "e2e-containerd-$flavor" -count=1 -parallel "$parallel" -timeout 40m -skip "$skip" ${E2E_FLAGS:-} "${run[@]}" ./test/e2e/...; then
 		step "==== e2e suite against $what: passed in $(duration $((SECONDS - start))) ===="
 	else
 		step "==== e2e suite against $what: FAILED after $(duration $((SECONDS - start))) ===="
@@ -171,7 +179,7 @@ if ((concurrent)); then
 	for flavor in "${flavors[@]}"; do
 		(
 			set -o pipefail
-			run_suite "$flavor" 2>&1 | sed -u "s/^/[containerd $flavor] /"
+			run_suite "$flavor" "^(TestSoak|$(node_wide_tests | paste -sd '|'))\$" 2>&1 | sed -u "s/^/[containerd $flavor] /"
 		) &
 		pids+=($!)
 	done
@@ -180,6 +188,13 @@ if ((concurrent)); then
 	done
 	kill "$progress_pid" 2>/dev/null || true
 	wait "$progress_pid" 2>/dev/null || true
+	if selects node_wide_tests; then
+		alone="^($(node_wide_tests | paste -sd '|'))\$"
+		step "the tests another suite would break, alone against each containerd: $alone"
+		for flavor in "${flavors[@]}"; do
+			run_suite "$flavor" '^TestSoak$' "$alone" || failed+=("containerd-$flavor-alone")
+		done
+	fi
 else
 	for flavor in "${flavors[@]}"; do
 		printf '\n'
