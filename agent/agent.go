@@ -100,6 +100,9 @@ type Agent struct {
 	mu sync.Mutex
 	// workers holds one worker per known pod UID, until its teardown ends.
 	workers map[types.UID]*podWorker
+	// workerEnds counts the workers that left workers: the relist tells a
+	// pod without one from a pod whose worker ended while it listed.
+	workerEnds atomic.Uint64
 	// wg counts running worker goroutines.
 	wg sync.WaitGroup
 	// rejected holds, guarded by mu, the pods admission refused, carrying
@@ -397,6 +400,7 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 		defer a.mu.Unlock()
 		if a.workers[uid] == w {
 			delete(a.workers, uid)
+			a.workerEnds.Add(1)
 		}
 		if w.tornDown {
 			if a.lifecycle != nil {

@@ -56,7 +56,7 @@ func newRelister(a *Agent) *relister {
 // relist returns the UIDs of pods whose sandboxes or containers appeared,
 // disappeared or changed state, unbeknown to their worker.
 func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
-	sel := relistSelector()
+	sel, ends := relistSelector(), r.a.workerEnds.Load()
 	sbs, err := r.a.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
@@ -154,10 +154,14 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	// after its pod's teardown listed it (containerd finished the
 	// RunPodSandbox of a killed daemon late). It is torn down, as the
 	// kubelet's housekeeping kills orphaned running pods
-	// (HandlePodCleanups); a NOTREADY one is container GC's.
-	if r.a.orphansCollectedLocked() {
+	// (HandlePodCleanups); a NOTREADY one is container GC's. Not when a
+	// worker ended since the lists were asked for (its pod's sandbox may
+	// be in them, gone since): the next relist sees. A pod admission
+	// rejected at a restart keeps what the previous run left, as before.
+	if r.a.orphansCollectedLocked() && r.a.workerEnds.Load() == ends {
 		for _, sb := range sbs {
-			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && r.a.workers[types.UID(sb.Labels[podspec.LabelPodUID])] == nil && r.a.ownsObject(sb.Labels) {
+			uid := types.UID(sb.Labels[podspec.LabelPodUID])
+			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && r.a.workers[uid] == nil && r.a.rejected[uid] == nil && r.a.ownsObject(sb.Labels) {
 				r.a.tearDownOrphanLocked(sb, "Removing a running pod no source wants")
 			}
 		}

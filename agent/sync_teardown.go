@@ -140,23 +140,8 @@ func (a *Agent) publishStopped(ctx context.Context, w *podWorker, pod *v1.Pod, l
 		return
 	}
 	status := a.computePodStatus(w, pod, st)
-	status.Phase = terminalPodPhase(pod, &status)
+	status.Phase = podstatus.TerminalPhase(pod, &status)
 	w.setStatus(status)
-}
-
-// terminalPodPhase is the phase of a pod whose termination is complete
-// (the kubelet's getPhase with podIsTerminal): a stopped container is not
-// restarted any more whatever the restartPolicy, so stopped containers
-// make the pod Succeeded if all of them succeeded, else Failed; one still
-// waiting (never started: a pod deleted while pending) makes it Failed,
-// as the kubelet's generateAPIPodStatus forces a terminal phase.
-func terminalPodPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
-	p := *pod // a shallow copy: Spec is a value, only its policy changes
-	p.Spec.RestartPolicy = v1.RestartPolicyNever
-	if ph := podstatus.Phase(&p, st); ph == v1.PodSucceeded {
-		return ph
-	}
-	return v1.PodFailed
 }
 
 // removeContainer removes a container from the runtime; one already gone

@@ -94,3 +94,18 @@ func Phase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
 	}
 	return v1.PodPending
 }
+
+// TerminalPhase is the phase of a pod whose termination is complete
+// (the kubelet's getPhase with podIsTerminal): a stopped container is not
+// restarted any more whatever the restartPolicy, so stopped containers
+// make the pod Succeeded if all of them succeeded, else Failed; one still
+// waiting (never started: a pod deleted while pending) makes it Failed,
+// as the kubelet's generateAPIPodStatus forces a terminal phase.
+func TerminalPhase(pod *v1.Pod, st *v1.PodStatus) v1.PodPhase {
+	p := *pod // a shallow copy: Spec is a value, only its policy changes
+	p.Spec.RestartPolicy = v1.RestartPolicyNever
+	if ph := Phase(&p, st); ph == v1.PodSucceeded {
+		return ph
+	}
+	return v1.PodFailed
+}

@@ -78,6 +78,24 @@ func TestPodPhase(t *testing.T) {
 	}
 }
 
+// A pod whose termination is complete never restarts: exited 0 under
+// Always is Succeeded, a crash Failed, and a container that never started
+// (deleted while pending) Failed.
+func TestTerminalPhase(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "a"}, {Name: "b"}}}}
+	for _, tc := range []struct {
+		app  []v1.ContainerStatus
+		want v1.PodPhase
+	}{
+		{[]v1.ContainerStatus{exitedCS("a", 0), exitedCS("b", 0)}, v1.PodSucceeded},
+		{[]v1.ContainerStatus{exitedCS("a", 0), exitedCS("b", 137)}, v1.PodFailed},
+		{[]v1.ContainerStatus{exitedCS("a", 0), waitingCS("b", "ContainerCreating")}, v1.PodFailed},
+	} {
+		assert.Equal(t, tc.want, TerminalPhase(pod, &v1.PodStatus{ContainerStatuses: tc.app}), "%v", tc.app)
+	}
+	assert.Equal(t, v1.RestartPolicyAlways, pod.Spec.RestartPolicy, "the pod is not changed")
+}
+
 func TestPodConditions(t *testing.T) {
 	t0 := metav1.Unix(100, 0)
 	t1 := metav1.Unix(200, 0)

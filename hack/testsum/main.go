@@ -244,9 +244,12 @@ var failureLine = regexp.MustCompile(`^\s+(\S+_test\.go:\d+: |Error:|Messages:)`
 // maxFailureLines is how many of its own last lines a failed test's
 // summary repeats; maxContinuation how many of the lines continuing each
 // (a multi-line t.Fatalf: what did not converge; a log's tail).
+// maxTestLines bounds what one failed test prints in all: its oldest
+// failures go first.
 const (
 	maxFailureLines = 12
 	maxContinuation = 6
+	maxTestLines    = 30
 )
 
 // failure is one failure line and the first lines continuing it; more
@@ -281,6 +284,14 @@ func indentOf(line string) int {
 func failureLines(log, test string, fails []*failure) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %s (%s)\n", test, log)
+	n := 0
+	for _, f := range fails {
+		n += len(f.lines) + min(f.more, 1)
+	}
+	for len(fails) > 1 && n > maxTestLines {
+		n -= len(fails[0].lines) + min(fails[0].more, 1)
+		fails = fails[1:]
+	}
 	for _, f := range fails {
 		for i, l := range f.lines {
 			l = strings.TrimSpace(l)

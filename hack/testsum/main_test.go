@@ -128,3 +128,26 @@ func TestSummaryKeepsAFailuresContinuation(t *testing.T) {
 0 passed, 1 failed, 0 skipped
 `, sum.String())
 }
+
+// However many failures a test printed, what it repeats stays within
+// maxTestLines: the oldest go first.
+func TestSummaryBoundsATestsLines(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "e2e.json")
+	var b strings.Builder
+	for i := range 10 {
+		b.WriteString(fmt.Sprintf(`{"Action":"output","Package":"m/e2e","Test":"TestMany","Output":"    many_test.go:%d: failure %d\n"}`+"\n", i, i))
+		for j := range 8 {
+			b.WriteString(fmt.Sprintf(`{"Action":"output","Package":"m/e2e","Test":"TestMany","Output":"        detail %d.%d\n"}`+"\n", i, j))
+		}
+	}
+	b.WriteString(`{"Action":"fail","Package":"m/e2e","Test":"TestMany"}` + "\n")
+	require.NoError(t, os.WriteFile(log, []byte(b.String()), 0o644))
+	var sum strings.Builder
+	require.NoError(t, summarise(&sum, []string{log}))
+	out := sum.String()
+	// Each failure: its line, 6 continuing ones, "… 2 more lines".
+	assert.Equal(t, 1+3*8+1+1, strings.Count(out, "\n"), out)
+	assert.NotContains(t, out, "failure 6\n")
+	assert.Contains(t, out, "failure 7\n")
+	assert.Contains(t, out, "failure 9\n")
+}

@@ -226,8 +226,8 @@ func deleteRound(t *testing.T, r *privateRuntime, d *daemon, names []string) {
 		if err != nil {
 			return fmt.Sprintf("list pods: %v", err)
 		}
-		// One line each: a failure's first lines are what make test's
-		// summary keeps (hack/testsum).
+		// One line per kind, the runtime's per-pod lines last: a failure's
+		// first lines are what make test's summary keeps (hack/testsum).
 		var inAPI []string
 		for _, p := range l.Items {
 			inAPI = append(inAPI, p.Name)
@@ -239,8 +239,9 @@ func deleteRound(t *testing.T, r *privateRuntime, d *daemon, names []string) {
 		if err != nil {
 			return fmt.Sprintf("observe runtime: %v", err)
 		}
-		if s := v.String(); s != "" {
-			diffs = append(diffs, "runtime objects left: "+v.counts()+"\n"+s)
+		perPod := strings.TrimSuffix(v.String(), "\n")
+		if perPod != "" {
+			diffs = append(diffs, "runtime objects left: "+v.counts())
 		}
 		if res := r.reservations(t); len(res) != 0 {
 			diffs = append(diffs, fmt.Sprintf("IPs still reserved: %v", res))
@@ -256,6 +257,9 @@ func deleteRound(t *testing.T, r *privateRuntime, d *daemon, names []string) {
 		left, _ := os.ReadDir(filepath.Join(d.root, "pods"))
 		for _, e := range left {
 			diffs = append(diffs, fmt.Sprintf("pod dir left: %s (cgroups %v)", e.Name(), podCgroups(e.Name())))
+		}
+		if perPod != "" {
+			diffs = append(diffs, perPod)
 		}
 		return strings.Join(diffs, "\n")
 	})
