@@ -260,11 +260,12 @@ func (a *Agent) collectOrphans(ctx context.Context, desired map[types.UID]bool) 
 }
 
 // tearDownOrphanLocked starts a worker tearing down the pod of sandbox sb,
-// as its labels tell it, unless they name no pod or the pod has one (wanted meanwhile:
-// collection runs after the agent started when a source answered late; or
-// another of its sandboxes came first). The QoS class finds the pod
-// cgroup; the grace period comes from the containers' annotations
-// (killPod reads them per container). a.mu is held, a.stopping false.
+// as its labels tell it, unless they name no pod or the pod has a worker
+// (wanted meanwhile: collection runs after the agent started when a
+// source answered late; or another of its sandboxes came first). The QoS
+// class finds the pod cgroup; the grace period comes from the containers'
+// annotations (killPod reads them per container). a.mu is held,
+// a.stopping false.
 func (a *Agent) tearDownOrphanLocked(sb *runtimeapi.PodSandbox, why string) {
 	uid := types.UID(sb.Labels[podspec.LabelPodUID])
 	if uid == "" || a.workers[uid] != nil {
