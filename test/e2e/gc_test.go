@@ -327,6 +327,19 @@ func leaveDeadPod(t *testing.T, r *privateRuntime, d *daemon, image string) dead
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The daemon does not look meanwhile (SIGSTOP): its relist tears down a
+	// running sandbox of its own whose pod has no worker (agent/relist.go),
+	// and this pod is to be found dead, as a teardown's remains would be,
+	// for container GC. The deferred SIGCONT covers a failure too.
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGSTOP))
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			require.NoError(t, d.cmd.Process.Signal(syscall.SIGCONT))
+		}
+	}
+	defer resume()
 	uid := fmt.Sprintf("gc-gone-%d", time.Now().UnixNano())
 	labels := map[string]string{
 		"io.kubernetes.pod.name":      "gc-gone",
@@ -358,9 +371,7 @@ func leaveDeadPod(t *testing.T, r *privateRuntime, d *daemon, image string) dead
 			Annotations: map[string]string{"io.kubernetes.container.restartCount": strconv.Itoa(restart)},
 			LogPath:     filepath.Join("app", strconv.Itoa(restart)+".log"),
 		}
-		// Container GC (every second) removes a container that does not
-		// run, a created one too: started at once, and made again in the
-		// rare case GC took it first.
+		// Started at once, and made again should the start fail.
 		for try := 0; ; try++ {
 			id, err := r.rt.CreateContainer(ctx, sb, cfg, sbCfg)
 			require.NoError(t, err)
@@ -379,6 +390,7 @@ func leaveDeadPod(t *testing.T, r *privateRuntime, d *daemon, image string) dead
 		})
 	}
 	require.NoError(t, r.rt.StopPodSandbox(ctx, sb))
+	resume()
 	return deadPod{uid: uid, logDir: logDir}
 }
 
