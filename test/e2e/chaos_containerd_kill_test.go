@@ -230,9 +230,30 @@ func TestChaosContainerdKill(t *testing.T) {
 		}
 		return true
 	})
-	v, err := observeRuntime(r)
-	require.NoError(t, err)
-	require.Empty(t, ipLeaks(r.reservations(t), v), "IPs after the containerd restart:\n%s", v)
+	// No leaked IP, waited for: a sandbox being made (its CNI ADD done,
+	// not yet listed) holds an IP no listed sandbox has. That happened
+	// once on containerd 1.6 after a 16 s outage under load, when
+	// chaos-ctrd-2 got a new sandbox after the 4 s above; why is not known
+	// yet, so any such replacement is logged.
+	waitFor(t, "IPs after the containerd restart", 30*time.Second, func() string {
+		v, err := observeRuntime(r)
+		if err != nil {
+			return err.Error()
+		}
+		if leaks := ipLeaks(r.reservations(t), v); len(leaks) > 0 {
+			return strings.Join(leaks, "\n") + "\n" + v.String()
+		}
+		return ""
+	})
+	for _, n := range names[:3] {
+		p, err := c.GetPod(context.Background(), "default", n)
+		require.NoError(t, err)
+		for _, cs := range p.Status.ContainerStatuses {
+			if before[n][cs.Name] != strings.TrimPrefix(cs.ContainerID, "containerd://") {
+				t.Logf("%s/%s was replaced after the first seconds: %s", n, cs.Name, podSummary(p))
+			}
+		}
+	}
 	out, _ := d.out.snapshot()
 	// An exec probe the runtime cannot run errored, it did not fail; an
 	// HTTP probe may miss once under load, never failureThreshold times.
