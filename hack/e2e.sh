@@ -50,6 +50,7 @@ metrics_server_tests() {
 # every agent writes /kubepods/burstable's cpu.shares from the Burstable
 # pods of its own runtime, and the other suite's agents use another one.
 node_wide_tests() { echo TestQoS_BurstableTierFollowsPods; }
+node_wide=$(node_wide_tests | paste -sd '|')
 needs_control_plane() { selects cluster_tests; }
 needs_metrics_server() { selects metrics_server_tests; }
 # selects LIST: true when a -run in E2E_FLAGS (or its absence) selects one of
@@ -136,7 +137,6 @@ describe_flavor() {
 	fi
 }
 
-# run_suite FLAVOR: the e2e suite against one containerd.
 # run_suite FLAVOR [SKIP [RUN]]: the e2e suite against one containerd,
 # without the tests SKIP matches (TestSoak: make test's test-soak part,
 # hack/soak.sh, runs it alone); RUN, when given, comes after E2E_FLAGS.
@@ -179,7 +179,7 @@ if ((concurrent)); then
 	for flavor in "${flavors[@]}"; do
 		(
 			set -o pipefail
-			run_suite "$flavor" "^(TestSoak|$(node_wide_tests | paste -sd '|'))\$" 2>&1 | sed -u "s/^/[containerd $flavor] /"
+			run_suite "$flavor" "^(TestSoak|$node_wide)\$" 2>&1 | sed -u "s/^/[containerd $flavor] /"
 		) &
 		pids+=($!)
 	done
@@ -189,7 +189,7 @@ if ((concurrent)); then
 	kill "$progress_pid" 2>/dev/null || true
 	wait "$progress_pid" 2>/dev/null || true
 	if selects node_wide_tests; then
-		alone="^($(node_wide_tests | paste -sd '|'))\$"
+		alone="^($node_wide)\$"
 		step "the tests another suite would break, alone against each containerd: $alone"
 		for flavor in "${flavors[@]}"; do
 			run_suite "$flavor" '^TestSoak$' "$alone" || failed+=("containerd-$flavor-alone")

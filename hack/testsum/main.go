@@ -241,8 +241,8 @@ func summarise(out io.Writer, paths []string) error {
 // continuation; the runtime's log dumps a failed e2e test prints are not.
 var failureLine = regexp.MustCompile(`^\s+(\S+_test\.go:\d+: |Error:|Messages:)`)
 
-// maxFailureLines is how many of its own last lines a failed test's
-// summary repeats; maxContinuation how many of the lines continuing each
+// maxFailureLines is how many of its own last failure lines a failed
+// test's summary repeats; maxContinuation how many of the lines continuing each
 // (a multi-line t.Fatalf: what did not converge; a log's tail).
 // maxTestLines bounds what one failed test prints in all: its oldest
 // failures go first.
