@@ -35,7 +35,9 @@ TEST_PARTS := test-unit test-fuzz test-e2e test-conformance test-node-conformanc
 # builds the per-machine caches the later parts need (control plane,
 # containerd 2.x, conformance binaries, guest image) at nice 19, so a cold
 # machine does not wait for them one after another; it is stopped if still
-# running at the end.
+# running at the end; its log is repeated only if a build failed or did not
+# finish (else one line: CI keeps only the end of the output, which is for
+# the failures).
 test: ## everything CI runs: unit tests, fuzzing, the end-to-end suite, the cgroup v2 guest (needs root); ends with the skips by reason
 	@rm -rf "$(TESTLOG_DIR)"; mkdir -p "$(TESTLOG_DIR)"; rc=0; \
 	mkdir -p bin; : > bin/prebuild.log; setsid hack/prebuild.sh "$(CURDIR)/bin/prebuild.log" & prebuild=$$!; \
@@ -47,7 +49,9 @@ test: ## everything CI runs: unit tests, fuzzing, the end-to-end suite, the cgro
 		echo "[make test] $$part: done in $$((SECONDS - start))s"; \
 	done; \
 	if kill -0 $$prebuild 2>/dev/null; then echo "[make test] stopping the background build (bin/prebuild.log)"; kill -- -$$prebuild 2>/dev/null; fi; \
-	sed 's/^/  /' bin/prebuild.log; \
+	if grep -q ' all done$$' bin/prebuild.log && ! grep -q ': failed (exit' bin/prebuild.log; then \
+		echo "[make test] background build: $$(grep -c ': done in' bin/prebuild.log) caches built or current (bin/prebuild.log)"; \
+	else sed 's/^/  /' bin/prebuild.log; fi; \
 	hack/test-summary.sh; exit $$rc
 
 test-unit: verify ## unit tests with -race; no root, no containerd

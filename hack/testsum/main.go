@@ -184,7 +184,7 @@ func summarise(out io.Writer, paths []string) error {
 	}
 	var passed, failed, skipped int
 	byReason := map[string][]string{}
-	var failures []string
+	var failures, failedNames []string
 	for _, key := range order {
 		r := results[key]
 		parts := strings.SplitN(key, "\x00", 3)
@@ -193,7 +193,9 @@ func summarise(out io.Writer, paths []string) error {
 			passed++
 		case "fail":
 			failed++
-			failures = append(failures, failureLines(filepath.Base(parts[0]), shortPkg(parts[1])+"."+parts[2], r.fails))
+			name := fmt.Sprintf("%s.%s (%s)", shortPkg(parts[1]), parts[2], filepath.Base(parts[0]))
+			failures = append(failures, failureLines(name, r.fails))
+			failedNames = append(failedNames, name)
 		case "skip":
 			skipped++
 			reason := "(no reason given)"
@@ -230,6 +232,12 @@ func summarise(out io.Writer, paths []string) error {
 		fmt.Fprintf(out, "failed tests (%d), each with its own failure lines:\n", len(failures))
 		for _, f := range failures {
 			fmt.Fprint(out, f)
+		}
+		// The names again, last: CI shows only the end of the output, and
+		// one test's lines above can fill it (a runtime's log tail).
+		fmt.Fprintf(out, "failed tests (%d):\n", len(failedNames))
+		for _, n := range failedNames {
+			fmt.Fprintf(out, "  %s\n", n)
 		}
 	}
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
@@ -278,12 +286,12 @@ func indentOf(line string) int {
 	return len(line) - len(t)
 }
 
-// failureLines names a failed test and its log (the e2e suite runs once
-// per containerd) and repeats the last lines it printed itself, so the
+// failureLines names a failed test with its log (the e2e suite runs once
+// per containerd: "pkg.Test (log)") and repeats the last lines it printed itself, so the
 // end of make test's output says why it failed: CI keeps only the end.
-func failureLines(log, test string, fails []*failure) string {
+func failureLines(name string, fails []*failure) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  %s (%s)\n", test, log)
+	fmt.Fprintf(&b, "  %s\n", name)
 	n := 0
 	for _, f := range fails {
 		n += len(f.lines) + min(f.more, 1)

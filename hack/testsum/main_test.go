@@ -53,6 +53,8 @@ func TestFilterAndSummary(t *testing.T) {
 failed tests (1), each with its own failure lines:
   m/a.TestBad (unit.json)
       bad_test.go:9: boom
+failed tests (1):
+  m/a.TestBad (unit.json)
 1 passed, 1 failed, 2 skipped
 `, sum.String())
 }
@@ -84,6 +86,8 @@ func TestSummaryFailureLinesAfterLongOutput(t *testing.T) {
   m/e2e.TestChaos (e2e-containerd-2.4.json)
       chaos_test.go:160: the status does not show the container killed
         time=runtime log dump
+failed tests (1):
+  m/e2e.TestChaos (e2e-containerd-2.4.json)
 0 passed, 1 failed, 0 skipped
 `, sum.String())
 }
@@ -125,6 +129,8 @@ func TestSummaryKeepsAFailuresContinuation(t *testing.T) {
         … 3 more lines
       helpers_test.go:126: serve output (tail):
         level=ERROR msg=Pod teardown incomplete; retrying
+failed tests (1):
+  m/e2e.TestChaos (e2e-containerd-2.4.json)
 0 passed, 1 failed, 0 skipped
 `, sum.String())
 }
@@ -145,8 +151,9 @@ func TestSummaryBoundsATestsLines(t *testing.T) {
 	var sum strings.Builder
 	require.NoError(t, summarise(&sum, []string{log}))
 	out := sum.String()
-	// Each failure: its line, 6 continuing ones, "… 2 more lines".
-	assert.Equal(t, 1+3*8+1+1, strings.Count(out, "\n"), out)
+	// Each failure: its line, 6 continuing ones, "… 2 more lines"; then
+	// the names again and the totals.
+	assert.Equal(t, 1+3*8+1+2+1, strings.Count(out, "\n"), out)
 	assert.NotContains(t, out, "failure 6\n")
 	assert.Contains(t, out, "failure 7\n")
 	assert.Contains(t, out, "failure 9\n")

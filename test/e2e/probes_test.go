@@ -204,11 +204,7 @@ spec:
 	// file went, and the kill then waits the pod's 2 s grace period.
 	assert.Greater(t, finished.Sub(gone), 2500*time.Millisecond, "killed before failureThreshold (2) failures plus the 2 s grace period after the file disappeared")
 	assert.Less(t, finished.Sub(gone), upper, "killed too late after the file disappeared")
-	// Immediate: no back-off, which would be 10 s at least. Bounded at half
-	// that, as lifecycle_test.go's crash-loop case is: probeSlack (2 s)
-	// failed at 3.1 s on containerd 2.4 while the suite's parallel tests
-	// loaded the machine.
-	assert.Less(t, second.started-first.finished, int64(scaled(5*time.Second)), "first restart should be immediate (no back-off)")
+	assertFirstRestartImmediate(t, p.output(), pod, "liveness", time.Duration(second.started-first.finished))
 	assert.Equal(t, 1, second.restarts)
 
 	p.waitFor(`default/e2e-probe-exec-live\s+status\s+Running ip=\S+ ready=\d/1 liveness:running(,unready)?,restarts=1\n`, 30*time.Second)
