@@ -142,6 +142,7 @@ func TestChaosContainerdKill(t *testing.T) {
 	r.start(t)
 	r.waitCRI(t, time.Minute)
 	answered := time.Now()
+	lost := sandboxesRecoveredNotReady(t, r, uids, names[:3])
 	// containerd 2.x, under load, can answer for seconds before it has
 	// processed the exit the victim's shim saw while it was down; until
 	// then the runtime itself reports the container running, and no agent
@@ -209,6 +210,9 @@ func TestChaosContainerdKill(t *testing.T) {
 	// a few probe periods after the restart too.
 	for until := time.Now().Add(4 * time.Second); time.Now().Before(until); time.Sleep(500 * time.Millisecond) {
 		for _, n := range names[:3] {
+			if lost[n] {
+				continue
+			}
 			p, err := c.GetPod(context.Background(), "default", n)
 			require.NoError(t, err)
 			require.True(t, isRunning(p) && isReady(p), "%s after the containerd restart: %s", n, podSummary(p))
@@ -230,11 +234,14 @@ func TestChaosContainerdKill(t *testing.T) {
 		}
 		return true
 	})
+	// A pod whose sandbox the runtime's recovery lost is replaced, as the
+	// kubelet replaces a pod whose sandbox changed: Running and Ready again.
+	for n := range lost {
+		d.waitPod(t, n, "Running and Ready in a new sandbox after the runtime lost its own", 2*time.Minute, func(p *v1.Pod) bool { return isRunning(p) && isReady(p) })
+	}
 	// No leaked IP, waited for: a sandbox being made (its CNI ADD done,
-	// not yet listed) holds an IP no listed sandbox has. That happened
-	// once on containerd 1.6 after a 16 s outage under load, when
-	// chaos-ctrd-2 got a new sandbox after the 4 s above; why is not known
-	// yet, so any such replacement is logged.
+	// not yet listed) holds an IP no listed sandbox has (a pod replaced
+	// as above).
 	waitFor(t, "IPs after the containerd restart", 30*time.Second, func() string {
 		v, err := observeRuntime(r)
 		if err != nil {
@@ -249,7 +256,7 @@ func TestChaosContainerdKill(t *testing.T) {
 		p, err := c.GetPod(context.Background(), "default", n)
 		require.NoError(t, err)
 		for _, cs := range p.Status.ContainerStatuses {
-			if before[n][cs.Name] != strings.TrimPrefix(cs.ContainerID, "containerd://") {
+			if !lost[n] && before[n][cs.Name] != strings.TrimPrefix(cs.ContainerID, "containerd://") {
 				t.Logf("%s/%s was replaced after the first seconds: %s", n, cs.Name, podSummary(p))
 			}
 		}
@@ -259,4 +266,39 @@ func TestChaosContainerdKill(t *testing.T) {
 	// HTTP probe may miss once under load, never failureThreshold times.
 	require.Contains(t, out, "Liveness probe errored: exec", "the exec probes ran into the outage")
 	require.NotContains(t, out, "will be restarted", "no container killed by a probe around the outage")
+}
+
+// sandboxesRecoveredNotReady returns the pods (of names) whose sandbox the
+// runtime reports not ready at its first answer after the restart, each
+// logged. containerd 1.6 under load does that to a running pod: its
+// recovery asks each shim for the task's state with a 2 s bound
+// (services/tasks/local.go getProcessState), takes the "unknown" of a
+// slow shim for stopped, and kills the pause process itself
+// (pkg/cri/server/restart.go loadSandbox); a shim that does not answer
+// its reconnect within 5 s is deleted with its processes. (2.3 and later
+// keep the processes, but still report the sandbox not ready.) Its
+// answer then is final: recovery ends before the CRI answers. The agent
+// replaces such a pod, as the kubelet does a pod whose sandbox changed:
+// the runtime's verdict, not the agent's, so the test does not hold
+// those pods unchanged (CI stop 47, containerd 1.6: chaos-ctrd-2 was
+// replaced after a 16 s outage at load 50). This lists at once, as a
+// rule before the agent's next relist (1 s); a sandbox the agent itself
+// stopped in that instant would be excused too, which only loosens the
+// check, never fails it.
+func sandboxesRecoveredNotReady(t *testing.T, r *privateRuntime, uids map[string]string, names []string) map[string]bool {
+	t.Helper()
+	ctx, cancel := shortCtx()
+	defer cancel()
+	sbs, err := r.rt.ListPodSandbox(ctx, nil)
+	require.NoError(t, err)
+	lost := map[string]bool{}
+	for _, n := range names {
+		for _, sb := range sbs {
+			if sb.Labels["io.kubernetes.pod.uid"] == uids[n] && sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+				t.Logf("%s: the runtime came back with its sandbox %s not ready; the pod is replaced, not held unchanged", n, shortID(sb.Id))
+				lost[n] = true
+			}
+		}
+	}
+	return lost
 }
