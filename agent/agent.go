@@ -268,6 +268,18 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 	// next (the kubelet sorts them by creation time).
 	for _, p := range pods {
 		uid := p.UID
+		if rp, ok := a.rejected[uid]; ok {
+			// Rejection is terminal: the same pod (same UID) stays
+			// rejected, never restarted after the teardown of what a
+			// previous run left of it; an update in place (its labels)
+			// shows.
+			if !equality.Semantic.DeepEqual(rp.ObjectMeta, p.ObjectMeta) || !equality.Semantic.DeepEqual(rp.Spec, p.Spec) {
+				np := p.DeepCopy()
+				np.Status = rp.Status
+				a.rejected[uid] = np
+			}
+			continue
+		}
 		if w, ok := a.workers[uid]; ok {
 			if w.isTerminating() {
 				// Back before its teardown finished: start it again once
@@ -278,16 +290,6 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			if w.specChanged(p) {
 				a.handleResizeLocked(w, p, a.othersLocked(uid)) // resize.go
 				w.update(p)
-			}
-			continue
-		}
-		if rp, ok := a.rejected[uid]; ok {
-			// Rejection is terminal: the same pod (same UID) stays
-			// rejected; an update in place (its labels) shows.
-			if !equality.Semantic.DeepEqual(rp.ObjectMeta, p.ObjectMeta) || !equality.Semantic.DeepEqual(rp.Spec, p.Spec) {
-				np := p.DeepCopy()
-				np.Status = rp.Status
-				a.rejected[uid] = np
 			}
 			continue
 		}
@@ -403,7 +405,7 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 			a.workerEnds.Add(1)
 		}
 		if w.tornDown {
-			if a.lifecycle != nil {
+			if a.lifecycle != nil && !w.quiet {
 				a.lifecycle.podGone(w.pod())
 			}
 			// Its probe series go with it (metrics.ForgetPod); done is

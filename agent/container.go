@@ -61,7 +61,7 @@ func (a *Agent) imageManager() *images.Manager {
 		RootDir:        a.cfg.RootDir,
 		InBackoff:      a.imageBackoff.InBackoffSinceUpdate,
 		BackoffNext:    a.imageBackoff.Next,
-		BackoffKey:     imageRefBackoffKey,
+		BackoffKey:     podspec.ImageBackoffKey,
 		RuntimeVersion: a.runtimeVersion,
 	}
 }

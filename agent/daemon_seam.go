@@ -276,6 +276,7 @@ func (a *Agent) tearDownOrphanLocked(sb *runtimeapi.PodSandbox, why string) {
 	a.logger.Info(why, "pod", p.Namespace+"/"+p.Name, "podUID", string(uid))
 	w := newPodWorker(a, p)
 	w.terminating = true
+	_, w.quiet = a.rejected[uid]
 	a.workers[uid] = w
 	a.startWorkerGoroutineLocked(w)
 }
@@ -296,7 +297,7 @@ func (a *Agent) findPod(namespace, name string) (*podWorker, *v1.Pod) {
 	var found *podWorker
 	for _, w := range a.workers {
 		p := w.pod()
-		if p.Namespace == namespace && p.Name == name {
+		if p.Namespace == namespace && p.Name == name && !w.quiet {
 			if !w.isTerminating() {
 				return w, nil
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/minikubelet/minikubelet/agent/lifecycle"
 	"github.com/minikubelet/minikubelet/agent/node"
 	"github.com/minikubelet/minikubelet/agent/podevents"
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 )
 
@@ -192,7 +193,7 @@ func TestAgent_DeletionCancelsImagePull(t *testing.T) {
 	}
 	deleteAndWait(t, h, pod)
 	assert.NotContains(t, h.rec.reasons(), "Failed", "a cancelled pull is no failure")
-	in, _ := h.agent.imageBackoff.InBackoffSinceUpdate(imageBackoffKey(pod, &pod.Spec.Containers[0]), h.clock.Now())
+	in, _ := h.agent.imageBackoff.InBackoffSinceUpdate(podspec.ImageBackoffKey(pod, pod.Spec.Containers[0].Image), h.clock.Now())
 	assert.False(t, in, "no pull back-off")
 }
 

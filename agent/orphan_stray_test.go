@@ -19,8 +19,7 @@ import (
 // source wants it. Once the daemon has collected its orphans, the relist
 // tears it down, as the kubelet's housekeeping kills orphaned running
 // pods. Before the collection such a pod may still be wanted; a NOTREADY
-// sandbox is container GC's; another minikubelet's is left alone, and so
-// is one of a pod admission rejected (as before the relist did this).
+// sandbox is container GC's; another minikubelet's is left alone.
 func TestRelist_TearsDownARunningSandboxNoSourceWants(t *testing.T) {
 	h := newHarness(t)
 	open := h.agent.gateOrphans()
@@ -40,10 +39,6 @@ func TestRelist_TearsDownARunningSandboxNoSourceWants(t *testing.T) {
 	stopped := sandbox("stopped", h.agent.agentID())
 	require.NoError(t, h.fake.Runtime.StopPodSandbox(ctx, stopped))
 	foreign := sandbox("foreign", "another-agent")
-	rejected := sandbox("rejected", h.agent.agentID())
-	h.agent.mu.Lock()
-	h.agent.rejected["uid-rejected"] = clusterPod(t, "rejected", "uid-rejected")
-	h.agent.mu.Unlock()
 	left := func() map[string]bool {
 		sbs, err := h.fake.Runtime.ListPodSandbox(ctx, nil)
 		require.NoError(t, err)
@@ -58,7 +53,7 @@ func TestRelist_TearsDownARunningSandboxNoSourceWants(t *testing.T) {
 	_, err := r.relist(ctx)
 	require.NoError(t, err)
 	h.waitCallsSettle(t)
-	assert.Equal(t, map[string]bool{late: true, stopped: true, foreign: true, rejected: true}, left(), "before the orphans were collected, every pod may be wanted")
+	assert.Equal(t, map[string]bool{late: true, stopped: true, foreign: true}, left(), "before the orphans were collected, every pod may be wanted")
 	assert.False(t, h.agent.hasWorker("uid-late"))
 
 	open()
@@ -66,11 +61,73 @@ func TestRelist_TearsDownARunningSandboxNoSourceWants(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !left()[late] }, 10*time.Second, time.Millisecond, "the running sandbox no source wants is removed")
 	require.Eventually(t, func() bool { return !h.agent.hasWorker("uid-late") && !h.agent.hasWorker("uid-stopped") }, 10*time.Second, time.Millisecond, "its teardown ends")
-	assert.Equal(t, map[string]bool{stopped: true, foreign: true, rejected: true}, left(), "the NOTREADY one (container GC's), another agent's and the rejected pod's stay")
+	assert.Equal(t, map[string]bool{stopped: true, foreign: true}, left(), "the NOTREADY one (container GC's) and another agent's stay")
 	calls := h.fake.Calls()
 	require.Contains(t, calls, "StopPodSandbox late", "stopped: CNI DEL releases its IP")
 	assert.Less(t, slices.Index(calls, "StopPodSandbox late"), slices.Index(calls, "RemovePodSandbox late"), "stopped before it is removed")
 	assert.NotContains(t, calls, "StopPodSandbox foreign")
+}
+
+// A pod that ran, then was refused admission when the daemon restarted
+// (here its spec.os; in life memory pressure, a device plugin not yet
+// back): the kubelet's cleanup kills the running pods of terminal ones,
+// and so does the relist once the orphans were collected. The rejection
+// stays the pod's status: the teardown publishes none of its own, is not
+// what FindPod shows, and the pod sent again meanwhile is not started
+// after it (a rejected pod never runs without admission).
+func TestRelist_KillsWhatARejectedPodLeftRunning(t *testing.T) {
+	h := newHarness(t)
+	open := h.agent.gateOrphans()
+	ctx := context.Background()
+	pod := clusterPod(t, "rejected", "uid-rejected")
+	pod.Spec.OS = &v1.PodOS{Name: v1.Windows}
+	_, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
+		Labels: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: string(pod.UID),
+			podspec.LabelPodName: pod.Name, podspec.LabelPodNamespace: pod.Namespace, podspec.LabelAgent: h.agent.agentID()},
+	}, "")
+	require.NoError(t, err)
+	h.agent.SetPods([]*v1.Pod{pod})
+	rejected := func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed && p.Status.Reason == "PodOSNotSupported" }
+	got, ok := h.agent.GetPod(pod.UID)
+	require.True(t, ok)
+	require.True(t, rejected(got), "rejected at admission: %+v", got.Status)
+
+	var during []string
+	h.fake.OnCall("StopPodSandbox", func(context.Context) {
+		h.agent.SetPods([]*v1.Pod{pod}) // sent again while it is torn down
+		h.agent.mu.Lock()
+		_, queued := h.agent.restartAfterTeardown[pod.UID]
+		h.agent.mu.Unlock()
+		if queued {
+			during = append(during, "queued to start after the teardown")
+		}
+		if w, rp := h.agent.findPod(pod.Namespace, pod.Name); w != nil || rp == nil || !rejected(rp) {
+			during = append(during, "FindPod does not show the rejection")
+		}
+	})
+	r := newRelister(h.agent)
+	open()
+	_, err = r.relist(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		sbs, err := h.fake.Runtime.ListPodSandbox(ctx, nil)
+		return err == nil && len(sbs) == 0 && !h.agent.hasWorker(pod.UID)
+	}, 10*time.Second, time.Millisecond, "what the rejected pod left is stopped and removed")
+	h.fake.OnCall("StopPodSandbox", nil)
+	assert.Contains(t, h.fake.Calls(), "StopPodSandbox rejected", "stopped: CNI DEL releases its IP")
+	assert.Empty(t, during)
+	got, ok = h.agent.GetPod(pod.UID)
+	require.True(t, ok)
+	assert.True(t, rejected(got), "the rejection is still the pod's status: %+v", got.Status)
+	h.rec.mu.Lock()
+	for _, st := range h.rec.statuses {
+		assert.True(t, rejected(st), "a status other than the rejection was published: %+v", st.Status)
+	}
+	h.rec.mu.Unlock()
+	_, err = r.relist(ctx)
+	require.NoError(t, err)
+	assert.False(t, h.agent.hasWorker(pod.UID), "nothing more to tear down")
 }
 
 // relistCtx marks the relister's own runtime calls in

@@ -146,6 +146,10 @@ type podWorker struct {
 	// tornDown is set by run when it returns after a teardown; the agent
 	// then forgets the worker and closes done.
 	tornDown bool
+	// quiet is set, before it runs, on the teardown of a pod admission
+	// rejected at a restart: it publishes no status and no end, the
+	// rejection stays the pod's (the kubelet's kill of a runtime-only pod).
+	quiet bool
 	// done is closed once the teardown finished and the agent forgot the
 	// worker.
 	done chan struct{}
@@ -650,7 +654,7 @@ func (w *podWorker) setStatus(st v1.PodStatus) {
 	w.status = st
 	w.mu.Unlock()
 	// The daemon observes nothing: no copy of the pod for nobody.
-	if _, nop := w.a.observer.(podevents.Nop); !same && !nop {
+	if _, nop := w.a.observer.(podevents.Nop); !same && !nop && !w.quiet {
 		w.a.observer.PodStatus(w.snapshot())
 	}
 }

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/minikubelet/minikubelet/agent/podspec"
 	"github.com/minikubelet/minikubelet/cri"
 	"github.com/minikubelet/minikubelet/cri/critest"
 	"github.com/minikubelet/minikubelet/probes"
@@ -289,7 +290,7 @@ func TestPromptResync(t *testing.T) {
 				return st
 			},
 			setup: func(h *harness, p *v1.Pod) {
-				h.agent.crashBackoff.Next(crashBackoffKey(p, &p.Spec.Containers[1]), h.clock.Now())
+				h.agent.crashBackoff.Next(podspec.CrashBackoffKey(p, &p.Spec.Containers[1]), h.clock.Now())
 			},
 			retry: true,
 		},

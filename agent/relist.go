@@ -157,12 +157,13 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 	// (HandlePodCleanups); a NOTREADY one is container GC's. Not when a
 	// worker ended since the lists were asked for (its pod's sandbox may
 	// be in them, gone since): the next relist sees. A pod admission
-	// rejected at a restart keeps what the previous run left, as before.
+	// rejected at a restart is killed too (the kubelet's cleanup kills the
+	// running pods of terminal ones), its rejection left as the status.
 	if r.a.orphansCollectedLocked() && r.a.workerEnds.Load() == ends {
 		for _, sb := range sbs {
 			uid := types.UID(sb.Labels[podspec.LabelPodUID])
-			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && r.a.workers[uid] == nil && r.a.rejected[uid] == nil && r.a.ownsObject(sb.Labels) {
-				r.a.tearDownOrphanLocked(sb, "Removing a running pod no source wants")
+			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && r.a.workers[uid] == nil && r.a.ownsObject(sb.Labels) {
+				r.a.tearDownOrphanLocked(sb, "Removing a running pod no source wants (or admission rejected)")
 			}
 		}
 	}

@@ -421,11 +421,11 @@ func (a *Agent) startHeldBack(pod *v1.Pod, c *v1.Container, st *podState) (time.
 	now := a.clock.Now()
 	if prev := st.latest(c.Name); prev != nil && !interruptedStart(prev) {
 		finished := time.Unix(0, prev.finishedAt)
-		if in, delay := a.crashBackoff.InBackoffSince(crashBackoffKey(pod, c), finished, now); in {
+		if in, delay := a.crashBackoff.InBackoffSince(podspec.CrashBackoffKey(pod, c), finished, now); in {
 			return max(finished.Add(delay).Sub(now), time.Millisecond), true
 		}
 	}
-	if in, left := a.imageBackoff.InBackoffSinceUpdate(imageBackoffKey(pod, c), now); in {
+	if in, left := a.imageBackoff.InBackoffSinceUpdate(podspec.ImageBackoffKey(pod, c.Image), now); in {
 		return max(left, time.Millisecond), true
 	}
 	return 0, false
@@ -540,7 +540,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	if prev != nil {
 		restartCount = prev.restartCount + 1
 		// Crash back-off, measured from the previous instance's finish.
-		key := crashBackoffKey(pod, c)
+		key := podspec.CrashBackoffKey(pod, c)
 		finished := time.Unix(0, prev.finishedAt)
 		if in, delay := a.crashBackoff.InBackoffSince(key, finished, a.clock.Now()); in {
 			err := newReasonError(ErrCrashLoopBackOff, "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.Name, pod.Name, pod.Namespace, pod.UID)
@@ -559,7 +559,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 		return
 	}
 	if !pulled && a.imageInBackoff(pod, c) {
-		_, left := a.imageBackoff.InBackoffSinceUpdate(imageBackoffKey(pod, c), a.clock.Now())
+		_, left := a.imageBackoff.InBackoffSinceUpdate(podspec.ImageBackoffKey(pod, c.Image), a.clock.Now())
 		w.setReason(c.Name, newReasonError(ErrImagePullBackOff, "Back-off pulling image %q", c.Image))
 		w.containerEvent(c.Name, v1.EventTypeNormal, "BackOff", "Back-off pulling image %q", c.Image)
 		res.retryAfter(left)
@@ -582,7 +582,7 @@ func (a *Agent) startOne(ctx context.Context, w *podWorker, sb *sandboxInfo, st 
 	}
 	if err != nil {
 		if errors.Is(err, ErrImagePull) && !pulled {
-			a.imageBackoff.Next(imageBackoffKey(pod, c), a.clock.Now())
+			a.imageBackoff.Next(podspec.ImageBackoffKey(pod, c.Image), a.clock.Now())
 		}
 		w.setReason(c.Name, err)
 		res.fail()

@@ -103,14 +103,9 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 			errs = append(errs, err)
 		}
 	}
-	for i := range pod.Spec.Containers {
-		a.crashBackoff.Reset(crashBackoffKey(pod, &pod.Spec.Containers[i]))
-		a.imageBackoff.Reset(imageBackoffKey(pod, &pod.Spec.Containers[i]))
-	}
-	for i := range pod.Spec.InitContainers {
-		a.crashBackoff.Reset(crashBackoffKey(pod, &pod.Spec.InitContainers[i]))
-		a.imageBackoff.Reset(imageBackoffKey(pod, &pod.Spec.InitContainers[i]))
-	}
+	crash, image := podspec.BackoffKeys(pod)
+	a.crashBackoff.Reset(crash...)
+	a.imageBackoff.Reset(image...)
 	if len(errs) == 0 {
 		w.step(podevents.StepRemoved, a.clock.Since(t0), fmt.Sprintf("%d container(s), %d sandbox(es)", len(st.containers), len(st.sandboxes)))
 	}

@@ -61,11 +61,13 @@ func (b *Backoff) Next(key string, ref time.Time) {
 	e.lastUpdate = ref
 }
 
-// Reset forgets key (its pod was removed).
-func (b *Backoff) Reset(key string) {
+// Reset forgets the keys (their pod was removed).
+func (b *Backoff) Reset(keys ...string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.entries, key)
+	for _, k := range keys {
+		delete(b.entries, k)
+	}
 }
 
 func (b *Backoff) expired(e *backoffEntry, ref time.Time) bool {

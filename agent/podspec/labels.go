@@ -222,3 +222,28 @@ func AnnotationInt(a map[string]string, key string) int {
 	}
 	return n
 }
+
+// CrashBackoffKey is the kubelet's stable restart back-off key of a
+// container: a spec change (its hash) gets a fresh back-off.
+func CrashBackoffKey(pod *v1.Pod, c *v1.Container) string {
+	return fmt.Sprintf("%s_%s_%s_%s_%s", pod.Name, pod.Namespace, pod.UID, c.Name, ContainerHash(c))
+}
+
+// ImageBackoffKey is the kubelet's image pull back-off key, the pod and
+// the image: a container's and an image volume's pulls of the same image
+// share it.
+func ImageBackoffKey(pod *v1.Pod, image string) string {
+	return fmt.Sprintf("%s_%s", pod.UID, image)
+}
+
+// BackoffKeys are the restart and pull back-off keys of every container
+// and init container of the pod (forgotten when it is torn down).
+func BackoffKeys(pod *v1.Pod) (crash, image []string) {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			crash = append(crash, CrashBackoffKey(pod, &cs[i]))
+			image = append(image, ImageBackoffKey(pod, cs[i].Image))
+		}
+	}
+	return crash, image
+}
