@@ -258,12 +258,10 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			w.terminate()
 		}
 	}
-	admit := a.cfg.Node.Allocatable != nil
 	// Pods being torn down still count until their worker ends, as in the
 	// kubelet. The list is built for the first new pod only: most sets
 	// (every deletion, every unchanged resend) admit nothing.
 	var admitted []*v1.Pod
-	admittedBuilt := false
 	// New pods are admitted in the source's order, each counting for the
 	// next (the kubelet sorts them by creation time).
 	for _, p := range pods {
@@ -283,7 +281,8 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 		if w, ok := a.workers[uid]; ok {
 			if w.isTerminating() {
 				// Back before its teardown finished: start it again once
-				// the old worker is done (nothing is lost).
+				// the old worker is done (nothing is lost), admitted
+				// first if that tore down what a previous run left.
 				a.restartAfterTeardown[uid] = p
 				continue
 			}
@@ -298,52 +297,7 @@ func (a *Agent) SetPods(pods []*v1.Pod) {
 			a.startFinishedWorkerLocked(p, st) // final_status.go
 			continue
 		}
-		if reason, msg := node.AdmitOS(p); reason != "" {
-			a.reject(p, reason, msg)
-			continue
-		}
-		if reason, msg := a.volumes().ProtectedHostPath(p); reason != "" {
-			a.reject(p, reason, msg)
-			continue
-		}
-		if reason, msg := a.admitSecurity(p); reason != "" {
-			a.reject(p, reason, msg)
-			continue
-		}
-		if reason, msg := a.admitServiceAccountTokens(p); reason != "" {
-			a.reject(p, reason, msg)
-			continue
-		}
-		if reason, msg := a.admitClusterProjections(p); reason != "" { // token.go
-			a.reject(p, reason, msg)
-			continue
-		}
-		if reason, msg := a.admitLate(p); reason != "" { // agent/eviction, then the devices (devices.go)
-			a.reject(p, reason, msg)
-			continue
-		}
-		if admit {
-			if !admittedBuilt {
-				for _, w := range a.workers {
-					admitted = append(admitted, w.admissionView())
-				}
-				admittedBuilt = true
-			}
-			if ok, reason, msg := node.Admit(a.cfg.AdmissionNode(), p, admitted); !ok {
-				a.reject(p, reason, msg)
-				continue
-			}
-			admitted = append(admitted, p)
-		}
-		a.startWorkerLocked(p)
-		// A resize that came while the daemon was down: the worker starts
-		// from the checkpoint's allocation, and the new spec is admitted
-		// as a resize (the kubelet's backfill of pending resizes).
-		if a.handleResizeLocked(a.workers[uid], p, a.othersLocked(uid)) { // resize.go
-			// Its first sync may have read the checkpoint's allocation
-			// before the resize was admitted: sync again for it.
-			a.workers[uid].trigger()
-		}
+		a.admitNewLocked(p, nil, &admitted)
 	}
 	for uid, rp := range a.rejected {
 		if _, ok := want[uid]; !ok {
@@ -373,8 +327,42 @@ func (a *Agent) reject(p *v1.Pod, reason, msg string) {
 	a.observer.PodStatus(rp.DeepCopy())
 }
 
-// startWorkerLocked starts the worker of a pod; a.mu is held.
-func (a *Agent) startWorkerLocked(p *v1.Pod) { a.startWorkerAfterLocked(p, nil) }
+// admitNewLocked runs a new pod through admission and starts its worker,
+// after prev (the teardown of what a previous run left of it) when set, or
+// rejects it. admitted are the pods it is counted against, built from the
+// workers on first use. a.mu is held.
+func (a *Agent) admitNewLocked(p *v1.Pod, prev *podWorker, admitted *[]*v1.Pod) {
+	checks := []func(*v1.Pod) (string, string){node.AdmitOS, a.volumes().ProtectedHostPath, a.admitSecurity,
+		a.admitServiceAccountTokens, a.admitClusterProjections, a.admitLate} // token.go; agent/eviction, then the devices (devices.go)
+	for _, check := range checks {
+		if reason, msg := check(p); reason != "" {
+			a.reject(p, reason, msg)
+			return
+		}
+	}
+	if a.cfg.Node.Allocatable != nil {
+		if *admitted == nil {
+			*admitted = []*v1.Pod{}
+			for _, w := range a.workers {
+				*admitted = append(*admitted, w.admissionView())
+			}
+		}
+		if ok, reason, msg := node.Admit(a.cfg.AdmissionNode(), p, *admitted); !ok {
+			a.reject(p, reason, msg)
+			return
+		}
+		*admitted = append(*admitted, p)
+	}
+	a.startWorkerAfterLocked(p, prev)
+	// A resize that came while the daemon was down: the worker starts
+	// from the checkpoint's allocation, and the new spec is admitted
+	// as a resize (the kubelet's backfill of pending resizes).
+	if a.handleResizeLocked(a.workers[p.UID], p, a.othersLocked(p.UID)) { // resize.go
+		// Its first sync may have read the checkpoint's allocation
+		// before the resize was admitted: sync again for it.
+		a.workers[p.UID].trigger()
+	}
+}
 
 // startWorkerAfterLocked starts the worker of a pod that prev, when set,
 // tore down (the same pod, back: its containers' restart counts go on);
@@ -415,7 +403,12 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 		}
 		if next, ok := a.restartAfterTeardown[uid]; ok && !a.stopping {
 			delete(a.restartAfterTeardown, uid)
-			a.startWorkerAfterLocked(next, w)
+			if w.orphan { // never admitted by this run: admission first
+				var admitted []*v1.Pod
+				a.admitNewLocked(next, w, &admitted)
+			} else {
+				a.startWorkerAfterLocked(next, w)
+			}
 		}
 		if !a.stopping {
 			// Its resources are free: deferred resizes may fit now.

@@ -274,8 +274,11 @@ func (a *Agent) tearDownOrphanLocked(sb *runtimeapi.PodSandbox, why string) {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[podspec.LabelPodName], Namespace: sb.Labels[podspec.LabelPodNamespace], UID: uid}}
 	p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[podspec.AnnotationQOSClass])
 	a.logger.Info(why, "pod", p.Namespace+"/"+p.Name, "podUID", string(uid))
+	if rp := a.rejected[uid]; rp != nil {
+		p.Annotations = rp.Annotations // its source: a local pod's events stay local
+	}
 	w := newPodWorker(a, p)
-	w.terminating = true
+	w.terminating, w.orphan = true, true
 	_, w.quiet = a.rejected[uid]
 	a.workers[uid] = w
 	a.startWorkerGoroutineLocked(w)
@@ -320,7 +323,9 @@ func (a *Agent) listPods() []*v1.Pod {
 	a.mu.Lock()
 	workers := make([]*podWorker, 0, len(a.workers))
 	for _, w := range a.workers {
-		workers = append(workers, w)
+		if !w.quiet {
+			workers = append(workers, w)
+		}
 	}
 	var out []*v1.Pod
 	for _, p := range a.rejected {

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/minikubelet/minikubelet/agent/podspec"
+	"github.com/minikubelet/minikubelet/agent/source"
 )
 
 // A sandbox containerd finishes creating after its pod's teardown listed it
@@ -105,6 +108,14 @@ func TestRelist_KillsWhatARejectedPodLeftRunning(t *testing.T) {
 		if w, rp := h.agent.findPod(pod.Namespace, pod.Name); w != nil || rp == nil || !rejected(rp) {
 			during = append(during, "FindPod does not show the rejection")
 		}
+		if l := h.agent.listPods(); len(l) != 1 || !rejected(l[0]) {
+			during = append(during, fmt.Sprintf("the pods listed are not the rejection alone: %d", len(l)))
+		}
+		h.agent.mu.Lock()
+		if w := h.agent.workers[pod.UID]; w == nil || w.pod().Annotations[source.AnnotationConfigSource] != sourceCluster {
+			during = append(during, "the teardown does not carry the pod's source (where its events go)")
+		}
+		h.agent.mu.Unlock()
 	})
 	r := newRelister(h.agent)
 	open()
@@ -128,6 +139,36 @@ func TestRelist_KillsWhatARejectedPodLeftRunning(t *testing.T) {
 	_, err = r.relist(ctx)
 	require.NoError(t, err)
 	assert.False(t, h.agent.hasWorker(pod.UID), "nothing more to tear down")
+}
+
+// A pod wanted again while what a previous run left of it is torn down
+// (its source answered after the orphans were collected, or the file of a
+// static pod came back) starts after that teardown only if admission lets
+// it: this run never admitted it. Here it is refused (its spec.os).
+func TestOrphanTeardown_AdmitsThePodWantedAgain(t *testing.T) {
+	h := newHarness(t)
+	open := h.agent.gateOrphans()
+	ctx := context.Background()
+	pod := clusterPod(t, "back", "uid-back")
+	pod.Spec.OS = &v1.PodOS{Name: v1.Windows}
+	_, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
+		Labels: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: string(pod.UID),
+			podspec.LabelPodName: pod.Name, podspec.LabelPodNamespace: pod.Namespace, podspec.LabelAgent: h.agent.agentID()},
+	}, "")
+	require.NoError(t, err)
+	h.fake.OnCall("StopPodSandbox", func(context.Context) { h.agent.SetPods([]*v1.Pod{pod}) })
+	open()
+	_, err = newRelister(h.agent).relist(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, ok := h.agent.GetPod(pod.UID)
+		return ok && got.Status.Phase == v1.PodFailed && !h.agent.hasWorker(pod.UID)
+	}, 10*time.Second, time.Millisecond, "after the teardown the pod wanted again is refused, not started")
+	h.fake.OnCall("StopPodSandbox", nil)
+	got, _ := h.agent.GetPod(pod.UID)
+	assert.Equal(t, "PodOSNotSupported", got.Status.Reason)
+	assert.Equal(t, 1, strings.Count(strings.Join(h.fake.Calls(), "\n"), "RunPodSandbox"), "no sandbox after the teardown: %v", h.fake.Calls())
 }
 
 // relistCtx marks the relister's own runtime calls in

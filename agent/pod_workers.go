@@ -146,10 +146,13 @@ type podWorker struct {
 	// tornDown is set by run when it returns after a teardown; the agent
 	// then forgets the worker and closes done.
 	tornDown bool
-	// quiet is set, before it runs, on the teardown of a pod admission
-	// rejected at a restart: it publishes no status and no end, the
-	// rejection stays the pod's (the kubelet's kill of a runtime-only pod).
-	quiet bool
+	// orphan is set, before it runs, on the teardown of what a previous
+	// run left (tearDownOrphanLocked): its pod, if wanted again, is
+	// admitted before it starts. quiet, on that of a pod admission
+	// rejected at a restart: it publishes no status and no end, and is not
+	// listed; the rejection stays the pod's (the kubelet's kill of a
+	// runtime-only pod).
+	orphan, quiet bool
 	// done is closed once the teardown finished and the agent forgot the
 	// worker.
 	done chan struct{}
