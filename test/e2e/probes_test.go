@@ -30,6 +30,34 @@ import (
 // bounds stay tight).
 var probeSlack = scaled(2 * time.Second)
 
+// execProbeSlack is probeSlack plus a second for each exec probe a bound
+// counts: ExecSync goes through the runtime, and took 1.0–1.6 s a call on
+// containerd 1.6 with both suites running (CI: a container killed 7.03 s
+// after its file went, against a bound of 7 s). That the kill came at the
+// failureThreshold-th failure, not later, assertKilledAtFailure checks
+// without a clock.
+func execProbeSlack(execs int) time.Duration {
+	return probeSlack + scaled(time.Duration(execs)*time.Second)
+}
+
+// assertKilledAtFailure checks that the agent killed the container at its
+// probe's threshold-th consecutive failure: its log (run's stderr) has
+// exactly that many Unhealthy events of the container before the first
+// Killing event for a failed probe.
+func assertKilledAtFailure(t *testing.T, p *runProc, container string, threshold int) {
+	t.Helper()
+	log, _ := p.stderr.snapshot()
+	kill := strings.Index(log, `reason=Killing message="Container `+container+` failed`)
+	require.GreaterOrEqual(t, kill, 0, "no Killing event for a failed probe of %s in the log", container)
+	n := 0
+	for _, l := range strings.Split(log[:kill], "\n") {
+		if strings.Contains(l, "reason=Unhealthy") && strings.Contains(l, "container="+container) {
+			n++
+		}
+	}
+	assert.Equal(t, threshold, n, "Unhealthy events of %s before it was killed", container)
+}
+
 // containerRestarts returns the restarts=N of a container in a status
 // summary (0 when not shown). Unlike restartsOf it also reads the
 // running,unready state.
@@ -198,8 +226,9 @@ spec:
 	// Failures at most one period apart after the file went, the second
 	// one within failureThreshold × period (+ timeout) of it, then the
 	// 2 s grace period of the kill.
-	upper := 2*time.Second + time.Second + 2*time.Second + probeSlack
+	upper := 2*time.Second + time.Second + 2*time.Second + execProbeSlack(2)
 	t.Logf("instance 0 finished %s after the file disappeared (bound %s)", finished.Sub(gone), upper)
+	assertKilledAtFailure(t, p, "liveness", 2)
 	// Lower bound: the second failure comes at least one period after the
 	// file went, and the kill then waits the pod's 2 s grace period.
 	assert.Greater(t, finished.Sub(gone), 2500*time.Millisecond, "killed before failureThreshold (2) failures plus the 2 s grace period after the file disappeared")
@@ -458,8 +487,9 @@ spec:
 	ran := time.Duration(first.finished - first.started)
 	// Three failures a period apart (the first within one period plus
 	// jitter), then 2 s grace (sleep as PID 1 ignores SIGTERM).
-	upper := 3*time.Second + time.Second + 2*time.Second + probeSlack
+	upper := 3*time.Second + time.Second + 2*time.Second + execProbeSlack(3)
 	t.Logf("instance 0 ran %s (bound %s)", ran, upper)
+	assertKilledAtFailure(t, p, "app", 3)
 	// At least two periods between the first and third failure, then
 	// the pod's 2 s grace period before the SIGKILL.
 	assert.Greater(t, ran, 3500*time.Millisecond, "killed before failureThreshold (3) failures plus the 2 s grace period")
