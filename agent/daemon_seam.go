@@ -274,12 +274,12 @@ func (a *Agent) tearDownOrphanLocked(sb *runtimeapi.PodSandbox, why string) {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: sb.Labels[podspec.LabelPodName], Namespace: sb.Labels[podspec.LabelPodNamespace], UID: uid}}
 	p.Status.QOSClass = v1.PodQOSClass(sb.Annotations[podspec.AnnotationQOSClass])
 	a.logger.Info(why, "pod", p.Namespace+"/"+p.Name, "podUID", string(uid))
-	if rp := a.rejected[uid]; rp != nil {
+	rp := a.rejected[uid]
+	if rp != nil {
 		p.Annotations = rp.Annotations // its source: a local pod's events stay local
 	}
 	w := newPodWorker(a, p)
-	w.terminating, w.orphan = true, true
-	_, w.quiet = a.rejected[uid]
+	w.terminating, w.orphan, w.quiet = true, true, rp != nil
 	a.workers[uid] = w
 	a.startWorkerGoroutineLocked(w)
 }

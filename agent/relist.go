@@ -163,7 +163,11 @@ func (r *relister) relist(ctx context.Context) ([]types.UID, error) {
 		for _, sb := range sbs {
 			uid := types.UID(sb.Labels[podspec.LabelPodUID])
 			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && r.a.workers[uid] == nil && r.a.ownsObject(sb.Labels) {
-				r.a.tearDownOrphanLocked(sb, "Removing a running pod no source wants (or admission rejected)")
+				why := "Removing a running pod no source wants"
+				if r.a.rejected[uid] != nil {
+					why = "Killing what a pod admission rejected left running"
+				}
+				r.a.tearDownOrphanLocked(sb, why)
 			}
 		}
 	}

@@ -67,6 +67,8 @@ func TestDaemon_RejectedAtRestartIsKilled(t *testing.T) {
 		}
 		return ""
 	})
+	out, _ := d.out.snapshot()
+	assert.Regexp(t, `Killing what a pod admission rejected left running.*pod=default/e2e-d-rej-sel`, out, "the daemon's log says why it stops the pod")
 	// Its status stays the rejection: the teardown publishes none of its own.
 	consistently(t, 3*time.Second, func() error {
 		cx, cancel := shortCtx()
