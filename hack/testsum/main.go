@@ -84,6 +84,14 @@ func filter(in io.Reader, out, log io.Writer, stream bool) (failed bool) {
 			}
 		case ev.Test == "" && ev.Action == "fail":
 			failed = true
+			// Tests of the package that never ended (it timed out or
+			// panicked: the panic is in one of their outputs).
+			for k, b := range buf {
+				if strings.HasPrefix(k, ev.Package+" ") {
+					fmt.Fprintf(out, "--- DID NOT FINISH: %s\n%s", strings.TrimPrefix(k, ev.Package+" "), upToGoroutines(dropRunLines(b.String())))
+					delete(buf, k)
+				}
+			}
 		case ev.Action == "output" && stream:
 			fmt.Fprint(out, ev.Output)
 		case ev.Action == "fail" && stream:
@@ -108,6 +116,17 @@ func filter(in io.Reader, out, log io.Writer, stream bool) (failed bool) {
 		}
 	}
 	return failed
+}
+
+// upToGoroutines cuts a timed-out test's output after the panic's list of
+// running tests: the goroutine dump after it runs to thousands of lines
+// (the JSON log keeps it).
+func upToGoroutines(s string) string {
+	i := strings.Index(s, "\ngoroutine ")
+	if i < 0 || !strings.Contains(s[:i], "panic: ") {
+		return s
+	}
+	return s[:i+1] + fmt.Sprintf("… %d more lines: the goroutines (in the JSON log)\n", strings.Count(s[i+1:], "\n"))
 }
 
 // runLine matches the verbose bookkeeping lines a plain run does not print.
@@ -191,9 +210,13 @@ func summarise(out io.Writer, paths []string) error {
 		switch r.action {
 		case "pass":
 			passed++
-		case "fail":
+		case "fail", "":
+			// "": it never ended (its package timed out or panicked).
 			failed++
 			name := fmt.Sprintf("%s.%s (%s)", shortPkg(parts[1]), parts[2], filepath.Base(parts[0]))
+			if r.action == "" {
+				name += ", did not finish"
+			}
 			failures = append(failures, failureLines(name, r.fails))
 			failedNames = append(failedNames, name)
 		case "skip":
@@ -246,8 +269,10 @@ func summarise(out io.Writer, paths []string) error {
 
 // failureLine is a line a test printed itself (t.Errorf, t.Fatalf,
 // t.Logf: "    file_test.go:N: ...") or testify's "Error:"/"Messages:"
-// continuation; the runtime's log dumps a failed e2e test prints are not.
-var failureLine = regexp.MustCompile(`^\s+(\S+_test\.go:\d+: |Error:|Messages:)`)
+// continuation, or a panic (go test's timeout: "panic: test timed out",
+// its running tests continuing it); the runtime's log dumps a failed e2e
+// test prints are not.
+var failureLine = regexp.MustCompile(`^(\s+(\S+_test\.go:\d+: |Error:|Messages:)|panic: )`)
 
 // maxFailureLines is how many of its own last failure lines a failed
 // test's summary repeats; maxContinuation how many of the lines continuing each

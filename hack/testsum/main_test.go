@@ -158,3 +158,39 @@ func TestSummaryBoundsATestsLines(t *testing.T) {
 	assert.Contains(t, out, "failure 7\n")
 	assert.Contains(t, out, "failure 9\n")
 }
+
+// A package that timed out: go test's panic lands in the output of one of
+// the tests still running, and none of them ends. They count as failed
+// ("did not finish"), the panic and its list of running tests are their
+// failure lines, and the plain output prints them without the goroutines.
+func TestTimedOutTestsCountAsFailed(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "e2e.json")
+	lines := []string{
+		`{"Action":"run","Package":"m/e2e","Test":"TestDone"}`,
+		`{"Action":"pass","Package":"m/e2e","Test":"TestDone"}`,
+		`{"Action":"run","Package":"m/e2e","Test":"TestSlow"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestSlow","Output":"    slow_test.go:5: round 2\n"}`,
+		`{"Action":"run","Package":"m/e2e","Test":"TestChaos"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"panic: test timed out after 40m0s\n"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"\trunning tests:\n"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"\t\tTestChaos (1m51s)\n"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"\t\tTestSlow (3m51s)\n"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"\n"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"goroutine 8407 [running]:\n"}`,
+		`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"testing.(*M).startAlarm.func1()\n"}`,
+		`{"Action":"output","Package":"m/e2e","Output":"FAIL\tm/e2e\t2400.1s\n"}`,
+		`{"Action":"fail","Package":"m/e2e"}`,
+	}
+	in := strings.Join(lines, "\n") + "\n"
+	var out strings.Builder
+	assert.True(t, filter(strings.NewReader(in), &out, io.Discard, false))
+	assert.Contains(t, out.String(), "--- DID NOT FINISH: TestChaos\npanic: test timed out after 40m0s\n\trunning tests:\n\t\tTestChaos (1m51s)\n\t\tTestSlow (3m51s)\n\n… 2 more lines: the goroutines (in the JSON log)\n")
+	assert.Contains(t, out.String(), "--- DID NOT FINISH: TestSlow\n    slow_test.go:5: round 2\n")
+
+	require.NoError(t, os.WriteFile(log, []byte(in), 0o644))
+	var sum strings.Builder
+	require.NoError(t, summarise(&sum, []string{log}))
+	assert.Contains(t, sum.String(), "  m/e2e.TestChaos (e2e.json), did not finish\n      panic: test timed out after 40m0s\n        running tests:\n")
+	assert.Contains(t, sum.String(), "  m/e2e.TestSlow (e2e.json), did not finish\n      slow_test.go:5: round 2\n")
+	assert.True(t, strings.HasSuffix(sum.String(), "1 passed, 2 failed, 0 skipped\n"), sum.String())
+}
