@@ -82,14 +82,8 @@ func TestRelist_KillsWhatARejectedPodLeftRunning(t *testing.T) {
 	h := newHarness(t)
 	open := h.agent.gateOrphans()
 	ctx := context.Background()
-	pod := clusterPod(t, "rejected", "uid-rejected")
-	pod.Spec.OS = &v1.PodOS{Name: v1.Windows}
-	_, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
-		Labels: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: string(pod.UID),
-			podspec.LabelPodName: pod.Name, podspec.LabelPodNamespace: pod.Namespace, podspec.LabelAgent: h.agent.agentID()},
-	}, "")
-	require.NoError(t, err)
+	pod := leftRunning(t, h, "rejected")
+	var err error
 	h.agent.SetPods([]*v1.Pod{pod})
 	rejected := func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed && p.Status.Reason == "PodOSNotSupported" }
 	got, ok := h.agent.GetPod(pod.UID)
@@ -149,14 +143,8 @@ func TestOrphanTeardown_AdmitsThePodWantedAgain(t *testing.T) {
 	h := newHarness(t)
 	open := h.agent.gateOrphans()
 	ctx := context.Background()
-	pod := clusterPod(t, "back", "uid-back")
-	pod.Spec.OS = &v1.PodOS{Name: v1.Windows}
-	_, err := h.fake.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
-		Labels: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: string(pod.UID),
-			podspec.LabelPodName: pod.Name, podspec.LabelPodNamespace: pod.Namespace, podspec.LabelAgent: h.agent.agentID()},
-	}, "")
-	require.NoError(t, err)
+	pod := leftRunning(t, h, "back")
+	var err error
 	h.fake.OnCall("StopPodSandbox", func(context.Context) { h.agent.SetPods([]*v1.Pod{pod}) })
 	open()
 	_, err = newRelister(h.agent).relist(ctx)
@@ -169,6 +157,21 @@ func TestOrphanTeardown_AdmitsThePodWantedAgain(t *testing.T) {
 	got, _ := h.agent.GetPod(pod.UID)
 	assert.Equal(t, "PodOSNotSupported", got.Status.Reason)
 	assert.Equal(t, 1, strings.Count(strings.Join(h.fake.Calls(), "\n"), "RunPodSandbox"), "no sandbox after the teardown: %v", h.fake.Calls())
+}
+
+// leftRunning makes a windows pod (admission refuses it) and a READY
+// sandbox of it, of this agent's, as a previous run left it.
+func leftRunning(t *testing.T, h *harness, name string) *v1.Pod {
+	t.Helper()
+	pod := clusterPod(t, name, "uid-"+name)
+	pod.Spec.OS = &v1.PodOS{Name: v1.Windows}
+	_, err := h.fake.Runtime.RunPodSandbox(context.Background(), &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID)},
+		Labels: map[string]string{podspec.LabelManagedBy: podspec.ManagedByValue, podspec.LabelPodUID: string(pod.UID),
+			podspec.LabelPodName: pod.Name, podspec.LabelPodNamespace: pod.Namespace, podspec.LabelAgent: h.agent.agentID()},
+	}, "")
+	require.NoError(t, err)
+	return pod
 }
 
 // relistCtx marks the relister's own runtime calls in
