@@ -275,8 +275,8 @@ func summarise(out io.Writer, paths []string) error {
 var failureLine = regexp.MustCompile(`^(\s+(\S+_test\.go:\d+: |Error:|Messages:)|panic: )`)
 
 // maxFailureLines is how many of its own last failure lines a failed
-// test's summary repeats; maxContinuation how many of the lines continuing each
-// (a multi-line t.Fatalf: what did not converge; a log's tail).
+// test's summary repeats; maxContinuation how many of the lines continuing
+// each (a multi-line t.Fatalf: what did not converge; a log's tail).
 // maxTestLines bounds what one failed test prints in all: its oldest
 // failures go first.
 const (
@@ -312,8 +312,9 @@ func indentOf(line string) int {
 }
 
 // failureLines names a failed test with its log (the e2e suite runs once
-// per containerd: "pkg.Test (log)") and repeats the last lines it printed itself, so the
-// end of make test's output says why it failed: CI keeps only the end.
+// per containerd: "pkg.Test (log)") and repeats the last lines it printed
+// itself, so the end of make test's output says why it failed: CI keeps
+// only the end.
 func failureLines(name string, fails []*failure) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %s\n", name)
