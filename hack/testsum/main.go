@@ -144,10 +144,12 @@ func summarise(out io.Writer, paths []string) error {
 	// is its last maxFailureLines failure lines, from anywhere in its
 	// output, each with its first continuation lines; indent is the last
 	// failure line's while the lines after it continue it, else -1.
+	// why is its first testify assertion, one line (see assertion).
 	type result struct {
 		action, output string
 		fails          []*failure
 		indent         int
+		why            assertion
 	}
 	results := map[string]*result{}
 	var order []string
@@ -180,6 +182,7 @@ func summarise(out io.Writer, paths []string) error {
 				if len(r.output) < 64<<10 {
 					r.output += ev.Output
 				}
+				r.why.see(ev.Output)
 				switch in := indentOf(ev.Output); {
 				case failureLine.MatchString(ev.Output):
 					r.fails = append(r.fails, &failure{lines: []string{ev.Output}})
@@ -218,6 +221,9 @@ func summarise(out io.Writer, paths []string) error {
 				name += ", did not finish"
 			}
 			failures = append(failures, failureLines(name, r.fails))
+			if w := r.why.String(); w != "" {
+				name += "\n      " + w
+			}
 			failedNames = append(failedNames, name)
 		case "skip":
 			skipped++
@@ -256,8 +262,9 @@ func summarise(out io.Writer, paths []string) error {
 		for _, f := range failures {
 			fmt.Fprint(out, f)
 		}
-		// The names again, last: CI shows only the end of the output, and
-		// one test's lines above can fill it (a runtime's log tail).
+		// The names again, last, each with its first assertion: CI shows
+		// only the end of the output, and one test's lines above can fill
+		// it (a runtime's log tail).
 		fmt.Fprintf(out, "failed tests (%d):\n", len(failedNames))
 		for _, n := range failedNames {
 			fmt.Fprintf(out, "  %s\n", n)
@@ -284,6 +291,61 @@ const (
 	maxContinuation = 6
 	maxTestLines    = 30
 )
+
+// assertion is a failed test's first testify assertion, for the end of
+// the summary: "file_test.go:N: <Error's first line> (<Messages>)". A
+// test's own log lines look like its t.Errorf lines in go test's output;
+// testify's "Error:" line does not.
+type assertion struct {
+	loc, err, msg string
+	// state: 0 looking, 1 after Error (a Messages line may follow), 2 done.
+	state int
+}
+
+var (
+	locLine      = regexp.MustCompile(`^\s+(\S+_test\.go:\d+):`)
+	testifyField = regexp.MustCompile(`^\s+(Error|Messages):\s*(.*)$`)
+)
+
+func (a *assertion) see(line string) {
+	if a.state == 2 {
+		return
+	}
+	line = strings.TrimRight(line, "\n")
+	if m := testifyField.FindStringSubmatch(line); m != nil {
+		switch {
+		case m[1] == "Error" && a.state == 0:
+			a.err, a.state = m[2], 1
+		case m[1] == "Messages" && a.state == 1:
+			a.msg, a.state = m[2], 2
+		}
+		return
+	}
+	if m := locLine.FindStringSubmatch(line); m != nil {
+		if a.state == 1 {
+			a.state = 2 // the next assertion or log line: no Messages
+			return
+		}
+		a.loc = m[1]
+	}
+}
+
+func (a *assertion) String() string {
+	if a.err == "" {
+		return ""
+	}
+	s := strings.TrimSpace(a.err)
+	if a.loc != "" {
+		s = a.loc + ": " + s
+	}
+	if m := strings.TrimSpace(a.msg); m != "" {
+		s += " (" + m + ")"
+	}
+	if len(s) > 300 {
+		s = s[:300] + " …"
+	}
+	return s
+}
 
 // failure is one failure line and the first lines continuing it; more
 // counts those left out.

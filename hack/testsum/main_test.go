@@ -194,3 +194,44 @@ func TestTimedOutTestsCountAsFailed(t *testing.T) {
 	assert.Contains(t, sum.String(), "  m/e2e.TestSlow (e2e.json), did not finish\n      slow_test.go:5: round 2\n")
 	assert.True(t, strings.HasSuffix(sum.String(), "1 passed, 2 failed, 0 skipped\n"), sum.String())
 }
+
+// The names at the end carry each test's first testify assertion on one
+// line: the lines above may have scrolled off what CI keeps.
+func TestSummaryNamesCarryTheFirstAssertion(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "e2e.json")
+	var b strings.Builder
+	out := func(test, s string) {
+		b.WriteString(`{"Action":"output","Package":"m/e2e","Test":"` + test + `","Output":"` + s + `\n"}` + "\n")
+	}
+	out("TestProbe", "    probes_test.go:230: instance 0 finished 9.5s after (bound 9s)")
+	out("TestProbe", "    probes_test.go:235: ")
+	out("TestProbe", "        \\tError Trace:\\t/w/probes_test.go:235")
+	out("TestProbe", "        \\tError:      \\t\\\"9.5s\\\" is not less than \\\"9s\\\"")
+	out("TestProbe", "        \\tTest:       \\tTestProbe")
+	out("TestProbe", "        \\tMessages:   \\tkilled too late")
+	out("TestProbe", "    probes_test.go:240: ")
+	out("TestProbe", "        \\tError:      \\tShould be true")
+	out("TestProbe", "        \\tMessages:   \\ta second assertion")
+	out("TestGC", "    gc_test.go:211: thresholds high 61%, low 53%")
+	out("TestGC", "    gc_test.go:238: ")
+	out("TestGC", "        \\tError:      \\tNot equal: ")
+	out("TestGC", "        \\t            \\texpected: 2")
+	out("TestGC", "    harness_test.go:175: containerd log:")
+	out("TestGC", "        \\tMessages:   \\tnot this one")
+	out("TestFatal", "    fatal_test.go:9: not converged")
+	for _, n := range []string{"TestProbe", "TestGC", "TestFatal"} {
+		b.WriteString(`{"Action":"fail","Package":"m/e2e","Test":"` + n + `"}` + "\n")
+	}
+	require.NoError(t, os.WriteFile(log, []byte(b.String()), 0o644))
+	var sum strings.Builder
+	require.NoError(t, summarise(&sum, []string{log}))
+	s := sum.String()
+	assert.True(t, strings.HasSuffix(s, `failed tests (3):
+  m/e2e.TestProbe (e2e.json)
+      probes_test.go:235: "9.5s" is not less than "9s" (killed too late)
+  m/e2e.TestGC (e2e.json)
+      gc_test.go:238: Not equal:
+  m/e2e.TestFatal (e2e.json)
+0 passed, 3 failed, 0 skipped
+`), s)
+}

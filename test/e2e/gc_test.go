@@ -276,9 +276,15 @@ func TestGC_ImagesAndDeadContainers(t *testing.T) {
 		return ""
 	})
 	t.Logf("the gone pod's 2 dead containers, sandbox and log directory removed %s after its sandbox stopped", time.Since(stopped).Round(time.Millisecond))
-	out, _ = d.out.snapshot()
-	require.Equal(t, 2, strings.Count(out, "Removed a dead container of a gone pod"), "log:\n%s", tail(out, 4000))
-	require.Contains(t, out, "Removed the log directory of a gone pod")
+	// Each removal is logged once the runtime (or the filesystem) has
+	// done it, a moment after the runtime's list shows it.
+	waitFor(t, "the removals logged", 10*time.Second, func() string {
+		out, _ := d.out.snapshot()
+		if n := strings.Count(out, "Removed a dead container of a gone pod"); n != 2 || !strings.Contains(out, "Removed the log directory of a gone pod") {
+			return fmt.Sprintf("%d dead containers' removals logged, log directory's: %v; log:\n%s", n, strings.Contains(out, "Removed the log directory of a gone pod"), tail(out, 4000))
+		}
+		return ""
+	})
 	// The live pod keeps its container and its log.
 	require.Len(t, podContainersOn(t, r, "gc-user"), 1)
 	logs, err := filepath.Glob(filepath.Join(d.logDir, "default_gc-user_*", "app", "0.log"))
@@ -306,10 +312,18 @@ func TestGC_ImagesAndDeadContainers(t *testing.T) {
 	tags, _ = imageTags(t, r)
 	require.Contains(t, tags, busybox)
 	require.True(t, slices.ContainsFunc(tags, func(s string) bool { return strings.Contains(s, "/minikubelet/pause:") }), "the sandbox image stays: %v", tags)
-	_, metrics, err = d.get("/metrics")
-	require.NoError(t, err)
-	v, _ = metricValue(metrics, "kubelet_image_garbage_collected_total", `reason="age"`)
-	require.Equal(t, 3.0, v, "three images removed for age")
+	// The counter counts an image once the runtime's RemoveImage has
+	// returned, a moment after the image left the runtime's list.
+	waitFor(t, "three images counted as removed for age", 10*time.Second, func() string {
+		_, metrics, err := d.get("/metrics")
+		if err != nil {
+			return err.Error()
+		}
+		if v, _ := metricValue(metrics, "kubelet_image_garbage_collected_total", `reason="age"`); v != 3 {
+			return fmt.Sprintf(`kubelet_image_garbage_collected_total{reason="age"} %v`, v)
+		}
+		return ""
+	})
 }
 
 // deadPod is what leaveDeadPod made.

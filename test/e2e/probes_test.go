@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -164,6 +165,28 @@ func waitForAfter(p *runProc, mark int, re string, timeout time.Duration) {
 	}
 }
 
+// logLineTime returns the CRI log timestamp of the first line of a
+// container's log that is exactly line (its runtime's clock, as
+// StartedAt and FinishedAt are).
+func logLineTime(t *testing.T, id, line string) time.Time {
+	t.Helper()
+	resp, err := suite.rt.ContainerStatus(ctx(t), id, false)
+	require.NoError(t, err)
+	path := resp.GetStatus().GetLogPath()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(data), "\n") {
+		// <time> <stream> <P|F> <message>
+		if parts := strings.SplitN(l, " ", 4); len(parts) == 4 && parts[3] == line {
+			at, err := time.Parse(time.RFC3339Nano, parts[0])
+			require.NoError(t, err, "log line %q", l)
+			return at
+		}
+	}
+	t.Fatalf("container %s's log %s has no line %q:\n%s", shortID(id), path, line, data)
+	return time.Time{}
+}
+
 // startedAt returns the runtime's StartedAt of a container.
 func startedAt(t *testing.T, id string) time.Time {
 	t.Helper()
@@ -212,7 +235,7 @@ spec:
   containers:
   - name: liveness
     image: REGISTRY/minikubelet/busybox:1.36
-    args: ["/bin/sh", "-c", "touch /tmp/healthy; sleep 5; rm -f /tmp/healthy; sleep 600"]
+    args: ["/bin/sh", "-c", "touch /tmp/healthy; sleep 5; rm -f /tmp/healthy; echo removed; sleep 600"]
     livenessProbe:
       exec:
         command: ["cat", "/tmp/healthy"]
@@ -221,7 +244,10 @@ spec:
 `)
 	p.waitRunning(pod)
 	first, second := firstRestart(t, pod, "liveness", 90*time.Second)
-	gone := time.Unix(0, first.started).Add(5 * time.Second) // the file disappears
+	// The file disappears just before "removed" reaches the container's
+	// log: its CRI timestamp says when, where started + 5 s would count
+	// a loaded machine's shell start too.
+	gone := logLineTime(t, first.id, "removed")
 	finished := time.Unix(0, first.finished)
 	// Failures at most one period apart after the file went, the second
 	// one within failureThreshold × period (+ timeout) of it, then the
