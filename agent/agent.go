@@ -114,6 +114,8 @@ type Agent struct {
 	restartAfterTeardown map[types.UID]*v1.Pod
 	// stopping is set once the agent stops its workers; guarded by mu.
 	stopping bool
+	// deleting holds the UIDs of markDeleted's last list; guarded by mu.
+	deleting map[types.UID]bool
 	// orphanGate, when set (the daemon), is closed once orphans were
 	// collected; PodDone waits for it for pods it does not know. Guarded
 	// by mu.
@@ -417,23 +419,29 @@ func (a *Agent) startWorkerGoroutineLocked(w *podWorker) {
 	}()
 }
 
-// markDeleted gives the worker of p (if any) the deletion mark and grace
-// period its source set (a pod the API server deletes gracefully): the
-// teardown that follows uses them, as for a deletion through the local API.
-func (a *Agent) markDeleted(p *v1.Pod) {
+// markDeleted gives the worker of each pod its source is deleting the
+// deletion mark and grace period its teardown uses. A pod first seen
+// marked (deleted before its source delivered it) gets a worker that only
+// tears down, as on the kubelet: it reports the terminal phase.
+func (a *Agent) markDeleted(pods []*v1.Pod) {
 	a.mu.Lock()
-	w := a.workers[p.UID]
-	a.mu.Unlock()
-	if w == nil {
-		return
+	defer a.mu.Unlock()
+	prev := a.deleting
+	a.deleting = make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		a.deleting[p.UID] = true
+		w := a.workers[p.UID]
+		if _, rejected := a.rejected[p.UID]; w == nil && !rejected && !prev[p.UID] && !a.stopping {
+			a.startWorkerAfterLocked(p, nil) // terminating from the start
+			continue
+		}
+		// Marked already: only a shorter grace period counts (the kubelet's
+		// rule); a StopContainer already running keeps its timeout.
+		if w == nil || w.pod().DeletionTimestamp != nil && !shorterGrace(p.DeletionGracePeriodSeconds, w.pod().DeletionGracePeriodSeconds) {
+			continue
+		}
+		w.setDeletion(p.DeletionGracePeriodSeconds, a.clock.Now(), false)
 	}
-	// Marked already: only a shorter grace period counts (the kubelet's
-	// rule: `kubectl delete --grace-period=1` after a 30 s deletion). A
-	// StopContainer already running keeps the timeout it was given.
-	if cur := w.pod(); cur.DeletionTimestamp != nil && !shorterGrace(p.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds) {
-		return
-	}
-	w.setDeletion(p.DeletionGracePeriodSeconds, a.clock.Now(), false)
 }
 
 // shorterGrace reports whether grace period next is shorter than cur (nil:

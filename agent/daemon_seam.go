@@ -107,9 +107,10 @@ type configSet = source.ConfigSet
 // SetConfigScopes hands the agent every scope's ConfigMaps and Secrets.
 func (a *Agent) SetConfigScopes(sets map[string]ConfigSet) { a.setConfigScopes(sets) }
 
-// MarkDeleted is markDeleted: the deletion mark and grace period a source
-// set on p reach its worker before SetPods tears it down.
-func (a *Agent) MarkDeleted(p *v1.Pod) { a.markDeleted(p) }
+// MarkDeleted is markDeleted: the deletion mark and grace period the
+// sources set on the pods they are deleting (all of them, each time) reach
+// their workers before SetPods tears them down.
+func (a *Agent) MarkDeleted(pods []*v1.Pod) { a.markDeleted(pods) }
 
 // FinalStatusStore keeps the final status of the local API's pods, so a
 // finished pod is not run again after a restart (agent/source.PodStore).

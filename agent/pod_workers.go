@@ -171,6 +171,8 @@ func newPodWorker(a *Agent, pod *v1.Pod) *podWorker {
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		finished:  make(chan struct{}),
+		// A pod marked deleted before it ran only tears down (kubelet).
+		terminating: pod.DeletionTimestamp != nil,
 	}
 	if err := w.resize.Init(pod, a.podDir(pod), w.logger, w.event); err != nil { // resize.go
 		a.logger.Warn("Ignoring an unreadable resources checkpoint", "pod", pod.Namespace+"/"+pod.Name, "err", err)

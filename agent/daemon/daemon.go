@@ -264,9 +264,7 @@ func (d *Daemon) applyLocked(u source.SourceUpdate) {
 		d.configApplied = config
 	}
 	// The deletion's grace period first: SetPods then tears the pod down.
-	for _, p := range deleting {
-		d.a.MarkDeleted(p)
-	}
+	d.a.MarkDeleted(deleting)
 	if len(recreated) > 0 {
 		// Files removed and created again before the daemon saw the
 		// removal: the agent sees it now, so those pods are torn down

@@ -235,7 +235,7 @@ func TestAgent_MarkDeletedOnlyShortensGrace(t *testing.T) {
 		m := p.DeepCopy()
 		now := metav1.NewTime(h.clock.Now())
 		m.DeletionTimestamp, m.DeletionGracePeriodSeconds = &now, &grace
-		h.agent.MarkDeleted(m)
+		h.agent.MarkDeleted([]*v1.Pod{m})
 	}
 	mark(30)
 	first := *w.Pod().DeletionTimestamp
