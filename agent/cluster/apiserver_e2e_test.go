@@ -54,6 +54,9 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		for {
 			select {
 			case u := <-out:
+				if u.Applied != nil {
+					close(u.Applied) // as the daemon, once applied
+				}
 				latest <- u
 			case <-ctx.Done():
 				return

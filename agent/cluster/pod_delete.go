@@ -90,9 +90,11 @@ func (d *podDeleter) observe(pods []*v1.Pod, gen uint64) {
 // generation up to delivered, the newest the consumer has received. Before
 // that, the agent may not have seen the pod yet (a set handing it over
 // unmarked could still be on its way), and "no such pod" would not mean
-// "finished". The daemon applies sets in the order it receives them, so
-// once the marked set is received, every earlier one has been applied.
-func (d *podDeleter) start(delivered uint64) {
+// "finished". The agent is asked once applied, the Applied channel of the
+// newest set sent, is closed: the daemon applies sets in the order it
+// receives them, so every set up to the marked one has been applied then,
+// and a pod first seen marked has its worker.
+func (d *podDeleter) start(delivered uint64, applied <-chan struct{}) {
 	if d.podDone == nil {
 		return
 	}
@@ -100,15 +102,17 @@ func (d *podDeleter) start(delivered uint64) {
 		if del.cancel != nil || del.gen > delivered {
 			continue
 		}
-		// Asked here, on the source's goroutine, right when the consumer
-		// is known to hold the marked set.
-		done := d.podDone(del.uid)
 		ctx, cancel := context.WithCancel(d.ctx)
 		del.cancel = cancel
 		d.wg.Add(1)
 		go func(del deletion) {
 			defer d.wg.Done()
-			d.finish(ctx, del, done)
+			select {
+			case <-applied:
+			case <-ctx.Done():
+				return
+			}
+			d.finish(ctx, del, d.podDone(del.uid))
 		}(*del)
 	}
 }

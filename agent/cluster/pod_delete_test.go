@@ -109,7 +109,17 @@ func startSource(t *testing.T, src *PodSource) <-chan source.SourceUpdate {
 	return out
 }
 
-// runSource runs src until the test ends and returns a receive function.
+// applied closes a set's Applied channel, as the daemon does once it
+// applied the set.
+func applied(u source.SourceUpdate) source.SourceUpdate {
+	if u.Applied != nil {
+		close(u.Applied)
+	}
+	return u
+}
+
+// runSource runs src until the test ends and returns a receive function,
+// which plays the daemon: each set it returns counts as applied.
 func runSource(t *testing.T, src *PodSource) func() source.SourceUpdate {
 	t.Helper()
 	out := startSource(t, src)
@@ -117,7 +127,7 @@ func runSource(t *testing.T, src *PodSource) func() source.SourceUpdate {
 		t.Helper()
 		select {
 		case u := <-out:
-			return u
+			return applied(u)
 		case <-time.After(10 * time.Second):
 			t.Fatal("no update from the pod source")
 			return source.SourceUpdate{}
@@ -155,34 +165,50 @@ func TestPodSource_DeletesAPodOnceTheAgentFinishedIt(t *testing.T) {
 	require.Empty(t, pods)
 }
 
-func TestPodSource_DeletesAPodTheAgentDoesNotHaveOnceTheSetIsHandedOver(t *testing.T) {
-	// Marked before the node ever saw it: the agent never runs it, and
-	// "no such pod" may be trusted only once the consumer holds the set
-	// with the mark (an unmarked set could be on its way otherwise).
+func TestPodSource_DeletesAPodTheAgentDoesNotHaveOnceTheSetIsApplied(t *testing.T) {
+	// Marked before the node ever saw it. "No such pod" may be trusted
+	// only once the consumer applied the set with the mark: an unmarked
+	// set could be on its way before it is received, and the agent gives
+	// a pod first seen marked a worker (which reports its terminal phase)
+	// only as it applies the set.
 	client := fake.NewClientset(markDeleted(nodePod("web", "node-a"), 30))
 	receiving := &atomic.Bool{}
 	fa := &fakeAgent{receiving: receiving}
 	src := NewPodSource(fromClientset(client), "node-a", nil, WithPodDone(fa.PodDone))
 	rebuilt := make(chan struct{}, 10)
 	src.rebuilt = func() { rebuilt <- struct{}{} }
-	next := runSource(t, src)
+	out := startSource(t, src)
 	select {
 	case <-rebuilt:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the source built no set")
 	}
 	require.False(t, fa.wasAsked("uid-web"), "the agent is asked only once the consumer has the set")
-	receiving.Store(true)
-	u := next()
+	var u source.SourceUpdate
+	select {
+	case u = <-out:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no update from the pod source")
+	}
 	require.Len(t, u.Pods, 1)
 	require.NotNil(t, u.Pods[0].DeletionTimestamp)
+	require.NotNil(t, u.Applied, "the set asks to be told when it is applied")
+	time.Sleep(50 * time.Millisecond) // a deleter that did not wait would ask now
+	require.False(t, fa.wasAsked("uid-web"), "the agent is asked only once the consumer applied the set")
+	receiving.Store(true)
+	applied(u)
 	require.Eventually(t, func() bool { return len(deletes(client)) == 1 }, 10*time.Second, time.Millisecond)
 	requireKubeletDelete(t, deletes(client)[0], "web", "uid-web")
 	fa.mu.Lock()
 	require.False(t, fa.earlyAsking)
 	fa.mu.Unlock()
-	pods, _ := names(next())
-	require.Empty(t, pods)
+	select {
+	case u = <-out:
+		pods, _ := names(applied(u))
+		require.Empty(t, pods)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no update from the pod source after the delete")
+	}
 }
 
 func TestPodSource_DeletesATerminalPodBeingDeleted(t *testing.T) {
@@ -254,7 +280,9 @@ func TestPodDeleter_Finish(t *testing.T) {
 		defer cancel()
 		d := newPodDeleter(ctx, src)
 		d.observe([]*v1.Pod{markDeleted(nodePod("web", "node-a"), 30)}, 1)
-		d.start(1)
+		ready := make(chan struct{})
+		close(ready)
+		d.start(1, ready)
 		d.observe(nil, 2)
 		stopped := make(chan struct{})
 		go func() {

@@ -187,6 +187,8 @@ func (s *PodSource) Run(ctx context.Context, out chan<- source.SourceUpdate) {
 		// is pending's, delivered the newest the consumer has an
 		// equivalent set of.
 		gen, pendingGen, delivered uint64
+		// applied is the Applied channel of the newest set sent.
+		applied chan struct{}
 	)
 	for {
 		var send chan<- source.SourceUpdate
@@ -201,6 +203,7 @@ func (s *PodSource) Run(ctx context.Context, out chan<- source.SourceUpdate) {
 				holdC = hold.C
 			} else {
 				send, u = out, *pending
+				u.Applied = make(chan struct{})
 			}
 		}
 		select {
@@ -234,14 +237,14 @@ func (s *PodSource) Run(ctx context.Context, out chan<- source.SourceUpdate) {
 				s.mirrors.observeMirrors(s.mirrorPods(pods))
 			}
 			deleter.observe(pods, gen)
-			deleter.start(delivered)
+			deleter.start(delivered, applied)
 			if s.rebuilt != nil {
 				s.rebuilt()
 			}
 		case send <- u:
 			pending = nil
-			delivered = pendingGen
-			deleter.start(delivered)
+			delivered, applied = pendingGen, u.Applied
+			deleter.start(delivered, applied)
 		}
 		if hold != nil {
 			hold.Stop()

@@ -238,6 +238,9 @@ func (d *Daemon) apply(u source.SourceUpdate) {
 	d.applyMu.Lock()
 	defer d.applyMu.Unlock()
 	d.applyLocked(u)
+	if u.Applied != nil {
+		close(u.Applied) // the agent holds its pods: see SourceUpdate
+	}
 }
 
 // applyLocked is apply with applyMu held.

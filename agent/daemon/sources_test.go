@@ -4,6 +4,8 @@ import (
 	"context"
 	"github.com/minikubelet/minikubelet/agent"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/minikubelet/minikubelet/agent/manifest/manifesttest"
+	"github.com/minikubelet/minikubelet/agent/podevents"
 	"github.com/minikubelet/minikubelet/agent/source"
 )
 
@@ -293,4 +296,62 @@ func TestDaemon_RecreatedStaticPodRunsAgain(t *testing.T) {
 	require.NotNil(t, w)
 	assert.False(t, w.Terminating())
 	assert.Equal(t, again, h.agent.PodDone(static.UID))
+}
+
+// statuses records the statuses the agent publishes, by pod UID.
+type statuses struct {
+	mu   sync.Mutex
+	byID map[types.UID][]v1.PodPhase
+}
+
+func (s *statuses) PodEvent(*v1.Pod, podevents.Event) {}
+func (s *statuses) PodStep(*v1.Pod, podevents.Step)   {}
+func (s *statuses) PodStatus(p *v1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byID[p.UID] = append(s.byID[p.UID], p.Status.Phase)
+}
+
+func (s *statuses) of(uid types.UID) []v1.PodPhase {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.byID[uid])
+}
+
+// A cluster pod whose first set already marks it deleted (created and
+// deleted before the source could hand it over): applying that set, which
+// closes its Applied channel for the cluster source's deleter, gives the
+// agent a worker that only tears down. Nothing is created, and the pod's
+// terminal phase is published, which the node's final delete of the
+// object then follows. The same set again starts nothing more.
+func TestDaemon_PodFirstSeenMarkedDeletedGetsItsTerminalPhase(t *testing.T) {
+	h := newHarness(t)
+	rec := &statuses{byID: map[types.UID][]v1.PodPhase{}}
+	h.agent.AddObserver(rec)
+	d := New(h.agent, nil, nil, Config{})
+	p := clusterPod(t, "pending", "uid-pending")
+	now := metav1.NewTime(h.clock.Now())
+	grace := int64(30)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	applied := make(chan struct{})
+	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{p}, Applied: applied})
+	select {
+	case <-applied:
+	default:
+		t.Fatal("apply returned without closing the set's Applied channel")
+	}
+	if done := h.agent.PodDone(p.UID); done != nil {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the teardown did not finish")
+		}
+	}
+	assert.Equal(t, []v1.PodPhase{v1.PodFailed}, rec.of(p.UID), "the statuses published")
+	for _, c := range h.fake.Calls() {
+		assert.False(t, strings.HasPrefix(c, "RunPodSandbox") || strings.HasPrefix(c, "PullImage"), "created for a deleted pod: %s", c)
+	}
+	d.apply(source.SourceUpdate{Source: sourceTestCluster, Pods: []*v1.Pod{p}, Applied: make(chan struct{})})
+	assert.False(t, h.agent.Holds(p.UID), "a second teardown started")
+	assert.Len(t, rec.of(p.UID), 1)
 }

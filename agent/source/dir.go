@@ -74,6 +74,11 @@ type SourceUpdate struct {
 	// and only for what file notifications saw (a rescan alone cannot
 	// tell a file recreated from one left alone).
 	Recreated []types.UID
+	// Applied, when set, is closed by the consumer once it applied the set
+	// (the agent holds its pods): the cluster source asks the agent whether
+	// it finished a pod the set marks deleted only then (a pod first seen
+	// marked gets its worker in that apply).
+	Applied chan struct{}
 }
 
 // FileError is one manifest file that could not be used.

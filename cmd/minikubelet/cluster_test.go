@@ -118,11 +118,14 @@ func TestNewClusterPods(t *testing.T) {
 	out := make(chan source.SourceUpdate)
 	go func() { cp.source.Run(ctx, out); stopped <- struct{}{} }()
 	go func() { cp.run(ctx); stopped <- struct{}{} }()
-	// The daemon's loop: it reads every set.
+	// The daemon's loop: it reads and applies every set.
 	go func() {
 		for {
 			select {
-			case <-out:
+			case u := <-out:
+				if u.Applied != nil {
+					close(u.Applied)
+				}
 			case <-ctx.Done():
 				return
 			}

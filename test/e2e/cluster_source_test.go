@@ -67,6 +67,9 @@ func TestCluster_PodSourceAndStatusWriterAgainstTheAPIServer(t *testing.T) {
 		for {
 			select {
 			case u = <-out:
+				if u.Applied != nil {
+					close(u.Applied) // as the daemon, once applied
+				}
 				if ok(u) {
 					return
 				}
