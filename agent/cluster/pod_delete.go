@@ -33,7 +33,9 @@ type podDeleter struct {
 	client API
 	// podDone is the agent's PodDone: nil means the agent has no such pod;
 	// otherwise a channel closed once its teardown completed.
-	podDone  func(types.UID) <-chan struct{}
+	podDone func(types.UID) <-chan struct{}
+	// flush sends the pod's final status first (nil: nothing to send).
+	flush    func(context.Context, types.UID)
 	logger   *slog.Logger
 	nodeName string
 	// retryBase and retryMax bound the back-off between failed deletes.
@@ -56,7 +58,7 @@ type deletion struct {
 
 func newPodDeleter(ctx context.Context, s *PodSource) *podDeleter {
 	return &podDeleter{
-		client: s.client, podDone: s.podDone, logger: s.logger, nodeName: s.nodeName,
+		client: s.client, podDone: s.podDone, flush: s.flush, logger: s.logger, nodeName: s.nodeName,
 		retryBase: s.deleteRetryBase, retryMax: s.deleteRetryMax,
 		ctx: ctx, pods: map[types.UID]*deletion{},
 	}
@@ -139,6 +141,9 @@ func (d *podDeleter) finish(ctx context.Context, del deletion, done <-chan struc
 		case <-ctx.Done():
 			return
 		}
+	}
+	if d.flush != nil {
+		d.flush(ctx, del.uid)
 	}
 	delay := d.retryBase
 	for attempt := 1; ; attempt++ {

@@ -297,3 +297,41 @@ func TestPodDeleter_Finish(t *testing.T) {
 		require.Empty(t, deletes(client))
 	})
 }
+
+// The node deletes a finished pod's object only after its final status
+// reached the API server, as the kubelet's status manager does: a watcher
+// sees the terminal phase before the pod goes, even when the status
+// writer's once-a-second limit would hold that status back (here its loop
+// does not even run).
+func TestPodSource_SendsTheFinalStatusBeforeTheDelete(t *testing.T) {
+	client := fake.NewClientset(nodePod("web", "node-a"))
+	sw := NewStatusWriter(fromClientset(client), nil, nil)
+	fa := &fakeAgent{done: map[types.UID]chan struct{}{"uid-web": make(chan struct{})}}
+	src := NewPodSource(fromClientset(client), "node-a", nil, WithPodDone(fa.PodDone), WithStatusFlush(sw.Flush))
+	next := runSource(t, src)
+	next()
+	ctx := context.Background()
+	_, err := client.CoreV1().Pods("default").Update(ctx, markDeleted(nodePod("web", "node-a"), 5), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	u := next()
+	require.Len(t, u.Pods, 1)
+	require.Eventually(t, func() bool { return fa.wasAsked("uid-web") }, 10*time.Second, time.Millisecond)
+	// The agent's teardown publishes the final status, then ends.
+	final := u.Pods[0].DeepCopy()
+	final.Status.Phase = v1.PodFailed
+	sw.PodStatus(final)
+	close(fa.done["uid-web"])
+	require.Eventually(t, func() bool { return len(deletes(client)) == 1 }, 10*time.Second, time.Millisecond)
+	patched, deleted := -1, -1
+	for i, a := range client.Actions() {
+		switch {
+		case a.GetVerb() == "patch" && a.GetSubresource() == "status":
+			require.Contains(t, string(a.(k8stesting.PatchAction).GetPatch()), `"phase":"Failed"`)
+			patched = i
+		case a.GetVerb() == "delete" && a.GetResource().Resource == "pods":
+			deleted = i
+		}
+	}
+	require.GreaterOrEqual(t, patched, 0, "the final status was never sent")
+	require.Less(t, patched, deleted, "the final status goes before the delete")
+}

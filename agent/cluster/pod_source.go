@@ -53,6 +53,9 @@ type PodSource struct {
 	configSyncWait time.Duration
 	// mirrors, when set, learns the node's mirror pods (WithMirrorPods).
 	mirrors *MirrorPods
+	// flush, when set (WithStatusFlush), sends a pod's final status
+	// before its object is deleted.
+	flush func(context.Context, types.UID)
 	// holds reports whether the agent holds a pod (WithHeldPods); nil:
 	// finished pods leave the set at once.
 	holds func(types.UID) bool
@@ -79,6 +82,13 @@ type PodSourceOption func(*PodSource)
 // deleted gracefully stay Terminating on the API server.
 func WithPodDone(podDone func(types.UID) <-chan struct{}) PodSourceOption {
 	return func(s *PodSource) { s.podDone = podDone }
+}
+
+// WithStatusFlush has the source send a finished pod's final status
+// through flush, the status writer's Flush, before it deletes the pod's
+// object, as the kubelet's status manager does.
+func WithStatusFlush(flush func(context.Context, types.UID)) PodSourceOption {
+	return func(s *PodSource) { s.flush = flush }
 }
 
 // WithHeldPods keeps a pod the API server shows finished (Succeeded or

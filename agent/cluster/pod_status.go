@@ -189,34 +189,62 @@ func (w *StatusWriter) sendDue(ctx context.Context) time.Duration {
 	w.mu.Unlock()
 
 	for _, j := range jobs {
-		err := w.patch(ctx, j.uid, j.entry)
-		w.mu.Lock()
-		w.status.record(err, w.clock.Now())
-		e := w.pods[j.uid]
-		switch {
-		case e == nil:
-		case err == nil:
-			e.sent = j.entry.want
-			// A newer status may have arrived meanwhile; keep that one.
-			if e.want == j.entry.want {
-				e.want = nil
-			}
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone, or another pod of that name (the UID precondition
-			// failed): nothing to send any more.
-			delete(w.pods, j.uid)
-		default:
-			if next == 0 || w.minInterval < next {
-				next = w.minInterval
-			}
-		}
-		failures := w.status.ConsecutiveFailures
-		w.mu.Unlock()
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && failures%30 == 1 {
-			w.logger.Warn("Cannot send a pod status to the API server; retrying", "pod", j.entry.namespace+"/"+j.entry.name, "err", err)
+		if err := w.send(ctx, j.uid, j.entry); err != nil && (next == 0 || w.minInterval < next) {
+			next = w.minInterval
 		}
 	}
 	return next
+}
+
+// send patches one pod's status and records the outcome; an error left
+// the status to be sent again.
+func (w *StatusWriter) send(ctx context.Context, uid types.UID, entry podStatusEntry) error {
+	err := w.patch(ctx, uid, entry)
+	w.mu.Lock()
+	w.status.record(err, w.clock.Now())
+	e := w.pods[uid]
+	gone := apierrors.IsNotFound(err) || apierrors.IsConflict(err)
+	switch {
+	case e == nil:
+	case err == nil:
+		e.sent = entry.want
+		// A newer status may have arrived meanwhile; keep that one.
+		if e.want == entry.want {
+			e.want = nil
+		}
+	case gone:
+		// Gone, or another pod of that name (the UID precondition
+		// failed): nothing to send any more.
+		delete(w.pods, uid)
+	}
+	failures := w.status.ConsecutiveFailures
+	w.mu.Unlock()
+	if gone {
+		return nil
+	}
+	if err != nil && failures%30 == 1 {
+		w.logger.Warn("Cannot send a pod status to the API server; retrying", "pod", entry.namespace+"/"+entry.name, "err", err)
+	}
+	return err
+}
+
+// Flush sends the pod's newest status now if it has not been sent, whatever
+// MinInterval says, and returns once the API server took it (or the pod is
+// gone, or the patch failed: Run sends it again). The node deletes a
+// finished pod's object only after its final status, as the kubelet's
+// status manager does: a watcher sees the terminal phase before the pod
+// goes.
+func (w *StatusWriter) Flush(ctx context.Context, uid types.UID) {
+	w.mu.Lock()
+	e := w.pods[uid]
+	if e == nil || e.want == nil {
+		w.mu.Unlock()
+		return
+	}
+	entry := *e
+	e.lastPatch = w.clock.Now()
+	w.mu.Unlock()
+	_ = w.send(ctx, uid, entry)
 }
 
 // patch sends one status as a strategic merge patch of pods/status, from

@@ -276,7 +276,7 @@ func newClusterPods(cc *clusterClient, podDone func(types.UID) <-chan struct{}, 
 	sw := cluster.NewStatusWriter(cc.client, logger, nil)
 	mirrors := cluster.NewMirrorPods(cc.client, nodeName, sw, logger, cluster.WithStaticPodDone(podDone))
 	src := cluster.NewPodSource(cc.client, nodeName, logger, cluster.WithPodDone(podDone), cluster.WithMirrorPods(mirrors),
-		cluster.WithHeldPods(holds))
+		cluster.WithHeldPods(holds), cluster.WithStatusFlush(sw.Flush))
 	events := cc.events
 	if events == nil {
 		events = cluster.NewEventRecorder(cc.client, nodeName, logger, nil)
