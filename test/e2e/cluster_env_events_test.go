@@ -29,8 +29,7 @@ func containerLog(t *testing.T, d *daemon, ns, name string, uid types.UID, conta
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		for _, l := range strings.Split(string(data), "\n") {
-			// <time> <stream> <P|F> <message>
-			if parts := strings.SplitN(l, " ", 4); len(parts) == 4 {
+			if parts, ok := criLogLine(l); ok {
 				b.WriteString(parts[3])
 				if parts[2] == "F" {
 					b.WriteString("\n")

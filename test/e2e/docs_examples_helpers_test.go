@@ -144,8 +144,7 @@ func (d *docsPod) logs(container string) string {
 		data, err := os.ReadFile(f)
 		require.NoError(d.t, err)
 		for _, l := range strings.Split(string(data), "\n") {
-			// <time> <stream> <P|F> <message>
-			if parts := strings.SplitN(l, " ", 4); len(parts) == 4 {
+			if parts, ok := criLogLine(l); ok {
 				b.WriteString(parts[3])
 				if parts[2] == "F" {
 					b.WriteString("\n")

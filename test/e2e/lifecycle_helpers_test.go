@@ -531,3 +531,10 @@ func assertFirstRestartImmediate(t *testing.T, out, pod, container string, gap t
 	}
 	assert.Less(t, gap, scaled(10*time.Second), "first restart should be immediate (no back-off, which is 10 s at least): gap %s", gap)
 }
+
+// criLogLine splits a line of a CRI container log file into its time,
+// stream, P|F tag and message.
+func criLogLine(l string) (parts []string, ok bool) {
+	parts = strings.SplitN(l, " ", 4)
+	return parts, len(parts) == 4
+}

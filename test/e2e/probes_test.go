@@ -176,8 +176,7 @@ func logLineTime(t *testing.T, id, line string) time.Time {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	for _, l := range strings.Split(string(data), "\n") {
-		// <time> <stream> <P|F> <message>
-		if parts := strings.SplitN(l, " ", 4); len(parts) == 4 && parts[3] == line {
+		if parts, ok := criLogLine(l); ok && parts[3] == line {
 			at, err := time.Parse(time.RFC3339Nano, parts[0])
 			require.NoError(t, err, "log line %q", l)
 			return at
