@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -53,7 +52,7 @@ func (a *Agent) terminatePod(ctx context.Context, w *podWorker) error {
 	// left to probe meanwhile.
 	a.probes.RemovePod(pod.UID)
 	stopped()
-	a.stops.Wait(ctx, time.Second, 10*time.Second)
+	a.stops.HoldRemoval(ctx)
 	t0 := a.clock.Now()
 	gone := map[string]bool{}
 	for _, sb := range st.sandboxes {

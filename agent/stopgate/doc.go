@@ -9,7 +9,8 @@
 //
 // A teardown holds its removal while other pods are being stopped and
 // their stops keep ending: once none has ended for a while (a stop that
-// waits out a long grace period), or after a bound, the removal goes on.
+// waits out a long grace period), or after a bound that grows with the
+// number of pods being stopped (HoldRemoval), the removal goes on.
 // A lone pod's removal is never held, and one deleted beside a pod with a
 // long grace period is held for the quiet period only.
 //

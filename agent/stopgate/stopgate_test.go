@@ -89,3 +89,63 @@ func TestGate_Bounds(t *testing.T) {
 		t.Fatalf("Wait took %s, want the context's 100ms", d)
 	}
 }
+
+// A teardown's hold is bounded by 10 s, half a second more for each other
+// pod being stopped, at most the kubelet's container GC period.
+func TestHoldBound(t *testing.T) {
+	for _, c := range []struct {
+		stopping int
+		want     time.Duration
+	}{
+		{0, 10 * time.Second},
+		{1, 10*time.Second + 500*time.Millisecond},
+		{20, 20 * time.Second},
+		{100, time.Minute},
+		{250, time.Minute},
+	} {
+		if got := holdBound(c.stopping); got != c.want {
+			t.Errorf("holdBound(%d) = %s, want %s", c.stopping, got, c.want)
+		}
+	}
+}
+
+// HoldRemoval returns at once when no other pod is being stopped, and
+// otherwise holds while stops keep ending, beyond the old fixed 10 s when
+// many pods are being stopped.
+func TestGate_HoldRemoval(t *testing.T) {
+	var g Gate
+	t0 := time.Now()
+	g.HoldRemoval(context.Background())
+	if d := time.Since(t0); d > time.Second {
+		t.Fatalf("HoldRemoval with no stop going on took %s", d)
+	}
+	ends := make([]func(), 30) // a bound of 25 s
+	for i := range ends {
+		ends[i] = g.Stopping()
+	}
+	defer func() {
+		for _, end := range ends {
+			end()
+		}
+	}()
+	out := make(chan time.Duration, 1)
+	go func() {
+		t0 := time.Now()
+		g.HoldRemoval(context.Background())
+		out <- time.Since(t0)
+	}()
+	// One stop ends every 400 ms (within the quiet second) for 12 s.
+	for i := range 30 {
+		select {
+		case d := <-out:
+			t.Fatalf("HoldRemoval returned after %s while %d of 30 stops were still going", d, 30-i)
+		case <-time.After(400 * time.Millisecond):
+		}
+		ends[i]()
+	}
+	select {
+	case <-out:
+	case <-time.After(10 * time.Second):
+		t.Fatal("HoldRemoval did not return once every stop ended")
+	}
+}
