@@ -54,7 +54,7 @@ const (
 	holdMax    = time.Minute
 )
 
-// holdBound is the bound of a hold that begins while stopping other pods
+// holdBound is the bound of a hold that begins while `stopping` other pods
 // are being stopped.
 func holdBound(stopping int) time.Duration {
 	return min(holdBase+time.Duration(stopping)*holdPerPod, holdMax)
