@@ -77,15 +77,18 @@ PKI=$DIR/pki
 # port_free PORT: true if nothing listens on 127.0.0.1:PORT (TCP).
 port_free() { [[ -z $(ss -Htln "sport = :$1") ]]; }
 
-# pick_port: a free port below the ephemeral range (32768+), so that
-# outgoing connections never take it between this choice and the bind.
+# pick_port VAR: sets VAR to a free port below the ephemeral range
+# (32768+), so that outgoing connections never take it between this
+# choice and the bind, and never to one picked before. It runs in this
+# shell, not in $(...): a subshell's PICKED would be lost, and etcd and
+# kube-apiserver once drew the same port.
 pick_port() {
 	local p i
 	for ((i = 0; i < 200; i++)); do
 		p=$((20000 + RANDOM % 12000))
 		if port_free "$p" && [[ " ${PICKED:-} " != *" $p "* ]]; then
 			PICKED="${PICKED:-} $p"
-			echo "$p"
+			printf -v "$1" '%s' "$p"
 			return
 		fi
 	done
@@ -93,11 +96,11 @@ pick_port() {
 }
 
 if [[ ! -f $DIR/ports ]]; then
-	{
-		echo "ETCD_PORT=$(pick_port)"
-		echo "ETCD_PEER_PORT=$(pick_port)"
-		echo "APISERVER_PORT=$(pick_port)"
-	} >"$DIR/ports.tmp"
+	pick_port ETCD_PORT
+	pick_port ETCD_PEER_PORT
+	pick_port APISERVER_PORT
+	printf 'ETCD_PORT=%s\nETCD_PEER_PORT=%s\nAPISERVER_PORT=%s\n' \
+		"$ETCD_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" >"$DIR/ports.tmp"
 	mv "$DIR/ports.tmp" "$DIR/ports"
 fi
 # shellcheck source=/dev/null

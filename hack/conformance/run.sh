@@ -232,6 +232,8 @@ control_plane() {
 		--cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
 		--use-service-account-credentials=false --controllers '*' --v 1
 	sched_port=$(pick_port)
+	# kube-controller-manager may not listen yet: never hand both one port.
+	while [[ $sched_port == "$kcm_port" ]]; do sched_port=$(pick_port); done
 	start_bg kube-scheduler "$BIN/kube-scheduler" \
 		--kubeconfig "$CP/admin.kubeconfig" --authentication-kubeconfig "$CP/admin.kubeconfig" \
 		--authorization-kubeconfig "$CP/admin.kubeconfig" \
