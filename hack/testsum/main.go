@@ -223,6 +223,8 @@ func summarise(out io.Writer, paths []string) error {
 			failures = append(failures, failureLines(name, r.fails))
 			if w := r.why.String(); w != "" {
 				name += "\n      " + w
+			} else if l := lastOwnFailure(r.fails); l != "" {
+				name += "\n      " + l
 			}
 			failedNames = append(failedNames, name)
 		case "skip":
@@ -362,6 +364,28 @@ func (f *failure) add(line string) {
 	f.lines = append(f.lines, line)
 }
 
+// dumpLine is the first line of a log's tail a test prints (the e2e
+// helpers' "… (tail):"), not a failure of its own.
+var dumpLine = regexp.MustCompile(`\(tail\):\s*$`)
+
+func (f *failure) isDump() bool { return len(f.lines) > 0 && dumpLine.MatchString(f.lines[0]) }
+
+// lastOwnFailure is the first line of the last failure that is not a log
+// dump, for the end of the summary when no testify assertion failed: a
+// t.Fatalf's message, which a cleanup's dump would otherwise bury.
+func lastOwnFailure(fails []*failure) string {
+	for i := len(fails) - 1; i >= 0; i-- {
+		if !fails[i].isDump() {
+			l := strings.TrimSpace(fails[i].lines[0])
+			if len(l) > 300 {
+				l = l[:300] + " …"
+			}
+			return l
+		}
+	}
+	return ""
+}
+
 // indentOf is the width of the line's leading blanks, -1 for a blank
 // line: go test indents a message's continuation lines deeper than its
 // "file_test.go:N:" line.
@@ -384,9 +408,20 @@ func failureLines(name string, fails []*failure) string {
 	for _, f := range fails {
 		n += len(f.lines) + min(f.more, 1)
 	}
+	// Over the bound, a log dump goes first, then the oldest failures:
+	// the line that failed the test (a t.Fatalf before the dumps its
+	// cleanups print) is the one to keep.
+	fails = append([]*failure(nil), fails...)
 	for len(fails) > 1 && n > maxTestLines {
-		n -= len(fails[0].lines) + min(fails[0].more, 1)
-		fails = fails[1:]
+		i := 0
+		for j, f := range fails {
+			if f.isDump() {
+				i = j
+				break
+			}
+		}
+		n -= len(fails[i].lines) + min(fails[i].more, 1)
+		fails = append(fails[:i], fails[i+1:]...)
 	}
 	for _, f := range fails {
 		for i, l := range f.lines {

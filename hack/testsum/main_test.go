@@ -55,6 +55,7 @@ failed tests (1), each with its own failure lines:
       bad_test.go:9: boom
 failed tests (1):
   m/a.TestBad (unit.json)
+      bad_test.go:9: boom
 1 passed, 1 failed, 2 skipped
 `, sum.String())
 }
@@ -88,6 +89,7 @@ func TestSummaryFailureLinesAfterLongOutput(t *testing.T) {
         time=runtime log dump
 failed tests (1):
   m/e2e.TestChaos (e2e-containerd-2.4.json)
+      chaos_test.go:160: the status does not show the container killed
 0 passed, 1 failed, 0 skipped
 `, sum.String())
 }
@@ -131,6 +133,7 @@ func TestSummaryKeepsAFailuresContinuation(t *testing.T) {
         level=ERROR msg=Pod teardown incomplete; retrying
 failed tests (1):
   m/e2e.TestChaos (e2e-containerd-2.4.json)
+      chaos_test.go:118: deletion: not converged after 1m30s:
 0 passed, 1 failed, 0 skipped
 `, sum.String())
 }
@@ -153,7 +156,7 @@ func TestSummaryBoundsATestsLines(t *testing.T) {
 	out := sum.String()
 	// Each failure: its line, 6 continuing ones, "… 2 more lines"; then
 	// the names again and the totals.
-	assert.Equal(t, 1+3*8+1+2+1, strings.Count(out, "\n"), out)
+	assert.Equal(t, 1+3*8+1+3+1, strings.Count(out, "\n"), out)
 	assert.NotContains(t, out, "failure 6\n")
 	assert.Contains(t, out, "failure 7\n")
 	assert.Contains(t, out, "failure 9\n")
@@ -232,6 +235,43 @@ func TestSummaryNamesCarryTheFirstAssertion(t *testing.T) {
   m/e2e.TestGC (e2e.json)
       gc_test.go:238: Not equal:
   m/e2e.TestFatal (e2e.json)
+      fatal_test.go:9: not converged
 0 passed, 3 failed, 0 skipped
+`), s)
+}
+
+// A cleanup's log dump after the line that failed the test: over the
+// bound, the dump is cut first, and the names at the end carry the
+// failing line, not the dump's (CI stop 49: a containerd log tail buried
+// a t.Fatalf).
+func TestSummaryDumpsGoBeforeTheFailure(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "e2e.json")
+	var b strings.Builder
+	out := func(s string) {
+		b.WriteString(`{"Action":"output","Package":"m/e2e","Test":"TestChaos","Output":"` + s + `\n"}` + "\n")
+	}
+	for i := range 3 {
+		out(fmt.Sprintf("    chaos_test.go:%d: step %d", 100+i, i))
+		for j := range 8 {
+			out(fmt.Sprintf("        step detail %d.%d", i, j))
+		}
+	}
+	out("    chaos_test.go:204: the status does not show the container killed")
+	out("    runtime_test.go:64: private containerd log (tail):")
+	for j := range 20 {
+		out(fmt.Sprintf("        time=%d level=info msg=recovered", j))
+	}
+	b.WriteString(`{"Action":"fail","Package":"m/e2e","Test":"TestChaos"}` + "\n")
+	require.NoError(t, os.WriteFile(log, []byte(b.String()), 0o644))
+	var sum strings.Builder
+	require.NoError(t, summarise(&sum, []string{log}))
+	s := sum.String()
+	assert.NotContains(t, s, "containerd log (tail)", s)
+	assert.Contains(t, s, "step 0\n", s)
+	assert.Contains(t, s, "step 2\n", s)
+	assert.True(t, strings.HasSuffix(s, `failed tests (1):
+  m/e2e.TestChaos (e2e.json)
+      chaos_test.go:204: the status does not show the container killed
+0 passed, 1 failed, 0 skipped
 `), s)
 }
