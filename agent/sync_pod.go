@@ -252,15 +252,16 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (next time.Duration) 
 		}
 		w.setNetworkNotReady("")
 	}
+	// Publish what was observed before the sandbox, pulls and starts, as
+	// the kubelet's syncPod before its runtime's SyncPod: a new pod Pending
+	// with Ready False (a ClusterTrustBundle [Conformance] spec reads it
+	// within 10 s, image still pulling); a dead container terminated before
+	// its restart (TestChaosContainerdKill gives that 5 s). Not a terminal
+	// phase: its sidecars may still run until the kills (e2e_node).
 	if act.changesRuntime() {
-		// Publish what was observed before the sandbox, pulls and starts,
-		// which can take minutes, as the kubelet's syncPod sets the status
-		// before its runtime's SyncPod: a new pod Pending, with Ready
-		// False (a ClusterTrustBundle [Conformance] spec reads it within
-		// 10 s of the pod's creation, image still pulling); a container
-		// that died, terminated, before its restart (TestChaosContainerdKill
-		// gives that 5 s; a restart under load can take longer).
-		w.setStatus(a.computePodStatus(w, pod, st))
+		if s := a.computePodStatus(w, pod, st); s.Phase != v1.PodSucceeded && s.Phase != v1.PodFailed {
+			w.setStatus(s)
+		}
 	}
 	sb, prepulled := a.ensureSandbox(ctx, w, pod, st, act, res, pre)
 
